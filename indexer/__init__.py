@@ -1,0 +1,5 @@
+"""memindex: keeps an AI agent's Markdown memory searchable."""
+
+__all__ = ["__version__"]
+
+__version__ = "0.1.0"

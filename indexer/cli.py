@@ -1,0 +1,207 @@
+"""The ``memindex`` command line. ``main(argv)`` takes its arguments so tests call it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from . import __version__
+from .config import Config, load_config
+from .engine import MemoryIndex
+from .errors import MemindexError
+
+__all__ = ["main"]
+
+log = logging.getLogger("memindex")
+
+
+class _ProgressBar:
+    """A one-line progress bar on a terminal; silent otherwise."""
+
+    def __init__(self, stream: TextIO, label: str) -> None:
+        self.stream = stream
+        self.label = label
+        self.enabled = stream.isatty()
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total < 50:
+            return
+        now = time.monotonic()
+        if now - self.last < 0.1 and done < total:
+            return
+        self.last = now
+        width = 30
+        filled = int(width * done / total) if total else width
+        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="memindex",
+        description="Index an agent's Markdown memory and search it (BM25 keyword search, "
+        "line-range citations).",
+    )
+    p.add_argument(
+        "--config", type=Path, help="config file (default ~/.config/memindex/config.toml)"
+    )
+    p.add_argument("--workspace", type=Path, help="agent workspace holding MEMORY.md and memory/")
+    p.add_argument("--agent", help="agent id: names the index file <state dir>/<agent>.sqlite")
+    p.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
+    p.add_argument("--version", action="version", version=f"memindex {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    s = sub.add_parser("index", help="index new and changed files, drop deleted ones")
+    s.add_argument("--force", action="store_true", help="rebuild the whole index")
+    s.add_argument("--json", action="store_true", help="print the sync report as JSON")
+
+    s = sub.add_parser("search", help="search the index")
+    s.add_argument("query", help='words, "quoted phrases", IDs, paths')
+    s.add_argument("--max-results", type=int, default=None, help="number of results (default 6)")
+    s.add_argument("--min-score", type=float, default=None, help="drop weaker results (0..1)")
+    s.add_argument(
+        "--source", choices=["memory", "sessions", "all"], default="all", help="which source"
+    )
+    s.add_argument("--json", action="store_true", help="print the memory_search result as JSON")
+
+    s = sub.add_parser("get", help="print lines of a memory file")
+    s.add_argument("path", help="path as shown in search results, e.g. memory/2026-11-21.md")
+    s.add_argument("--from", dest="start", type=int, default=None, help="first line (1-based)")
+    s.add_argument("--lines", type=int, default=None, help="number of lines (default: all)")
+    s.add_argument("--json", action="store_true", help="print the memory_get result as JSON")
+
+    s = sub.add_parser("status", help="show what the index holds and its health")
+    s.add_argument("--json", action="store_true", help="print the status object as JSON")
+    return p
+
+
+def _print_json(obj: Any, out: TextIO) -> None:
+    out.write(json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
+
+
+def _cmd_index(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    with MemoryIndex(cfg) as idx:
+        bar = _ProgressBar(err, "indexing")
+        try:
+            report = idx.sync(force=args.force, progress=bar)
+        finally:
+            bar.close()
+        if args.json:
+            _print_json({"indexPath": str(idx.index_path), **report.to_json()}, out)
+            return 0
+        if report.rebuilt:
+            out.write(f"rebuilt the index ({report.rebuilt})\n")
+        out.write(
+            f"{report.files} files: {report.added} added, {report.updated} updated, "
+            f"{report.unchanged} unchanged, {report.removed} removed; "
+            f"{report.chunksWritten} chunks written in {report.seconds:.2f}s\n"
+            f"index: {idx.index_path}\n"
+        )
+        for s in report.skipped + report.errors:
+            out.write(f"skipped {s['path']}: {s['reason']}\n")
+    return 0
+
+
+def _cmd_search(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
+    with MemoryIndex(cfg, readonly=True) as idx:
+        result = idx.search(
+            args.query,
+            max_results=args.max_results,
+            min_score=args.min_score,
+            sources=None if args.source == "all" else [args.source],
+        )
+    if args.json:
+        _print_json(result, out)
+        return 0
+    if not result["results"]:
+        out.write("No results.\n")
+        return 0
+    for r in result["results"]:
+        out.write(f"{r['score']:.3f} {r['path']}:{r['startLine']}-{r['endLine']}\n")
+        for line in r["snippet"].split("\n"):
+            out.write(f"    {line}\n")
+        out.write("\n")
+    return 0
+
+
+def _cmd_get(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
+    with MemoryIndex(cfg, readonly=True) as idx:
+        result = idx.get(args.path, start=args.start, lines=args.lines)
+    if args.json:
+        _print_json(result, out)
+    else:
+        out.write(result["text"] + ("\n" if result["text"] else ""))
+    return 0
+
+
+def _cmd_status(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
+    with MemoryIndex(cfg, readonly=True) as idx:
+        st = idx.status()
+    if args.json:
+        _print_json(st, out)
+        return 0
+    out.write(f"index:     {st['indexPath']}\n")
+    out.write(f"workspace: {st['workspace']}\n")
+    for src, c in sorted(st["sources"].items()):
+        out.write(f"{src + ':':<11}{c['files']} files, {c['chunks']} chunks\n")
+    out.write(f"mode:      {st['mode']} ({st['vector']['reason']})\n")
+    sq = st["sqlite"]
+    out.write(f"sqlite:    {sq['sqlite']} via {sq['binding']}, sqlite-vec {sq['sqliteVec']}\n")
+    last = st["lastSync"]
+    if last:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last["at"]))
+        out.write(f"last sync: {when} ({last['files']} files)\n")
+    else:
+        out.write("last sync: never (run 'memindex index')\n")
+    for s in st["skipped"]:
+        out.write(f"skipped:   {s['path']}: {s['reason']}\n")
+    return 0
+
+
+def main(
+    argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="memindex: %(levelname)s %(name)s: %(message)s",
+        stream=err,
+    )
+    try:
+        cfg = load_config(args.config, workspace=args.workspace, agent=args.agent)
+        if args.command == "index":
+            return _cmd_index(cfg, args, out, err)
+        if args.command == "search":
+            return _cmd_search(cfg, args, out)
+        if args.command == "get":
+            return _cmd_get(cfg, args, out)
+        if args.command == "status":
+            return _cmd_status(cfg, args, out)
+    except MemindexError as exc:
+        err.write(f"memindex: error: {exc.message}\n")
+        return 2
+    except KeyboardInterrupt:
+        err.write("memindex: interrupted\n")
+        return 130
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,249 @@
+"""Configuration: TOML file + command-line overrides -> one immutable ``Config``.
+
+Key names follow OpenClaw's ``memorySearch`` settings where they overlap; every key
+and its default is listed in ``config/memindex.toml``. Unknown keys are an error
+(a typo must not silently fall back to a default).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError, WorkspaceError
+
+__all__ = [
+    "ChunkingConfig",
+    "Config",
+    "ExtraPath",
+    "LimitsConfig",
+    "QueryConfig",
+    "default_config_path",
+    "load_config",
+    "state_dir",
+]
+
+DEFAULT_IGNORE_DIRS = (
+    ".git",
+    "node_modules",
+    ".pnpm-store",
+    ".venv",
+    "venv",
+    ".tox",
+    "__pycache__",
+)
+
+
+@dataclass(frozen=True)
+class ExtraPath:
+    """A file, a directory (walked recursively) or a directory + glob pattern."""
+
+    path: Path
+    pattern: str | None = None
+
+
+@dataclass(frozen=True)
+class ChunkingConfig:
+    tokens: int = 400
+    overlap: int = 80
+
+
+@dataclass(frozen=True)
+class QueryConfig:
+    maxResults: int = 6
+    minScore: float = 0.35
+    maxSnippetChars: int = 700
+
+
+@dataclass(frozen=True)
+class LimitsConfig:
+    maxFileBytes: int = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Config:
+    workspace: Path | None = None
+    agentId: str | None = None
+    stateDir: Path | None = None
+    indexPath: Path | None = None
+    extraPaths: tuple[ExtraPath, ...] = ()
+    ignore: tuple[str, ...] = ()
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    query: QueryConfig = field(default_factory=QueryConfig)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
+    source: Path | None = None  # the file this came from, if any
+
+    def require_workspace(self) -> Path:
+        if self.workspace is None:
+            raise WorkspaceError(
+                "no workspace: pass --workspace DIR, set 'workspace' in the config file, "
+                "or create ~/.openclaw/workspace"
+            )
+        if not self.workspace.is_dir():
+            raise WorkspaceError(f"workspace {self.workspace} is not a directory")
+        return self.workspace
+
+    def resolved_index_path(self) -> Path:
+        """``indexPath``, else ``<stateDir>/<agentId>.sqlite``, else one derived from
+        the workspace, so two workspaces never share an index file."""
+        if self.indexPath is not None:
+            return self.indexPath
+        base = self.stateDir or state_dir()
+        if self.agentId:
+            return base / f"{self.agentId}.sqlite"
+        ws = self.require_workspace().resolve()
+        digest = hashlib.sha256(str(ws).encode("utf-8")).hexdigest()[:12]
+        return base / f"ws-{ws.name or 'root'}-{digest}.sqlite"
+
+
+def state_dir() -> Path:
+    """Platform state dir: $XDG_STATE_HOME/memindex or ~/.local/state/memindex
+    (macOS: ~/Library/Application Support/memindex)."""
+    xdg = os.environ.get("XDG_STATE_HOME")
+    if xdg:
+        return Path(xdg) / "memindex"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "memindex"
+    return Path.home() / ".local" / "state" / "memindex"
+
+
+def default_config_path() -> Path:
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".config"
+    return base / "memindex" / "config.toml"
+
+
+def _expand(value: str, base: Path | None) -> Path:
+    p = Path(os.path.expandvars(os.path.expanduser(value)))
+    if not p.is_absolute() and base is not None:
+        p = base / p
+    return p
+
+
+def _section(data: dict[str, Any], name: str, cls: type[Any], where: str) -> Any:
+    raw = data.pop(name, {})
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: [{name}] must be a table")
+    known = {f.name: f for f in fields(cls)}
+    kwargs: dict[str, Any] = {}
+    defaults = cls()
+    for key, value in raw.items():
+        if key not in known:
+            raise ConfigError(f"{where}: unknown key '{name}.{key}' (known: {', '.join(known)})")
+        want = type(getattr(defaults, key))
+        if want is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, want) or isinstance(value, bool) != (want is bool):
+            raise ConfigError(
+                f"{where}: '{name}.{key}' must be {want.__name__}, got {type(value).__name__}"
+            )
+        kwargs[key] = value
+    return cls(**kwargs)
+
+
+def _extra_paths(raw: Any, base: Path | None, where: str) -> tuple[ExtraPath, ...]:
+    if not isinstance(raw, list):
+        raise ConfigError(f"{where}: 'extraPaths' must be a list")
+    out: list[ExtraPath] = []
+    for item in raw:
+        if isinstance(item, str):
+            out.append(ExtraPath(_expand(item, base)))
+        elif isinstance(item, dict) and isinstance(item.get("path"), str):
+            pattern = item.get("pattern")
+            if pattern is not None and not isinstance(pattern, str):
+                raise ConfigError(f"{where}: extraPaths pattern must be a string")
+            unknown = set(item) - {"path", "pattern"}
+            if unknown:
+                raise ConfigError(f"{where}: unknown extraPaths keys {sorted(unknown)}")
+            out.append(ExtraPath(_expand(item["path"], base), pattern))
+        else:
+            raise ConfigError(f"{where}: extraPaths entries are strings or {{path, pattern}}")
+    return tuple(out)
+
+
+def parse_config(data: dict[str, Any], *, source: Path | None = None) -> Config:
+    """Build a Config from parsed TOML; relative paths are relative to the file."""
+    where = str(source) if source else "config"
+    data = dict(data)
+    base = source.parent if source else Path.cwd()
+    chunking = _section(data, "chunking", ChunkingConfig, where)
+    query = _section(data, "query", QueryConfig, where)
+    limits = _section(data, "limits", LimitsConfig, where)
+    kwargs: dict[str, Any] = {"chunking": chunking, "query": query, "limits": limits}
+    for key in ("workspace", "stateDir", "indexPath"):
+        if key in data:
+            value = data.pop(key)
+            if not isinstance(value, str):
+                raise ConfigError(f"{where}: '{key}' must be a string path")
+            kwargs[key] = _expand(value, base)
+    if "agentId" in data:
+        value = data.pop("agentId")
+        if not isinstance(value, str) or not value or "/" in value or value.startswith("."):
+            raise ConfigError(f"{where}: 'agentId' must be a plain name")
+        kwargs["agentId"] = value
+    if "extraPaths" in data:
+        kwargs["extraPaths"] = _extra_paths(data.pop("extraPaths"), base, where)
+    if "ignore" in data:
+        value = data.pop("ignore")
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{where}: 'ignore' must be a list of glob strings")
+        kwargs["ignore"] = tuple(value)
+    if data:
+        raise ConfigError(f"{where}: unknown key(s): {', '.join(sorted(data))}")
+    cfg = Config(source=source, **kwargs)
+    _validate(cfg, where)
+    return cfg
+
+
+def _validate(cfg: Config, where: str) -> None:
+    c = cfg.chunking
+    if c.tokens < 16:
+        raise ConfigError(f"{where}: chunking.tokens must be >= 16")
+    if not 0 <= c.overlap < c.tokens:
+        raise ConfigError(f"{where}: chunking.overlap must be >= 0 and below chunking.tokens")
+    if cfg.query.maxResults < 1:
+        raise ConfigError(f"{where}: query.maxResults must be >= 1")
+    if not 0.0 <= cfg.query.minScore <= 1.0:
+        raise ConfigError(f"{where}: query.minScore must be between 0 and 1")
+    if cfg.query.maxSnippetChars < 80:
+        raise ConfigError(f"{where}: query.maxSnippetChars must be >= 80")
+    if cfg.limits.maxFileBytes < 1024:
+        raise ConfigError(f"{where}: limits.maxFileBytes must be >= 1024")
+
+
+def load_config(
+    path: Path | None = None,
+    *,
+    workspace: Path | None = None,
+    agent: str | None = None,
+) -> Config:
+    """Read the config file (explicit ``path``, else the default one if it exists)
+    and apply command-line overrides. With no workspace anywhere, OpenClaw's default
+    workspace ``~/.openclaw/workspace`` is used when it exists."""
+    cfg = Config()
+    file = path if path is not None else default_config_path()
+    if path is not None and not file.is_file():
+        raise ConfigError(f"config file {file} does not exist")
+    if file.is_file():
+        try:
+            with file.open("rb") as fh:
+                data = tomllib.load(fh)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{file}: not valid TOML: {exc}") from exc
+        except OSError as exc:
+            raise ConfigError(f"{file}: cannot read: {exc.strerror}") from exc
+        cfg = parse_config(data, source=file)
+    if workspace is not None:
+        cfg = replace(cfg, workspace=Path(os.path.expanduser(str(workspace))).absolute())
+    if agent is not None:
+        cfg = replace(cfg, agentId=agent)
+    if cfg.workspace is None:
+        openclaw = Path.home() / ".openclaw" / "workspace"
+        if openclaw.is_dir():
+            cfg = replace(cfg, workspace=openclaw)
+    return cfg

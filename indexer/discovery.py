@@ -1,0 +1,245 @@
+"""Which files belong to the memory source, and which paths memory_get may read.
+
+memory source: ``MEMORY.md``, ``memory.md`` and ``memory/**/*.md`` under the
+workspace, plus ``extraPaths`` (files, directories walked recursively, or
+directory + glob). Only ``.md``; symlinks below a root are never followed; ignored
+directory names are pruned before they are entered.
+
+Display paths (what results and memory_get use) are workspace-relative for files in
+the workspace and ``extra/<name>/<rel>`` for extra roots outside it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from .config import DEFAULT_IGNORE_DIRS, Config
+from .errors import NotFound, PathRefused
+
+__all__ = ["Root", "SourceFile", "discover", "resolve_get_path", "roots_for"]
+
+MEMORY_SOURCE = "memory"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    path: str  # display path, POSIX separators
+    abs: str  # absolute path on disk
+    source: str
+    mtime_ns: int  # from the lstat taken at discovery
+    size: int
+
+
+@dataclass(frozen=True)
+class Root:
+    """A directory (or single file) whose Markdown belongs to the memory source."""
+
+    real: Path  # resolved absolute path
+    display: str  # display prefix ("" for the workspace itself)
+    pattern: str | None  # glob relative to the root, None = every .md
+    is_file: bool = False
+
+
+def _ignored(name: str, rel: str, cfg: Config) -> bool:
+    if name in DEFAULT_IGNORE_DIRS:
+        return True
+    return any(fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(rel, g) for g in cfg.ignore)
+
+
+def roots_for(cfg: Config) -> list[Root]:
+    """The workspace plus every extra path that exists, each with its display prefix."""
+    ws = cfg.require_workspace().resolve()
+    roots = [Root(ws, "", None)]
+    used: set[str] = set()
+    for extra in cfg.extraPaths:
+        try:
+            real = extra.path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            continue  # a missing extra path is reported by status, not an error
+        is_file = real.is_file()
+        if is_file and real.suffix.lower() != ".md":
+            continue
+        if real == ws or ws in real.parents:
+            display = real.relative_to(ws).as_posix()
+        else:
+            name = real.name or "root"
+            display = f"extra/{name}"
+            n = 2
+            while display in used:
+                display = f"extra/{name}-{n}"
+                n += 1
+        used.add(display)
+        roots.append(Root(real, display, extra.pattern, is_file))
+    return roots
+
+
+def _walk(root: str, rel: str, cfg: Config) -> Iterator[tuple[str, str]]:
+    """Yield (path, rel) for every regular .md file below ``root``, no symlinks."""
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return
+    entries.sort(key=lambda e: e.name)
+    for entry in entries:
+        child_rel = f"{rel}/{entry.name}" if rel else entry.name
+        try:
+            if entry.is_symlink():
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if not _ignored(entry.name, child_rel, cfg):
+                    yield from _walk(entry.path, child_rel, cfg)
+            elif (
+                entry.is_file(follow_symlinks=False)
+                and entry.name.lower().endswith(".md")
+                and not _ignored(entry.name, child_rel, cfg)
+            ):
+                yield entry.path, child_rel
+        except OSError:
+            continue
+
+
+def _join(prefix: str, rel: str) -> str:
+    return f"{prefix}/{rel}" if prefix else rel
+
+
+def discover(cfg: Config) -> list[SourceFile]:
+    """Every file of the memory source, de-duplicated by real path, sorted."""
+    found: dict[str, SourceFile] = {}
+    seen_real: set[tuple[int, int]] = set()
+
+    def add(path: str, display: str) -> None:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return
+        if not stat.S_ISREG(st.st_mode):
+            return
+        key = (st.st_dev, st.st_ino)
+        if key in seen_real:
+            return  # same file twice (case-insensitive FS, overlapping roots)
+        seen_real.add(key)
+        found[display] = SourceFile(display, path, MEMORY_SOURCE, st.st_mtime_ns, st.st_size)
+
+    roots = roots_for(cfg)
+    ws = roots[0].real
+    names = _names(ws)
+    for name in ("MEMORY.md", "memory.md"):
+        if name in names:
+            add(str(ws / name), name)
+    mem = ws / "memory"
+    if mem.is_dir() and not mem.is_symlink():
+        for path, rel in _walk(str(mem), "memory", cfg):
+            add(path, rel)
+    for root in roots[1:]:
+        if root.is_file:
+            add(str(root.real), root.display)
+            continue
+        for path, rel in _walk(str(root.real), "", cfg):
+            if root.pattern and not fnmatch.fnmatchcase(rel, root.pattern):
+                continue
+            add(path, _join(root.display, rel))
+    return sorted(found.values(), key=lambda f: f.path)
+
+
+def _names(directory: Path) -> set[str]:
+    try:
+        return set(os.listdir(directory))
+    except OSError:
+        return set()
+
+
+def _in_memory_source(rel: str) -> bool:
+    return rel in ("MEMORY.md", "memory.md") or (
+        rel.startswith("memory/") and rel.lower().endswith(".md")
+    )
+
+
+def resolve_get_path(cfg: Config, raw: str) -> tuple[str, Path]:
+    """Map a memory_get ``path`` to (display path, absolute path), or refuse.
+
+    Accepted: a display path (or an absolute path inside a root) of an existing
+    regular ``.md`` file that discovery would index. Refused with PathRefused:
+    NUL bytes, backslashes, ``..`` or ``.`` components, other extensions, paths
+    outside the roots, ignored directories, and any symlink on the way. A refused
+    path is never opened.
+    """
+    if not isinstance(raw, str) or not raw.strip():
+        raise PathRefused("memory_get needs a 'path': a file of the memory source, e.g. MEMORY.md")
+    if "\x00" in raw or "\\" in raw:
+        raise PathRefused(f"refused path {raw!r}: contains a NUL byte or a backslash")
+    roots = roots_for(cfg)
+    display = _display_for_absolute(roots, raw) if os.path.isabs(raw) else raw
+    if any(p in ("..", ".") for p in PurePosixPath(raw).parts) or display.startswith("/"):
+        raise PathRefused(f"refused path {raw!r}: '..' and '.' components are not allowed")
+    if not display.lower().endswith(".md"):
+        raise PathRefused(f"refused path {raw!r}: only .md files of the memory source are readable")
+    # Pick the root with the longest display prefix that contains the path.
+    target: Root | None = None
+    rel = ""
+    for root in roots[1:]:
+        if root.is_file and display == root.display:
+            target, rel = root, ""
+            break
+        prefix = root.display + "/"
+        longer = target is None or len(root.display) > len(target.display)
+        if not root.is_file and display.startswith(prefix) and longer:
+            target, rel = root, display[len(prefix) :]
+    if target is None:
+        if not _in_memory_source(display):
+            raise PathRefused(
+                f"refused path {raw!r}: not a memory file (MEMORY.md, memory.md, memory/**/*.md "
+                "or an extra path)"
+            )
+        target, rel = roots[0], display
+    elif target.pattern and not fnmatch.fnmatchcase(rel, target.pattern):
+        raise PathRefused(f"refused path {raw!r}: does not match the extra path's pattern")
+    rel_parts = PurePosixPath(rel).parts if rel else ()
+    for i, part in enumerate(rel_parts[:-1]):
+        if _ignored(part, "/".join(rel_parts[: i + 1]), cfg):
+            raise PathRefused(f"refused path {raw!r}: inside an ignored directory")
+    # Walk component by component: exact names (no case tricks), no symlinks.
+    current = target.real
+    for part in rel_parts:
+        if part not in _names(current):
+            raise NotFound(f"{display}: no such file")
+        current = current / part
+        try:
+            st = current.lstat()
+        except OSError as exc:
+            raise NotFound(f"{display}: no such file") from exc
+        if stat.S_ISLNK(st.st_mode):
+            raise PathRefused(f"refused path {raw!r}: symlinks are not followed")
+    try:
+        st = current.lstat()
+    except OSError as exc:
+        raise NotFound(f"{display}: no such file") from exc
+    if not stat.S_ISREG(st.st_mode):
+        raise PathRefused(f"refused path {raw!r}: not a regular file")
+    return display, current
+
+
+def _display_for_absolute(roots: list[Root], raw: str) -> str:
+    norm = os.path.normpath(raw)
+    if norm != raw.rstrip("/") and ".." in PurePosixPath(raw).parts:
+        raise PathRefused(f"refused path {raw!r}: '..' and '.' components are not allowed")
+    p = Path(norm)
+    best: tuple[int, str] | None = None
+    for root in roots:
+        if root.is_file:
+            if p == root.real:
+                return root.display
+            continue
+        if p == root.real or root.real in p.parents:
+            rel = p.relative_to(root.real).as_posix()
+            cand = _join(root.display, rel)
+            depth = len(root.real.parts)
+            if best is None or depth > best[0]:
+                best = (depth, cand)
+    if best is None:
+        raise PathRefused(f"refused path {raw!r}: outside the workspace and extra paths")
+    return best[1]

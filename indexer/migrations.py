@@ -1,0 +1,71 @@
+"""Schema migrations: named, applied in order, only ever appended.
+
+Never edit or reorder an entry once it has been released; add a new one.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MIGRATIONS"]
+
+MIGRATIONS: list[tuple[str, str]] = [
+    (
+        "0001_initial",
+        """
+        CREATE TABLE meta(
+            key TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        );
+        CREATE TABLE files(
+            path TEXT PRIMARY KEY,
+            source TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            lines INTEGER NOT NULL,
+            indexed_at REAL NOT NULL
+        );
+        CREATE TABLE chunks(
+            id INTEGER PRIMARY KEY,
+            path TEXT NOT NULL,
+            source TEXT NOT NULL,
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
+            heading TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            text TEXT NOT NULL
+        );
+        CREATE INDEX chunks_by_path ON chunks(path);
+        CREATE INDEX chunks_by_hash ON chunks(hash);
+        -- Contentless: chunk text lives once, in chunks; the FTS body is the text
+        -- prepared for tokenizing (CJK spaced), rowid = chunks.id.
+        CREATE VIRTUAL TABLE chunks_fts USING fts5(
+            body, heading, path,
+            content='', contentless_delete=1,
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TABLE embedding_cache(
+            provider TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            dims INTEGER NOT NULL,
+            vector BLOB NOT NULL,
+            last_used REAL NOT NULL,
+            PRIMARY KEY(provider, hash)
+        ) WITHOUT ROWID;
+        CREATE INDEX embedding_cache_lru ON embedding_cache(last_used);
+        CREATE TABLE session_cursors(
+            path TEXT PRIMARY KEY,
+            dev INTEGER NOT NULL,
+            ino INTEGER NOT NULL,
+            committed INTEGER NOT NULL,
+            lines INTEGER NOT NULL,
+            updated_at REAL NOT NULL
+        );
+        CREATE TABLE skipped(
+            path TEXT PRIMARY KEY,
+            source TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            at REAL NOT NULL
+        );
+        """,
+    ),
+]

@@ -1,0 +1,284 @@
+"""Sync: the one place that combines discovery, chunking and the store.
+
+For every file of the memory source: unchanged (mtime+size, then hash) files are
+skipped cheaply; changed files are re-chunked and replaced in one transaction;
+files no longer present are removed (a rename is a delete plus an add). A file that
+cannot be read as UTF-8 text, is binary, or is over the size limit is skipped with a
+reason that ``status`` shows; it never aborts the sync.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import stat
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .chunking import CHUNKER_VERSION, chunk_markdown, split_lines
+from .config import Config
+from .discovery import MEMORY_SOURCE, SourceFile, discover
+from .search import index_text
+from .store import ChunkRow, FileState, Store
+from .tokenizer import TOKENIZER_NAME, TokenCounter, get_counter
+
+__all__ = [
+    "FileUnreadable",
+    "FileVanished",
+    "SyncReport",
+    "fingerprint",
+    "read_text",
+    "sync",
+]
+
+log = logging.getLogger(__name__)
+
+FTS_VERSION = 1  # bump when index_text() or the FTS tokenizer changes
+_BATCH_FILES = 256
+_BATCH_SECONDS = 0.5
+
+Progress = Callable[[int, int], None]
+
+
+class FileUnreadable(Exception):
+    """The file exists but is not indexable text; ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class FileVanished(Exception):
+    """The file disappeared between discovery and reading."""
+
+
+def read_text(path: str | Path, max_bytes: int) -> tuple[str, FileState]:
+    """Read a Markdown file as UTF-8 without following a symlink.
+
+    Raises FileVanished, FileUnreadable (binary, invalid UTF-8, too large, not a
+    regular file) or OSError for other I/O failures."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError as exc:
+        raise FileVanished(str(path)) from exc
+    except OSError as exc:
+        if exc.errno == getattr(os, "ELOOP", -1):
+            raise FileUnreadable("is a symlink (not followed)") from exc
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise FileUnreadable("not a regular file")
+        if st.st_size > max_bytes:
+            raise FileUnreadable(f"too large: {st.st_size} bytes (limit {max_bytes})")
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            block = os.read(fd, 1 << 20)
+            if not block:
+                break
+            total += len(block)
+            if total > max_bytes:
+                raise FileUnreadable(f"too large: over {max_bytes} bytes")
+            chunks.append(block)
+        data = b"".join(chunks)
+    finally:
+        os.close(fd)
+    if b"\x00" in data:
+        raise FileUnreadable("binary file (contains NUL bytes)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FileUnreadable(
+            f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        ) from exc
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    state = FileState(hashlib.sha256(data).hexdigest(), st.st_mtime_ns, len(data))
+    return text, state
+
+
+def fingerprint(cfg: Config) -> dict[str, Any]:
+    """What the index rows depend on; a change means a rebuild."""
+    return {
+        "chunker": CHUNKER_VERSION,
+        "tokens": cfg.chunking.tokens,
+        "overlap": cfg.chunking.overlap,
+        "tokenizer": TOKENIZER_NAME,
+        "fts": FTS_VERSION,
+        "provider": None,
+        "model": None,
+        "dims": 0,
+    }
+
+
+@dataclass
+class SyncReport:
+    files: int = 0
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    chunksWritten: int = 0
+    chunksRemoved: int = 0
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    errors: list[dict[str, str]] = field(default_factory=list)
+    rebuilt: str | None = None
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _prepare(store: Store, cfg: Config, force: bool) -> str | None:
+    """Check the index belongs to this workspace and settings; clear it if not.
+
+    Returns why the index was cleared, or None."""
+    workspace = str(cfg.require_workspace().resolve())
+    fp = json.dumps(fingerprint(cfg), sort_keys=True)
+    old_ws = store.meta_get("workspace")
+    old_fp = store.meta_get("fingerprint")
+    reason = None
+    if force:
+        reason = "forced"
+    elif old_ws is not None and old_ws != workspace:
+        reason = f"index belonged to workspace {old_ws}"
+    elif old_fp is not None and old_fp != fp:
+        reason = "chunking or provider settings changed"
+    with store.transaction():
+        if reason:
+            log.info("rebuilding %s: %s", store.path, reason)
+            store.clear()
+        store.meta_set("workspace", workspace)
+        store.meta_set("fingerprint", fp)
+    return reason
+
+
+def sync(
+    store: Store,
+    cfg: Config,
+    *,
+    force: bool = False,
+    progress: Progress | None = None,
+    counter: TokenCounter | None = None,
+) -> SyncReport:
+    """Bring the index in line with the files on disk."""
+    t0 = time.monotonic()
+    report = SyncReport()
+    report.rebuilt = _prepare(store, cfg, force)
+    files = discover(cfg)
+    report.files = len(files)
+    known = store.file_states(MEMORY_SOURCE)
+    present = {f.path for f in files}
+    count = counter or get_counter()
+
+    # Deletions first: one transaction.
+    gone = [p for p in known if p not in present]
+    if gone:
+        with store.transaction():
+            for path in gone:
+                report.chunksRemoved += store.delete_file(path)
+                report.removed += 1
+
+    pending: list[SourceFile] = []
+    for f in files:
+        old = known.get(f.path)
+        if old is not None and f.mtime_ns == old.mtime_ns and f.size == old.size:
+            report.unchanged += 1
+            continue
+        pending.append(f)
+
+    skipped_now: set[str] = set()
+    done = report.unchanged
+    total = len(files)
+    if progress:
+        progress(done, total)
+    batch_start = time.monotonic()
+    in_batch = 0
+    with store.batch() as checkpoint:
+        for f in pending:
+            _sync_one(store, cfg, f, known.get(f.path), report, skipped_now, count)
+            in_batch += 1
+            done += 1
+            if in_batch >= _BATCH_FILES or time.monotonic() - batch_start > _BATCH_SECONDS:
+                checkpoint()
+                if progress:
+                    progress(done, total)
+                in_batch = 0
+                batch_start = time.monotonic()
+        store.prune_skips(skipped_now, MEMORY_SOURCE)
+        store.meta_set("lastSync", json.dumps({"at": time.time(), **_summary(report)}))
+    if progress:
+        progress(total, total)
+    report.seconds = round(time.monotonic() - t0, 3)
+    return report
+
+
+def _summary(r: SyncReport) -> dict[str, Any]:
+    return {
+        "files": r.files,
+        "added": r.added,
+        "updated": r.updated,
+        "removed": r.removed,
+        "skipped": len(r.skipped),
+        "errors": len(r.errors),
+    }
+
+
+def _sync_one(
+    store: Store,
+    cfg: Config,
+    f: SourceFile,
+    old: FileState | None,
+    report: SyncReport,
+    skipped_now: set[str],
+    count: TokenCounter,
+) -> None:
+    """Index one file inside the caller's transaction (a savepoint keeps it atomic)."""
+    try:
+        text, state = read_text(f.abs, cfg.limits.maxFileBytes)
+    except FileVanished:
+        if old is not None:
+            report.chunksRemoved += store.delete_file(f.path)
+            report.removed += 1
+        return
+    except FileUnreadable as exc:
+        log.warning("skipped %s: %s", f.path, exc.reason)
+        report.skipped.append({"path": f.path, "reason": exc.reason})
+        skipped_now.add(f.path)
+        store.record_skip(f.path, f.source, exc.reason)
+        if old is not None:  # what was indexed is no longer what the file holds
+            report.chunksRemoved += store.delete_file(f.path)
+            report.removed += 1
+        return
+    except OSError as exc:  # keep the previous version; try again next sync
+        reason = f"cannot read: {exc.strerror or exc}"
+        log.warning("error reading %s: %s", f.path, reason)
+        report.errors.append({"path": f.path, "reason": reason})
+        skipped_now.add(f.path)
+        store.record_skip(f.path, f.source, reason)
+        return
+    store.clear_skip(f.path)
+    if old is not None and old.hash == state.hash:
+        store.touch_file(f.path, state.mtime_ns, state.size)
+        report.unchanged += 1
+        return
+    chunks = chunk_markdown(text, count, tokens=cfg.chunking.tokens, overlap=cfg.chunking.overlap)
+    rows = [
+        ChunkRow(c.start_line, c.end_line, c.heading, c.hash, c.text, index_text(c.text))
+        for c in chunks
+    ]
+    with store.savepoint():
+        removed, written = store.replace_file(f.path, f.source, state, len(split_lines(text)), rows)
+    report.chunksRemoved += removed
+    report.chunksWritten += written
+    if old is None:
+        report.added += 1
+    else:
+        report.updated += 1

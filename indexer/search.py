@@ -1,0 +1,463 @@
+"""Keyword search: query parsing, FTS5 expression, score normalisation, snippets.
+
+Query rules (ordinary questions must return results):
+
+* words are OR-ed and ranked by BM25 (never AND-ed);
+* English stop words are dropped, unless the query has nothing else;
+* ``"quoted phrases"`` are required and matched as phrases;
+* exact tokens — IDs, paths, error codes, config keys (``KESTREL-0429``,
+  ``src/app.py``, ``memory.qmd.paths``) — are matched as phrases of their parts, and
+  chunks containing them literally rank first;
+* CJK text (no spaces between words) is indexed one character per token and
+  queried as overlapping character bigrams.
+
+Scores: FTS5's bm25() is negative (lower is better); with ``r = -rank`` the keyword
+score is ``r / (1 + r)``: 0 for nothing, approaching 1 for strong hits, monotonic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .store import SearchRow, Store
+
+__all__ = [
+    "ParsedQuery",
+    "SearchHit",
+    "bm25_to_score",
+    "index_text",
+    "keyword_search",
+    "make_snippet",
+    "parse_query",
+    "render_results",
+]
+
+_CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_CJK = re.compile(f"[{_CJK_CHARS}]")
+_CJK_RUN = re.compile(f"[{_CJK_CHARS}]+")
+_WORD = re.compile(r"[^\W_]+")
+_PHRASE = re.compile(r'"([^"]*)"')
+_EXACT_PIECE = re.compile(r"^[^\W_]+(?:[-_./:#@+][^\W_]+)+$")
+_TRIM = "\"'`()[]{}<>,;!?*"
+
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "aren",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "cannot",
+        "could",
+        "did",
+        "didn",
+        "do",
+        "does",
+        "doesn",
+        "doing",
+        "don",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "hadn",
+        "has",
+        "hasn",
+        "have",
+        "haven",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "isn",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "let",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "ought",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "wasn",
+        "we",
+        "were",
+        "weren",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "won",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "s",
+        "t",
+        "d",
+        "ll",
+        "m",
+        "re",
+        "ve",
+    ]
+)
+
+
+def index_text(text: str) -> str:
+    """Text as handed to the FTS tokenizer: CJK characters become separate tokens."""
+    if not _CJK.search(text):
+        return text
+    return _CJK.sub(lambda m: f" {m.group(0)} ", text)
+
+
+def _fts_phrase(words: Sequence[str]) -> str:
+    return '"' + " ".join(w.replace('"', '""') for w in words) + '"'
+
+
+@dataclass
+class ParsedQuery:
+    required: list[list[str]] = field(default_factory=list)  # quoted phrases
+    terms: list[str] = field(default_factory=list)  # OR-ed words (stop words removed)
+    exact: list[str] = field(default_factory=list)  # literal tokens, lower-cased
+    exact_parts: list[list[str]] = field(default_factory=list)
+    cjk: list[str] = field(default_factory=list)  # bigrams (or single characters)
+    _stems: list[str] | None = field(default=None, repr=False)
+
+    def empty(self) -> bool:
+        return not (self.required or self.terms or self.exact_parts or self.cjk)
+
+    def fts_expression(self) -> str:
+        """The FTS5 MATCH expression: required phrases AND-ed, everything else OR-ed."""
+        optional = [_fts_phrase([t]) for t in self.terms]
+        optional += [_fts_phrase(p) for p in self.exact_parts]
+        optional += [_fts_phrase(list(g)) for g in self.cjk]
+        required = [_fts_phrase(p) for p in self.required]
+        if required:
+            clause = " AND ".join(required)
+            if optional:
+                clause += " AND (" + " OR ".join(optional + required) + ")"
+            return clause
+        return " OR ".join(optional)
+
+    def literal_needles(self) -> list[str]:
+        """Strings whose literal presence marks an exact hit."""
+        return self.exact + [" ".join(p) for p in self.required if p]
+
+    def match_words(self) -> list[str]:
+        return self.terms + [w for p in self.exact_parts for w in p]
+
+    def word_stems(self) -> list[str]:
+        """Per query word, the prefix a matching word must start with (a cheap
+        stand-in for the porter stemmer when marking matching lines)."""
+        if self._stems is None:
+            self._stems = list(dict.fromkeys(_stem_prefix(w) for w in self.match_words()))
+        return self._stems
+
+
+def _split_words(text: str) -> tuple[list[str], list[str]]:
+    """(latin-ish words, CJK runs) of ``text``, lower-cased."""
+    cjk = _CJK_RUN.findall(text)
+    rest = _CJK_RUN.sub(" ", text)
+    return [w.lower() for w in _WORD.findall(rest)], cjk
+
+
+def parse_query(query: str) -> ParsedQuery:
+    q = ParsedQuery()
+    words: list[str] = []
+    cjk_runs: list[str] = []
+
+    def take_phrase(m: re.Match[str]) -> str:
+        ws, runs = _split_words(m.group(1))
+        parts = ws + [c for run in runs for c in run]
+        if parts:
+            q.required.append(parts)
+        return " "
+
+    rest = _PHRASE.sub(take_phrase, query)
+    for piece in rest.split():
+        piece = piece.strip(_TRIM).rstrip(".")
+        if not piece:
+            continue
+        if _EXACT_PIECE.match(piece) and not _CJK.search(piece):
+            parts = [w.lower() for w in _WORD.findall(piece)]
+            q.exact.append(piece.lower())
+            q.exact_parts.append(parts)
+            continue
+        ws, runs = _split_words(piece)
+        words.extend(ws)
+        cjk_runs.extend(runs)
+    seen: set[str] = set()
+    kept = [w for w in words if w not in STOP_WORDS]
+    for w in kept or words:
+        if w not in seen:
+            seen.add(w)
+            q.terms.append(w)
+    for run in cjk_runs:
+        grams = [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
+        for g in grams:
+            if g not in q.cjk:
+                q.cjk.append(g)
+    return q
+
+
+def bm25_to_score(rank: float) -> float:
+    """FTS5 bm25 (negative, lower is better) -> 0..1, higher is better."""
+    r = max(0.0, -rank)
+    return r / (1.0 + r)
+
+
+def _stem_prefix(word: str) -> str:
+    return word if len(word) <= 4 else word[: max(4, len(word) - 3)]
+
+
+def _has_word_with_prefix(text: str, prefix: str) -> bool:
+    """True if a word of ``text`` starts with ``prefix`` (both lower-case)."""
+    pos = text.find(prefix)
+    while pos >= 0:
+        if pos == 0 or not text[pos - 1].isalnum():
+            return True
+        pos = text.find(prefix, pos + 1)
+    return False
+
+
+def _line_hits(line_lower: str, q: ParsedQuery) -> int:
+    hits = 2 * sum(1 for n in q.literal_needles() if n in line_lower)
+    hits += sum(1 for p in q.word_stems() if _has_word_with_prefix(line_lower, p))
+    hits += sum(1 for g in q.cjk if g in line_lower)
+    return hits
+
+
+def make_snippet(
+    text: str, start_line: int, q: ParsedQuery, max_chars: int
+) -> tuple[str, int, int]:
+    """A snippet of at most ``max_chars`` centred on the best-matching line.
+
+    Returns (snippet, first line, last line) with absolute 1-based line numbers."""
+    lines = text.split("\n")
+    best, best_hits = 0, 0
+    for i, line in enumerate(lines):
+        hits = _line_hits(line.lower(), q)
+        if hits > best_hits:
+            best, best_hits = i, hits
+    if best_hits == 0:
+        best = next((i for i, ln in enumerate(lines) if ln.strip()), 0)
+    line = lines[best]
+    if len(line) >= max_chars:
+        low = line.lower()
+        pos = 0
+        for needle in q.literal_needles() + q.match_words() + q.cjk:
+            found = low.find(needle)
+            if found >= 0:
+                pos = found
+                break
+        begin = max(0, min(pos - max_chars // 3, len(line) - max_chars))
+        piece = line[begin : begin + max_chars]
+        if begin > 0:
+            piece = "…" + piece[1:]
+        if begin + max_chars < len(line):
+            piece = piece[:-1] + "…"
+        return piece, start_line + best, start_line + best
+    lo = hi = best
+    size = len(line)
+    grow_up = True
+    while True:
+        can_up = lo > 0 and size + len(lines[lo - 1]) + 1 <= max_chars
+        can_down = hi < len(lines) - 1 and size + len(lines[hi + 1]) + 1 <= max_chars
+        if not (can_up or can_down):
+            break
+        if (grow_up and can_up) or not can_down:
+            lo -= 1
+            size += len(lines[lo]) + 1
+        else:
+            hi += 1
+            size += len(lines[hi]) + 1
+        grow_up = not grow_up
+    return "\n".join(lines[lo : hi + 1]), start_line + lo, start_line + hi
+
+
+@dataclass
+class SearchHit:
+    row: SearchRow
+    score: float
+    text_score: float
+    exact: bool
+    full: bool
+
+    def to_result(self, q: ParsedQuery, max_chars: int) -> dict[str, Any]:
+        r = self.row
+        snippet, s0, s1 = make_snippet(r.text, r.start_line, q, max_chars)
+        cite = f"{r.path}#L{r.start_line}" + (
+            f"-L{r.end_line}" if r.end_line != r.start_line else ""
+        )
+        return {
+            "path": r.path,
+            "startLine": r.start_line,
+            "endLine": r.end_line,
+            "score": round(self.score, 4),
+            "snippet": snippet,
+            "source": r.source,
+            "citation": cite,
+            "snippetStartLine": s0,
+            "snippetEndLine": s1,
+            "heading": r.heading,
+            "textScore": round(self.text_score, 4),
+        }
+
+
+def _classify(row: SearchRow, q: ParsedQuery) -> tuple[bool, bool, int]:
+    """(exact hit, full match, distinct query words present) for a candidate chunk."""
+    low = row.text.lower()
+    needles = q.literal_needles()
+    exact = any(n in low for n in needles)
+    stems = q.word_stems()
+    present = sum(1 for p in stems if _has_word_with_prefix(low, p))
+    cjk = sum(1 for g in q.cjk if g in low)
+    full = present == len(stems) and cjk == len(q.cjk) and all(n in low for n in needles)
+    return exact, full, present + cjk
+
+
+def keyword_search(
+    store: Store,
+    query: str,
+    *,
+    limit: int,
+    min_score: float,
+    sources: Sequence[str] | None = None,
+    candidates: int | None = None,
+) -> tuple[ParsedQuery, list[SearchHit]]:
+    """Keyword hits from a pool of ``candidates``, exact hits first, filtered by
+    ``min_score``; ``render_results`` picks the best ``limit`` distinct ones.
+
+    A chunk that contains an exact token/phrase, or every query term, is never
+    dropped by ``min_score``: the filter is for weak partial matches only."""
+    q = parse_query(query)
+    if q.empty():
+        return q, []
+    pool = candidates if candidates is not None else max(limit * 4, limit)
+    rows = store.fts_search(q.fts_expression(), pool, sources)
+    hits: list[SearchHit] = []
+    coord: dict[int, int] = {}
+    for row in rows:
+        ts = bm25_to_score(row.rank)
+        exact, full, present = _classify(row, q)
+        score = 0.5 + 0.5 * ts if exact else ts
+        if score < min_score and not (exact or full):
+            continue
+        coord[row.id] = present
+        hits.append(SearchHit(row, score, ts, exact, full))
+    # Exact hits first, then score; equal scores (FTS5 gives every term in half the
+    # chunks or more an IDF of ~0, common in small workspaces) by query words present.
+    hits.sort(key=lambda h: (not h.exact, -round(h.score, 6), -coord[h.row.id]))
+    return q, hits
+
+
+def render_results(
+    hits: Sequence[SearchHit], q: ParsedQuery, limit: int, max_chars: int
+) -> list[dict[str, Any]]:
+    """Result objects for the best ``limit`` hits, one per location: a hit whose
+    snippet lines overlap a better hit's in the same file (chunks overlap) is dropped."""
+    out: list[dict[str, Any]] = []
+    taken: dict[str, list[tuple[int, int]]] = {}
+    for h in hits:
+        r = h.to_result(q, max_chars)
+        spans = taken.setdefault(r["path"], [])
+        a, b = r["snippetStartLine"], r["snippetEndLine"]
+        if any(a <= y and x <= b for x, y in spans):
+            continue
+        spans.append((a, b))
+        out.append(r)
+        if len(out) >= limit:
+            break
+    return out

@@ -1,0 +1,389 @@
+"""The index file: one SQLite database per agent. The only module that writes SQL.
+
+Opened through apsw (a binding that bundles a current SQLite with FTS5 and can load
+extensions on Linux and macOS), in WAL mode. sqlite-vec is loaded when it can be;
+when it cannot, keyword search keeps working and ``vector_error`` says why.
+
+Writes happen inside ``transaction()`` (BEGIN IMMEDIATE ... COMMIT): a file's rows
+are replaced in one transaction, so a crash leaves its old or its new version.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from .errors import StoreError
+from .migrations import MIGRATIONS
+
+__all__ = ["ChunkRow", "FileState", "SearchRow", "Store"]
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    hash: str
+    mtime_ns: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRow:
+    """A chunk as the pipeline hands it to the store."""
+
+    start_line: int
+    end_line: int
+    heading: str
+    hash: str
+    text: str
+    fts_body: str
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRow:
+    id: int
+    path: str
+    source: str
+    start_line: int
+    end_line: int
+    heading: str
+    text: str
+    rank: float  # FTS5 bm25: negative, lower is better
+
+
+def _vec_path() -> str:
+    import sqlite_vec
+
+    return str(sqlite_vec.loadable_path())
+
+
+class Store:
+    """An open index file."""
+
+    def __init__(self, path: Path, *, readonly: bool = False) -> None:
+        self.path = path
+        self.readonly = readonly
+        self.vector_error: str | None = None
+        self.vec_version: str | None = None
+        if readonly and not path.exists():
+            raise StoreError(f"no index at {path}: run 'memindex index' first")
+        try:
+            if readonly:
+                flags = apsw.SQLITE_OPEN_READONLY
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+            self.db = apsw.Connection(str(path), flags=flags)
+            self.db.set_busy_timeout(10_000)
+            if not readonly:
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA synchronous=NORMAL")
+            self._load_vec()
+            if not readonly:
+                self._migrate()
+            elif not self._has_table("schema_migrations"):
+                raise StoreError(f"{path} is not a memindex index (run 'memindex index' first)")
+        except apsw.Error as exc:
+            raise StoreError(f"cannot open index {path}: {exc}") from exc
+        except OSError as exc:
+            raise StoreError(f"cannot create index directory {path.parent}: {exc}") from exc
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _load_vec(self) -> None:
+        try:
+            self.db.enable_load_extension(True)
+            self.db.load_extension(_vec_path())
+            self.db.enable_load_extension(False)
+            row = self.db.execute("SELECT vec_version()").fetchone()
+            self.vec_version = str(row[0]) if row else None
+        except (apsw.Error, ImportError, OSError, AttributeError) as exc:
+            self.vector_error = f"sqlite-vec could not be loaded: {exc}"
+
+    def _has_table(self, name: str) -> bool:
+        row = self.db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name=?", (name,)
+        ).fetchone()
+        return row is not None
+
+    def _migrate(self) -> None:
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations(name TEXT PRIMARY KEY, applied_at REAL)"
+        )
+        done = {r[0] for r in self.db.execute("SELECT name FROM schema_migrations")}
+        known = {name for name, _ in MIGRATIONS}
+        unknown = done - known
+        if unknown:
+            raise StoreError(
+                f"{self.path} was written by a newer memindex (migrations {sorted(unknown)}); "
+                "upgrade memindex or delete the index file to rebuild it"
+            )
+        for name, sql in MIGRATIONS:
+            if name in done:
+                continue
+            with self.transaction():
+                self.db.execute(sql)
+                self.db.execute(
+                    "INSERT INTO schema_migrations(name, applied_at) VALUES(?, ?)",
+                    (name, time.time()),
+                )
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        else:
+            self.db.execute("COMMIT")
+
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """A nested atomic unit inside a transaction."""
+        self.db.execute("SAVEPOINT unit")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK TO unit")
+            self.db.execute("RELEASE unit")
+            raise
+        self.db.execute("RELEASE unit")
+
+    @contextmanager
+    def batch(self) -> Iterator[Callable[[], None]]:
+        """A long write split into several transactions.
+
+        Yields ``checkpoint()``, which commits what was written so far and begins a
+        new transaction; the last one commits on exit, or rolls back on error."""
+
+        def checkpoint() -> None:
+            self.db.execute("COMMIT")
+            self.db.execute("BEGIN IMMEDIATE")
+
+        with self.transaction():
+            yield checkpoint
+
+    # -- meta ------------------------------------------------------------------
+
+    def meta_get(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def meta_set(self, key: str, value: str) -> None:
+        self.db.execute(
+            "INSERT INTO meta(key, value) VALUES(?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+            (key, value),
+        )
+
+    # -- files and chunks --------------------------------------------------------
+
+    def file_states(self, source: str | None = None) -> dict[str, FileState]:
+        sql = "SELECT path, hash, mtime_ns, size FROM files"
+        args: tuple[Any, ...] = ()
+        if source is not None:
+            sql += " WHERE source=?"
+            args = (source,)
+        return {
+            str(p): FileState(str(h), int(m), int(s)) for p, h, m, s in self.db.execute(sql, args)
+        }
+
+    def file_lines(self, path: str) -> int | None:
+        row = self.db.execute("SELECT lines FROM files WHERE path=?", (path,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def touch_file(self, path: str, mtime_ns: int, size: int) -> None:
+        self.db.execute("UPDATE files SET mtime_ns=?, size=? WHERE path=?", (mtime_ns, size, path))
+
+    def delete_file(self, path: str) -> int:
+        """Remove a file and its chunks; returns the number of chunks removed."""
+        ids = [r[0] for r in self.db.execute("SELECT id FROM chunks WHERE path=?", (path,))]
+        self._delete_chunks(ids)
+        self.db.execute("DELETE FROM files WHERE path=?", (path,))
+        return len(ids)
+
+    def _delete_chunks(self, ids: Sequence[int]) -> None:
+        if not ids:
+            return
+        self.db.executemany("DELETE FROM chunks_fts WHERE rowid=?", ((i,) for i in ids))
+        if self.has_vectors():
+            self.db.executemany("DELETE FROM chunks_vec WHERE rowid=?", ((i,) for i in ids))
+        self.db.executemany("DELETE FROM chunks WHERE id=?", ((i,) for i in ids))
+
+    def replace_file(
+        self,
+        path: str,
+        source: str,
+        state: FileState,
+        lines: int,
+        chunks: Iterable[ChunkRow],
+    ) -> tuple[int, int]:
+        """Replace every row of ``path``; call inside ``transaction()``.
+
+        Returns (chunks removed, chunks written)."""
+        removed = self.delete_file(path)
+        self.db.execute(
+            "INSERT INTO files(path, source, hash, mtime_ns, size, lines, indexed_at) "
+            "VALUES(?, ?, ?, ?, ?, ?, ?)",
+            (path, source, state.hash, state.mtime_ns, state.size, lines, time.time()),
+        )
+        n = 0
+        insert = (
+            "INSERT INTO chunks(path, source, start_line, end_line, heading, hash, text) "
+            "VALUES(?, ?, ?, ?, ?, ?, ?)"
+        )
+        for c in chunks:
+            self.db.execute(
+                insert, (path, source, c.start_line, c.end_line, c.heading, c.hash, c.text)
+            )
+            rowid = self.db.last_insert_rowid()
+            self.db.execute(
+                "INSERT INTO chunks_fts(rowid, body, heading, path) VALUES(?, ?, ?, ?)",
+                (rowid, c.fts_body, c.heading, path),
+            )
+            n += 1
+        return removed, n
+
+    def clear(self) -> None:
+        """Remove every file, chunk and vector (keeps the embedding cache)."""
+        self.db.execute("DELETE FROM chunks_fts")
+        if self.has_vectors():
+            self.db.execute("DROP TABLE chunks_vec")
+        self.db.execute("DELETE FROM chunks")
+        self.db.execute("DELETE FROM files")
+        self.db.execute("DELETE FROM skipped")
+        self.db.execute("DELETE FROM session_cursors")
+
+    # -- skipped files -------------------------------------------------------------
+
+    def record_skip(self, path: str, source: str, reason: str) -> None:
+        self.db.execute(
+            "INSERT INTO skipped(path, source, reason, at) VALUES(?, ?, ?, ?) "
+            "ON CONFLICT(path) DO UPDATE SET reason=excluded.reason, at=excluded.at",
+            (path, source, reason, time.time()),
+        )
+
+    def clear_skip(self, path: str) -> None:
+        self.db.execute("DELETE FROM skipped WHERE path=?", (path,))
+
+    def prune_skips(self, keep: set[str], source: str) -> None:
+        for (p,) in list(self.db.execute("SELECT path FROM skipped WHERE source=?", (source,))):
+            if p not in keep:
+                self.clear_skip(str(p))
+
+    def skipped(self) -> list[dict[str, Any]]:
+        return [
+            {"path": p, "source": s, "reason": r, "at": a}
+            for p, s, r, a in self.db.execute(
+                "SELECT path, source, reason, at FROM skipped ORDER BY path"
+            )
+        ]
+
+    # -- vectors ---------------------------------------------------------------------
+
+    def has_vectors(self) -> bool:
+        return self.vec_version is not None and self._has_table("chunks_vec")
+
+    def ensure_vector_table(self, dims: int) -> None:
+        """Create the vec0 table of chunk vectors (rowid = chunk id) for ``dims``."""
+        if self.vec_version is None:
+            raise StoreError(self.vector_error or "sqlite-vec is not loaded")
+        if dims < 1 or dims > 8192:
+            raise StoreError(f"invalid vector dimension {dims}")
+        self.db.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vec USING vec0("
+            f"embedding float[{int(dims)}] distance_metric=cosine)"
+        )
+
+    def put_vectors(self, rows: Iterable[tuple[int, bytes]]) -> None:
+        self.db.executemany(
+            "INSERT OR REPLACE INTO chunks_vec(rowid, embedding) VALUES(?, ?)", rows
+        )
+
+    def knn(self, query: bytes, k: int) -> list[tuple[int, float]]:
+        """Nearest chunks by cosine distance: [(chunk id, distance)]."""
+        return [
+            (int(r), float(d))
+            for r, d in self.db.execute(
+                "SELECT rowid, distance FROM chunks_vec WHERE embedding MATCH ? AND k = ?",
+                (query, k),
+            )
+        ]
+
+    # -- search ------------------------------------------------------------------------
+
+    def fts_search(
+        self,
+        match: str,
+        limit: int,
+        sources: Sequence[str] | None = None,
+        weights: tuple[float, float, float] = (1.0, 1.0, 0.5),
+    ) -> list[SearchRow]:
+        """Top ``limit`` chunks for an FTS5 MATCH expression, best first."""
+        sql = (
+            "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.heading, c.text, "
+            "bm25(chunks_fts, ?, ?, ?) AS rank "
+            "FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+            "WHERE chunks_fts MATCH ?"
+        )
+        args: list[Any] = [*weights, match]
+        if sources:
+            sql += f" AND c.source IN ({','.join('?' * len(sources))})"
+            args.extend(sources)
+        sql += " ORDER BY rank LIMIT ?"
+        args.append(limit)
+        try:
+            rows: list[tuple[Any, ...]] = self.db.execute(sql, args).fetchall()
+        except apsw.SQLError as exc:  # a MATCH expression FTS5 rejects
+            raise StoreError(f"keyword query rejected: {exc}") from exc
+        return [
+            SearchRow(int(i), str(p), str(s), int(a), int(b), str(h), str(t), float(r))
+            for i, p, s, a, b, h, t, r in rows
+        ]
+
+    # -- status ------------------------------------------------------------------------
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for source, n in self.db.execute("SELECT source, count(*) FROM files GROUP BY source"):
+            out.setdefault(str(source), {"files": 0, "chunks": 0})["files"] = int(n)
+        for source, n in self.db.execute("SELECT source, count(*) FROM chunks GROUP BY source"):
+            out.setdefault(str(source), {"files": 0, "chunks": 0})["chunks"] = int(n)
+        return out
+
+    def versions(self) -> dict[str, str | None]:
+        return {
+            "binding": f"apsw {apsw.apsw_version()}",
+            "sqlite": apsw.sqlite_lib_version(),
+            "sqliteVec": self.vec_version,
+        }
+
+    def integrity(self) -> str:
+        row = self.db.execute("PRAGMA integrity_check").fetchone()
+        return str(row[0]) if row else "unknown"
+
+    def size_bytes(self) -> int:
+        total = 0
+        for suffix in ("", "-wal"):
+            with contextlib.suppress(OSError):
+                total += os.path.getsize(str(self.path) + suffix)
+        return total

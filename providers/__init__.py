@@ -1,0 +1,1 @@
+"""Embedding providers for memindex (filled in by the providers work)."""

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from indexer.cli import main
+from indexer.config import Config
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Never read or write the real home, state or config dirs."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+
+
+def write(root: Path, rel: str, text: str | bytes) -> Path:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        p.write_bytes(text)
+    else:
+        p.write_text(text, encoding="utf-8")
+    return p
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    write(
+        ws,
+        "MEMORY.md",
+        "# Memory\n\n## People\n- Dana likes rye bread.\n- Priya lives in Lisbon.\n",
+    )
+    write(
+        ws, "memory/2026-11-01.md", "# 2026-11-01\n\n- Walked the dog.\n- Fixed the garden gate.\n"
+    )
+    write(ws, "memory/2026-11-02.md", "# 2026-11-02\n\n- Read about sourdough starters.\n")
+    return ws
+
+
+@pytest.fixture
+def cfg(workspace: Path, tmp_path: Path) -> Config:
+    return Config(workspace=workspace, indexPath=tmp_path / "index.sqlite")
+
+
+Runner = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def cli() -> Runner:
+    def run(*args: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        code = main(list(args), out=out, err=err)
+        return code, out.getvalue(), err.getvalue()
+
+    return run
+
+
+def cli_json(cli: Runner, *args: str) -> Any:
+    code, out, err = cli(*args)
+    assert code == 0, err
+    return json.loads(out)

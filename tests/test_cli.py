@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import Runner, cli_json, write
+
+from indexer.cli import _parser
+
+
+def test_index_search_get_status_json(cli: Runner, workspace: Path) -> None:
+    ws = str(workspace)
+    rep = cli_json(cli, "--workspace", ws, "index", "--json")
+    assert rep["added"] == 3 and Path(rep["indexPath"]).exists()
+    res = cli_json(cli, "--workspace", ws, "search", "rye bread", "--json")
+    assert set(res) == {"results", "provider", "model", "mode", "fallback"}
+    top = res["results"][0]
+    for key in ("path", "startLine", "endLine", "score", "snippet", "source", "citation"):
+        assert key in top
+    assert top["path"] == "MEMORY.md" and top["source"] == "memory"
+    got = cli_json(
+        cli, "--workspace", ws, "get", "MEMORY.md", "--from", "4", "--lines", "1", "--json"
+    )
+    assert got == {
+        "path": "MEMORY.md",
+        "text": "- Dana likes rye bread.",
+        "from": 4,
+        "lines": 1,
+        "totalLines": 5,
+    }
+    st = cli_json(cli, "--workspace", ws, "status", "--json")
+    assert st["sources"]["memory"] == {"files": 3, "chunks": 3}
+    assert st["sqlite"]["sqlite"] and st["mode"] == "keyword"
+
+
+def test_human_output(cli: Runner, workspace: Path) -> None:
+    ws = str(workspace)
+    code, out, _ = cli("--workspace", ws, "index")
+    assert code == 0 and "3 added" in out
+    code, out, _ = cli("--workspace", ws, "search", "garden gate")
+    assert code == 0 and out.startswith("0.") and "memory/2026-11-01.md:1-4" in out
+    code, out, _ = cli("--workspace", ws, "search", "zeppelin")
+    assert code == 0 and out == "No results.\n"
+    code, out, _ = cli("--workspace", ws, "get", "memory/2026-11-02.md")
+    assert out == "# 2026-11-02\n\n- Read about sourdough starters.\n"
+    code, out, _ = cli("--workspace", ws, "status")
+    assert "memory:    3 files, 3 chunks" in out
+
+
+def test_errors_are_one_line_and_exit_2(cli: Runner, workspace: Path, tmp_path: Path) -> None:
+    ws = str(workspace)
+    code, _, err = cli("--workspace", ws, "search", "x")
+    assert code == 2 and "run 'memindex index' first" in err
+    cli("--workspace", ws, "index")
+    code, _, err = cli("--workspace", ws, "get", "../etc/passwd")
+    assert code == 2 and err.startswith("memindex: error: refused path")
+    code, _, err = cli("--workspace", str(tmp_path / "nope"), "index")
+    assert code == 2 and "not a directory" in err
+    code, _, err = cli("--config", str(tmp_path / "missing.toml"), "status")
+    assert code == 2 and "does not exist" in err
+    bad = write(tmp_path, "bad.toml", "chunking = { tokens = 'many' }\n")
+    code, _, err = cli("--config", str(bad), "index")
+    assert code == 2 and "chunking.tokens" in err
+
+
+def test_config_file_and_default_workspace(cli: Runner, workspace: Path, tmp_path: Path) -> None:
+    conf = write(
+        tmp_path,
+        "config.toml",
+        f'workspace = "{workspace}"\nagentId = "main"\n[chunking]\ntokens = 200\noverlap = 40\n',
+    )
+    rep = cli_json(cli, "--config", str(conf), "index", "--json")
+    assert rep["indexPath"].endswith("/memindex/main.sqlite")
+    # With no config and no --workspace, OpenClaw's default workspace is used.
+    code, _, err = cli("status")
+    assert code == 2 and "no workspace" in err
+    oc = Path(os.environ["HOME"]) / ".openclaw" / "workspace"
+    write(oc, "MEMORY.md", "# Memory\n- openclaw default workspace\n")
+    rep = cli_json(cli, "index", "--json")
+    assert rep["added"] == 1
+
+
+def test_every_command_has_help() -> None:
+    parser = _parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    for name, p in sub.choices.items():  # type: ignore[union-attr]
+        assert p.description or any(
+            c.dest == name and c.help
+            for c in sub._choices_actions  # type: ignore[union-attr]
+        ), name
+        for action in p._actions:
+            if action.dest != "help":
+                assert action.help, f"{name} {action.dest}"
+
+
+def test_console_script_runs_piped_without_progress(workspace: Path, tmp_path: Path) -> None:
+    for i in range(120):
+        write(workspace, f"memory/bulk/{i:03d}.md", f"# note {i}\n- item {i}\n")
+    exe = Path(sys.executable).parent / "memindex"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "indexer.cli"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.run(
+        [*cmd, "--workspace", str(workspace), "index"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "\r" not in proc.stderr and "[#" not in proc.stderr  # quiet when piped
+    proc = subprocess.run(
+        [*cmd, "--workspace", str(workspace), "search", "item 7", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert json.loads(proc.stdout)["results"]
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+def test_progress_bar_on_a_terminal(workspace: Path) -> None:
+    import io
+
+    from indexer.cli import _ProgressBar
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    s = Tty()
+    bar = _ProgressBar(s, "indexing")
+    for i in range(0, 101, 10):
+        bar(i, 100)
+    bar.close()
+    assert "[" in s.getvalue() and "100/100" in s.getvalue()

@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from indexer.config import parse_config
+from indexer.errors import ConfigError
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_example_config_parses_with_defaults() -> None:
+    import tomllib
+
+    data = tomllib.loads((REPO / "config" / "memindex.toml").read_text())
+    cfg = parse_config(data, source=REPO / "config" / "memindex.toml")
+    assert cfg.chunking.tokens == 400 and cfg.chunking.overlap == 80
+    assert cfg.query.maxResults == 6 and cfg.query.minScore == 0.35
+
+
+@pytest.mark.parametrize(
+    ("data", "needle"),
+    [
+        ({"chunkin": {}}, "unknown key"),
+        ({"chunking": {"tokens": "400"}}, "chunking.tokens"),
+        ({"chunking": {"tokens": 100, "overlap": 100}}, "overlap"),
+        ({"query": {"minScore": 3}}, "minScore"),
+        ({"query": {"maxResults": True}}, "maxResults"),
+        ({"extraPaths": "notes"}, "extraPaths"),
+        ({"extraPaths": [{"path": "x", "glob": "*.md"}]}, "extraPaths"),
+        ({"agentId": "../evil"}, "agentId"),
+        ({"ignore": [1]}, "ignore"),
+    ],
+)
+def test_bad_config_is_a_clear_error(data: dict[str, object], needle: str) -> None:
+    with pytest.raises(ConfigError, match=needle):
+        parse_config(data)
+
+
+def test_paths_relative_to_the_config_file(tmp_path: Path) -> None:
+    cfg = parse_config(
+        {"workspace": "ws", "extraPaths": ["notes", {"path": "~/p", "pattern": "*.md"}]},
+        source=tmp_path / "c.toml",
+    )
+    assert cfg.workspace == tmp_path / "ws"
+    assert cfg.extraPaths[0].path == tmp_path / "notes"
+    assert cfg.extraPaths[1].pattern == "*.md"
+    assert str(cfg.extraPaths[1].path).startswith(str(Path.home()))

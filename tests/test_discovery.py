@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from conftest import write
+
+from indexer.config import Config, ExtraPath
+from indexer.discovery import discover
+
+
+def test_memory_source_rules(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    write(ws, "MEMORY.md", "a")
+    write(ws, "memory/2026-01-01.md", "b")
+    write(ws, "memory/deep/nested/note.md", "c")
+    write(ws, "memory/readme.txt", "not md")
+    write(ws, "other/x.md", "not in memory/")
+    write(ws, "README.md", "not a memory file")
+    for ignored in (".git", "node_modules", ".venv", "venv", ".tox", "__pycache__"):
+        write(ws, f"memory/{ignored}/x.md", "ignored")
+    write(ws, "memory/drafts/skip.md", "by config")
+    outside = write(tmp_path, "elsewhere/secret.md", "outside")
+    os.symlink(outside, ws / "memory/link.md")
+    os.symlink(tmp_path / "elsewhere", ws / "memory/linked-dir")
+    cfg = Config(workspace=ws, ignore=("drafts",))
+    got = [f.path for f in discover(cfg)]
+    assert got == ["MEMORY.md", "memory/2026-01-01.md", "memory/deep/nested/note.md"]
+
+
+def test_extra_paths(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    write(ws, "memory.md", "lower-case memory file")
+    write(ws, "docs/a.md", "inside workspace")
+    notes = tmp_path / "notes"
+    write(notes, "one.md", "1")
+    write(notes, "sub/two.md", "2")
+    write(notes, "sub/skip.txt", "x")
+    single = write(tmp_path, "single/file.md", "f")
+    proj = tmp_path / "proj"
+    write(proj, "keep/k.md", "k")
+    write(proj, "drop/d.md", "d")
+    cfg = Config(
+        workspace=ws,
+        extraPaths=(
+            ExtraPath(ws / "docs"),
+            ExtraPath(notes),
+            ExtraPath(single),
+            ExtraPath(proj, "keep/*.md"),
+            ExtraPath(tmp_path / "missing"),
+        ),
+    )
+    got = [f.path for f in discover(cfg)]
+    assert got == [
+        "docs/a.md",
+        "extra/file.md",
+        "extra/notes/one.md",
+        "extra/notes/sub/two.md",
+        "extra/proj/keep/k.md",
+        "memory.md",
+    ]

@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from conftest import write
+
+from indexer.config import Config, ExtraPath
+from indexer.engine import MemoryIndex
+from indexer.errors import InvalidParams, NotFound, PathRefused
+
+
+@pytest.fixture
+def idx(cfg: Config, workspace: Path, tmp_path: Path) -> MemoryIndex:
+    write(workspace, "notes/secret.md", "not a memory file\n")
+    write(workspace, "memory/script.py", "print('x')\n")
+    write(workspace, ".env", "KEY=1\n")
+    outside = write(tmp_path, "outside/elsewhere.md", "outside\n")
+    os.symlink(outside, workspace / "memory/link.md")
+    os.symlink(tmp_path / "outside", workspace / "memory/linkdir")
+    write(workspace, "memory/node_modules/pkg.md", "ignored\n")
+    extra = tmp_path / "extra-notes"
+    write(extra, "ideas.md", "line one\nline two\nline three\n")
+    c = replace(cfg, extraPaths=(ExtraPath(extra),))
+    return MemoryIndex(c)
+
+
+def test_reads_lines(idx: MemoryIndex) -> None:
+    r = idx.get("MEMORY.md")
+    assert r["from"] == 1 and r["totalLines"] == 5 and r["lines"] == 5
+    r = idx.get("MEMORY.md", start=4, lines=1)
+    assert r["text"] == "- Dana likes rye bread." and r["lines"] == 1
+    r = idx.get("extra/extra-notes/ideas.md", start=2)
+    assert r["text"] == "line two\nline three"
+    assert idx.get("MEMORY.md", start=99)["text"] == ""
+    abs_path = str(idx.cfg.workspace / "memory/2026-11-01.md")  # type: ignore[operator]
+    assert idx.get(abs_path)["path"] == "memory/2026-11-01.md"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../outside/elsewhere.md",
+        "memory/../MEMORY.md",
+        "memory/../../outside/elsewhere.md",
+        "./MEMORY.md",
+        "/etc/passwd",
+        "/etc/hosts.md",
+        "notes/secret.md",
+        "memory/script.py",
+        ".env",
+        "memory/link.md",
+        "memory/linkdir/elsewhere.md",
+        "memory/node_modules/pkg.md",
+        "MEMORY.md\x00.md",
+        "memory\\2026-11-01.md",
+        "%2e%2e/outside/elsewhere.md",
+        "",
+    ],
+)
+def test_refused(idx: MemoryIndex, path: str) -> None:
+    with pytest.raises((PathRefused, NotFound)) as info:
+        idx.get(path)
+    assert info.value.message
+
+
+def test_case_tricks_refused(idx: MemoryIndex) -> None:
+    for p in ("memory.MD", "Memory.md", "MEMORY.MD", "Memory/2026-11-01.md"):
+        with pytest.raises((PathRefused, NotFound)):
+            idx.get(p)
+
+
+def test_missing_and_bad_params(idx: MemoryIndex) -> None:
+    with pytest.raises(NotFound):
+        idx.get("memory/2099-01-01.md")
+    with pytest.raises(InvalidParams):
+        idx.get("MEMORY.md", start=0)
+    with pytest.raises(InvalidParams):
+        idx.get("MEMORY.md", lines="3")

@@ -1,0 +1,146 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import write
+
+from indexer.config import Config
+from indexer.engine import MemoryIndex
+from indexer.errors import InvalidParams
+from indexer.search import bm25_to_score, make_snippet, parse_query
+
+
+@pytest.fixture
+def logs(tmp_path: Path) -> Config:
+    """Thirty daily logs, one of them holding an exact ID on a known line."""
+    ws = tmp_path / "ws"
+    write(ws, "MEMORY.md", "# Memory\n\n- The gateway host is pantry-pi.\n- Coffee: flat white.\n")
+    for d in range(1, 31):
+        lines = [f"# 2026-10-{d:02d}", ""]
+        lines += [
+            f"- Routine note {i} about the garden, the weather and errands." for i in range(40)
+        ]
+        if d == 17:
+            lines[25] = "- Filed KESTREL-0429: Zigbee pairing fails on the hallway sensor."
+        if d == 9:
+            lines[30] = (
+                "- Changed `memory.qmd.paths` in ~/kestrel/config.yaml to add the notes dir."
+            )
+        if d == 3:
+            lines[10] = "- 東京の友人と年末に会う予定。"
+        write(ws, f"memory/2026-10-{d:02d}.md", "\n".join(lines) + "\n")
+    return Config(workspace=ws, indexPath=tmp_path / "i.sqlite")
+
+
+def test_exact_id_is_top_with_the_right_lines(logs: Config) -> None:
+    with MemoryIndex(logs) as idx:
+        idx.sync()
+        res = idx.search("KESTREL-0429")["results"]
+        top = res[0]
+        assert top["path"] == "memory/2026-10-17.md"
+        assert top["startLine"] <= 26 <= top["endLine"]
+        assert top["snippetStartLine"] <= 26 <= top["snippetEndLine"]
+        assert "KESTREL-0429" in top["snippet"]
+        assert top["citation"] == f"memory/2026-10-17.md#L{top['startLine']}-L{top['endLine']}"
+        # The exact ID wins even inside an ordinary question.
+        q = idx.search("what was the status of kestrel-0429 again?")["results"]
+        assert q[0]["path"] == "memory/2026-10-17.md"
+
+
+def test_paths_and_config_keys_match_as_written(logs: Config) -> None:
+    with MemoryIndex(logs) as idx:
+        idx.sync()
+        for query in ("memory.qmd.paths", "~/kestrel/config.yaml"):
+            top = idx.search(query)["results"][0]
+            assert top["path"] == "memory/2026-10-09.md", query
+            assert top["startLine"] <= 33 <= top["endLine"]
+
+
+def test_ordinary_question_is_or_not_and(logs: Config) -> None:
+    with MemoryIndex(logs) as idx:
+        idx.sync()
+        # "zeppelin" is nowhere: AND matching would return nothing.
+        res = idx.search("which host runs the gateway zeppelin?")["results"]
+        assert res and res[0]["path"] == "MEMORY.md"
+
+
+def test_stop_word_only_question_still_answers(logs: Config) -> None:
+    with MemoryIndex(logs) as idx:
+        idx.sync()
+        assert idx.search("what is it about", min_score=0)["results"]
+
+
+def test_quoted_phrase_is_required(logs: Config) -> None:
+    with MemoryIndex(logs) as idx:
+        idx.sync()
+        assert idx.search('"flat white"')["results"][0]["path"] == "MEMORY.md"
+        assert idx.search('"white flat"', min_score=0)["results"] == []
+
+
+def test_cjk_is_searchable(logs: Config) -> None:
+    with MemoryIndex(logs) as idx:
+        idx.sync()
+        for q in ("東京", "年末", "東京の友人"):
+            res = idx.search(q)["results"]
+            assert res and res[0]["path"] == "memory/2026-10-03.md", q
+
+
+def test_scores_are_in_0_1_and_ordered(logs: Config) -> None:
+    assert bm25_to_score(0.0) == 0.0
+    assert bm25_to_score(5.0) == 0.0  # positive ranks are not matches
+    vals = [bm25_to_score(-x) for x in (0.1, 1, 3, 10, 100)]
+    assert vals == sorted(vals) and all(0 < v < 1 for v in vals)
+    with MemoryIndex(logs) as idx:
+        idx.sync()
+        res = idx.search("garden weather errands routine", min_score=0, max_results=20)["results"]
+        assert res
+        scores = [r["score"] for r in res]
+        assert all(0 <= s <= 1 for s in scores)
+        assert scores == sorted(scores, reverse=True)
+
+
+def test_min_score_never_drops_an_exact_hit(logs: Config) -> None:
+    with MemoryIndex(logs) as idx:
+        idx.sync()
+        res = idx.search("KESTREL-0429", min_score=0.99)["results"]
+        assert [r["path"] for r in res] == ["memory/2026-10-17.md"]
+
+
+def test_snippet_is_centred_and_bounded() -> None:
+    text = "\n".join(f"filler line {i} " + "padding " * 10 for i in range(60))
+    lines = text.split("\n")
+    lines[40] = "the needle KESTREL-0429 is here"
+    q = parse_query("KESTREL-0429")
+    snip, a, b = make_snippet("\n".join(lines), 100, q, 700)
+    assert len(snip) <= 700
+    assert a <= 140 <= b and "needle" in snip
+    long_line = "x " * 2000 + "the needle KESTREL-0429 " + "y " * 2000
+    snip, a, b = make_snippet(long_line, 5, q, 700)
+    assert len(snip) <= 700 and "KESTREL-0429" in snip and a == b == 5
+
+
+def test_bad_params_are_clear_errors(logs: Config) -> None:
+    with MemoryIndex(logs) as idx:
+        idx.sync()
+        for kwargs in (
+            {"max_results": "3"},
+            {"max_results": 0},
+            {"min_score": 2},
+            {"sources": ["elsewhere"]},
+        ):
+            with pytest.raises(InvalidParams):
+                idx.search("garden", **kwargs)
+        with pytest.raises(InvalidParams):
+            idx.search("   ")
+        # FTS5 syntax characters in a query are just text.
+        for q in ("AND OR NOT", '"unbalanced', "a*b^c", "NEAR(x y)", "col:val", "(((", "-x"):
+            idx.search(q, min_score=0)
+
+
+def test_parse_query() -> None:
+    q = parse_query('the "flat white" KESTREL-0429 and src/app.py please?')
+    assert q.required == [["flat", "white"]]
+    assert "kestrel-0429" in q.exact and "src/app.py" in q.exact
+    assert "the" not in q.terms and "please" in q.terms
+    assert parse_query("東京タワー").cjk == ["東京", "京タ", "タワ", "ワー"]

@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from indexer.errors import StoreError
+from indexer.migrations import MIGRATIONS
+from indexer.store import ChunkRow, FileState, Store
+
+
+def vec(*xs: float) -> bytes:
+    return struct.pack(f"{len(xs)}f", *xs)
+
+
+def test_open_creates_wal_and_migrates(tmp_path: Path) -> None:
+    with Store(tmp_path / "s" / "a.sqlite") as s:
+        mode = s.db.execute("PRAGMA journal_mode").fetchone()[0]
+        assert mode == "wal"
+        names = [r[0] for r in s.db.execute("SELECT name FROM schema_migrations ORDER BY name")]
+        assert names == [n for n, _ in MIGRATIONS]
+        v = s.versions()
+        assert v["sqlite"] and v["binding"].startswith("apsw")
+    # Re-opening applies nothing twice.
+    with Store(tmp_path / "s" / "a.sqlite") as s:
+        assert s.integrity() == "ok"
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    with Store(tmp_path / "a.sqlite") as s:
+        s.db.execute("INSERT INTO schema_migrations VALUES('9999_future', 0)")
+    with pytest.raises(StoreError, match="newer memindex"):
+        Store(tmp_path / "a.sqlite")
+
+
+def test_vector_table_ready(tmp_path: Path) -> None:
+    with Store(tmp_path / "a.sqlite") as s:
+        assert s.vec_version, s.vector_error
+        with s.transaction():
+            s.replace_file(
+                "a.md",
+                "memory",
+                FileState("h", 1, 1),
+                3,
+                [
+                    ChunkRow(1, 1, "", "h1", "alpha", "alpha"),
+                    ChunkRow(2, 2, "", "h2", "beta", "beta"),
+                ],
+            )
+            ids = [r[0] for r in s.db.execute("SELECT id FROM chunks ORDER BY id")]
+            s.ensure_vector_table(3)
+            s.put_vectors([(ids[0], vec(1, 0, 0)), (ids[1], vec(0, 1, 0))])
+        hits = s.knn(vec(0.9, 0.1, 0), 2)
+        assert hits[0][0] == ids[0] and hits[0][1] < hits[1][1]
+        # Deleting a file removes its vectors too.
+        with s.transaction():
+            s.delete_file("a.md")
+        assert s.db.execute("SELECT count(*) FROM chunks_vec").fetchone()[0] == 0
+
+
+def test_readonly_missing_index_is_clear(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="memindex index"):
+        Store(tmp_path / "none.sqlite", readonly=True)
+
+
+def test_transaction_rolls_back(tmp_path: Path) -> None:
+    with Store(tmp_path / "a.sqlite") as s:
+        with pytest.raises(RuntimeError), s.transaction():
+            s.meta_set("k", "v")
+            raise RuntimeError("boom")
+        assert s.meta_get("k") is None
