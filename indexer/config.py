@@ -18,6 +18,12 @@ from typing import Any
 from .errors import ConfigError, WorkspaceError
 
 __all__ = [
+    "ServerConfig",
+    "SessionsConfig",
+    "Settings",
+    "SyncConfig",
+    "load_settings",
+    "parse_config",
     "ChunkingConfig",
     "Config",
     "ExtraPath",
@@ -66,6 +72,31 @@ class LimitsConfig:
 
 
 @dataclass(frozen=True)
+class SessionsConfig:
+    enabled: bool = True
+    dir: str = ""  # default ~/.openclaw/agents/<agent>/sessions
+    deltaBytes: int = 100_000
+    deltaMessages: int = 50
+    idleFlushMs: int = 60_000  # index a smaller delta once the file has been quiet this long
+    includeRotated: bool = True  # *.jsonl.reset.* and *.jsonl.deleted.*
+
+
+@dataclass(frozen=True)
+class SyncConfig:
+    watchDebounceMs: int = 1500
+    watcher: str = "auto"  # auto | inotify | polling
+    pollIntervalMs: int = 2000
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    socket: str = ""  # default $XDG_RUNTIME_DIR/memindex.sock, else <stateDir>/memindex.sock
+    maxRequestBytes: int = 1024 * 1024
+    maxConnections: int = 256
+    idleTimeoutMs: int = 300_000
+
+
+@dataclass(frozen=True)
 class Config:
     workspace: Path | None = None
     agentId: str | None = None
@@ -76,7 +107,30 @@ class Config:
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
     query: QueryConfig = field(default_factory=QueryConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
+    sessions: SessionsConfig = field(default_factory=SessionsConfig)
+    sync: SyncConfig = field(default_factory=SyncConfig)
+    server: ServerConfig = field(default_factory=ServerConfig)
     source: Path | None = None  # the file this came from, if any
+
+    @property
+    def agent_name(self) -> str:
+        return self.agentId or "main"
+
+    def sessions_dir(self) -> Path | None:
+        """The transcripts folder, or None when sessions are disabled."""
+        if not self.sessions.enabled:
+            return None
+        if self.sessions.dir:
+            return Path(os.path.expandvars(os.path.expanduser(self.sessions.dir)))
+        return Path.home() / ".openclaw" / "agents" / self.agent_name / "sessions"
+
+    def socket_path(self) -> Path:
+        if self.server.socket:
+            return Path(os.path.expandvars(os.path.expanduser(self.server.socket)))
+        runtime = os.environ.get("XDG_RUNTIME_DIR")
+        if runtime and Path(runtime).is_dir():
+            return Path(runtime) / "memindex.sock"
+        return (self.stateDir or state_dir()) / "memindex.sock"
 
     def require_workspace(self) -> Path:
         if self.workspace is None:
@@ -166,15 +220,34 @@ def _extra_paths(raw: Any, base: Path | None, where: str) -> tuple[ExtraPath, ..
     return tuple(out)
 
 
-def parse_config(data: dict[str, Any], *, source: Path | None = None) -> Config:
-    """Build a Config from parsed TOML; relative paths are relative to the file."""
+def parse_config(
+    data: dict[str, Any], *, source: Path | None = None
+) -> tuple[Config, tuple[Config, ...]]:
+    """Build (defaults, agents) from parsed TOML; relative paths are relative to the
+    file. ``agents`` is empty when the file has no ``[[agents]]`` list."""
     where = str(source) if source else "config"
     data = dict(data)
     base = source.parent if source else Path.cwd()
     chunking = _section(data, "chunking", ChunkingConfig, where)
     query = _section(data, "query", QueryConfig, where)
     limits = _section(data, "limits", LimitsConfig, where)
-    kwargs: dict[str, Any] = {"chunking": chunking, "query": query, "limits": limits}
+    sessions = _section(data, "sessions", SessionsConfig, where)
+    if sessions.dir:
+        sessions = replace(sessions, dir=str(_expand(sessions.dir, base)))
+    sync = _section(data, "sync", SyncConfig, where)
+    if sync.watcher not in ("auto", "inotify", "polling"):
+        raise ConfigError(f"{where}: sync.watcher must be auto, inotify or polling")
+    server = _section(data, "server", ServerConfig, where)
+    if server.socket:
+        server = replace(server, socket=str(_expand(server.socket, base)))
+    kwargs: dict[str, Any] = {
+        "chunking": chunking,
+        "query": query,
+        "limits": limits,
+        "sessions": sessions,
+        "sync": sync,
+        "server": server,
+    }
     for key in ("workspace", "stateDir", "indexPath"):
         if key in data:
             value = data.pop(key)
@@ -183,7 +256,7 @@ def parse_config(data: dict[str, Any], *, source: Path | None = None) -> Config:
             kwargs[key] = _expand(value, base)
     if "agentId" in data:
         value = data.pop("agentId")
-        if not isinstance(value, str) or not value or "/" in value or value.startswith("."):
+        if not isinstance(value, str) or not _valid_agent_id(value):
             raise ConfigError(f"{where}: 'agentId' must be a plain name")
         kwargs["agentId"] = value
     if "extraPaths" in data:
@@ -193,11 +266,63 @@ def parse_config(data: dict[str, Any], *, source: Path | None = None) -> Config:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{where}: 'ignore' must be a list of glob strings")
         kwargs["ignore"] = tuple(value)
+    agents_raw = data.pop("agents", None)
     if data:
         raise ConfigError(f"{where}: unknown key(s): {', '.join(sorted(data))}")
     cfg = Config(source=source, **kwargs)
     _validate(cfg, where)
-    return cfg
+    return cfg, _agents(cfg, agents_raw, base, where)
+
+
+_AGENT_KEYS = {"id", "workspace", "indexPath", "extraPaths", "ignore", "sessionsDir"}
+
+
+def _agents(defaults: Config, raw: Any, base: Path, where: str) -> tuple[Config, ...]:
+    """``[[agents]]`` entries: each inherits every top-level setting it does not set."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(a, dict) for a in raw):
+        raise ConfigError(f"{where}: 'agents' must be a list of tables ([[agents]])")
+    out: list[Config] = []
+    seen: set[str] = set()
+    for entry in raw:
+        unknown = set(entry) - _AGENT_KEYS
+        if unknown:
+            raise ConfigError(f"{where}: unknown agents key(s) {sorted(unknown)}")
+        aid = entry.get("id")
+        if not isinstance(aid, str) or not _valid_agent_id(aid):
+            raise ConfigError(f"{where}: every [[agents]] entry needs a plain 'id'")
+        if aid in seen:
+            raise ConfigError(f"{where}: agent '{aid}' is listed twice")
+        seen.add(aid)
+        agent = replace(defaults, agentId=aid)
+        paths: dict[str, Any] = {}
+        for key in ("workspace", "indexPath"):
+            if key in entry:
+                if not isinstance(entry[key], str):
+                    raise ConfigError(f"{where}: agents.{key} must be a string path")
+                paths[key] = _expand(entry[key], base)
+        agent = replace(agent, **paths)
+        if "sessionsDir" in entry:
+            if not isinstance(entry["sessionsDir"], str):
+                raise ConfigError(f"{where}: agents.sessionsDir must be a string path")
+            agent = replace(
+                agent,
+                sessions=replace(agent.sessions, dir=str(_expand(entry["sessionsDir"], base))),
+            )
+        if "extraPaths" in entry:
+            agent = replace(agent, extraPaths=_extra_paths(entry["extraPaths"], base, where))
+        if "ignore" in entry:
+            value = entry["ignore"]
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{where}: agents.ignore must be a list of glob strings")
+            agent = replace(agent, ignore=tuple(value))
+        out.append(agent)
+    return tuple(out)
+
+
+def _valid_agent_id(value: str) -> bool:
+    return bool(value) and "/" not in value and "\\" not in value and not value.startswith(".")
 
 
 def _validate(cfg: Config, where: str) -> None:
@@ -214,18 +339,43 @@ def _validate(cfg: Config, where: str) -> None:
         raise ConfigError(f"{where}: query.maxSnippetChars must be >= 80")
     if cfg.limits.maxFileBytes < 1024:
         raise ConfigError(f"{where}: limits.maxFileBytes must be >= 1024")
+    if cfg.sessions.deltaBytes < 1 or cfg.sessions.deltaMessages < 1:
+        raise ConfigError(f"{where}: sessions.deltaBytes and deltaMessages must be >= 1")
+    if cfg.sync.watchDebounceMs < 0 or cfg.sync.pollIntervalMs < 50:
+        raise ConfigError(f"{where}: sync.watchDebounceMs >= 0 and pollIntervalMs >= 50")
+    if not 1024 <= cfg.server.maxRequestBytes <= 64 * 1024 * 1024:
+        raise ConfigError(f"{where}: server.maxRequestBytes must be 1 KiB .. 64 MiB")
+    if cfg.server.maxConnections < 1:
+        raise ConfigError(f"{where}: server.maxConnections must be >= 1")
 
 
-def load_config(
+@dataclass(frozen=True)
+class Settings:
+    """Everything the daemon serves: one Config per agent (the first is the default)."""
+
+    agents: tuple[Config, ...]
+
+    def agent(self, agent_id: str | None) -> Config:
+        if agent_id is None:
+            return self.agents[0]
+        for a in self.agents:
+            if a.agent_name == agent_id:
+                return a
+        known = ", ".join(a.agent_name for a in self.agents)
+        raise ConfigError(f"unknown agent '{agent_id}' (configured: {known})")
+
+
+def load_settings(
     path: Path | None = None,
     *,
     workspace: Path | None = None,
     agent: str | None = None,
-) -> Config:
-    """Read the config file (explicit ``path``, else the default one if it exists)
-    and apply command-line overrides. With no workspace anywhere, OpenClaw's default
+) -> Settings:
+    """Read the config file (explicit ``path``, else the default one if it exists) and
+    apply command-line overrides. With no workspace anywhere, OpenClaw's default
     workspace ``~/.openclaw/workspace`` is used when it exists."""
     cfg = Config()
+    agents: tuple[Config, ...] = ()
     file = path if path is not None else default_config_path()
     if path is not None and not file.is_file():
         raise ConfigError(f"config file {file} does not exist")
@@ -237,13 +387,27 @@ def load_config(
             raise ConfigError(f"{file}: not valid TOML: {exc}") from exc
         except OSError as exc:
             raise ConfigError(f"{file}: cannot read: {exc.strerror}") from exc
-        cfg = parse_config(data, source=file)
+        cfg, agents = parse_config(data, source=file)
+    if agent is not None:  # one of the configured agents, or name the only one
+        agents = (Settings(agents).agent(agent),) if agents else (replace(cfg, agentId=agent),)
+    if not agents:
+        agents = (cfg,)
     if workspace is not None:
-        cfg = replace(cfg, workspace=Path(os.path.expanduser(str(workspace))).absolute())
-    if agent is not None:
-        cfg = replace(cfg, agentId=agent)
-    if cfg.workspace is None:
-        openclaw = Path.home() / ".openclaw" / "workspace"
-        if openclaw.is_dir():
-            cfg = replace(cfg, workspace=openclaw)
-    return cfg
+        ws = Path(os.path.expanduser(str(workspace))).absolute()
+        agents = (replace(agents[0], workspace=ws),) + agents[1:]
+    openclaw = Path.home() / ".openclaw" / "workspace"
+    agents = tuple(
+        replace(a, workspace=openclaw) if a.workspace is None and openclaw.is_dir() else a
+        for a in agents
+    )
+    return Settings(agents)
+
+
+def load_config(
+    path: Path | None = None,
+    *,
+    workspace: Path | None = None,
+    agent: str | None = None,
+) -> Config:
+    """The Config of one agent (``agent``, else the first configured)."""
+    return load_settings(path, workspace=workspace, agent=agent).agents[0]

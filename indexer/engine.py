@@ -18,6 +18,8 @@ from .discovery import resolve_get_path
 from .errors import IndexMismatch, InvalidParams, NotFound, PathRefused
 from .pipeline import FileUnreadable, FileVanished, Progress, SyncReport, read_text, sync
 from .search import keyword_search, render_results
+from .session_sync import SessionReport, session_path, sync_sessions
+from .sessions import SESSIONS_SOURCE, is_transcript_name, redact
 from .store import Store
 
 __all__ = ["MemoryIndex", "SOURCES"]
@@ -53,7 +55,15 @@ class MemoryIndex:
     # -- operations ------------------------------------------------------------
 
     def sync(self, *, force: bool = False, progress: Progress | None = None) -> SyncReport:
-        return sync(self.store, self.cfg, force=force, progress=progress)
+        """Memory files, then every transcript delta (a full backfill)."""
+        t0 = time.monotonic()
+        report = sync(self.store, self.cfg, force=force, progress=progress)
+        report.sessions = sync_sessions(self.store, self.cfg).to_json()
+        report.seconds = round(time.monotonic() - t0, 3)
+        return report
+
+    def sync_sessions(self, *, due_only: bool) -> SessionReport:
+        return sync_sessions(self.store, self.cfg, due_only=due_only)
 
     def search(
         self,
@@ -118,6 +128,8 @@ class MemoryIndex:
         first = _int_param(start, "from", 1, 1)
         count = _int_param(lines, "lines", 1, None)
         assert first is not None
+        if path.startswith(SESSIONS_SOURCE + "/"):
+            return self._get_transcript(path, first, count)
         display, abs_path = resolve_get_path(self.cfg, path)
         try:
             text, _ = read_text(abs_path, self.cfg.limits.maxFileBytes)
@@ -130,6 +142,31 @@ class MemoryIndex:
         picked = all_lines[first - 1 : end]
         return {
             "path": display,
+            "text": "\n".join(picked),
+            "from": first,
+            "lines": len(picked),
+            "totalLines": len(all_lines),
+        }
+
+    def _get_transcript(self, path: str, first: int, count: int | None) -> dict[str, Any]:
+        """Lines of a transcript, secrets redacted; citations use these line numbers."""
+        name = path[len(SESSIONS_SOURCE) + 1 :]
+        if "\x00" in name or not is_transcript_name(name, self.cfg.sessions.includeRotated):
+            raise PathRefused(f"refused path {path!r}: not a session transcript name")
+        file = session_path(self.cfg, path)
+        if file is None:
+            raise PathRefused(f"refused path {path!r}: sessions are disabled for this agent")
+        try:
+            text, _ = read_text(file, self.cfg.limits.maxFileBytes * 8)
+        except FileVanished as exc:
+            raise NotFound(f"{path}: no such transcript") from exc
+        except FileUnreadable as exc:
+            raise PathRefused(f"{path}: {exc.reason}") from exc
+        all_lines = split_lines(text)
+        end = len(all_lines) if count is None else min(len(all_lines), first - 1 + count)
+        picked = [redact(ln) for ln in all_lines[first - 1 : end]]
+        return {
+            "path": path,
             "text": "\n".join(picked),
             "from": first,
             "lines": len(picked),
@@ -165,6 +202,8 @@ class MemoryIndex:
             "dirty": last is None,
             "pendingBatches": [],
             "skipped": s.skipped(),
+            "sessionsDir": str(self.cfg.sessions_dir()) if self.cfg.sessions_dir() else None,
+            "malformedLines": sum(c.malformed for c in s.session_cursors().values()),
             "indexBytes": s.size_bytes(),
             "checkedAt": time.time(),
         }

@@ -68,4 +68,13 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "0002_session_cursor_identity",
+        """
+        ALTER TABLE session_cursors ADD COLUMN head TEXT NOT NULL DEFAULT '';
+        ALTER TABLE session_cursors ADD COLUMN head_len INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE session_cursors ADD COLUMN malformed INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX session_cursors_by_inode ON session_cursors(dev, ino);
+        """,
+    ),
 ]

@@ -130,6 +130,7 @@ class SyncReport:
     skipped: list[dict[str, str]] = field(default_factory=list)
     errors: list[dict[str, str]] = field(default_factory=list)
     rebuilt: str | None = None
+    sessions: dict[str, Any] | None = None
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:

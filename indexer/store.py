@@ -24,7 +24,7 @@ import apsw
 from .errors import StoreError
 from .migrations import MIGRATIONS
 
-__all__ = ["ChunkRow", "FileState", "SearchRow", "Store"]
+__all__ = ["ChunkRow", "FileState", "SearchRow", "SessionCursor", "Store"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +44,21 @@ class ChunkRow:
     hash: str
     text: str
     fts_body: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionCursor:
+    """How far a transcript is indexed: the file is known by (dev, ino) and by a hash
+    of its first ``head_len`` bytes; ``committed`` bytes / ``lines`` lines are in."""
+
+    path: str
+    dev: int
+    ino: int
+    committed: int
+    lines: int
+    head: str
+    head_len: int
+    malformed: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +244,87 @@ class Store:
             self.db.executemany("DELETE FROM chunks_vec WHERE rowid=?", ((i,) for i in ids))
         self.db.executemany("DELETE FROM chunks WHERE id=?", ((i,) for i in ids))
 
+    def _insert_chunks(self, path: str, source: str, chunks: Iterable[ChunkRow]) -> int:
+        n = 0
+        insert = (
+            "INSERT INTO chunks(path, source, start_line, end_line, heading, hash, text) "
+            "VALUES(?, ?, ?, ?, ?, ?, ?)"
+        )
+        for c in chunks:
+            self.db.execute(
+                insert, (path, source, c.start_line, c.end_line, c.heading, c.hash, c.text)
+            )
+            rowid = self.db.last_insert_rowid()
+            self.db.execute(
+                "INSERT INTO chunks_fts(rowid, body, heading, path) VALUES(?, ?, ?, ?)",
+                (rowid, c.fts_body, c.heading, path),
+            )
+            n += 1
+        return n
+
+    def append_chunks(
+        self, path: str, source: str, state: FileState, lines: int, chunks: Iterable[ChunkRow]
+    ) -> int:
+        """Add chunks to ``path`` (a growing transcript) and record its new state."""
+        self.db.execute(
+            "INSERT INTO files(path, source, hash, mtime_ns, size, lines, indexed_at) "
+            "VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
+            "hash=excluded.hash, mtime_ns=excluded.mtime_ns, size=excluded.size, "
+            "lines=excluded.lines, indexed_at=excluded.indexed_at",
+            (path, source, state.hash, state.mtime_ns, state.size, lines, time.time()),
+        )
+        return self._insert_chunks(path, source, chunks)
+
+    def rename_path(self, old: str, new: str, prepare: Callable[[str], str]) -> None:
+        """Move every row of ``old`` to ``new`` (a rotated transcript keeps its rows).
+        ``prepare`` maps chunk text to its FTS body."""
+        rows = self.db.execute(
+            "SELECT id, heading, text FROM chunks WHERE path=?", (old,)
+        ).fetchall()
+        self.db.execute("UPDATE chunks SET path=? WHERE path=?", (new, old))
+        for cid, heading, text in rows:
+            self.db.execute("DELETE FROM chunks_fts WHERE rowid=?", (cid,))
+            self.db.execute(
+                "INSERT INTO chunks_fts(rowid, body, heading, path) VALUES(?, ?, ?, ?)",
+                (cid, prepare(str(text)), heading, new),
+            )
+        self.db.execute("UPDATE files SET path=? WHERE path=?", (new, old))
+        self.db.execute("UPDATE session_cursors SET path=? WHERE path=?", (new, old))
+
+    def session_cursors(self) -> dict[str, SessionCursor]:
+        return {
+            str(p): SessionCursor(str(p), int(d), int(i), int(c), int(n), str(h), int(hl), int(m))
+            for p, d, i, c, n, h, hl, m in self.db.execute(
+                "SELECT path, dev, ino, committed, lines, head, head_len, malformed "
+                "FROM session_cursors"
+            )
+        }
+
+    def put_session_cursor(self, c: SessionCursor) -> None:
+        self.db.execute(
+            "INSERT INTO session_cursors(path, dev, ino, committed, lines, updated_at, head, "
+            "head_len, malformed) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE "
+            "SET dev=excluded.dev, ino=excluded.ino, committed=excluded.committed, "
+            "lines=excluded.lines, updated_at=excluded.updated_at, head=excluded.head, "
+            "head_len=excluded.head_len, malformed=excluded.malformed",
+            (
+                c.path,
+                c.dev,
+                c.ino,
+                c.committed,
+                c.lines,
+                time.time(),
+                c.head,
+                c.head_len,
+                c.malformed,
+            ),
+        )
+
+    def delete_session(self, path: str) -> int:
+        """Forget a transcript: its chunks, file row and cursor."""
+        self.db.execute("DELETE FROM session_cursors WHERE path=?", (path,))
+        return self.delete_file(path)
+
     def replace_file(
         self,
         path: str,
@@ -246,22 +342,7 @@ class Store:
             "VALUES(?, ?, ?, ?, ?, ?, ?)",
             (path, source, state.hash, state.mtime_ns, state.size, lines, time.time()),
         )
-        n = 0
-        insert = (
-            "INSERT INTO chunks(path, source, start_line, end_line, heading, hash, text) "
-            "VALUES(?, ?, ?, ?, ?, ?, ?)"
-        )
-        for c in chunks:
-            self.db.execute(
-                insert, (path, source, c.start_line, c.end_line, c.heading, c.hash, c.text)
-            )
-            rowid = self.db.last_insert_rowid()
-            self.db.execute(
-                "INSERT INTO chunks_fts(rowid, body, heading, path) VALUES(?, ?, ?, ?)",
-                (rowid, c.fts_body, c.heading, path),
-            )
-            n += 1
-        return removed, n
+        return removed, self._insert_chunks(path, source, chunks)
 
     def clear(self) -> None:
         """Remove every file, chunk and vector (keeps the embedding cache)."""

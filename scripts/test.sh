@@ -12,4 +12,4 @@ PY=${PYTHON:-python3}
 
 echo "== ruff";  .venv/bin/ruff check .
 echo "== mypy";  .venv/bin/mypy
-echo "== pytest"; .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+echo "== pytest"; .venv/bin/python -m pytest -p no:cacheprovider "$@"

@@ -14,7 +14,8 @@ def test_example_config_parses_with_defaults() -> None:
     import tomllib
 
     data = tomllib.loads((REPO / "config" / "memindex.toml").read_text())
-    cfg = parse_config(data, source=REPO / "config" / "memindex.toml")
+    cfg, agents = parse_config(data, source=REPO / "config" / "memindex.toml")
+    assert agents == ()
     assert cfg.chunking.tokens == 400 and cfg.chunking.overlap == 80
     assert cfg.query.maxResults == 6 and cfg.query.minScore == 0.35
 
@@ -39,7 +40,7 @@ def test_bad_config_is_a_clear_error(data: dict[str, object], needle: str) -> No
 
 
 def test_paths_relative_to_the_config_file(tmp_path: Path) -> None:
-    cfg = parse_config(
+    cfg, _ = parse_config(
         {"workspace": "ws", "extraPaths": ["notes", {"path": "~/p", "pattern": "*.md"}]},
         source=tmp_path / "c.toml",
     )

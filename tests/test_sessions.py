@@ -1,0 +1,207 @@
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from indexer.config import Config, SessionsConfig
+from indexer.engine import MemoryIndex
+from indexer.sessions import parse_message, redact
+
+
+def msg(role: str, text: str, nested: bool = False) -> str:
+    if nested:
+        return json.dumps(
+            {
+                "type": "message",
+                "message": {"role": role, "content": [{"type": "text", "text": text}]},
+            }
+        )
+    return json.dumps({"type": "message", "role": role, "content": text})
+
+
+@pytest.fixture
+def sess(cfg: Config, tmp_path: Path) -> tuple[Config, Path]:
+    d = tmp_path / "sessions"
+    d.mkdir()
+    c = replace(
+        cfg,
+        sessions=SessionsConfig(
+            dir=str(d), deltaBytes=100_000, deltaMessages=50, idleFlushMs=3_600_000
+        ),
+    )
+    return c, d
+
+
+def append(path: Path, *lines: str) -> None:
+    with path.open("a", encoding="utf-8") as fh:
+        for ln in lines:
+            fh.write(ln + "\n")
+
+
+def rows(idx: MemoryIndex, path: str) -> list[tuple[int, int, str]]:
+    return [
+        (int(a), int(b), str(t))
+        for a, b, t in idx.store.db.execute(
+            "SELECT start_line, end_line, text FROM chunks WHERE path=? ORDER BY start_line",
+            (path,),
+        )
+    ]
+
+
+def test_parse_shapes_noise_and_redaction() -> None:
+    assert (
+        parse_message(msg("user", "hello  there\nfriend").encode()).render()
+        == "User: hello there friend"
+    )  # type: ignore[union-attr]
+    nested = parse_message(msg("assistant", "nested text", nested=True).encode())
+    assert nested is not None and nested.render() == "Assistant: nested text"
+    for noise in ("", "NO_REPLY", "HEARTBEAT_OK", "ok", "OK."):
+        assert parse_message(msg("assistant", noise).encode()) is None
+    assert parse_message(json.dumps({"type": "tool", "role": "user"}).encode()) is None
+    assert (
+        parse_message(json.dumps({"type": "message", "role": "system", "content": "x"}).encode())
+        is None
+    )
+    secret = (
+        "key sk-proj-abcdefghijklmnop1234 and Bearer abcdef123456789xyz and "
+        "https://bob:hunter2pass@example.com and password=swordfish ghp_" + "a" * 30
+    )
+    out = redact(secret)
+    for leaked in (
+        "abcdefghijklmnop1234",
+        "abcdef123456789xyz",
+        "hunter2pass",
+        "swordfish",
+        "a" * 30,
+    ):
+        assert leaked not in out
+    assert "https://bob:[REDACTED]@example.com" in out and "Bearer [REDACTED]" in out
+
+
+def test_backfill_citations_and_get(sess: tuple[Config, Path]) -> None:
+    cfg, d = sess
+    f = d / "s1.jsonl"
+    append(
+        f,
+        json.dumps({"type": "session", "id": "x"}),
+        msg("user", "Where did we put the restic password file?"),
+        "{not json",
+        msg("assistant", "It is in ~/.config/restic/pass, token=supersecretvalue", nested=True),
+        "",
+        msg("user", "thanks"),
+    )
+    with MemoryIndex(cfg) as idx:
+        rep = idx.sync()
+        assert rep.sessions["messages"] == 3 and rep.sessions["malformed"] == 1
+        res = idx.search("restic password file", sources=["sessions"])["results"]
+        assert res[0]["path"] == "sessions/s1.jsonl" and res[0]["source"] == "sessions"
+        assert (res[0]["startLine"], res[0]["endLine"]) == (2, 6)  # JSONL line numbers
+        assert "supersecretvalue" not in json.dumps(res)
+        hits = idx.store.db.execute("SELECT count(*) FROM chunks WHERE text LIKE '%supersecret%'")
+        assert hits.fetchone()[0] == 0
+        got = idx.get("sessions/s1.jsonl", start=4, lines=1)
+        assert "restic/pass" in got["text"] and "supersecretvalue" not in got["text"]
+        assert idx.status()["malformedLines"] == 1
+        for bad in ("sessions/../MEMORY.md", "sessions/x.txt", "sessions/sub/a.jsonl"):
+            with pytest.raises(Exception, match="refused"):
+                idx.get(bad)
+
+
+def test_growth_partial_lines_and_thresholds(sess: tuple[Config, Path]) -> None:
+    cfg, d = sess
+    f = d / "s.jsonl"
+    append(f, *[msg("user", f"early message {i}") for i in range(5)])
+    with MemoryIndex(cfg) as idx:
+        idx.sync()
+        # A partial last line waits for its newline.
+        with f.open("a") as fh:
+            fh.write(msg("assistant", "zebra crossing half")[:20])
+        rep = idx.sync_sessions(due_only=False)
+        assert rep.messages == 0
+        with f.open("a") as fh:
+            fh.write(msg("assistant", "zebra crossing half")[20:] + "\n")
+        rep = idx.sync_sessions(due_only=False)
+        assert rep.messages == 1
+        assert idx.search("zebra crossing")["results"][0]["startLine"] == 6
+        # Below the thresholds the watcher defers; past 50 messages it indexes.
+        append(f, *[msg("user", f"batch one item {i} walrus") for i in range(10)])
+        rep = idx.sync_sessions(due_only=True)
+        assert rep.deferred == 1 and rep.messages == 0
+        append(f, *[msg("user", f"batch two item {i} walrus") for i in range(45)])
+        rep = idx.sync_sessions(due_only=True)
+        assert rep.messages == 55
+        lines = [r[:2] for r in rows(idx, "sessions/s.jsonl")]
+        covered = {n for a, b in lines for n in range(a, b + 1)}
+        assert set(range(1, 62)) <= covered  # every message line is in a chunk
+
+
+def test_idle_flush(sess: tuple[Config, Path]) -> None:
+    cfg, d = sess
+    cfg = replace(cfg, sessions=replace(cfg.sessions, idleFlushMs=1))
+    f = d / "s.jsonl"
+    append(f, msg("user", "a single quiet message about otters"))
+    old = time.time() - 5
+    os.utime(f, (old, old))
+    with MemoryIndex(cfg) as idx:
+        assert idx.sync_sessions(due_only=True).messages == 1
+
+
+def test_truncation_and_replacement(sess: tuple[Config, Path]) -> None:
+    cfg, d = sess
+    f = d / "s.jsonl"
+    append(f, *[msg("user", f"original content {i} giraffe") for i in range(5)])
+    with MemoryIndex(cfg) as idx:
+        idx.sync()
+        f.write_text(msg("user", "fresh start penguin") + "\n")  # truncated in place
+        rep = idx.sync_sessions(due_only=False)
+        assert rep.restarted == 1
+        assert idx.search("giraffe", min_score=0)["results"] == []
+        assert idx.search("penguin")["results"][0]["startLine"] == 1
+
+
+def test_rotation_keeps_rows_and_reads_the_unread_tail(sess: tuple[Config, Path]) -> None:
+    cfg, d = sess
+    f = d / "main.jsonl"
+    append(f, *[msg("user", f"before rotation {i} koala") for i in range(3)])
+    with MemoryIndex(cfg) as idx:
+        idx.sync()
+        append(f, msg("assistant", "unread tail message about a narwhal"))
+        rotated = d / "main.jsonl.reset.2026-11-21T10-00-00"
+        f.rename(rotated)
+        append(f, msg("user", "new session begins with a platypus"))
+        rep = idx.sync_sessions(due_only=False)
+        assert rep.rotated == 1
+        tail = idx.search("narwhal")["results"]
+        assert tail[0]["path"] == "sessions/" + rotated.name and tail[0]["startLine"] == 4
+        assert idx.search("koala")["results"][0]["path"] == "sessions/" + rotated.name
+        assert idx.search("platypus")["results"][0]["path"] == "sessions/main.jsonl"
+        # No duplicates: every JSONL line of each file is indexed once.
+        n = idx.store.db.execute("SELECT count(*) FROM chunks WHERE text LIKE '%koala%'")
+        assert n.fetchone()[0] == 1
+        # Deleting the rotated file drops its rows.
+        rotated.unlink()
+        idx.sync_sessions(due_only=False)
+        assert idx.search("koala", min_score=0)["results"] == []
+
+
+def test_kill_between_deltas_converges(sess: tuple[Config, Path], tmp_path: Path) -> None:
+    cfg, d = sess
+    f = d / "s.jsonl"
+    append(f, *[msg("user", f"message {i} lemur") for i in range(20)])
+    with MemoryIndex(cfg) as idx:
+        idx.sync()
+        append(f, *[msg("user", f"more {i} lemur") for i in range(20)])
+        idx.sync_sessions(due_only=False)
+        a = rows(idx, "sessions/s.jsonl")
+    clean = replace(cfg, indexPath=tmp_path / "clean.sqlite")
+    with MemoryIndex(clean) as idx:
+        idx.sync()
+        b = rows(idx, "sessions/s.jsonl")
+    covered_a = {n for s, e, _ in a for n in range(s, e + 1)}
+    covered_b = {n for s, e, _ in b for n in range(s, e + 1)}
+    assert covered_a == covered_b == set(range(1, 41))
