@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__
-from .config import Config, load_config
+from .client import DaemonUnavailable, call, serves
+from .config import Config, Settings, load_config, load_settings
+from .daemon import Daemon
 from .engine import MemoryIndex
 from .errors import MemindexError
 
@@ -87,6 +89,9 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("status", help="show what the index holds and its health")
     s.add_argument("--json", action="store_true", help="print the status object as JSON")
+
+    s = sub.add_parser("serve", help="run the daemon: watch files, answer on the Unix socket")
+    s.add_argument("--socket", type=Path, default=None, help="socket path (default from config)")
     return p
 
 
@@ -94,37 +99,80 @@ def _print_json(obj: Any, out: TextIO) -> None:
     out.write(json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
 
 
+def _daemon(cfg: Config) -> Path | None:
+    """The daemon's socket, if a daemon serves this agent's index; else None."""
+    path = cfg.socket_path()
+    return path if serves(path, cfg.agent_name, cfg.resolved_index_path()) else None
+
+
 def _cmd_index(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    with MemoryIndex(cfg) as idx:
-        bar = _ProgressBar(err, "indexing")
-        try:
-            report = idx.sync(force=args.force, progress=bar)
-        finally:
-            bar.close()
-        if args.json:
-            _print_json({"indexPath": str(idx.index_path), **report.to_json()}, out)
-            return 0
-        if report.rebuilt:
-            out.write(f"rebuilt the index ({report.rebuilt})\n")
+    sock = _daemon(cfg)
+    if sock is not None:  # the daemon is the one writer: let it do the work
+        report = call(sock, "reindex", {"agent": cfg.agent_name, "force": args.force}, timeout=3600)
+        index_path = report.pop("indexPath", str(cfg.resolved_index_path()))
+    else:
+        with MemoryIndex(cfg) as idx:
+            bar = _ProgressBar(err, "indexing")
+            try:
+                report = idx.sync(force=args.force, progress=bar).to_json()
+            finally:
+                bar.close()
+            index_path = str(idx.index_path)
+    if args.json:
+        _print_json({"indexPath": index_path, **report}, out)
+        return 0
+    r = report
+    if r.get("rebuilt"):
+        out.write(f"rebuilt the index ({r['rebuilt']})\n")
+    out.write(
+        f"{r['files']} files: {r['added']} added, {r['updated']} updated, "
+        f"{r['unchanged']} unchanged, {r['removed']} removed; "
+        f"{r['chunksWritten']} chunks written in {r['seconds']:.2f}s"
+        + (" (through the daemon)" if sock else "")
+        + "\n"
+    )
+    sess = r.get("sessions") or {}
+    if sess.get("files"):
         out.write(
-            f"{report.files} files: {report.added} added, {report.updated} updated, "
-            f"{report.unchanged} unchanged, {report.removed} removed; "
-            f"{report.chunksWritten} chunks written in {report.seconds:.2f}s\n"
-            f"index: {idx.index_path}\n"
+            f"sessions: {sess['files']} transcripts, {sess['messages']} new messages"
+            f", {sess['malformed']} malformed lines skipped\n"
         )
-        for s in report.skipped + report.errors:
-            out.write(f"skipped {s['path']}: {s['reason']}\n")
+    out.write(f"index: {index_path}\n")
+    for s in r["skipped"] + r["errors"]:
+        out.write(f"skipped {s['path']}: {s['reason']}\n")
     return 0
 
 
-def _cmd_search(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
+def _read(cfg: Config, method: str, params: dict[str, Any]) -> Any:
+    """Ask the daemon when it serves this index, else read the index file directly."""
+    sock = _daemon(cfg)
+    if sock is not None:
+        try:
+            return call(sock, method, {"agent": cfg.agent_name, **params})
+        except DaemonUnavailable:
+            pass  # it went away: read the file
     with MemoryIndex(cfg, readonly=True) as idx:
-        result = idx.search(
-            args.query,
-            max_results=args.max_results,
-            min_score=args.min_score,
-            sources=None if args.source == "all" else [args.source],
-        )
+        if method == "memory_search":
+            return idx.search(
+                params["query"],
+                max_results=params.get("maxResults"),
+                min_score=params.get("minScore"),
+                sources=params.get("sources"),
+            )
+        if method == "memory_get":
+            return idx.get(params["path"], start=params.get("from"), lines=params.get("lines"))
+        return idx.status()
+
+
+def _cmd_search(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
+    params: dict[str, Any] = {"query": args.query}
+    if args.max_results is not None:
+        params["maxResults"] = args.max_results
+    if args.min_score is not None:
+        params["minScore"] = args.min_score
+    if args.source != "all":
+        params["sources"] = [args.source]
+    result = _read(cfg, "memory_search", params)
     if args.json:
         _print_json(result, out)
         return 0
@@ -140,8 +188,12 @@ def _cmd_search(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_get(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
-    with MemoryIndex(cfg, readonly=True) as idx:
-        result = idx.get(args.path, start=args.start, lines=args.lines)
+    params: dict[str, Any] = {"path": args.path}
+    if args.start is not None:
+        params["from"] = args.start
+    if args.lines is not None:
+        params["lines"] = args.lines
+    result = _read(cfg, "memory_get", params)
     if args.json:
         _print_json(result, out)
     else:
@@ -150,8 +202,7 @@ def _cmd_get(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_status(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
-    with MemoryIndex(cfg, readonly=True) as idx:
-        st = idx.status()
+    st = _read(cfg, "status", {})
     if args.json:
         _print_json(st, out)
         return 0
@@ -170,7 +221,25 @@ def _cmd_status(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
         out.write("last sync: never (run 'memindex index')\n")
     for s in st["skipped"]:
         out.write(f"skipped:   {s['path']}: {s['reason']}\n")
+    d = st.get("daemon")
+    if d:
+        w = d["watcher"]
+        out.write(
+            f"daemon:    pid {d['pid']} on {d['socket']}, watcher {w['backend']}"
+            + (f" ({w['reason']})" if w.get("reason") else "")
+            + "\n"
+        )
+    else:
+        out.write("daemon:    not running (read the index file directly)\n")
     return 0
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    def settings() -> Settings:
+        return load_settings(args.config, workspace=args.workspace, agent=args.agent)
+
+    daemon = Daemon(settings(), socket_path=args.socket, reload=settings)
+    return daemon.run()
 
 
 def main(
@@ -180,11 +249,19 @@ def main(
     err = err or sys.stderr
     args = _parser().parse_args(argv)
     logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
-        format="memindex: %(levelname)s %(name)s: %(message)s",
+        level=logging.DEBUG
+        if args.verbose
+        else logging.INFO
+        if args.command == "serve"
+        else logging.WARNING,
+        format="%(asctime)s memindex %(levelname)s %(name)s: %(message)s"
+        if args.command == "serve"
+        else "memindex: %(levelname)s %(name)s: %(message)s",
         stream=err,
     )
     try:
+        if args.command == "serve":
+            return _cmd_serve(args)
         cfg = load_config(args.config, workspace=args.workspace, agent=args.agent)
         if args.command == "index":
             return _cmd_index(cfg, args, out, err)

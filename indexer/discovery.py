@@ -45,7 +45,7 @@ class Root:
     is_file: bool = False
 
 
-def _ignored(name: str, rel: str, cfg: Config) -> bool:
+def is_ignored(name: str, rel: str, cfg: Config) -> bool:
     if name in DEFAULT_IGNORE_DIRS:
         return True
     return any(fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(rel, g) for g in cfg.ignore)
@@ -91,12 +91,12 @@ def _walk(root: str, rel: str, cfg: Config) -> Iterator[tuple[str, str]]:
             if entry.is_symlink():
                 continue
             if entry.is_dir(follow_symlinks=False):
-                if not _ignored(entry.name, child_rel, cfg):
+                if not is_ignored(entry.name, child_rel, cfg):
                     yield from _walk(entry.path, child_rel, cfg)
             elif (
                 entry.is_file(follow_symlinks=False)
                 and entry.name.lower().endswith(".md")
-                and not _ignored(entry.name, child_rel, cfg)
+                and not is_ignored(entry.name, child_rel, cfg)
             ):
                 yield entry.path, child_rel
         except OSError:
@@ -200,7 +200,7 @@ def resolve_get_path(cfg: Config, raw: str) -> tuple[str, Path]:
         raise PathRefused(f"refused path {raw!r}: does not match the extra path's pattern")
     rel_parts = PurePosixPath(rel).parts if rel else ()
     for i, part in enumerate(rel_parts[:-1]):
-        if _ignored(part, "/".join(rel_parts[: i + 1]), cfg):
+        if is_ignored(part, "/".join(rel_parts[: i + 1]), cfg):
             raise PathRefused(f"refused path {raw!r}: inside an ignored directory")
     # Walk component by component: exact names (no case tricks), no symlinks.
     current = target.real

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,13 +55,24 @@ class MemoryIndex:
 
     # -- operations ------------------------------------------------------------
 
-    def sync(self, *, force: bool = False, progress: Progress | None = None) -> SyncReport:
+    def sync(
+        self,
+        *,
+        force: bool = False,
+        progress: Progress | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> SyncReport:
         """Memory files, then every transcript delta (a full backfill)."""
         t0 = time.monotonic()
-        report = sync(self.store, self.cfg, force=force, progress=progress)
-        report.sessions = sync_sessions(self.store, self.cfg).to_json()
+        report = sync(self.store, self.cfg, force=force, progress=progress, should_stop=should_stop)
+        if not report.stopped:
+            report.sessions = sync_sessions(self.store, self.cfg).to_json()
         report.seconds = round(time.monotonic() - t0, 3)
         return report
+
+    def sync_memory(self, *, should_stop: Callable[[], bool] | None = None) -> SyncReport:
+        """Memory files only (what the watcher triggers)."""
+        return sync(self.store, self.cfg, should_stop=should_stop)
 
     def sync_sessions(self, *, due_only: bool) -> SessionReport:
         return sync_sessions(self.store, self.cfg, due_only=due_only)

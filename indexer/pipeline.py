@@ -130,6 +130,7 @@ class SyncReport:
     skipped: list[dict[str, str]] = field(default_factory=list)
     errors: list[dict[str, str]] = field(default_factory=list)
     rebuilt: str | None = None
+    stopped: bool = False
     sessions: dict[str, Any] | None = None
     seconds: float = 0.0
 
@@ -168,8 +169,12 @@ def sync(
     force: bool = False,
     progress: Progress | None = None,
     counter: TokenCounter | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> SyncReport:
-    """Bring the index in line with the files on disk."""
+    """Bring the index in line with the files on disk.
+
+    ``should_stop`` is checked between files: when it returns True the sync commits
+    what it has done (every file is whole, old or new) and returns early."""
     t0 = time.monotonic()
     report = SyncReport()
     report.rebuilt = _prepare(store, cfg, force)
@@ -204,6 +209,9 @@ def sync(
     in_batch = 0
     with store.batch() as checkpoint:
         for f in pending:
+            if should_stop is not None and should_stop():
+                report.stopped = True
+                break
             _sync_one(store, cfg, f, known.get(f.path), report, skipped_now, count)
             in_batch += 1
             done += 1
@@ -213,7 +221,8 @@ def sync(
                     progress(done, total)
                 in_batch = 0
                 batch_start = time.monotonic()
-        store.prune_skips(skipped_now, MEMORY_SOURCE)
+        if not report.stopped:
+            store.prune_skips(skipped_now, MEMORY_SOURCE)
         store.meta_set("lastSync", json.dumps({"at": time.time(), **_summary(report)}))
     if progress:
         progress(total, total)

@@ -1,0 +1,351 @@
+"""``memindex serve``: the long-running process behind the Unix socket.
+
+Threads: the accept loop and one thread per connection (server.py); the watchdog
+observer (watcher.py); and one indexer thread, the only writer. Requests read through
+a pool of read-only SQLite connections per agent, so a search never waits for
+indexing (WAL). Watch events are debounced (``sync.watchDebounceMs``) and coalesced
+per agent; transcript deltas are indexed once past ``sessions.deltaBytes`` /
+``deltaMessages`` (or after ``idleFlushMs`` of quiet).
+
+Signals: SIGTERM/SIGINT stop after the current transaction and remove the socket;
+SIGHUP reloads the config file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import queue
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .config import Config, Settings
+from .engine import MemoryIndex
+from .errors import ConfigError, InvalidParams
+from .server import METHOD_NOT_FOUND, RpcError, SocketServer
+from .watcher import ObserverFactory, Watcher
+
+__all__ = ["Daemon"]
+
+log = logging.getLogger(__name__)
+
+_REFRESH_WATCHES_S = 30.0
+_REINDEX_TIMEOUT_S = 3600.0
+
+
+class AgentRuntime:
+    """One agent: its writer index (indexer thread only) and a reader pool."""
+
+    def __init__(self, cfg: Config) -> None:
+        self.cfg = cfg
+        self.writer = MemoryIndex(cfg)  # creates and migrates the index file
+        self._readers: queue.LifoQueue[MemoryIndex] = queue.LifoQueue()
+        self.backfill = True  # first pass: everything, transcripts below thresholds too
+        self.memory_due: float | None = None
+        self.memory_first: float | None = None
+        self.sessions_due: float | None = None
+        self.last_error: str | None = None
+        self.last_report: dict[str, Any] | None = None
+
+    @contextlib.contextmanager
+    def reader(self) -> Iterator[MemoryIndex]:
+        try:
+            idx = self._readers.get_nowait()
+        except queue.Empty:
+            idx = MemoryIndex(self.cfg, readonly=True)
+        try:
+            yield idx
+        finally:
+            self._readers.put(idx)
+
+    def close(self) -> None:
+        while True:
+            try:
+                self._readers.get_nowait().close()
+            except queue.Empty:
+                break
+        self.writer.close()
+
+
+class Daemon:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        socket_path: Path | None = None,
+        reload: Callable[[], Settings] | None = None,
+        observer_factory: ObserverFactory | None = None,
+    ) -> None:
+        self.settings = settings
+        first = settings.agents[0]
+        self.socket_path = socket_path or first.socket_path()
+        self._reload_fn = reload
+        self._stop = threading.Event()
+        self._wake = threading.Condition()
+        self._jobs: queue.Queue[tuple[str, bool, Future[dict[str, Any]]]] = queue.Queue()
+        self.agents: dict[str, AgentRuntime] = {}
+        self.started = time.time()
+        self.watcher = Watcher(
+            self._on_change,
+            mode=first.sync.watcher,
+            poll_interval=first.sync.pollIntervalMs / 1000,
+            observer_factory=observer_factory,
+        )
+        self.server = SocketServer(
+            self.socket_path,
+            self.handle,
+            max_request=first.server.maxRequestBytes,
+            max_connections=first.server.maxConnections,
+            idle_timeout=first.server.idleTimeoutMs / 1000,
+        )
+        self._indexer: threading.Thread | None = None
+        self._reload_requested = threading.Event()
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> None:
+        for cfg in self.settings.agents:
+            cfg.require_workspace()
+            self.agents[cfg.agent_name] = AgentRuntime(cfg)
+        self.server.start()
+        self.watcher.start([a.cfg for a in self.agents.values()])
+        self._indexer = threading.Thread(
+            target=self._index_loop, name="memindex-indexer", daemon=True
+        )
+        self._indexer.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._wake:
+            self._wake.notify_all()
+        self.server.stop()
+        self.watcher.stop()
+        if self._indexer is not None:
+            self._indexer.join(timeout=30)
+        for a in self.agents.values():
+            a.close()
+
+    def run(self) -> int:
+        """Serve until SIGTERM/SIGINT; SIGHUP reloads the config."""
+        self.start()
+        signal.signal(signal.SIGTERM, lambda *_: self._stop.set())
+        signal.signal(signal.SIGINT, lambda *_: self._stop.set())
+        if hasattr(signal, "SIGHUP"):
+            signal.signal(signal.SIGHUP, lambda *_: self._request_reload())
+        log.info(
+            "memindex %s serving %d agent(s) on %s", __version__, len(self.agents), self.socket_path
+        )
+        try:
+            while not self._stop.wait(0.5):
+                pass
+        finally:
+            self.stop()
+        return 0
+
+    def _request_reload(self) -> None:
+        self._reload_requested.set()
+        with self._wake:
+            self._wake.notify_all()
+
+    def _reload(self) -> None:
+        if self._reload_fn is None:
+            return
+        try:
+            new = self._reload_fn()
+        except ConfigError as exc:
+            log.error("config reload failed, keeping the old config: %s", exc.message)
+            return
+        old = self.agents
+        fresh: dict[str, AgentRuntime] = {}
+        for cfg in new.agents:
+            rt = old.pop(cfg.agent_name, None)
+            if rt is not None and rt.cfg == cfg:
+                fresh[cfg.agent_name] = rt
+                continue
+            if rt is not None:
+                rt.close()
+            fresh[cfg.agent_name] = AgentRuntime(cfg)
+        for rt in old.values():
+            rt.close()
+        self.settings = new
+        self.agents = fresh
+        self.watcher.stop()
+        self.watcher.start([a.cfg for a in fresh.values()])
+        log.info("config reloaded: %d agent(s)", len(fresh))
+
+    # -- watcher -> indexer ------------------------------------------------------------
+
+    def _on_change(self, agent: str, kind: str, path: str) -> None:
+        rt = self.agents.get(agent)
+        if rt is None:
+            return
+        now = time.monotonic()
+        debounce = rt.cfg.sync.watchDebounceMs / 1000
+        if kind == "memory":
+            if rt.memory_first is None:
+                rt.memory_first = now
+            # Trailing debounce, but never later than 4 debounce periods after the
+            # first event, so a file written every second still gets indexed.
+            rt.memory_due = min(now + debounce, rt.memory_first + 4 * debounce)
+        else:
+            if rt.sessions_due is None:
+                rt.sessions_due = now + debounce
+        with self._wake:
+            self._wake.notify_all()
+
+    def _index_loop(self) -> None:
+        next_refresh = time.monotonic() + _REFRESH_WATCHES_S
+        while not self._stop.is_set():
+            if self._reload_requested.is_set():
+                self._reload_requested.clear()
+                self._reload()
+            self._run_jobs()
+            now = time.monotonic()
+            wait = 1.0
+            for rt in list(self.agents.values()):
+                if self._stop.is_set():
+                    break
+                if rt.backfill:
+                    self._backfill(rt)
+                if rt.memory_due is not None and rt.memory_due <= now:
+                    rt.memory_due = rt.memory_first = None
+                    self._sync_memory(rt)
+                if rt.sessions_due is not None and rt.sessions_due <= now:
+                    rt.sessions_due = None
+                    self._sync_sessions(rt)
+                for due in (rt.memory_due, rt.sessions_due):
+                    if due is not None:
+                        wait = min(wait, max(0.0, due - time.monotonic()))
+            if now >= next_refresh:
+                next_refresh = now + _REFRESH_WATCHES_S
+                self.watcher.refresh()
+            with self._wake:
+                if self._jobs.empty() and not self._reload_requested.is_set():
+                    self._wake.wait(timeout=wait)
+
+    def _backfill(self, rt: AgentRuntime) -> None:
+        try:
+            rep = rt.writer.sync(should_stop=self._stop.is_set)
+            rt.last_report = rep.to_json()
+            rt.last_error = None
+            rt.backfill = rep.stopped
+        except Exception as exc:
+            rt.last_error = f"{type(exc).__name__}: {exc}"
+            rt.backfill = False
+            log.exception("%s: initial sync failed", rt.cfg.agent_name)
+
+    def _sync_memory(self, rt: AgentRuntime) -> None:
+        try:
+            rep = rt.writer.sync_memory(should_stop=self._stop.is_set)
+            rt.last_report = rep.to_json()
+            rt.last_error = None
+            log.debug("%s: synced memory (%s)", rt.cfg.agent_name, rt.last_report)
+        except Exception as exc:  # keep serving; status shows it
+            rt.last_error = f"{type(exc).__name__}: {exc}"
+            log.exception("%s: memory sync failed", rt.cfg.agent_name)
+
+    def _sync_sessions(self, rt: AgentRuntime) -> None:
+        try:
+            rep = rt.writer.sync_sessions(due_only=True)
+            if rep.deferred:  # below the thresholds: look again when idle flush may apply
+                rt.sessions_due = time.monotonic() + max(
+                    0.5, min(5.0, rt.cfg.sessions.idleFlushMs / 4000)
+                )
+            rt.last_error = None
+        except Exception as exc:
+            rt.last_error = f"{type(exc).__name__}: {exc}"
+            log.exception("%s: session sync failed", rt.cfg.agent_name)
+
+    def _run_jobs(self) -> None:
+        while True:
+            try:
+                agent, force, fut = self._jobs.get_nowait()
+            except queue.Empty:
+                return
+            rt = self.agents.get(agent)
+            if rt is None:
+                fut.set_exception(InvalidParams(f"unknown agent '{agent}'"))
+                continue
+            try:
+                rep = rt.writer.sync(force=force)
+                rt.last_report = rep.to_json()
+                fut.set_result({"agent": agent, **rep.to_json()})
+            except Exception as exc:
+                fut.set_exception(exc)
+
+    # -- RPC ----------------------------------------------------------------------------
+
+    def _agent(self, params: dict[str, Any]) -> AgentRuntime:
+        name = params.get("agent")
+        if name is None:
+            return next(iter(self.agents.values()))
+        if not isinstance(name, str):
+            raise InvalidParams("'agent' must be a string")
+        rt = self.agents.get(name)
+        if rt is None:
+            raise InvalidParams(f"unknown agent '{name}' (serving: {', '.join(self.agents)})")
+        return rt
+
+    def handle(self, method: str, params: dict[str, Any]) -> Any:
+        if method == "ping":
+            return {
+                "ok": True,
+                "version": __version__,
+                "agents": {n: str(a.writer.index_path) for n, a in self.agents.items()},
+            }
+        if method == "memory_search":
+            rt = self._agent(params)
+            sources = params.get("sources")
+            if sources is None and isinstance(params.get("corpus"), str):
+                sources = None if params["corpus"] == "all" else [params["corpus"]]
+            with rt.reader() as idx:
+                return idx.search(
+                    params.get("query"),
+                    max_results=params.get("maxResults"),
+                    min_score=params.get("minScore"),
+                    sources=sources,
+                )
+        if method == "memory_get":
+            rt = self._agent(params)
+            with rt.reader() as idx:
+                return idx.get(
+                    params.get("path"), start=params.get("from"), lines=params.get("lines")
+                )
+        if method == "status":
+            rt = self._agent(params)
+            with rt.reader() as idx:
+                st = idx.status()
+            st["agent"] = rt.cfg.agent_name
+            st["agents"] = list(self.agents)
+            st["daemon"] = {
+                "pid": os.getpid(),
+                "uptimeS": round(time.time() - self.started, 1),
+                "socket": str(self.socket_path),
+                "watcher": self.watcher.status(),
+                "refusedConnections": self.server.refused,
+            }
+            st["dirty"] = rt.backfill or rt.memory_due is not None or rt.sessions_due is not None
+            st["lastError"] = rt.last_error
+            return st
+        if method == "reindex":
+            rt = self._agent(params)
+            force = params.get("force", False)
+            if not isinstance(force, bool):
+                raise InvalidParams("'force' must be true or false")
+            fut: Future[dict[str, Any]] = Future()
+            self._jobs.put((rt.cfg.agent_name, force, fut))
+            with self._wake:
+                self._wake.notify_all()
+            return fut.result(timeout=_REINDEX_TIMEOUT_S)
+        raise RpcError(
+            METHOD_NOT_FOUND,
+            f"unknown method '{method}'",
+            {"methods": ["memory_search", "memory_get", "status", "reindex", "ping"]},
+        )

@@ -1,0 +1,116 @@
+"""Start the real daemon in a subprocess and talk to it over its socket."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def rpc_raw(sock_path: Path, payload: bytes, timeout: float = 10.0) -> list[Any]:
+    """Send raw bytes, read reply lines until the server has answered each line."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.connect(str(sock_path))
+    s.sendall(payload)
+    s.shutdown(socket.SHUT_WR)
+    buf = b""
+    while True:
+        data = s.recv(65536)
+        if not data:
+            break
+        buf += data
+    s.close()
+    return [json.loads(x) for x in buf.splitlines() if x.strip()]
+
+
+def rpc(sock_path: Path, method: str, params: dict[str, Any] | None = None) -> Any:
+    req = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
+    (reply,) = rpc_raw(sock_path, json.dumps(req).encode() + b"\n")
+    if "error" in reply:
+        raise RuntimeError(reply["error"])
+    return reply["result"]
+
+
+def wait_for(pred: Callable[[], Any], timeout: float = 20.0, interval: float = 0.05) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = pred()
+            if last:
+                return last
+        except (OSError, RuntimeError, ValueError):
+            pass
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s (last: {last!r})")
+
+
+class DaemonProc:
+    def __init__(self, config: Path, sock: Path, env: dict[str, str]) -> None:
+        self.config = config
+        self.sock = sock
+        self.env = env
+        self.proc: subprocess.Popen[str] | None = None
+
+    def start(self, wait: bool = True) -> DaemonProc:
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "indexer.cli",
+                "--config",
+                str(self.config),
+                "serve",
+                "--socket",
+                str(self.sock),
+            ],
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        if wait:
+            wait_for(lambda: rpc(self.sock, "ping")["ok"])
+            self.wait_idle()
+        return self
+
+    def wait_idle(self, timeout: float = 30.0) -> None:
+        wait_for(
+            lambda: (
+                rpc(self.sock, "status")["lastSync"] is not None
+                and not rpc(self.sock, "status")["dirty"]
+            ),
+            timeout=timeout,
+        )
+
+    def signal(self, sig: int) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+
+    def stop(self) -> str:
+        if self.proc is None:
+            return ""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        out = self.proc.stdout.read() if self.proc.stdout else ""
+        self.proc = None
+        return out
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env

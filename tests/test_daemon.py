@@ -1,0 +1,267 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import write
+from daemon_util import DaemonProc, child_env, rpc, rpc_raw, wait_for
+
+
+def make_config(tmp_path: Path, ws: Path, sessions: Path, extra: str = "") -> Path:
+    return write(
+        tmp_path,
+        "config.toml",
+        f'workspace = "{ws}"\nagentId = "main"\n'
+        f'[sessions]\ndir = "{sessions}"\ndeltaMessages = 50\nidleFlushMs = 3600000\n'
+        f"[sync]\nwatchDebounceMs = 200\n{extra}",
+    )
+
+
+@pytest.fixture
+def daemon(tmp_path: Path, workspace: Path) -> Iterator[DaemonProc]:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    cfg = make_config(tmp_path, workspace, sessions)
+    d = DaemonProc(cfg, tmp_path / "run" / "mi.sock", child_env())
+    d.start()
+    yield d
+    d.stop()
+
+
+def test_search_get_status_and_socket_mode(daemon: DaemonProc) -> None:
+    assert os.stat(daemon.sock).st_mode & 0o777 == 0o600
+    res = rpc(daemon.sock, "memory_search", {"query": "rye bread"})
+    assert res["results"][0]["path"] == "MEMORY.md" and res["mode"] == "keyword"
+    got = rpc(daemon.sock, "memory_get", {"path": "MEMORY.md", "from": 4, "lines": 1})
+    assert got["text"] == "- Dana likes rye bread."
+    st = rpc(daemon.sock, "status")
+    assert st["sources"]["memory"]["files"] == 3 and st["daemon"]["watcher"]["backend"]
+    assert rpc(daemon.sock, "ping")["ok"] is True
+
+
+def test_new_fact_becomes_searchable(daemon: DaemonProc, workspace: Path) -> None:
+    write(workspace, "memory/2026-11-21.md", "# today\n- The wifi password hint is LANTERN-77.\n")
+    hit = wait_for(lambda: rpc(daemon.sock, "memory_search", {"query": "LANTERN-77"})["results"])
+    assert hit[0]["path"] == "memory/2026-11-21.md" and hit[0]["startLine"] == 1
+    (workspace / "memory/2026-11-21.md").unlink()
+    wait_for(lambda: rpc(daemon.sock, "memory_search", {"query": "LANTERN-77"})["results"] == [])
+
+
+def test_transcript_append_is_indexed_with_jsonl_lines(daemon: DaemonProc, tmp_path: Path) -> None:
+    f = tmp_path / "sessions" / "s1.jsonl"
+    with f.open("a") as fh:
+        for i in range(60):
+            fh.write(
+                json.dumps(
+                    {
+                        "type": "message",
+                        "role": "user" if i % 2 else "assistant",
+                        "content": f"message {i} about the heron-{i:02d} sighting",
+                    }
+                )
+                + "\n"
+            )
+    hits = wait_for(
+        lambda: rpc(daemon.sock, "memory_search", {"query": "heron-42", "sources": ["sessions"]})[
+            "results"
+        ]
+    )
+    assert hits[0]["path"] == "sessions/s1.jsonl"
+    assert hits[0]["startLine"] <= 43 <= hits[0]["endLine"]
+    got = rpc(daemon.sock, "memory_get", {"path": "sessions/s1.jsonl", "from": 43, "lines": 1})
+    assert "heron-42" in got["text"]
+
+
+def test_garbage_requests_get_errors_and_the_daemon_keeps_serving(daemon: DaemonProc) -> None:
+    ok = b'{"jsonrpc":"2.0","id":9,"method":"ping"}\n'
+    cases = [
+        b"this is not json\n",
+        b"\xff\xfe\xfa invalid utf-8\n",
+        b"[" * 100_000 + b"\n",
+        b'{"jsonrpc":"2.0","id":1,"method":"memory_search","params":{"query":'
+        + b"9" * 5000
+        + b"}}\n",
+        b'{"jsonrpc":"2.0","id":1,"method":"nope"}\n',
+        b'{"jsonrpc":"2.0","id":1,"method":"memory_search","params":["x"]}\n',
+        b'{"jsonrpc":"2.0","id":1,"method":"memory_search","params":{"query":7}}\n',
+        b'{"jsonrpc":"2.0","id":1,"method":"memory_search","params":{"query":"x",'
+        b'"maxResults":"ten"}}\n',
+        b'{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}\n',
+        b'{"id":1,"method":"ping"}\n',
+        b"[]\n",
+        b'"just a string"\n',
+        b'{"jsonrpc":"2.0","id":1,"method":"memory_get","params":{"path":"../../etc/passwd"}}\n',
+    ]
+    for payload in cases:
+        replies = rpc_raw(daemon.sock, payload + ok)
+        assert "error" in replies[0], payload[:60]
+        assert replies[-1]["result"]["ok"] is True, payload[:60]  # same connection still works
+    # Oversized request: an error, then the connection is still usable.
+    big = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + b"a" * (1_100_000) + b'"}}\n'
+    replies = rpc_raw(daemon.sock, big + ok)
+    assert replies[0]["error"]["code"] == -32001 and replies[-1]["result"]["ok"] is True
+    # A half-written request, then the client vanishes.
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(str(daemon.sock))
+    s.sendall(b'{"jsonrpc":"2.0","id":1,"meth')
+    s.close()
+    # Batch requests.
+    batch = rpc_raw(
+        daemon.sock,
+        b'[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"nope"}]\n',
+    )[0]
+    assert batch[0]["result"]["ok"] and batch[1]["error"]["code"] == -32601
+    assert rpc(daemon.sock, "memory_search", {"query": "rye"})["results"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a client as another uid")
+def test_other_uid_is_refused(daemon: DaemonProc) -> None:
+    def as_nobody() -> str:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # child: become nobody and try the socket
+            os.close(r)
+            try:
+                # Enter the socket's folder first: pytest's temp folders above it are
+                # 0700, and this test is about the socket, not its ancestors.
+                os.chdir(daemon.sock.parent)
+                os.setgid(65534)
+                os.setuid(65534)
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.settimeout(5)
+                s.connect(daemon.sock.name)
+                s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+                msg = s.recv(4096).decode() or "closed"
+            except OSError as exc:
+                msg = f"oserror {exc.errno}"
+            os.write(w, msg.encode())
+            os._exit(0)
+        os.close(w)
+        os.waitpid(pid, 0)
+        out = os.read(r, 65536).decode()
+        os.close(r)
+        return out
+
+    parent = daemon.sock.parent
+    os.chmod(parent, 0o755)
+    assert as_nobody().startswith("oserror 13")  # mode 0600: the kernel says no
+    os.chmod(daemon.sock, 0o666)  # even with the file open to all, the uid check refuses
+    reply = as_nobody()
+    assert '"code": -32003' in reply and "different user" in reply
+    assert rpc(daemon.sock, "status")["daemon"]["refusedConnections"] == 1
+
+
+def test_stale_socket_replaced_live_one_kept(tmp_path: Path, workspace: Path) -> None:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    cfg = make_config(tmp_path, workspace, sessions)
+    sock = tmp_path / "run" / "mi.sock"
+    sock.parent.mkdir(mode=0o700)
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(sock))
+    stale.close()  # the file stays: what a crashed daemon leaves
+    first = DaemonProc(cfg, sock, child_env()).start()
+    try:
+        second = DaemonProc(cfg, sock, child_env()).start(wait=False)
+        assert second.proc is not None
+        second.proc.wait(timeout=30)
+        out = second.stop()
+        assert "already" in out
+        assert rpc(sock, "ping")["ok"]  # the live one was not stolen
+    finally:
+        first.stop()
+    assert not sock.exists()  # SIGTERM removed it
+
+
+def test_cli_goes_through_the_daemon(daemon: DaemonProc, cli) -> None:  # type: ignore[no-untyped-def]
+    args = ("--config", str(daemon.config))
+    # The CLI finds the daemon on the configured socket only; point it there.
+    with daemon.config.open("a") as fh:
+        fh.write(f'[server]\nsocket = "{daemon.sock}"\n')
+    code, out, err = cli(*args, "status")
+    assert code == 0 and "daemon:    pid" in out, err
+    code, out, err = cli(*args, "index", "--json")
+    assert code == 0, err
+    assert json.loads(out)["unchanged"] == 3
+    code, out, _ = cli(*args, "search", "sourdough", "--json")
+    assert json.loads(out)["results"][0]["path"] == "memory/2026-11-02.md"
+
+
+def test_sighup_reloads_config(daemon: DaemonProc, tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    write(notes, "idea.md", "# Idea\n- a quokka-shaped lamp\n")
+    with daemon.config.open("r+") as fh:
+        text = fh.read()
+        fh.seek(0)
+        fh.write(f'extraPaths = ["{notes}"]\n' + text)
+    daemon.signal(signal.SIGHUP)
+    hit = wait_for(lambda: rpc(daemon.sock, "memory_search", {"query": "quokka"})["results"])
+    assert hit[0]["path"] == "extra/notes/idea.md"
+
+
+def test_kill9_mid_sync_then_restart_converges(tmp_path: Path) -> None:
+    ws = tmp_path / "big"
+    for i in range(1500):
+        write(
+            ws,
+            f"memory/2025-{i:04d}.md",
+            f"# day {i}\n\n" + "\n".join(f"- line {j} of day {i} token{i}x{j}" for j in range(30)),
+        )
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    cfg = make_config(tmp_path, ws, sessions)
+    sock = tmp_path / "run" / "mi.sock"
+    d = DaemonProc(cfg, sock, child_env()).start(wait=False)
+    index = Path(os.environ["XDG_STATE_HOME"]) / "memindex" / "main.sqlite"
+
+    def indexed() -> int:
+        from indexer.errors import StoreError
+        from indexer.store import Store
+
+        try:
+            with Store(index, readonly=True) as s:
+                return int(s.db.execute("SELECT count(*) FROM files").fetchone()[0])
+        except StoreError:
+            return -1  # not created yet
+
+    # Kill only once the sync is under way and not finished: mid-sync for real.
+    wait_for(lambda: 0 < indexed() < 1500, timeout=60, interval=0.01)
+    d.signal(signal.SIGKILL)
+    assert d.proc is not None
+    d.proc.wait()
+    d.proc = None
+    d.start()  # a stale socket and a half-done index: both recovered
+    try:
+        st = rpc(sock, "status")
+        assert st["sources"]["memory"] == {
+            "files": 1500,
+            "chunks": st["sources"]["memory"]["chunks"],
+        }
+        from indexer.config import Config
+        from indexer.engine import MemoryIndex
+
+        clean = Config(workspace=ws, indexPath=tmp_path / "clean.sqlite")
+        with MemoryIndex(clean) as idx:
+            idx.sync()
+            want = sorted(
+                idx.store.db.execute(
+                    "SELECT path, start_line, end_line, hash FROM chunks"
+                ).fetchall()
+            )
+        from indexer.store import Store
+
+        with Store(Path(st["indexPath"]), readonly=True) as s:
+            got = sorted(
+                s.db.execute("SELECT path, start_line, end_line, hash FROM chunks").fetchall()
+            )
+            assert s.integrity() == "ok"
+            fts = s.db.execute("SELECT count(*) FROM chunks_fts").fetchone()[0]
+        assert got == want  # no duplicates, nothing missing
+        assert fts == len(want)
+    finally:
+        d.stop()
