@@ -73,7 +73,20 @@ WORDS = [
 ]
 
 
-def make_daily_logs(root: Path, n: int, seed: int = 7) -> None:
+def real_sentences() -> list[str]:
+    """English sentences from tldr-pages (descriptions and example captions)."""
+    out: list[str] = []
+    for page in sorted((shared("corpora", "tldr-pages") / "pages" / "common").glob("*.md")):
+        for line in page.read_text(encoding="utf-8").splitlines():
+            if line.startswith(("> ", "- ")) and "More information" not in line:
+                out.append(line[2:].strip().rstrip(":"))
+    return out
+
+
+def make_daily_logs(root: Path, n: int, seed: int = 7, sentences: list[str] | None = None) -> None:
+    """``n`` daily logs of sessions and bullet points. With ``sentences`` the bullets
+    are real English; without, they are drawn from a 47-word vocabulary (a worst
+    case for BM25: every chunk holds every word)."""
     rng = random.Random(seed)
     (root / "memory").mkdir(parents=True)
     (root / "MEMORY.md").write_text("# Memory\n\n- Long-term facts live here.\n")
@@ -82,7 +95,10 @@ def make_daily_logs(root: Path, n: int, seed: int = 7) -> None:
         for s in range(rng.randint(2, 5)):
             lines += [f"## Session {s + 1}", ""]
             for _ in range(rng.randint(4, 12)):
-                sent = " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 24)))
+                if sentences:
+                    sent = " ".join(rng.choice(sentences) for _ in range(2))
+                else:
+                    sent = " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 24)))
                 lines.append(f"- {sent.capitalize()}. Ref KESTREL-{rng.randint(1, 9999):04d}.")
             if rng.random() < 0.3:
                 lines += ["", "```bash", "restic -r /mnt/nas backup ~/kestrel", "```"]
@@ -152,7 +168,7 @@ def main() -> None:
         )
         bench("tldr-pages", cfg, None, args.runs)  # type: ignore[arg-type]
         logs = tmp / "daily"
-        make_daily_logs(logs, 500)
+        make_daily_logs(logs, 500, sentences=real_sentences())
         cfg2 = Config(workspace=logs, indexPath=tmp / "daily.sqlite")
         bench("500 daily logs", cfg2, logs / "memory" / "day-0250.md", args.runs)
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import __version__
+from . import __version__, service
 from .client import DaemonUnavailable, call, serves
 from .config import Config, Settings, load_config, load_settings
 from .daemon import Daemon
@@ -92,6 +92,15 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("serve", help="run the daemon: watch files, answer on the Unix socket")
     s.add_argument("--socket", type=Path, default=None, help="socket path (default from config)")
+
+    s = sub.add_parser("service", help="install the daemon as a systemd / launchd user service")
+    s.add_argument("action", choices=["install", "print"], help="write the unit, or print it")
+    s.add_argument(
+        "--kind",
+        choices=["systemd", "launchd"],
+        default=None,
+        help="service manager (default: launchd on macOS, else systemd)",
+    )
     return p
 
 
@@ -234,6 +243,16 @@ def _cmd_status(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _cmd_service(args: argparse.Namespace, out: TextIO) -> int:
+    kind = args.kind or service.default_kind()
+    if args.action == "print":
+        out.write(service.render(kind))
+        return 0
+    path, start = service.install(kind)
+    out.write(f"wrote {path}\nstart it with: {start}\n")
+    return 0
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     def settings() -> Settings:
         return load_settings(args.config, workspace=args.workspace, agent=args.agent)
@@ -262,6 +281,8 @@ def main(
     try:
         if args.command == "serve":
             return _cmd_serve(args)
+        if args.command == "service":
+            return _cmd_service(args, out)
         cfg = load_config(args.config, workspace=args.workspace, agent=args.agent)
         if args.command == "index":
             return _cmd_index(cfg, args, out, err)

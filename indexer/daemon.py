@@ -37,6 +37,7 @@ __all__ = ["Daemon"]
 log = logging.getLogger(__name__)
 
 _REFRESH_WATCHES_S = 30.0
+_IDLE_READERS = 8  # read-only connections kept open per agent between requests
 _REINDEX_TIMEOUT_S = 3600.0
 
 
@@ -63,7 +64,10 @@ class AgentRuntime:
         try:
             yield idx
         finally:
-            self._readers.put(idx)
+            if self._readers.qsize() < _IDLE_READERS:
+                self._readers.put(idx)
+            else:  # a burst of clients is over: do not keep its connections
+                idx.close()
 
     def close(self) -> None:
         while True:

@@ -77,4 +77,17 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX session_cursors_by_inode ON session_cursors(dev, ino);
         """,
     ),
+    (
+        "0003_fts_source_column",
+        """
+        -- The source becomes an FTS column so a source filter applies before ranking's
+        -- LIMIT; rows are re-inserted by the rebuild that FTS_VERSION 2 triggers.
+        DROP TABLE chunks_fts;
+        CREATE VIRTUAL TABLE chunks_fts USING fts5(
+            body, heading, path, source,
+            content='', contentless_delete=1,
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        """,
+    ),
 ]

@@ -38,7 +38,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-FTS_VERSION = 1  # bump when index_text() or the FTS tokenizer changes
+FTS_VERSION = 2  # bump when index_text() or the FTS table changes
 _BATCH_FILES = 256
 _BATCH_SECONDS = 0.5
 

@@ -256,8 +256,8 @@ class Store:
             )
             rowid = self.db.last_insert_rowid()
             self.db.execute(
-                "INSERT INTO chunks_fts(rowid, body, heading, path) VALUES(?, ?, ?, ?)",
-                (rowid, c.fts_body, c.heading, path),
+                "INSERT INTO chunks_fts(rowid, body, heading, path, source) VALUES(?, ?, ?, ?, ?)",
+                (rowid, c.fts_body, c.heading, path, source),
             )
             n += 1
         return n
@@ -279,14 +279,14 @@ class Store:
         """Move every row of ``old`` to ``new`` (a rotated transcript keeps its rows).
         ``prepare`` maps chunk text to its FTS body."""
         rows = self.db.execute(
-            "SELECT id, heading, text FROM chunks WHERE path=?", (old,)
+            "SELECT id, heading, text, source FROM chunks WHERE path=?", (old,)
         ).fetchall()
         self.db.execute("UPDATE chunks SET path=? WHERE path=?", (new, old))
-        for cid, heading, text in rows:
+        for cid, heading, text, source in rows:
             self.db.execute("DELETE FROM chunks_fts WHERE rowid=?", (cid,))
             self.db.execute(
-                "INSERT INTO chunks_fts(rowid, body, heading, path) VALUES(?, ?, ?, ?)",
-                (cid, prepare(str(text)), heading, new),
+                "INSERT INTO chunks_fts(rowid, body, heading, path, source) VALUES(?, ?, ?, ?, ?)",
+                (cid, prepare(str(text)), heading, new, source),
             )
         self.db.execute("UPDATE files SET path=? WHERE path=?", (new, old))
         self.db.execute("UPDATE session_cursors SET path=? WHERE path=?", (new, old))
@@ -419,21 +419,22 @@ class Store:
         sources: Sequence[str] | None = None,
         weights: tuple[float, float, float] = (1.0, 1.0, 0.5),
     ) -> list[SearchRow]:
-        """Top ``limit`` chunks for an FTS5 MATCH expression, best first."""
-        sql = (
-            "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.heading, c.text, "
-            "bm25(chunks_fts, ?, ?, ?) AS rank "
-            "FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
-            "WHERE chunks_fts MATCH ?"
-        )
-        args: list[Any] = [*weights, match]
+        """Top ``limit`` chunks for an FTS5 MATCH expression, best first.
+
+        Ranks inside the FTS table and joins only the top rows (joining first would
+        read every matching chunk's text). A source filter is part of the MATCH, so
+        it applies before the LIMIT."""
         if sources:
-            sql += f" AND c.source IN ({','.join('?' * len(sources))})"
-            args.extend(sources)
-        sql += " ORDER BY rank LIMIT ?"
-        args.append(limit)
+            wanted = " OR ".join('source:"' + s.replace('"', '""') + '"' for s in sources)
+            match = f"({match}) AND ({wanted})"
+        sql = (
+            "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.heading, c.text, f.rank "
+            "FROM (SELECT rowid, bm25(chunks_fts, ?, ?, ?, 0.0) AS rank FROM chunks_fts "
+            "WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?) f "
+            "JOIN chunks c ON c.id = f.rowid ORDER BY f.rank"
+        )
         try:
-            rows: list[tuple[Any, ...]] = self.db.execute(sql, args).fetchall()
+            rows: list[tuple[Any, ...]] = self.db.execute(sql, (*weights, match, limit)).fetchall()
         except apsw.SQLError as exc:  # a MATCH expression FTS5 rejects
             raise StoreError(f"keyword query rejected: {exc}") from exc
         return [
