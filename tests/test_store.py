@@ -70,3 +70,28 @@ def test_transaction_rolls_back(tmp_path: Path) -> None:
             s.meta_set("k", "v")
             raise RuntimeError("boom")
         assert s.meta_get("k") is None
+
+
+def test_reads_do_not_wait_for_a_writer(tmp_path: Path) -> None:
+    """WAL: a search answers while another connection holds the write lock."""
+    import time
+
+    from conftest import write
+
+    from indexer.config import Config
+    from indexer.engine import MemoryIndex
+
+    ws = tmp_path / "ws"
+    write(ws, "MEMORY.md", "# m\n- the heron nests by the pond\n")
+    cfg = Config(workspace=ws, indexPath=tmp_path / "i.sqlite")
+    with MemoryIndex(cfg) as writer:
+        writer.sync()
+        writer.store.db.execute("BEGIN IMMEDIATE")  # the writer is mid-transaction
+        writer.store.meta_set("busy", "yes")
+        try:
+            with MemoryIndex(cfg, readonly=True) as reader:
+                t0 = time.monotonic()
+                res = reader.search("heron")["results"]
+                assert res and time.monotonic() - t0 < 1.0  # busy timeout is 10 s
+        finally:
+            writer.store.db.execute("ROLLBACK")
