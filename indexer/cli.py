@@ -11,11 +11,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from providers.base import EmbeddingProvider
+
 from . import __version__, service
 from .client import DaemonUnavailable, call, serves
 from .config import Config, Settings, load_config, load_settings
 from .daemon import Daemon
-from .engine import MemoryIndex
+from .engine import MemoryIndex, select_provider
 from .errors import MemindexError
 
 __all__ = ["main"]
@@ -120,7 +122,8 @@ def _cmd_index(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) 
         report = call(sock, "reindex", {"agent": cfg.agent_name, "force": args.force}, timeout=3600)
         index_path = report.pop("indexPath", str(cfg.resolved_index_path()))
     else:
-        with MemoryIndex(cfg) as idx:
+        sel = select_provider(cfg)
+        with MemoryIndex(cfg, provider=sel.provider, provider_note=sel.reason) as idx:
             bar = _ProgressBar(err, "indexing")
             try:
                 report = idx.sync(force=args.force, progress=bar).to_json()
@@ -146,6 +149,12 @@ def _cmd_index(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) 
             f"sessions: {sess['files']} transcripts, {sess['messages']} new messages"
             f", {sess['malformed']} malformed lines skipped\n"
         )
+    emb = r.get("embedding")
+    if emb:
+        out.write(
+            f"vectors: {emb['embedded']} embedded, {emb['cacheHits']} from cache, "
+            f"{emb['pending']} pending" + (f" ({emb['error']})" if emb["error"] else "") + "\n"
+        )
     out.write(f"index: {index_path}\n")
     for s in r["skipped"] + r["errors"]:
         out.write(f"skipped {s['path']}: {s['reason']}\n")
@@ -160,7 +169,10 @@ def _read(cfg: Config, method: str, params: dict[str, Any]) -> Any:
             return call(sock, method, {"agent": cfg.agent_name, **params})
         except DaemonUnavailable:
             pass  # it went away: read the file
-    with MemoryIndex(cfg, readonly=True) as idx:
+    provider, note = None, ""
+    if method in ("memory_search", "status"):
+        provider, note = _provider_for_reading(cfg)
+    with MemoryIndex(cfg, readonly=True, provider=provider, provider_note=note) as idx:
         if method == "memory_search":
             return idx.search(
                 params["query"],
@@ -171,6 +183,21 @@ def _read(cfg: Config, method: str, params: dict[str, Any]) -> Any:
         if method == "memory_get":
             return idx.get(params["path"], start=params.get("from"), lines=params.get("lines"))
         return idx.status()
+
+
+def _provider_for_reading(cfg: Config) -> tuple[EmbeddingProvider | None, str]:
+    """Load the embedding model only when the index holds vectors to search."""
+    from .store import Store
+
+    try:
+        with Store(cfg.resolved_index_path(), readonly=True) as store:
+            has_vectors = store.meta_get("vectorKey") is not None
+    except MemindexError:
+        return None, ""
+    if not has_vectors:
+        return None, ""
+    sel = select_provider(cfg)
+    return sel.provider, sel.reason
 
 
 def _cmd_search(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
@@ -219,7 +246,14 @@ def _cmd_status(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"workspace: {st['workspace']}\n")
     for src, c in sorted(st["sources"].items()):
         out.write(f"{src + ':':<11}{c['files']} files, {c['chunks']} chunks\n")
-    out.write(f"mode:      {st['mode']} ({st['vector']['reason']})\n")
+    vec = st["vector"]
+    if st["mode"] == "hybrid":
+        out.write(
+            f"mode:      hybrid ({st['provider']} {st['model']}, {st['dims']} dims; "
+            f"{vec['pendingChunks']} chunks pending, {vec['cacheEntries']} cached)\n"
+        )
+    else:
+        out.write(f"mode:      keyword ({vec['reason']})\n")
     sq = st["sqlite"]
     out.write(f"sqlite:    {sq['sqlite']} via {sq['binding']}, sqlite-vec {sq['sqliteVec']}\n")
     last = st["lastSync"]

@@ -82,6 +82,44 @@ class SessionsConfig:
 
 
 @dataclass(frozen=True)
+class LocalProviderConfig:
+    modelPath: str = ""  # a .gguf file or hf:<owner>/<repo>/<file>.gguf
+    modelCacheDir: str = ""  # default <stateDir>/models
+    threads: int = 0  # 0 = all cores
+
+
+@dataclass(frozen=True)
+class RemoteProviderConfig:
+    baseUrl: str = ""
+    apiKey: str = ""  # prefer the environment variables
+    timeoutMs: int = 60_000
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    name: str = "auto"  # auto | local | openai | gemini | voyage | none
+    model: str = ""
+    dims: int = 0
+    local: LocalProviderConfig = field(default_factory=LocalProviderConfig)
+    remote: RemoteProviderConfig = field(default_factory=RemoteProviderConfig)
+
+
+@dataclass(frozen=True)
+class HybridConfig:
+    enabled: bool = True
+    vectorWeight: float = 0.7
+    textWeight: float = 0.3
+    candidateMultiplier: int = 4
+    fusion: str = "weighted"  # weighted | rrf
+    rrfK: int = 60
+
+
+@dataclass(frozen=True)
+class CacheConfig:
+    maxEntries: int = 50_000
+
+
+@dataclass(frozen=True)
 class SyncConfig:
     watchDebounceMs: int = 1500
     watcher: str = "auto"  # auto | inotify | polling
@@ -110,6 +148,9 @@ class Config:
     sessions: SessionsConfig = field(default_factory=SessionsConfig)
     sync: SyncConfig = field(default_factory=SyncConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
+    provider: ProviderConfig = field(default_factory=ProviderConfig)
+    hybrid: HybridConfig = field(default_factory=HybridConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
     source: Path | None = None  # the file this came from, if any
 
     @property
@@ -238,6 +279,27 @@ def parse_config(
     if sync.watcher not in ("auto", "inotify", "polling"):
         raise ConfigError(f"{where}: sync.watcher must be auto, inotify or polling")
     server = _section(data, "server", ServerConfig, where)
+    provider_raw = data.pop("provider", {})
+    if not isinstance(provider_raw, dict):
+        raise ConfigError(f"{where}: [provider] must be a table")
+    provider_raw = dict(provider_raw)
+    local = _section(provider_raw, "local", LocalProviderConfig, where)
+    if local.modelPath and not local.modelPath.startswith("hf:"):
+        local = replace(local, modelPath=str(_expand(local.modelPath, base)))
+    remote = _section(provider_raw, "remote", RemoteProviderConfig, where)
+    provider = replace(
+        _section({"provider": provider_raw}, "provider", ProviderConfig, where),
+        local=local,
+        remote=remote,
+    )
+    if provider.name not in ("auto", "local", "openai", "gemini", "voyage", "none"):
+        raise ConfigError(
+            f"{where}: provider.name must be auto, local, openai, gemini, voyage or none"
+        )
+    hybrid = _section(data, "hybrid", HybridConfig, where)
+    if hybrid.fusion not in ("weighted", "rrf"):
+        raise ConfigError(f"{where}: hybrid.fusion must be weighted or rrf")
+    cache = _section(data, "cache", CacheConfig, where)
     if server.socket:
         server = replace(server, socket=str(_expand(server.socket, base)))
     kwargs: dict[str, Any] = {
@@ -247,6 +309,9 @@ def parse_config(
         "sessions": sessions,
         "sync": sync,
         "server": server,
+        "provider": provider,
+        "hybrid": hybrid,
+        "cache": cache,
     }
     for key in ("workspace", "stateDir", "indexPath"):
         if key in data:

@@ -27,9 +27,10 @@ from typing import Any
 
 from . import __version__
 from .config import Config, Settings
-from .engine import MemoryIndex
+from .engine import MemoryIndex, select_provider
 from .errors import ConfigError, InvalidParams
 from .server import METHOD_NOT_FOUND, RpcError, SocketServer
+from .vectors import VectorMatrix
 from .watcher import ObserverFactory, Watcher
 
 __all__ = ["Daemon"]
@@ -46,7 +47,16 @@ class AgentRuntime:
 
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
-        self.writer = MemoryIndex(cfg)  # creates and migrates the index file
+        sel = select_provider(cfg)
+        self.provider = sel.provider
+        self.provider_note = sel.reason
+        if sel.provider is None:
+            log.info("%s: keyword search only (%s)", cfg.agent_name, sel.reason or "no provider")
+        else:
+            log.info("%s: embeddings by %s %s", cfg.agent_name, sel.provider.id, sel.provider.model)
+        self.vectors = VectorMatrix()
+        # the writer creates and migrates the index file
+        self.writer = MemoryIndex(cfg, provider=sel.provider, provider_note=sel.reason)
         self._readers: queue.LifoQueue[MemoryIndex] = queue.LifoQueue()
         self.backfill = True  # first pass: everything, transcripts below thresholds too
         self.memory_due: float | None = None
@@ -60,7 +70,13 @@ class AgentRuntime:
         try:
             idx = self._readers.get_nowait()
         except queue.Empty:
-            idx = MemoryIndex(self.cfg, readonly=True)
+            idx = MemoryIndex(
+                self.cfg,
+                readonly=True,
+                provider=self.provider,
+                provider_note=self.provider_note,
+                vectors=self.vectors,
+            )
         try:
             yield idx
         finally:
@@ -76,6 +92,8 @@ class AgentRuntime:
             except queue.Empty:
                 break
         self.writer.close()
+        if self.provider is not None:
+            self.provider.close()
 
 
 class Daemon:
@@ -248,6 +266,7 @@ class Daemon:
     def _sync_memory(self, rt: AgentRuntime) -> None:
         try:
             rep = rt.writer.sync_memory(should_stop=self._stop.is_set)
+            rep.embedding = rt.writer.embed(should_stop=self._stop.is_set)
             rt.last_report = rep.to_json()
             rt.last_error = None
             log.debug("%s: synced memory (%s)", rt.cfg.agent_name, rt.last_report)
@@ -258,6 +277,8 @@ class Daemon:
     def _sync_sessions(self, rt: AgentRuntime) -> None:
         try:
             rep = rt.writer.sync_sessions(due_only=True)
+            if rep.chunksWritten:
+                rt.writer.embed(should_stop=self._stop.is_set)
             if rep.deferred:  # below the thresholds: look again when idle flush may apply
                 rt.sessions_due = time.monotonic() + max(
                     0.5, min(5.0, rt.cfg.sessions.idleFlushMs / 4000)

@@ -12,18 +12,25 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from providers.auto import ProviderSpec, Selection, select
+from providers.base import EmbeddingProvider
+from providers.errors import ProviderError
+from providers.retry import RetryPolicy, call_with_retries
+
 from . import __version__
 from .chunking import split_lines
 from .config import Config
 from .discovery import resolve_get_path
+from .embedding import embed_pending
 from .errors import IndexMismatch, InvalidParams, NotFound, PathRefused
 from .pipeline import FileUnreadable, FileVanished, Progress, SyncReport, read_text, sync
-from .search import keyword_search, render_results
+from .search import fuse, keyword_search, render_results
 from .session_sync import SessionReport, session_path, sync_sessions
 from .sessions import SESSIONS_SOURCE, is_transcript_name, redact
 from .store import Store
+from .vectors import VectorMatrix, knn_sqlite
 
-__all__ = ["MemoryIndex", "SOURCES"]
+__all__ = ["MemoryIndex", "SOURCES", "provider_spec", "select_provider"]
 
 SOURCES = ("memory", "sessions")
 
@@ -38,11 +45,43 @@ def _int_param(value: Any, name: str, minimum: int, default: int | None) -> int 
     return value
 
 
+def provider_spec(cfg: Config) -> ProviderSpec:
+    p = cfg.provider
+    cache = Path(p.local.modelCacheDir) if p.local.modelCacheDir else None
+    return ProviderSpec(
+        name=p.name,
+        model=p.model,
+        dims=p.dims,
+        local_model=p.local.modelPath,
+        model_cache_dir=cache or ProviderSpec().model_cache_dir,
+        threads=p.local.threads,
+        base_url=p.remote.baseUrl,
+        api_key=p.remote.apiKey,
+        timeout_s=p.remote.timeoutMs / 1000,
+    )
+
+
+def select_provider(cfg: Config) -> Selection:
+    """The embedding provider this config asks for, or None with the reasons."""
+    return select(provider_spec(cfg))
+
+
 class MemoryIndex:
-    def __init__(self, cfg: Config, *, readonly: bool = False) -> None:
+    def __init__(
+        self,
+        cfg: Config,
+        *,
+        readonly: bool = False,
+        provider: EmbeddingProvider | None = None,
+        provider_note: str = "",
+        vectors: VectorMatrix | None = None,
+    ) -> None:
         self.cfg = cfg
         self.index_path: Path = cfg.resolved_index_path()
         self.store = Store(self.index_path, readonly=readonly)
+        self.provider = provider
+        self.provider_note = provider_note or "no embedding provider configured"
+        self.vectors = vectors
 
     def close(self) -> None:
         self.store.close()
@@ -67,12 +106,35 @@ class MemoryIndex:
         report = sync(self.store, self.cfg, force=force, progress=progress, should_stop=should_stop)
         if not report.stopped:
             report.sessions = sync_sessions(self.store, self.cfg).to_json()
+        if not report.stopped:
+            report.embedding = self.embed(should_stop=should_stop)
         report.seconds = round(time.monotonic() - t0, 3)
         return report
 
     def sync_memory(self, *, should_stop: Callable[[], bool] | None = None) -> SyncReport:
         """Memory files only (what the watcher triggers)."""
         return sync(self.store, self.cfg, should_stop=should_stop)
+
+    def embed(self, *, should_stop: Callable[[], bool] | None = None) -> dict[str, Any] | None:
+        """Vectors for chunks that have none (no-op without a provider)."""
+        if self.provider is None:
+            return None
+        rep = embed_pending(
+            self.store,
+            self.provider,
+            max_cache_entries=self.cfg.cache.maxEntries,
+            should_stop=should_stop,
+        )
+        return dict(rep.__dict__)
+
+    def _vector_ready(self) -> bool:
+        p = self.provider
+        return (
+            p is not None
+            and self.cfg.hybrid.enabled
+            and self.store.has_vectors()
+            and self.store.meta_get("vectorKey") == p.key()
+        )
 
     def sync_sessions(self, *, due_only: bool) -> SessionReport:
         return sync_sessions(self.store, self.cfg, due_only=due_only)
@@ -102,14 +164,61 @@ class MemoryIndex:
             raise InvalidParams("'minScore' must be a number")
         wanted = self._sources(sources)
         self._check_workspace()
-        q, hits = keyword_search(self.store, query, limit=limit, min_score=floor, sources=wanted)
         chars = self.cfg.query.maxSnippetChars
+        fallback = f"{self.provider_note}: keyword search only"
+        if self._vector_ready():
+            assert self.provider is not None
+            try:
+                return self._hybrid(query, limit, floor, wanted, chars)
+            except ProviderError as exc:
+                fallback = f"query embedding failed ({exc.message}): keyword search only"
+        elif self.provider is not None:
+            fallback = "vectors are not built yet (run 'memindex index'): keyword search only"
+        q, hits = keyword_search(self.store, query, limit=limit, min_score=floor, sources=wanted)
         return {
             "results": render_results(hits, q, limit, chars),
-            "provider": None,
-            "model": None,
+            "provider": self.provider.id if self.provider else None,
+            "model": self.provider.model if self.provider else None,
             "mode": "keyword",
-            "fallback": "no embedding provider configured: keyword search only",
+            "fallback": fallback,
+        }
+
+    def _hybrid(
+        self, query: str, limit: int, floor: float, wanted: list[str] | None, chars: int
+    ) -> dict[str, Any]:
+        provider = self.provider
+        assert provider is not None
+        h = self.cfg.hybrid
+        pool = max(limit, limit * h.candidateMultiplier)
+        qvec = call_with_retries(
+            lambda: provider.embed_query(query), RetryPolicy(attempts=2, initial=0.2, maximum=1.0)
+        )[0]
+        q, kw = keyword_search(
+            self.store, query, limit=pool, min_score=0.0, sources=wanted, candidates=pool
+        )
+        if self.vectors is not None:
+            self.vectors.refresh(self.store)
+            near = self.vectors.search(qvec, pool, wanted)
+        else:
+            near = knn_sqlite(self.store, qvec, pool, wanted)
+        rows = self.store.chunk_rows([cid for cid, _ in near])
+        fused = fuse(
+            q,
+            kw,
+            near,
+            rows,
+            min_score=floor,
+            fusion=h.fusion,
+            vector_weight=h.vectorWeight,
+            text_weight=h.textWeight,
+            rrf_k=h.rrfK,
+        )
+        return {
+            "results": render_results(fused, q, limit, chars),
+            "provider": provider.id,
+            "model": provider.model,
+            "mode": "hybrid",
+            "fallback": None,
         }
 
     def _check_workspace(self) -> None:
@@ -199,14 +308,24 @@ class MemoryIndex:
             "sources": counts,
             "files": sum(c["files"] for c in counts.values()),
             "chunks": sum(c["chunks"] for c in counts.values()),
-            "provider": None,
-            "model": None,
-            "dims": None,
-            "mode": "keyword",
+            "provider": self.provider.id if self.provider else None,
+            "model": self.provider.model if self.provider else None,
+            "dims": self.provider.dims if self.provider else None,
+            "mode": "hybrid" if self._vector_ready() else "keyword",
             "vector": {
-                "enabled": False,
+                "enabled": self._vector_ready(),
                 "available": s.vec_version is not None,
-                "reason": s.vector_error or "no embedding provider configured",
+                "reason": s.vector_error
+                or (
+                    None
+                    if self._vector_ready()
+                    else self.provider_note
+                    if self.provider is None
+                    else "vectors not built yet"
+                ),
+                "indexedModel": s.meta_get("vectorModel"),
+                "pendingChunks": s.pending_count() if s.has_vectors() else None,
+                "cacheEntries": s.cache_count(),
             },
             "sqlite": s.versions(),
             "fingerprint": json.loads(fp) if fp else None,

@@ -90,4 +90,11 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "0004_chunk_embedded_flag",
+        """
+        ALTER TABLE chunks ADD COLUMN embedded INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX chunks_pending ON chunks(embedded) WHERE embedded = 0;
+        """,
+    ),
 ]

@@ -132,6 +132,7 @@ class SyncReport:
     rebuilt: str | None = None
     stopped: bool = False
     sessions: dict[str, Any] | None = None
+    embedding: dict[str, Any] | None = None
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:

@@ -33,6 +33,7 @@ __all__ = [
     "make_snippet",
     "parse_query",
     "render_results",
+    "fuse",
 ]
 
 _CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -374,6 +375,7 @@ class SearchHit:
     text_score: float
     exact: bool
     full: bool
+    vector_score: float | None = None
 
     def to_result(self, q: ParsedQuery, max_chars: int) -> dict[str, Any]:
         r = self.row
@@ -393,6 +395,7 @@ class SearchHit:
             "snippetEndLine": s1,
             "heading": r.heading,
             "textScore": round(self.text_score, 4),
+            **({} if self.vector_score is None else {"vectorScore": round(self.vector_score, 4)}),
         }
 
 
@@ -460,4 +463,60 @@ def render_results(
         out.append(r)
         if len(out) >= limit:
             break
+    return out
+
+
+def fuse(
+    q: ParsedQuery,
+    keyword: Sequence[SearchHit],
+    vector: Sequence[tuple[int, float]],
+    vector_rows: dict[int, SearchRow],
+    *,
+    min_score: float,
+    fusion: str = "weighted",
+    vector_weight: float = 0.7,
+    text_weight: float = 0.3,
+    rrf_k: int = 60,
+) -> list[SearchHit]:
+    """Merge keyword hits and vector neighbours into one ranking.
+
+    ``weighted``: ``wv * cosine + wt * keyword score`` with the weights normalised to
+    sum to 1. ``rrf``: reciprocal rank fusion, ``sum 1 / (k + rank)``, scaled so a
+    chunk ranked first by both lists scores 1. Either way ``min_score`` never drops a
+    chunk holding an exact token/phrase or every query word, and such an exact hit
+    never scores below its keyword score."""
+    total = (vector_weight + text_weight) or 1.0
+    wv, wt = vector_weight / total, text_weight / total
+    by_id: dict[int, SearchHit] = {h.row.id: h for h in keyword}
+    kw_rank = {h.row.id: n for n, h in enumerate(keyword)}
+    vec_rank: dict[int, int] = {}
+    vec_sim: dict[int, float] = {}
+    for n, (cid, sim) in enumerate(vector):
+        vec_rank[cid] = n
+        vec_sim[cid] = max(0.0, min(1.0, sim))
+        if cid not in by_id and cid in vector_rows:
+            row = vector_rows[cid]
+            exact, full, _ = _classify(row, q)
+            by_id[cid] = SearchHit(row, 0.0, 0.0, exact, full)
+    out: list[SearchHit] = []
+    best_rrf = 2.0 / (rrf_k + 1)
+    for cid, hit in by_id.items():
+        v = vec_sim.get(cid)
+        hit.vector_score = v
+        if fusion == "rrf":
+            r = 0.0
+            if cid in kw_rank:
+                r += 1.0 / (rrf_k + kw_rank[cid] + 1)
+            if cid in vec_rank:
+                r += 1.0 / (rrf_k + vec_rank[cid] + 1)
+            score = r / best_rrf
+        else:
+            score = wv * (v or 0.0) + wt * hit.text_score
+        if hit.exact:
+            score = max(score, 0.5 + 0.5 * hit.text_score)
+        if score < min_score and not (hit.exact or hit.full):
+            continue
+        hit.score = score
+        out.append(hit)
+    out.sort(key=lambda h: -h.score)
     return out

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -241,6 +242,7 @@ class Store:
             return
         self.db.executemany("DELETE FROM chunks_fts WHERE rowid=?", ((i,) for i in ids))
         if self.has_vectors():
+            self._bump_vectors()
             self.db.executemany("DELETE FROM chunks_vec WHERE rowid=?", ((i,) for i in ids))
         self.db.executemany("DELETE FROM chunks WHERE id=?", ((i,) for i in ids))
 
@@ -349,6 +351,7 @@ class Store:
         self.db.execute("DELETE FROM chunks_fts")
         if self.has_vectors():
             self.db.execute("DROP TABLE chunks_vec")
+            self._bump_vectors()
         self.db.execute("DELETE FROM chunks")
         self.db.execute("DELETE FROM files")
         self.db.execute("DELETE FROM skipped")
@@ -396,9 +399,124 @@ class Store:
         )
 
     def put_vectors(self, rows: Iterable[tuple[int, bytes]]) -> None:
-        self.db.executemany(
-            "INSERT OR REPLACE INTO chunks_vec(rowid, embedding) VALUES(?, ?)", rows
+        """Store chunk vectors (float32 bytes) and mark those chunks embedded."""
+        rows = list(rows)
+        self._bump_vectors()
+        self.db.executemany("DELETE FROM chunks_vec WHERE rowid=?", ((i,) for i, _ in rows))
+        self.db.executemany("INSERT INTO chunks_vec(rowid, embedding) VALUES(?, ?)", rows)
+        self.db.executemany("UPDATE chunks SET embedded=1 WHERE id=?", ((i,) for i, _ in rows))
+
+    def _bump_vectors(self) -> None:
+        """Tell readers holding vectors in memory that they changed."""
+        self.meta_set("vectorsVersion", f"{time.time_ns()}")
+
+    def vector_dims(self) -> int | None:
+        """Dimensions of the vector table, if there is one."""
+        if not self.has_vectors():
+            return None
+        row = self.db.execute("SELECT sql FROM sqlite_master WHERE name='chunks_vec'").fetchone()
+        m = re.search(r"float\[(\d+)\]", str(row[0]) if row else "")
+        return int(m.group(1)) if m else None
+
+    def drop_vectors(self) -> None:
+        """Forget every vector (a new provider or model): chunks become pending."""
+        if self.has_vectors():
+            self.db.execute("DROP TABLE chunks_vec")
+            self._bump_vectors()
+        self.db.execute("UPDATE chunks SET embedded=0 WHERE embedded<>0")
+
+    def pending_chunks(self, limit: int) -> list[tuple[int, str, str]]:
+        """Chunks without a vector yet: (id, hash, text)."""
+        return [
+            (int(i), str(h), str(t))
+            for i, h, t in self.db.execute(
+                "SELECT id, hash, text FROM chunks WHERE embedded=0 ORDER BY id LIMIT ?", (limit,)
+            )
+        ]
+
+    def pending_count(self) -> int:
+        row = self.db.execute("SELECT count(*) FROM chunks WHERE embedded=0").fetchone()
+        return int(row[0]) if row else 0
+
+    def vectors_for(self, ids: Sequence[int]) -> dict[int, bytes]:
+        out: dict[int, bytes] = {}
+        if not self.has_vectors():
+            return out
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            marks = ",".join("?" * len(part))
+            q = f"SELECT rowid, embedding FROM chunks_vec WHERE rowid IN ({marks})"
+            out.update((int(r), bytes(v)) for r, v in self.db.execute(q, part))
+        return out
+
+    def all_vectors(self) -> Iterator[tuple[int, str, bytes]]:
+        """(chunk id, source, vector) for every embedded chunk."""
+        if not self.has_vectors():
+            return iter(())
+        return (
+            (int(i), str(s), bytes(v))
+            for i, s, v in self.db.execute(
+                "SELECT c.id, c.source, v.embedding "
+                "FROM chunks_vec v JOIN chunks c ON c.id = v.rowid"
+            )
         )
+
+    def chunk_rows(self, ids: Sequence[int]) -> dict[int, SearchRow]:
+        out: dict[int, SearchRow] = {}
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            q = (
+                "SELECT id, path, source, start_line, end_line, heading, text FROM chunks "
+                f"WHERE id IN ({','.join('?' * len(part))})"
+            )
+            for i, p, s, a, b, h, t in self.db.execute(q, part):
+                out[int(i)] = SearchRow(int(i), str(p), str(s), int(a), int(b), str(h), str(t), 0.0)
+        return out
+
+    # -- embedding cache ------------------------------------------------------------
+
+    def cache_get(self, provider: str, hashes: Sequence[str]) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        now = time.time()
+        for start in range(0, len(hashes), 400):
+            part = list(hashes[start : start + 400])
+            q = (
+                "SELECT hash, vector FROM embedding_cache WHERE provider=? AND hash IN "
+                f"({','.join('?' * len(part))})"
+            )
+            out.update((str(h), bytes(v)) for h, v in self.db.execute(q, [provider, *part]))
+        if out and not self.readonly:
+            self.db.executemany(
+                "UPDATE embedding_cache SET last_used=? WHERE provider=? AND hash=?",
+                ((now, provider, h) for h in out),
+            )
+        return out
+
+    def cache_put(self, provider: str, dims: int, items: Iterable[tuple[str, bytes]]) -> None:
+        now = time.time()
+        self.db.executemany(
+            "INSERT INTO embedding_cache(provider, hash, dims, vector, last_used) "
+            "VALUES(?, ?, ?, ?, ?) ON CONFLICT(provider, hash) DO UPDATE SET "
+            "vector=excluded.vector, dims=excluded.dims, last_used=excluded.last_used",
+            ((provider, h, dims, v, now) for h, v in items),
+        )
+
+    def cache_prune(self, max_entries: int) -> int:
+        """Drop the least recently used entries above ``max_entries``."""
+        row = self.db.execute("SELECT count(*) FROM embedding_cache").fetchone()
+        extra = (int(row[0]) if row else 0) - max_entries
+        if extra <= 0:
+            return 0
+        self.db.execute(
+            "DELETE FROM embedding_cache WHERE (provider, hash) IN (SELECT provider, hash "
+            "FROM embedding_cache ORDER BY last_used LIMIT ?)",
+            (extra,),
+        )
+        return extra
+
+    def cache_count(self) -> int:
+        row = self.db.execute("SELECT count(*) FROM embedding_cache").fetchone()
+        return int(row[0]) if row else 0
 
     def knn(self, query: bytes, k: int) -> list[tuple[int, float]]:
         """Nearest chunks by cosine distance: [(chunk id, distance)]."""

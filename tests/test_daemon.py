@@ -223,11 +223,13 @@ def test_kill9_mid_sync_then_restart_converges(tmp_path: Path) -> None:
         from indexer.errors import StoreError
         from indexer.store import Store
 
+        import apsw
+
         try:
             with Store(index, readonly=True) as s:
                 return int(s.db.execute("SELECT count(*) FROM files").fetchone()[0])
-        except StoreError:
-            return -1  # not created yet
+        except (StoreError, apsw.Error):
+            return -1  # not created, or its schema not written yet
 
     # Kill only once the sync is under way and not finished: mid-sync for real.
     wait_for(lambda: 0 < indexed() < 1500, timeout=60, interval=0.01)

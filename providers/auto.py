@@ -1,0 +1,94 @@
+"""Provider selection: local GGUF -> OpenAI -> Gemini -> Voyage -> none.
+
+``select`` returns the first provider that can be built (a configured and resolvable
+local model; else the first remote provider whose API key resolves) or None with the
+reasons, so callers can run keyword-only and say why.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .base import EmbeddingProvider
+from .errors import MissingCredentials, ProviderError
+
+__all__ = ["ProviderSpec", "Selection", "select"]
+
+ORDER = ("local", "openai", "gemini", "voyage")
+KEY_ENV = {
+    "openai": ("OPENAI_API_KEY",),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "voyage": ("VOYAGE_API_KEY",),
+}
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    name: str = "auto"  # auto | local | openai | gemini | voyage | none
+    model: str = ""
+    dims: int = 0
+    local_model: str = ""  # path or hf: URI
+    model_cache_dir: Path = Path.home() / ".cache" / "memindex" / "models"
+    threads: int = 0
+    base_url: str = ""
+    api_key: str = ""
+    timeout_s: float = 60.0
+
+
+@dataclass
+class Selection:
+    provider: EmbeddingProvider | None
+    reasons: list[str] = field(default_factory=list)  # why earlier candidates were skipped
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(self.reasons) if self.reasons else ""
+
+
+def api_key(name: str, spec: ProviderSpec) -> str | None:
+    if spec.api_key:
+        return spec.api_key
+    for var in KEY_ENV.get(name, ()):
+        if os.environ.get(var):
+            return os.environ[var]
+    return None
+
+
+def build(name: str, spec: ProviderSpec) -> EmbeddingProvider:
+    """Build one provider by name; raises ProviderError (MissingCredentials if it
+    cannot be configured here)."""
+    if name == "local":
+        if not spec.local_model:
+            raise MissingCredentials("no local model configured (provider.local.modelPath)")
+        from .local_gguf import LocalGGUFProvider, resolve_model
+
+        path = resolve_model(spec.local_model, spec.model_cache_dir, timeout=spec.timeout_s)
+        return LocalGGUFProvider(path, threads=spec.threads or None)
+    if name in ("openai", "gemini", "voyage"):
+        key = api_key(name, spec)
+        if not key:
+            raise MissingCredentials(
+                f"no {name} API key: set {' or '.join(KEY_ENV[name])} or provider.remote.apiKey"
+            )
+        raise MissingCredentials(f"the {name} provider is not available in this version")
+    raise ProviderError(f"unknown provider {name!r}")
+
+
+def select(spec: ProviderSpec) -> Selection:
+    if spec.name == "none":
+        return Selection(None, ["provider = none: keyword search only"])
+    names = ORDER if spec.name == "auto" else (spec.name,)
+    sel = Selection(None)
+    for name in names:
+        try:
+            sel.provider = build(name, spec)
+            return sel
+        except MissingCredentials as exc:
+            sel.reasons.append(f"{name}: {exc.message}")
+        except ProviderError as exc:
+            sel.reasons.append(f"{name}: {exc.message}")
+            if spec.name != "auto":
+                break
+    return sel

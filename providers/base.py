@@ -1,0 +1,106 @@
+"""The embedding provider contract.
+
+A provider turns texts into L2-normalised float32 vectors. ``embed_documents`` is the
+one method to implement; it receives at most ``max_batch_items`` texts whose
+estimated tokens stay within ``max_batch_tokens`` (``batches()`` makes such groups).
+Capabilities are class attributes; ``key()`` identifies what makes two vectors
+comparable (provider, model, endpoint, dimensions) and keys the embedding cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["EmbeddingProvider", "Vectors", "batches", "normalize"]
+
+Vectors = npt.NDArray[np.float32]  # shape (n, dims), rows L2-normalised
+
+
+def normalize(m: npt.ArrayLike) -> Vectors:
+    arr = np.asarray(m, dtype=np.float32)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    arr = np.nan_to_num(arr, nan=0.0, posinf=0.0, neginf=0.0)
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    out: Vectors = (arr / norms).astype(np.float32)
+    return out
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap upper-bound-ish token estimate for request sizing (UTF-8 bytes / 3)."""
+    return len(text.encode("utf-8")) // 3 + 1
+
+
+def batches(texts: Sequence[str], max_items: int, max_tokens: int) -> Iterator[range]:
+    """Index ranges of consecutive texts that fit one request."""
+    start = 0
+    while start < len(texts):
+        end = start
+        tokens = 0
+        while end < len(texts) and end - start < max_items:
+            t = estimate_tokens(texts[end])
+            if end > start and tokens + t > max_tokens:
+                break
+            tokens += t
+            end += 1
+        yield range(start, end)
+        start = end
+
+
+class EmbeddingProvider(ABC):
+    id: str = "abstract"
+    max_batch_items: int = 64
+    max_batch_tokens: int = 100_000
+    max_input_tokens: int = 8192
+    supports_batch_jobs: bool = False
+
+    def __init__(self, model: str, dims: int, endpoint: str = "") -> None:
+        self.model = model
+        self.dims = dims
+        self.endpoint = endpoint
+
+    @abstractmethod
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        """Vectors for document chunks, in order; one request's worth at most."""
+
+    def embed_query(self, text: str) -> Vectors:
+        """The vector of a search query (providers with query input types override)."""
+        return self.embed_documents([text])
+
+    def embed_all(self, texts: Sequence[str]) -> Vectors:
+        """Any number of texts, split into requests within the provider's caps."""
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        parts = [
+            self.embed_documents([texts[i] for i in r])
+            for r in batches(texts, self.max_batch_items, self.max_batch_tokens)
+        ]
+        return np.concatenate(parts, axis=0)
+
+    def key(self) -> str:
+        ident = {
+            "provider": self.id,
+            "model": self.model,
+            "endpoint": self.endpoint,
+            "dims": self.dims,
+        }
+        return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "provider": self.id,
+            "model": self.model,
+            "dims": self.dims,
+            "endpoint": self.endpoint or None,
+        }
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources (models, HTTP clients)."""

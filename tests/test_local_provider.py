@@ -1,0 +1,200 @@
+"""The local GGUF provider against the real all-MiniLM-L6-v2 model (built from PyPI)."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import Runner, cli_json, write
+
+from indexer.config import Config, LocalProviderConfig, ProviderConfig
+from indexer.engine import MemoryIndex, select_provider
+from providers.errors import MissingCredentials, ProviderTimeout
+from providers.local_gguf import LocalGGUFProvider, resolve_model
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def model_path() -> Path:
+    sys.path.insert(0, str(REPO / "scripts"))
+    from build_test_model import build
+
+    return build()
+
+
+@pytest.fixture(scope="session")
+def provider(model_path: Path) -> Iterator[LocalGGUFProvider]:
+    p = LocalGGUFProvider(model_path)
+    yield p
+    p.close()
+
+
+def local_cfg(cfg: Config, model: Path) -> Config:
+    return replace(
+        cfg, provider=ProviderConfig(name="local", local=LocalProviderConfig(modelPath=str(model)))
+    )
+
+
+NOTES = {
+    "memory/2026-09-01.md": "- The machine running the gateway rebooted after a kernel update.",
+    "memory/2026-09-02.md": "- Planted tomatoes and basil in the raised garden bed.",
+    "memory/2026-09-03.md": "- Priya's flight from Lisbon lands on Friday evening.",
+    "memory/2026-09-04.md": "- Paid the electricity invoice and filed the receipt.",
+    "memory/2026-09-05.md": "- Dana practised Portuguese vocabulary with flashcards.",
+    "memory/2026-09-06.md": "- Replaced the broken hallway light bulb with an LED.",
+    "memory/2026-09-07.md": "- Baked sourdough bread; the starter was very active.",
+    "memory/2026-09-08.md": "- The dentist appointment moved to next Tuesday morning.",
+    "memory/2026-09-09.md": "- Ran the nightly backup to the NAS; all snapshots fine.",
+    "memory/2026-09-10.md": "- Watched a documentary about whales in the Arctic.",
+}
+
+
+def test_vectors_are_normalised_and_meaningful(provider: LocalGGUFProvider) -> None:
+    v = provider.embed_documents(
+        [
+            "The server restarted after the OS upgrade.",
+            "The host rebooted following a kernel update.",
+            "Tomatoes grow well in sunny gardens.",
+        ]
+    )
+    assert v.shape == (3, 384) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    sims = v @ v.T
+    assert sims[0, 1] > 0.5 > sims[0, 2] + 0.2
+    again = provider.embed_documents(["The server restarted after the OS upgrade."])
+    assert np.allclose(again[0], v[0], atol=1e-5)
+    # Texts longer than the context are truncated, not an error.
+    assert provider.embed_documents(["word " * 3000]).shape == (1, 384)
+
+
+def test_paraphrase_found_only_with_vectors(cfg: Config, workspace: Path, model_path: Path) -> None:
+    for rel, text in NOTES.items():
+        write(workspace, rel, text + "\n")
+    query = "computer hosting our hub restarted once its OS got upgraded"
+    words = set(query.lower().split())
+    target = NOTES["memory/2026-09-01.md"].lower()
+    assert not words & set(target.replace(".", "").replace("-", " ").split())  # no shared word
+    with MemoryIndex(cfg) as idx:  # keyword only
+        idx.sync()
+        kw = idx.search(query, min_score=0.0, max_results=3)["results"]
+        assert "memory/2026-09-01.md" not in [r["path"] for r in kw]
+    sel = select_provider(local_cfg(cfg, model_path))
+    assert sel.provider is not None
+    with MemoryIndex(local_cfg(cfg, model_path), provider=sel.provider) as idx:
+        rep = idx.sync()
+        assert rep.embedding and rep.embedding["embedded"] == len(NOTES) + 3
+        res = idx.search(query, min_score=0.0, max_results=3)
+        assert res["mode"] == "hybrid" and res["provider"] == "local"
+        assert "memory/2026-09-01.md" in [r["path"] for r in res["results"]]
+        # An exact keyword hit still leads and is never dropped by minScore.
+        top = idx.search("whales", min_score=0.9)["results"]
+        assert [r["path"] for r in top] == ["memory/2026-09-10.md"]
+    sel.provider.close()
+
+
+def test_edit_embeds_only_changed_chunks_and_model_switch_uses_cache(
+    cli: Runner, cfg: Config, workspace: Path, model_path: Path, tmp_path: Path
+) -> None:
+    for i in range(30):
+        write(workspace, f"memory/2026-08-{i:02d}.md", f"# day {i}\n- note {i} about topic {i}\n")
+    conf = write(
+        tmp_path,
+        "c.toml",
+        f'workspace = "{workspace}"\nindexPath = "{cfg.indexPath}"\n'
+        f'[provider]\nname = "local"\n[provider.local]\nmodelPath = "{model_path}"\n',
+    )
+    first = cli_json(cli, "--config", str(conf), "index", "--json")
+    assert first["embedding"]["embedded"] == 33 and first["embedding"]["pending"] == 0
+    write(workspace, "memory/2026-08-05.md", "# day 5\n- note 5 was rewritten entirely\n")
+    again = cli_json(cli, "--config", str(conf), "index", "--json")
+    assert again["updated"] == 1
+    assert again["embedding"]["embedded"] == 1 and again["embedding"]["cacheHits"] == 0
+    st = cli_json(cli, "--config", str(conf), "status", "--json")
+    assert st["mode"] == "hybrid" and st["vector"]["pendingChunks"] == 0
+    # Another model (same weights under another name: another provider key) ...
+    other = tmp_path / "other-model.gguf"
+    os.link(
+        model_path, other
+    ) if model_path.stat().st_dev == tmp_path.stat().st_dev else shutil.copy(model_path, other)
+    conf2 = write(tmp_path, "c2.toml", conf.read_text().replace(str(model_path), str(other)))
+    switched = cli_json(cli, "--config", str(conf2), "index", "--json")
+    assert switched["embedding"]["embedded"] == 33 and switched["embedding"]["cacheHits"] == 0
+    # ... and back: everything comes from the cache.
+    back = cli_json(cli, "--config", str(conf), "index", "--json")
+    assert back["embedding"]["embedded"] == 0 and back["embedding"]["cacheHits"] == 33
+
+
+def test_dead_provider_leaves_keyword_search(
+    cli: Runner, workspace: Path, tmp_path: Path, model_path: Path
+) -> None:
+    gone = tmp_path / "model-copy.gguf"
+    shutil.copy(model_path, gone)
+    conf = write(
+        tmp_path,
+        "c.toml",
+        f'workspace = "{workspace}"\n[provider]\nname = "local"\n'
+        f'[provider.local]\nmodelPath = "{gone}"\n',
+    )
+    assert cli_json(cli, "--config", str(conf), "index", "--json")["embedding"]["embedded"] == 3
+    gone.unlink()  # the provider dies
+    res = cli_json(cli, "--config", str(conf), "search", "rye bread", "--json")
+    assert res["mode"] == "keyword" and "does not exist" in res["fallback"]
+    assert res["results"][0]["path"] == "MEMORY.md"
+
+
+class _ModelServer(http.server.BaseHTTPRequestHandler):
+    payload = b""
+    requests: list[str] = []
+
+    def do_GET(self) -> None:  # noqa: N802
+        type(self).requests.append(self.path)
+        if self.path.endswith("/resolve/main/model.gguf"):
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(self.payload)))
+            self.end_headers()
+            self.wfile.write(self.payload)
+        else:
+            self.send_response(404)
+            self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_hf_uri_download_cache_and_failure(
+    tmp_path: Path, model_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _ModelServer.payload = model_path.read_bytes()
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ModelServer)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{srv.server_address[1]}")
+        cache = tmp_path / "cache"
+        got = resolve_model("hf:acme/minilm/model.gguf", cache)
+        assert got == cache / "acme" / "minilm" / "model.gguf" and got.stat().st_size > 1000
+        assert LocalGGUFProvider(got).dims == 384
+        n = len(_ModelServer.requests)
+        assert resolve_model("hf:acme/minilm/model.gguf", cache) == got  # cached
+        assert len(_ModelServer.requests) == n
+        with pytest.raises(MissingCredentials, match="404"):
+            resolve_model("hf:acme/minilm/missing.gguf", cache)
+        with pytest.raises(Exception, match="bad model URI"):
+            resolve_model("hf:../../etc/passwd.gguf", cache)
+    finally:
+        srv.shutdown()
+    # A dead endpoint is a quick, clear error, never a hang.
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    t0 = time.monotonic()
+    with pytest.raises(ProviderTimeout):
+        resolve_model("hf:acme/minilm/other.gguf", tmp_path / "c2", timeout=5)
+    assert time.monotonic() - t0 < 6
