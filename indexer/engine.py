@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,9 @@ def _int_param(value: Any, name: str, minimum: int, default: int | None) -> int 
     if value < minimum:
         raise InvalidParams(f"'{name}' must be >= {minimum}")
     return value
+
+
+_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memindex-keyword")
 
 
 def provider_spec(cfg: Config) -> ProviderSpec:

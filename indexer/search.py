@@ -322,10 +322,10 @@ def _line_hits(line_lower: str, q: ParsedQuery) -> int:
 
 def make_snippet(
     text: str, start_line: int, q: ParsedQuery, max_chars: int
-) -> tuple[str, int, int]:
+) -> tuple[str, int, int, int]:
     """A snippet of at most ``max_chars`` centred on the best-matching line.
 
-    Returns (snippet, first line, last line) with absolute 1-based line numbers."""
+    Returns (snippet, first line, last line, best line), absolute and 1-based."""
     lines = text.split("\n")
     best, best_hits = 0, 0
     for i, line in enumerate(lines):
@@ -349,7 +349,7 @@ def make_snippet(
             piece = "…" + piece[1:]
         if begin + max_chars < len(line):
             piece = piece[:-1] + "…"
-        return piece, start_line + best, start_line + best
+        return piece, start_line + best, start_line + best, start_line + best
     lo = hi = best
     size = len(line)
     grow_up = True
@@ -365,7 +365,11 @@ def make_snippet(
             hi += 1
             size += len(lines[hi]) + 1
         grow_up = not grow_up
-    return "\n".join(lines[lo : hi + 1]), start_line + lo, start_line + hi
+    return "\n".join(lines[lo : hi + 1]), start_line + lo, start_line + hi, start_line + best
+
+
+def _citation(path: str, start: int, end: int) -> str:
+    return f"{path}#L{start}" + (f"-L{end}" if end != start else "")
 
 
 @dataclass
@@ -376,10 +380,11 @@ class SearchHit:
     exact: bool
     full: bool
     vector_score: float | None = None
+    best_line: int = 0  # set by to_result: the line the snippet is centred on
 
     def to_result(self, q: ParsedQuery, max_chars: int) -> dict[str, Any]:
         r = self.row
-        snippet, s0, s1 = make_snippet(r.text, r.start_line, q, max_chars)
+        snippet, s0, s1, self.best_line = make_snippet(r.text, r.start_line, q, max_chars)
         cite = f"{r.path}#L{r.start_line}" + (
             f"-L{r.end_line}" if r.end_line != r.start_line else ""
         )
@@ -449,17 +454,25 @@ def keyword_search(
 def render_results(
     hits: Sequence[SearchHit], q: ParsedQuery, limit: int, max_chars: int
 ) -> list[dict[str, Any]]:
-    """Result objects for the best ``limit`` hits, one per location: a hit whose
-    snippet lines overlap a better hit's in the same file (chunks overlap) is dropped."""
+    """Result objects for the best ``limit`` hits, one per location. A hit whose best
+    line is already shown by a better hit's snippet in the same file (overlapping
+    chunks matching in their shared lines) is merged into that result: the line
+    range (and citation) grows to cover both chunks, and no snippet is repeated."""
     out: list[dict[str, Any]] = []
-    taken: dict[str, list[tuple[int, int]]] = {}
+    taken: dict[str, list[dict[str, Any]]] = {}
     for h in hits:
         r = h.to_result(q, max_chars)
-        spans = taken.setdefault(r["path"], [])
-        a, b = r["snippetStartLine"], r["snippetEndLine"]
-        if any(a <= y and x <= b for x, y in spans):
+        shown = taken.setdefault(r["path"], [])
+        same = next(
+            (o for o in shown if o["snippetStartLine"] <= h.best_line <= o["snippetEndLine"]), None
+        )
+        if same is not None:
+            if r["startLine"] <= same["endLine"] + 1 and same["startLine"] <= r["endLine"] + 1:
+                same["startLine"] = min(same["startLine"], r["startLine"])
+                same["endLine"] = max(same["endLine"], r["endLine"])
+                same["citation"] = _citation(r["path"], same["startLine"], same["endLine"])
             continue
-        spans.append((a, b))
+        shown.append(r)
         out.append(r)
         if len(out) >= limit:
             break

@@ -220,10 +220,10 @@ def test_kill9_mid_sync_then_restart_converges(tmp_path: Path) -> None:
     index = Path(os.environ["XDG_STATE_HOME"]) / "memindex" / "main.sqlite"
 
     def indexed() -> int:
+        import apsw
+
         from indexer.errors import StoreError
         from indexer.store import Store
-
-        import apsw
 
         try:
             with Store(index, readonly=True) as s:

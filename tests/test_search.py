@@ -107,16 +107,30 @@ def test_min_score_never_drops_an_exact_hit(logs: Config) -> None:
         assert [r["path"] for r in res] == ["memory/2026-10-17.md"]
 
 
+def test_overlapping_chunks_merge_into_one_result(logs: Config) -> None:
+    """The ID sits where two chunks overlap: one result, covering both chunks."""
+    with MemoryIndex(logs) as idx:
+        idx.sync()
+        rows = idx.store.db.execute(
+            "SELECT start_line, end_line FROM chunks WHERE path='memory/2026-10-17.md' "
+            "AND text LIKE '%KESTREL-0429%' ORDER BY start_line"
+        ).fetchall()
+        assert len(rows) == 2  # the fixture really puts it in an overlap
+        (r,) = idx.search("KESTREL-0429", min_score=0.0)["results"]
+        assert (r["startLine"], r["endLine"]) == (rows[0][0], rows[1][1])
+        assert r["citation"] == f"memory/2026-10-17.md#L{rows[0][0]}-L{rows[1][1]}"
+
+
 def test_snippet_is_centred_and_bounded() -> None:
     text = "\n".join(f"filler line {i} " + "padding " * 10 for i in range(60))
     lines = text.split("\n")
     lines[40] = "the needle KESTREL-0429 is here"
     q = parse_query("KESTREL-0429")
-    snip, a, b = make_snippet("\n".join(lines), 100, q, 700)
+    snip, a, b, _ = make_snippet("\n".join(lines), 100, q, 700)
     assert len(snip) <= 700
     assert a <= 140 <= b and "needle" in snip
     long_line = "x " * 2000 + "the needle KESTREL-0429 " + "y " * 2000
-    snip, a, b = make_snippet(long_line, 5, q, 700)
+    snip, a, b, _ = make_snippet(long_line, 5, q, 700)
     assert len(snip) <= 700 and "KESTREL-0429" in snip and a == b == 5
 
 

@@ -1,9 +1,12 @@
-"""Keyword-only retrieval quality on ../shared/eval (SciFact-dev, LoCoMo-dev).
+"""Retrieval quality on ../shared/eval (SciFact-dev, LoCoMo-dev), keyword and hybrid.
 
 Indexes each evaluation workspace with memindex itself and queries through the same
-search path the CLI and daemon use (MemoryIndex.search).
+search path the CLI and daemon use (MemoryIndex.search). Hybrid mode uses the local
+all-MiniLM-L6-v2 GGUF (scripts/build_test_model.py); built indexes are kept in
+bench/.cache so a second run does not embed again.
 
-    python bench/eval_keyword.py [--scifact] [--locomo] [--limit-queries N]
+    python bench/eval.py [--scifact] [--locomo] [--mode keyword|hybrid|both]
+                         [--limit-queries N]
 """
 
 from __future__ import annotations
@@ -21,12 +24,36 @@ from common import ndcg_at, recall_at, shared  # noqa: E402
 
 from indexer.config import Config, ExtraPath  # noqa: E402
 from indexer.engine import MemoryIndex  # noqa: E402
+from indexer.vectors import VectorMatrix  # noqa: E402
+
+CACHE = Path(__file__).resolve().parent / ".cache"
+_PROVIDER = None
 
 
-def scifact(tmp: Path, limit: int | None) -> dict[str, float]:
+def provider():  # type: ignore[no-untyped-def]
+    global _PROVIDER
+    if _PROVIDER is None:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+        from build_test_model import build
+
+        from providers.local_gguf import LocalGGUFProvider
+
+        _PROVIDER = LocalGGUFProvider(build())
+    return _PROVIDER
+
+
+def open_index(cfg: Config, mode: str) -> MemoryIndex:
+    if mode == "hybrid":
+        return MemoryIndex(cfg, provider=provider(), vectors=VectorMatrix())
+    return MemoryIndex(cfg)
+
+
+def scifact(tmp: Path, limit: int | None, mode: str) -> dict[str, float]:
     root = shared("eval", "scifact-dev")
     cfg = Config(
-        workspace=root, extraPaths=(ExtraPath(root / "docs"),), indexPath=tmp / "scifact.sqlite"
+        workspace=root,
+        extraPaths=(ExtraPath(root / "docs"),),
+        indexPath=CACHE / f"scifact-{mode}.sqlite",
     )
     qrels: dict[str, set[str]] = defaultdict(set)
     for line in (root / "qrels_docs.tsv").read_text().splitlines():
@@ -35,9 +62,9 @@ def scifact(tmp: Path, limit: int | None) -> dict[str, float]:
             qrels[qid].add(doc)
     queries = [json.loads(x) for x in (root / "queries.jsonl").read_text().splitlines()]
     queries = [q for q in queries if q["qid"] in qrels][:limit]
-    with MemoryIndex(cfg) as idx:
+    with open_index(cfg, mode) as idx:
         t0 = time.perf_counter()
-        rep = idx.sync()
+        idx.sync()
         t_index = time.perf_counter() - t0
         nd, r100 = [], []
         t0 = time.perf_counter()
@@ -50,18 +77,19 @@ def scifact(tmp: Path, limit: int | None) -> dict[str, float]:
             nd.append(ndcg_at(ranked, qrels[q["qid"]], 10))
             r100.append(recall_at(ranked, qrels[q["qid"]], 100))
         t_q = time.perf_counter() - t0
+        chunks = idx.store.counts().get("memory", {}).get("chunks", 0)
     out = {
         "queries": len(queries),
         "ndcg@10": sum(nd) / len(nd),
         "recall@100": sum(r100) / len(r100),
         "index_s": round(t_index, 2),
-        "chunks": rep.chunksWritten,
+        "chunks": chunks,
         "query_ms_mean": round(1000 * t_q / len(queries), 2),
     }
     return out
 
 
-def locomo(tmp: Path, limit: int | None) -> dict[str, object]:
+def locomo(tmp: Path, limit: int | None, mode: str) -> dict[str, object]:
     root = shared("eval", "locomo-dev")
     queries = [json.loads(x) for x in (root / "queries.jsonl").read_text().splitlines()]
     queries = [q for q in queries if q["category"] in (1, 2, 3, 4)][:limit]
@@ -70,8 +98,8 @@ def locomo(tmp: Path, limit: int | None) -> dict[str, object]:
         by_conv[str(q["sample_id"])].append(q)
     stats: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for conv, qs in sorted(by_conv.items()):
-        cfg = Config(workspace=root / conv, indexPath=tmp / f"{conv}.sqlite")
-        with MemoryIndex(cfg) as idx:
+        cfg = Config(workspace=root / conv, indexPath=CACHE / f"locomo-{conv}-{mode}.sqlite")
+        with open_index(cfg, mode) as idx:
             idx.sync()
             for q in qs:
                 gold = [
@@ -114,18 +142,22 @@ def main() -> None:
     ap.add_argument("--scifact", action="store_true")
     ap.add_argument("--locomo", action="store_true")
     ap.add_argument("--limit-queries", type=int, default=None)
+    ap.add_argument("--mode", choices=["keyword", "hybrid", "both"], default="both")
     args = ap.parse_args()
     both = not (args.scifact or args.locomo)
+    modes = ["keyword", "hybrid"] if args.mode == "both" else [args.mode]
+    CACHE.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        if args.scifact or both:
-            r = scifact(tmp, args.limit_queries)
-            print("SciFact-dev keyword-only:", json.dumps(r))
-        if args.locomo or both:
-            r2 = locomo(tmp, args.limit_queries)
-            print("LoCoMo-dev keyword-only (memory files), per category:")
-            for cat, m in r2.items():
-                print(f"  cat {cat:>3}: {json.dumps(m)}")
+        for mode in modes:
+            if args.scifact or both:
+                r = scifact(tmp, args.limit_queries, mode)
+                print(f"SciFact-dev {mode}:", json.dumps(r), flush=True)
+            if args.locomo or both:
+                r2 = locomo(tmp, args.limit_queries, mode)
+                print(f"LoCoMo-dev {mode} (memory files), per category:")
+                for cat, m in r2.items():
+                    print(f"  cat {cat:>3}: {json.dumps(m)}", flush=True)
 
 
 if __name__ == "__main__":

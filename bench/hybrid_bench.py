@@ -1,0 +1,173 @@
+"""Hybrid query latency at 100k chunks, next to numpy brute force in the same run.
+
+Builds an index of N chunks (text from tldr-pages lines, so BM25 sees real English;
+vectors random unit 384-d, since latency does not depend on their content) and
+times memindex's hybrid search (keyword + vector + fusion + snippets) through the
+in-memory matrix the daemon uses and through sqlite-vec (what one-shot CLI calls
+use). Query embedding is excluded (a fixed query vector) and reported separately
+for the local model. Baseline: numpy brute-force top-10 over the same matrix.
+
+    python bench/hybrid_bench.py [--chunks 100000] [--queries 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import percentile, shared  # noqa: E402
+
+from indexer.config import Config  # noqa: E402
+from indexer.engine import MemoryIndex  # noqa: E402
+from indexer.search import index_text  # noqa: E402
+from indexer.store import ChunkRow, FileState, Store  # noqa: E402
+from providers.base import EmbeddingProvider, Vectors, normalize  # noqa: E402
+
+DIMS = 384
+
+
+class FixedQuery(EmbeddingProvider):
+    """Returns a fixed random vector per query text (latency bench only)."""
+
+    id = "bench"
+
+    def __init__(self) -> None:
+        super().__init__(model="random-384", dims=DIMS)
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        rng = np.random.default_rng(abs(hash(tuple(texts))) % 2**32)
+        return normalize(rng.standard_normal((len(texts), DIMS)))
+
+
+def build(path: Path, n: int) -> None:
+    lines = []
+    for page in sorted((shared("corpora", "tldr-pages") / "pages").rglob("*.md")):
+        lines += [ln for ln in page.read_text(encoding="utf-8").splitlines() if len(ln) > 20]
+    rng = random.Random(1)
+    prov = FixedQuery()
+    vecs = normalize(np.random.default_rng(2).standard_normal((n, DIMS)))
+    with Store(path) as s:
+        with s.transaction():
+            s.meta_set("workspace", str(path.parent.resolve()))
+            s.meta_set("vectorKey", prov.key())
+            s.ensure_vector_table(DIMS)
+        per_file = 50
+        cid = 0
+        for f in range(n // per_file):
+            rows = []
+            for k in range(per_file):
+                text = "\n".join(rng.choice(lines) for _ in range(8))
+                rows.append(ChunkRow(k * 8 + 1, k * 8 + 8, "", f"h{f}-{k}", text, index_text(text)))
+            with s.transaction():
+                s.replace_file(
+                    f"memory/f{f:05d}.md", "memory", FileState("x", 0, 0), per_file * 8, rows
+                )
+                ids = [
+                    r[0]
+                    for r in s.db.execute(
+                        "SELECT id FROM chunks WHERE path=?", (f"memory/f{f:05d}.md",)
+                    )
+                ]
+                s.put_vectors((i, vecs[cid + j].astype("<f4").tobytes()) for j, i in enumerate(ids))
+            cid += per_file
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--chunks", type=int, default=100_000)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument(
+        "--common-words",
+        action="store_true",
+        help="worst case: every query is 3 of the 10 most common words",
+    )
+    args = ap.parse_args()
+    rng = random.Random(5)
+    if args.common_words:
+        words = [
+            "list",
+            "files",
+            "archive",
+            "compress",
+            "network",
+            "port",
+            "process",
+            "memory",
+            "disk",
+            "user",
+        ]
+        queries = [" ".join(rng.sample(words, 3)) for _ in range(args.queries)]
+    else:  # questions made of words from real tldr sentences
+        from index_bench import real_sentences
+
+        sents = real_sentences()
+        queries = []
+        while len(queries) < args.queries:
+            ws = [w.strip(".,()`'\"") for w in rng.choice(sents).lower().split()]
+            ws = [w for w in ws if len(w) > 3 and w.isalpha()]
+            if len(ws) >= 3:
+                queries.append(" ".join(rng.sample(ws, 3)))
+    with tempfile.TemporaryDirectory() as d:
+        ws = Path(d)
+        idx_path = ws / "h.sqlite"
+        t0 = time.perf_counter()
+        build(idx_path, args.chunks)
+        print(f"built {args.chunks} chunks in {time.perf_counter() - t0:.0f}s")
+        cfg = Config(workspace=ws, indexPath=idx_path)
+        from indexer.vectors import VectorMatrix
+
+        prov = FixedQuery()
+        vm = VectorMatrix()
+        with MemoryIndex(cfg, readonly=True, provider=prov, vectors=vm) as idx:
+            t0 = time.perf_counter()
+            vm.refresh(idx.store)
+            print(f"loaded the matrix ({len(vm)} x {DIMS}) in {time.perf_counter() - t0:.2f}s")
+            mat = vm._mat
+            qv = [prov.embed_query(q)[0] for q in queries]
+            brute = []
+            for v in qv:
+                t0 = time.perf_counter()
+                sims = mat @ v
+                top = np.argpartition(-sims, 10)[:10]
+                top[np.argsort(-sims[top])]
+                brute.append(time.perf_counter() - t0)
+            hyb = []
+            for q in queries:
+                t0 = time.perf_counter()
+                r = idx.search(q, max_results=10, min_score=0.0)
+                hyb.append(time.perf_counter() - t0)
+                assert r["mode"] == "hybrid", r["fallback"]
+        with MemoryIndex(cfg, readonly=True, provider=prov) as idx:
+            sq = []
+            for q in queries[:20]:
+                t0 = time.perf_counter()
+                idx.search(q, max_results=10, min_score=0.0)
+                sq.append(time.perf_counter() - t0)
+    ms = 1000
+    b, h = statistics.median(brute), statistics.median(hyb)
+    print(
+        f"numpy brute-force top-10         p50 {b * ms:7.2f} ms  "
+        f"p99 {percentile(brute, 99) * ms:7.2f} ms"
+    )
+    print(
+        f"memindex hybrid (in-memory)      p50 {h * ms:7.2f} ms  "
+        f"p99 {percentile(hyb, 99) * ms:7.2f} ms"
+        f"  = {h / b:.2f}x brute force"
+    )
+    print(
+        f"memindex hybrid (sqlite-vec)     p50 {statistics.median(sq) * ms:7.2f} ms  "
+        f"({len(sq)} queries; one-shot CLI path)"
+    )
+
+
+if __name__ == "__main__":
+    main()
