@@ -93,6 +93,8 @@ class RemoteProviderConfig:
     baseUrl: str = ""
     apiKey: str = ""  # prefer the environment variables
     timeoutMs: int = 60_000
+    batch: bool = False  # use the provider's batch API (cheaper, slower) for indexing
+    batchTimeoutMs: int = 3_600_000  # `memindex index` waits this long for batch jobs
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,8 @@ class AgentRuntime:
         self.memory_due: float | None = None
         self.memory_first: float | None = None
         self.sessions_due: float | None = None
+        self.embed_due: float | None = None  # open batch jobs: poll them then
+        self.embed_poll = 0.5
         self.last_error: str | None = None
         self.last_report: dict[str, Any] | None = None
 
@@ -242,7 +244,10 @@ class Daemon:
                 if rt.sessions_due is not None and rt.sessions_due <= now:
                     rt.sessions_due = None
                     self._sync_sessions(rt)
-                for due in (rt.memory_due, rt.sessions_due):
+                if rt.embed_due is not None and rt.embed_due <= now:
+                    rt.embed_due = None
+                    self._embed(rt)
+                for due in (rt.memory_due, rt.sessions_due, rt.embed_due):
                     if due is not None:
                         wait = min(wait, max(0.0, due - time.monotonic()))
             if now >= next_refresh:
@@ -254,7 +259,8 @@ class Daemon:
 
     def _backfill(self, rt: AgentRuntime) -> None:
         try:
-            rep = rt.writer.sync(should_stop=self._stop.is_set)
+            rep = rt.writer.sync(should_stop=self._stop.is_set, embed=False)
+            self._embed(rt)
             rt.last_report = rep.to_json()
             rt.last_error = None
             rt.backfill = rep.stopped
@@ -263,11 +269,26 @@ class Daemon:
             rt.backfill = False
             log.exception("%s: initial sync failed", rt.cfg.agent_name)
 
+    def _embed(self, rt: AgentRuntime) -> None:
+        """Vectors for new chunks; open batch jobs are polled again later, so the
+        writer never blocks on a job that may take hours."""
+        try:
+            rep = rt.writer.embed(should_stop=self._stop.is_set, wait=False)
+        except Exception as exc:
+            rt.last_error = f"{type(exc).__name__}: {exc}"
+            log.exception("%s: embedding failed", rt.cfg.agent_name)
+            return
+        if rep and rep.get("batchJobs"):
+            rt.embed_poll = min(60.0, max(1.0, rt.embed_poll * 2))
+            rt.embed_due = time.monotonic() + rt.embed_poll
+        else:
+            rt.embed_poll = 0.5
+
     def _sync_memory(self, rt: AgentRuntime) -> None:
         try:
             rep = rt.writer.sync_memory(should_stop=self._stop.is_set)
-            rep.embedding = rt.writer.embed(should_stop=self._stop.is_set)
             rt.last_report = rep.to_json()
+            self._embed(rt)
             rt.last_error = None
             log.debug("%s: synced memory (%s)", rt.cfg.agent_name, rt.last_report)
         except Exception as exc:  # keep serving; status shows it
@@ -278,7 +299,7 @@ class Daemon:
         try:
             rep = rt.writer.sync_sessions(due_only=True)
             if rep.chunksWritten:
-                rt.writer.embed(should_stop=self._stop.is_set)
+                self._embed(rt)
             if rep.deferred:  # below the thresholds: look again when idle flush may apply
                 rt.sessions_due = time.monotonic() + max(
                     0.5, min(5.0, rt.cfg.sessions.idleFlushMs / 4000)

@@ -104,13 +104,14 @@ class MemoryIndex:
         force: bool = False,
         progress: Progress | None = None,
         should_stop: Callable[[], bool] | None = None,
+        embed: bool = True,
     ) -> SyncReport:
-        """Memory files, then every transcript delta (a full backfill)."""
+        """Memory files, then every transcript delta (a full backfill), then vectors."""
         t0 = time.monotonic()
         report = sync(self.store, self.cfg, force=force, progress=progress, should_stop=should_stop)
         if not report.stopped:
             report.sessions = sync_sessions(self.store, self.cfg).to_json()
-        if not report.stopped:
+        if embed and not report.stopped:
             report.embedding = self.embed(should_stop=should_stop)
         report.seconds = round(time.monotonic() - t0, 3)
         return report
@@ -119,15 +120,22 @@ class MemoryIndex:
         """Memory files only (what the watcher triggers)."""
         return sync(self.store, self.cfg, should_stop=should_stop)
 
-    def embed(self, *, should_stop: Callable[[], bool] | None = None) -> dict[str, Any] | None:
-        """Vectors for chunks that have none (no-op without a provider)."""
+    def embed(
+        self, *, should_stop: Callable[[], bool] | None = None, wait: bool = True
+    ) -> dict[str, Any] | None:
+        """Vectors for chunks that have none (no-op without a provider). With batch
+        jobs on, ``wait`` polls them until done (the CLI); the daemon polls later."""
         if self.provider is None:
             return None
+        remote = self.cfg.provider.remote
         rep = embed_pending(
             self.store,
             self.provider,
             max_cache_entries=self.cfg.cache.maxEntries,
             should_stop=should_stop,
+            use_batch=remote.batch,
+            wait=wait,
+            batch_timeout=remote.batchTimeoutMs / 1000,
         )
         return dict(rep.__dict__)
 
@@ -138,6 +146,7 @@ class MemoryIndex:
             and self.cfg.hybrid.enabled
             and self.store.has_vectors()
             and self.store.meta_get("vectorKey") == p.key()
+            and self.store.any_embedded()
         )
 
     def sync_sessions(self, *, due_only: bool) -> SessionReport:
@@ -335,7 +344,7 @@ class MemoryIndex:
             "fingerprint": json.loads(fp) if fp else None,
             "lastSync": json.loads(last) if last else None,
             "dirty": last is None,
-            "pendingBatches": [],
+            "pendingBatches": s.all_batch_jobs(),
             "skipped": s.skipped(),
             "sessionsDir": str(self.cfg.sessions_dir()) if self.cfg.sessions_dir() else None,
             "malformedLines": sum(c.malformed for c in s.session_cursors().values()),

@@ -97,4 +97,18 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX chunks_pending ON chunks(embedded) WHERE embedded = 0;
         """,
     ),
+    (
+        "0005_batch_jobs",
+        """
+        -- Provider batch jobs in flight: a restarted process collects them instead of
+        -- paying again. hashes: JSON list of the chunk hashes (custom ids) it covers.
+        CREATE TABLE batch_jobs(
+            id TEXT PRIMARY KEY,
+            provider TEXT NOT NULL,
+            hashes TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            polled_at REAL
+        );
+        """,
+    ),
 ]

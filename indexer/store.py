@@ -11,6 +11,7 @@ are replaced in one transaction, so a crash leaves its old or its new version.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import time
@@ -425,14 +426,55 @@ class Store:
             self._bump_vectors()
         self.db.execute("UPDATE chunks SET embedded=0 WHERE embedded<>0")
 
-    def pending_chunks(self, limit: int) -> list[tuple[int, str, str]]:
-        """Chunks without a vector yet: (id, hash, text)."""
+    def pending_chunks(self, limit: int, after: int = 0) -> list[tuple[int, str, str]]:
+        """Chunks without a vector yet, by id after ``after``: (id, hash, text)."""
         return [
             (int(i), str(h), str(t))
             for i, h, t in self.db.execute(
-                "SELECT id, hash, text FROM chunks WHERE embedded=0 ORDER BY id LIMIT ?", (limit,)
+                "SELECT id, hash, text FROM chunks WHERE embedded=0 AND id>? ORDER BY id LIMIT ?",
+                (after, limit),
             )
         ]
+
+    def texts_for_hashes(self, hashes: Sequence[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for start in range(0, len(hashes), 400):
+            part = list(hashes[start : start + 400])
+            q = f"SELECT hash, text FROM chunks WHERE hash IN ({','.join('?' * len(part))})"
+            out.update((str(h), str(t)) for h, t in self.db.execute(q, part))
+        return out
+
+    # -- batch jobs ------------------------------------------------------------------
+
+    def batch_jobs(self, provider: str) -> dict[str, list[str]]:
+        return {
+            str(i): list(json.loads(h))
+            for i, h in self.db.execute(
+                "SELECT id, hashes FROM batch_jobs WHERE provider=? ORDER BY created_at",
+                (provider,),
+            )
+        }
+
+    def save_batch_job(self, job_id: str, provider: str, hashes: Sequence[str]) -> None:
+        self.db.execute(
+            "INSERT INTO batch_jobs(id, provider, hashes, created_at) VALUES(?, ?, ?, ?)",
+            (job_id, provider, json.dumps(list(hashes)), time.time()),
+        )
+
+    def delete_batch_job(self, job_id: str) -> None:
+        self.db.execute("DELETE FROM batch_jobs WHERE id=?", (job_id,))
+
+    def all_batch_jobs(self) -> list[dict[str, Any]]:
+        return [
+            {"id": i, "provider": p, "chunks": len(json.loads(h)), "createdAt": c}
+            for i, p, h, c in self.db.execute(
+                "SELECT id, provider, hashes, created_at FROM batch_jobs ORDER BY created_at"
+            )
+        ]
+
+    def any_embedded(self) -> bool:
+        row = self.db.execute("SELECT EXISTS(SELECT 1 FROM chunks WHERE embedded=1)").fetchone()
+        return bool(row and row[0])
 
     def pending_count(self) -> int:
         row = self.db.execute("SELECT count(*) FROM chunks WHERE embedded=0").fetchone()

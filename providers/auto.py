@@ -72,6 +72,16 @@ def build(name: str, spec: ProviderSpec) -> EmbeddingProvider:
             raise MissingCredentials(
                 f"no {name} API key: set {' or '.join(KEY_ENV[name])} or provider.remote.apiKey"
             )
+        if name == "openai":
+            from .openai_provider import OpenAIProvider
+
+            return OpenAIProvider(
+                key,
+                model=spec.model,
+                dims=spec.dims,
+                base_url=spec.base_url,
+                timeout=spec.timeout_s,
+            )
         raise MissingCredentials(f"the {name} provider is not available in this version")
     raise ProviderError(f"unknown provider {name!r}")
 

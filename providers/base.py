@@ -18,6 +18,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .batch import BatchState
+from .errors import PermanentError
+
 __all__ = ["EmbeddingProvider", "Vectors", "batches", "normalize"]
 
 Vectors = npt.NDArray[np.float32]  # shape (n, dims), rows L2-normalised
@@ -61,6 +64,7 @@ class EmbeddingProvider(ABC):
     max_batch_tokens: int = 100_000
     max_input_tokens: int = 8192
     supports_batch_jobs: bool = False
+    max_batch_job_requests: int = 0
 
     def __init__(self, model: str, dims: int, endpoint: str = "") -> None:
         self.model = model
@@ -84,6 +88,14 @@ class EmbeddingProvider(ABC):
             for r in batches(texts, self.max_batch_items, self.max_batch_tokens)
         ]
         return np.concatenate(parts, axis=0)
+
+    def submit_batch(self, items: Sequence[tuple[str, str]]) -> str:
+        """Create a batch job for (custom id, text) pairs; returns the job id."""
+        raise PermanentError(f"{self.id} has no batch API")
+
+    def poll_batch(self, job_id: str) -> BatchState:
+        """The job's state; when done, its vectors by custom id."""
+        raise PermanentError(f"{self.id} has no batch API")
 
     def key(self) -> str:
         ident = {

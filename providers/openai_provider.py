@@ -71,7 +71,7 @@ class OpenAIProvider(EmbeddingProvider):
     max_batch_tokens = 250_000  # below the 300k tokens per request limit
     max_input_tokens = 8191
     supports_batch_jobs = True
-    max_batch_job_requests = 50_000
+    max_batch_job_requests = 50_000  # requests per batch job
 
     def __init__(
         self,
