@@ -64,6 +64,11 @@ class QueryConfig:
     maxResults: int = 6
     minScore: float = 0.35
     maxSnippetChars: int = 700
+    memoryShare: float = 0.5  # slots kept for memory files against transcripts
+    temporalDecay: bool = False
+    halfLifeDays: float = 30.0
+    mmr: bool = False
+    mmrLambda: float = 0.7
 
 
 @dataclass(frozen=True)
@@ -402,6 +407,10 @@ def _validate(cfg: Config, where: str) -> None:
         raise ConfigError(f"{where}: query.maxResults must be >= 1")
     if not 0.0 <= cfg.query.minScore <= 1.0:
         raise ConfigError(f"{where}: query.minScore must be between 0 and 1")
+    if not 0.0 <= cfg.query.memoryShare <= 1.0 or not 0.0 <= cfg.query.mmrLambda <= 1.0:
+        raise ConfigError(f"{where}: query.memoryShare and query.mmrLambda must be 0..1")
+    if cfg.query.halfLifeDays <= 0:
+        raise ConfigError(f"{where}: query.halfLifeDays must be > 0")
     if cfg.query.maxSnippetChars < 80:
         raise ConfigError(f"{where}: query.maxSnippetChars must be >= 80")
     if cfg.limits.maxFileBytes < 1024:

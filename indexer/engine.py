@@ -25,7 +25,8 @@ from .discovery import resolve_get_path
 from .embedding import embed_pending
 from .errors import IndexMismatch, InvalidParams, NotFound, PathRefused
 from .pipeline import FileUnreadable, FileVanished, Progress, SyncReport, read_text, sync
-from .search import fuse, keyword_search, render_results
+from .ranking import apply_decay, balance_sources, mmr
+from .search import ParsedQuery, SearchHit, fuse, keyword_search, parse_query, render_results
 from .session_sync import SessionReport, session_path, sync_sessions
 from .sessions import SESSIONS_SOURCE, is_transcript_name, redact
 from .store import Store
@@ -187,14 +188,52 @@ class MemoryIndex:
                 fallback = f"query embedding failed ({exc.message}): keyword search only"
         elif self.provider is not None:
             fallback = "vectors are not built yet (run 'memindex index'): keyword search only"
-        q, hits = keyword_search(self.store, query, limit=limit, min_score=floor, sources=wanted)
+        q, hits = self._keyword(query, limit * 4, floor, wanted)
         return {
-            "results": render_results(hits, q, limit, chars),
+            "results": self._finish(hits, q, limit, chars, wanted),
             "provider": self.provider.id if self.provider else None,
             "model": self.provider.model if self.provider else None,
             "mode": "keyword",
             "fallback": fallback,
         }
+
+    def _split_sources(self, wanted: list[str] | None) -> list[list[str] | None]:
+        """Both sources asked for and both present: search each on its own, so the
+        larger transcript corpus cannot push memory chunks out of the candidates."""
+        if wanted is None and self.store.has_source("sessions") and self.store.has_source("memory"):
+            return [["memory"], ["sessions"]]
+        return [wanted]
+
+    def _keyword(
+        self, query: str, pool: int, floor: float, wanted: list[str] | None
+    ) -> tuple[ParsedQuery, list[SearchHit]]:
+        q = parse_query(query)
+        hits: list[SearchHit] = []
+        for part in self._split_sources(wanted):
+            q, found = keyword_search(
+                self.store, query, limit=pool, min_score=floor, sources=part, candidates=pool
+            )
+            hits.extend(found)
+        hits.sort(key=lambda h: (not h.exact, -h.score))
+        return q, hits
+
+    def _finish(
+        self,
+        hits: list[SearchHit],
+        q: ParsedQuery,
+        limit: int,
+        chars: int,
+        wanted: list[str] | None,
+    ) -> list[dict[str, Any]]:
+        """Decay, source balance and MMR (as configured), then result objects."""
+        qc = self.cfg.query
+        if qc.temporalDecay:
+            apply_decay(hits, qc.halfLifeDays)
+        if wanted is None:
+            hits = balance_sources(hits, limit, qc.memoryShare)
+        if qc.mmr:
+            hits = mmr(hits, limit, qc.mmrLambda)
+        return render_results(hits, q, limit, chars)
 
     def _hybrid(
         self, query: str, limit: int, floor: float, wanted: list[str] | None, chars: int
@@ -203,22 +242,33 @@ class MemoryIndex:
         assert provider is not None
         h = self.cfg.hybrid
         pool = max(limit, limit * h.candidateMultiplier)
-        qvec = call_with_retries(
-            lambda: provider.embed_query(query), RetryPolicy(attempts=2, initial=0.2, maximum=1.0)
-        )[0]
-        q, kw = keyword_search(
-            self.store, query, limit=pool, min_score=0.0, sources=wanted, candidates=pool
-        )
         if self.vectors is not None:
             self.vectors.refresh(self.store)
-            near = self.vectors.search(qvec, pool, wanted)
-        else:
-            near = knn_sqlite(self.store, qvec, pool, wanted)
+        # The keyword half runs on another thread while this one embeds the query and
+        # scans the in-memory vectors (SQLite, llama.cpp and numpy release the GIL;
+        # meanwhile only the keyword thread touches this connection).
+        keyword = _POOL.submit(self._keyword, query, pool, 0.0, wanted)
+        near: list[tuple[int, float]] | None = None
+        try:
+            qvec = call_with_retries(
+                lambda: provider.embed_query(query),
+                RetryPolicy(attempts=2, initial=0.2, maximum=1.0),
+            )[0]
+            if self.vectors is not None:
+                near = []
+                for part in self._split_sources(wanted):
+                    near += self.vectors.search(qvec, pool, part)
+        finally:
+            q, kw = keyword.result()
+        if near is None:
+            near = []
+            for part in self._split_sources(wanted):
+                near += knn_sqlite(self.store, qvec, pool, part)
         rows = self.store.chunk_rows([cid for cid, _ in near])
         fused = fuse(
             q,
             kw,
-            near,
+            sorted(near, key=lambda x: -x[1]),
             rows,
             min_score=floor,
             fusion=h.fusion,
@@ -227,7 +277,7 @@ class MemoryIndex:
             rrf_k=h.rrfK,
         )
         return {
-            "results": render_results(fused, q, limit, chars),
+            "results": self._finish(fused, q, limit, chars, wanted),
             "provider": provider.id,
             "model": provider.model,
             "mode": "hybrid",

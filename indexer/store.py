@@ -472,6 +472,12 @@ class Store:
             )
         ]
 
+    def has_source(self, source: str) -> bool:
+        row = self.db.execute(
+            "SELECT EXISTS(SELECT 1 FROM files WHERE source=?)", (source,)
+        ).fetchone()
+        return bool(row and row[0])
+
     def any_embedded(self) -> bool:
         row = self.db.execute("SELECT EXISTS(SELECT 1 FROM chunks WHERE embedded=1)").fetchone()
         return bool(row and row[0])

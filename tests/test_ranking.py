@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import date
+from pathlib import Path
+
+from conftest import write
+
+from indexer.config import Config, QueryConfig, SessionsConfig
+from indexer.engine import MemoryIndex
+from indexer.ranking import apply_decay, balance_sources, mmr, path_date
+from indexer.search import SearchHit
+from indexer.store import SearchRow
+
+
+def hit(
+    path: str, score: float, source: str = "memory", exact: bool = False, text: str = "x"
+) -> SearchHit:
+    return SearchHit(
+        SearchRow(abs(hash(path + text)) % 10**9, path, source, 1, 2, "", text, 0.0),
+        score,
+        score,
+        exact,
+        False,
+    )
+
+
+def test_path_date() -> None:
+    assert path_date("memory/2026-11-21.md") == date(2026, 11, 21)
+    assert path_date("memory/logs/2026-01-02-standup.md") == date(2026, 1, 2)
+    assert path_date("MEMORY.md") is None and path_date("memory/notes.md") is None
+    assert path_date("memory/2026-13-45.md") is None
+
+
+def test_decay_only_for_dated_logs_and_never_exact_hits() -> None:
+    today = date(2026, 11, 21)
+    hits = [
+        hit("memory/2026-07-25.md", 0.9),
+        hit("memory/2026-11-20.md", 0.6),
+        hit("MEMORY.md", 0.5),
+        hit("memory/2026-07-24.md", 0.8, exact=True),
+        hit("sessions/a.jsonl", 0.55, source="sessions"),
+    ]
+    apply_decay(hits, 30, today)
+    order = [h.row.path for h in hits]
+    assert order[0] == "memory/2026-07-24.md"  # an exact hit from 120 days ago stays first
+    by = {h.row.path: h.score for h in hits}
+    assert abs(by["memory/2026-07-25.md"] - 0.9 * 0.5 ** (119 / 30)) < 1e-9
+    assert by["MEMORY.md"] == 0.5 and by["sessions/a.jsonl"] == 0.55
+    assert abs(by["memory/2026-11-20.md"] - 0.6 * 0.5 ** (1 / 30)) < 1e-9
+
+
+def test_balance_keeps_memory_slots() -> None:
+    hits = [hit(f"sessions/s{i}.jsonl", 0.9 - i * 0.01, "sessions") for i in range(10)]
+    hits += [hit("memory/a.md", 0.5), hit("memory/b.md", 0.4)]
+    top = balance_sources(hits, 4, 0.5)[:4]
+    assert sum(h.row.source == "memory" for h in top) == 2
+    assert [h.score for h in top] == sorted((h.score for h in top), reverse=True)
+    only_sessions = [h for h in hits if h.row.source == "sessions"]
+    assert balance_sources(only_sessions, 4, 0.5)[:4] == only_sessions[:4]
+
+
+def test_mmr_prefers_diverse_results_and_keeps_exact_first() -> None:
+    a = hit("memory/a.md", 0.90, text="deploy the gateway to the pantry pi tonight")
+    b = hit("memory/b.md", 0.89, text="deploy the gateway to the pantry pi tonight again")
+    c = hit("memory/c.md", 0.70, text="garden tomatoes need water every morning")
+    e = hit("memory/e.md", 0.30, exact=True, text="KESTREL-0429")
+    out = mmr([a, b, c, e], 3, 0.3)
+    assert out[0] is e and [h.row.path for h in out[1:3]] == ["memory/a.md", "memory/c.md"]
+
+
+def test_memory_files_are_not_crowded_out(cfg: Config, workspace: Path, tmp_path: Path) -> None:
+    write(workspace, "memory/2026-11-10.md", "# deploys\n- We deploy the gateway on Fridays.\n")
+    sdir = tmp_path / "sess"
+    for n in range(8):
+        lines = [
+            json.dumps(
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": f"deploy deploy gateway deploy attempt {n}.{i}",
+                }
+            )
+            for i in range(40)
+        ]
+        write(sdir, f"s{n}.jsonl", "\n".join(lines) + "\n")
+    c = replace(cfg, sessions=SessionsConfig(dir=str(sdir)), query=QueryConfig(memoryShare=0.34))
+    with MemoryIndex(c) as idx:
+        idx.sync()
+        res = idx.search("deploy the gateway", max_results=6)["results"]
+        assert any(r["source"] == "memory" for r in res)
+        assert sum(r["source"] == "sessions" for r in res) >= 3
+    plain = replace(c, query=QueryConfig(memoryShare=0.0))
+    with MemoryIndex(plain) as idx:  # without the share, transcripts take every slot
+        res = idx.search("deploy the gateway", max_results=6)["results"]
+        assert all(r["source"] == "sessions" for r in res)
