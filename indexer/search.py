@@ -495,9 +495,11 @@ def fuse(
 
     ``weighted``: ``wv * cosine + wt * keyword score`` with the weights normalised to
     sum to 1. ``rrf``: reciprocal rank fusion, ``sum 1 / (k + rank)``, scaled so a
-    chunk ranked first by both lists scores 1. Either way ``min_score`` never drops a
-    chunk holding an exact token/phrase or every query word, and such an exact hit
-    never scores below its keyword score."""
+    chunk ranked first by both lists scores 1. ``min_score`` judges each side on its
+    own scale: a chunk is kept when its fused score, its cosine similarity or its
+    keyword score reaches it (so neither a strong paraphrase nor a strong keyword hit
+    is lost to the weighting), and always when it holds an exact token/phrase or
+    every query word; an exact hit never scores below its keyword score."""
     total = (vector_weight + text_weight) or 1.0
     wv, wt = vector_weight / total, text_weight / total
     by_id: dict[int, SearchHit] = {h.row.id: h for h in keyword}
@@ -527,7 +529,8 @@ def fuse(
             score = wv * (v or 0.0) + wt * hit.text_score
         if hit.exact:
             score = max(score, 0.5 + 0.5 * hit.text_score)
-        if score < min_score and not (hit.exact or hit.full):
+        strong = max(score, v or 0.0, hit.text_score) >= min_score
+        if not (strong or hit.exact or hit.full):
             continue
         hit.score = score
         out.append(hit)

@@ -96,6 +96,9 @@ def test_paraphrase_found_only_with_vectors(cfg: Config, workspace: Path, model_
         res = idx.search(query, min_score=0.0, max_results=3)
         assert res["mode"] == "hybrid" and res["provider"] == "local"
         assert "memory/2026-09-01.md" in [r["path"] for r in res["results"]]
+        # With the default minScore too: a strong cosine is not lost to the weighting.
+        res = idx.search(query, max_results=3)
+        assert "memory/2026-09-01.md" in [r["path"] for r in res["results"]]
         # An exact keyword hit still leads and is never dropped by minScore.
         top = idx.search("whales", min_score=0.9)["results"]
         assert [r["path"] for r in top] == ["memory/2026-09-10.md"]

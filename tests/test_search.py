@@ -158,3 +158,28 @@ def test_parse_query() -> None:
     assert "kestrel-0429" in q.exact and "src/app.py" in q.exact
     assert "the" not in q.terms and "please" in q.terms
     assert parse_query("東京タワー").cjk == ["東京", "京タ", "タワ", "ワー"]
+
+
+def test_min_score_judges_each_side_on_its_own_scale() -> None:
+    from indexer.search import SearchHit, fuse
+    from indexer.store import SearchRow
+
+    def row(i: int, text: str) -> SearchRow:
+        return SearchRow(i, f"memory/{i}.md", "memory", 1, 1, "", text, 0.0)
+
+    q = parse_query("gateway reboot")
+    keyword = [SearchHit(row(1, "gateway reboot notes"), 0.8, 0.8, False, True)]
+    vector_rows = {2: row(2, "the host restarted"), 3: row(3, "tomatoes")}
+    out = fuse(
+        q,
+        keyword,
+        [(2, 0.9), (3, 0.1)],
+        vector_rows,
+        min_score=0.35,
+        vector_weight=0.3,
+        text_weight=0.7,
+    )
+    ids = [h.row.id for h in out]
+    # 0.3 * 0.9 = 0.27 fused, but a cosine of 0.9 is strong on its own scale.
+    assert ids == [1, 2]
+    assert out[1].vector_score == 0.9 and out[1].score < 0.35
