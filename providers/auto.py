@@ -82,6 +82,16 @@ def build(name: str, spec: ProviderSpec) -> EmbeddingProvider:
                 base_url=spec.base_url,
                 timeout=spec.timeout_s,
             )
+        if name == "voyage":
+            from .voyage_provider import VoyageProvider
+
+            return VoyageProvider(
+                key,
+                model=spec.model,
+                dims=spec.dims,
+                base_url=spec.base_url,
+                timeout=spec.timeout_s,
+            )
         raise MissingCredentials(f"the {name} provider is not available in this version")
     raise ProviderError(f"unknown provider {name!r}")
 

@@ -1,5 +1,8 @@
 """A small OpenAI-compatible HTTP server on 127.0.0.1 for provider tests.
 
+Voyage's embeddings endpoint has the same request and response shape (plus
+``input_type`` and ``output_dimension``), so the Voyage tests use this server too.
+
 Speaks the wire protocol the ``openai`` SDK uses: POST /v1/embeddings, POST /v1/files
 (multipart), POST /v1/batches, GET /v1/batches/{id}, GET /v1/files/{id}/content.
 Vectors are deterministic bag-of-words hashes, so related texts are close. Failures
@@ -26,8 +29,9 @@ def fake_vector(text: str, dims: int) -> list[float]:
     for word in text.lower().split():
         h = int(hashlib.sha256(word.strip(".,!?").encode()).hexdigest(), 16)
         v[h % dims] += 1.0 if (h >> 8) & 1 else -1.0
-    n = np.linalg.norm(v) or 1.0
-    return [float(x) for x in v / n]
+    if not v.any():  # words cancelled out: still a valid, non-zero vector
+        v[len(text) % dims] = 1.0
+    return [float(x) for x in v / np.linalg.norm(v)]
 
 
 class FakeOpenAI:
@@ -39,6 +43,7 @@ class FakeOpenAI:
         self.batch_outcome = "completed"
         self.calls: list[tuple[str, str]] = []  # (method, path)
         self.embed_inputs: list[int] = []  # inputs per embeddings request
+        self.input_types: list[str | None] = []  # Voyage's document / query
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self.lock = threading.Lock()
@@ -65,8 +70,9 @@ class FakeOpenAI:
 
     def _embeddings(self, body: dict[str, Any]) -> dict[str, Any]:
         inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        dims = int(body.get("dimensions") or self.dims)
+        dims = int(body.get("dimensions") or body.get("output_dimension") or self.dims)
         self.embed_inputs.append(len(inputs))
+        self.input_types.append(body.get("input_type"))
         return {
             "object": "list",
             "model": body["model"],
