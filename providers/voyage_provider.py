@@ -85,7 +85,7 @@ class VoyageProvider(EmbeddingProvider):
         model = model or DEFAULT_MODEL
         self._dims_param = dims or None
         super().__init__(model=model, dims=dims or DEFAULT_DIMS.get(model, 1024), endpoint=base_url)
-        self._client: Any = voyageai.Client(
+        self._client: Any = Client(
             api_key=api_key, max_retries=0, timeout=timeout, base_url=base_url or None
         )
 
