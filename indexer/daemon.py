@@ -29,6 +29,7 @@ from . import __version__
 from .config import Config, Settings
 from .engine import MemoryIndex, select_provider
 from .errors import ConfigError, InvalidParams
+from .generations import current_file
 from .server import METHOD_NOT_FOUND, RpcError, SocketServer
 from .vectors import VectorMatrix
 from .watcher import ObserverFactory, Watcher
@@ -69,8 +70,12 @@ class AgentRuntime:
 
     @contextlib.contextmanager
     def reader(self) -> Iterator[MemoryIndex]:
+        current = current_file(self.writer.index_path)
         try:
             idx = self._readers.get_nowait()
+            if idx.store.file != current:  # a rebuild swapped generations: reopen
+                idx.close()
+                raise queue.Empty
         except queue.Empty:
             idx = MemoryIndex(
                 self.cfg,

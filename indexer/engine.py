@@ -6,7 +6,10 @@ memory_get, status and reindex with the result shapes of the socket protocol.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +27,16 @@ from .config import Config
 from .discovery import resolve_get_path
 from .embedding import embed_pending
 from .errors import IndexMismatch, InvalidParams, NotFound, PathRefused
-from .pipeline import FileUnreadable, FileVanished, Progress, SyncReport, read_text, sync
+from .generations import cleanup, new_generation, publish
+from .pipeline import (
+    FileUnreadable,
+    FileVanished,
+    Progress,
+    SyncReport,
+    read_text,
+    rebuild_reason,
+    sync,
+)
 from .ranking import apply_decay, balance_sources, mmr
 from .search import ParsedQuery, SearchHit, fuse, keyword_search, parse_query, render_results
 from .session_sync import SessionReport, session_path, sync_sessions
@@ -48,6 +60,11 @@ def _int_param(value: Any, name: str, minimum: int, default: int | None) -> int 
 
 
 _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memindex-keyword")
+log = logging.getLogger(__name__)
+
+
+class _Abandon(Exception):
+    """A rebuild stopped before it finished: the new generation is discarded."""
 
 
 def provider_spec(cfg: Config) -> ProviderSpec:
@@ -80,10 +97,11 @@ class MemoryIndex:
         provider: EmbeddingProvider | None = None,
         provider_note: str = "",
         vectors: VectorMatrix | None = None,
+        store: Store | None = None,
     ) -> None:
         self.cfg = cfg
         self.index_path: Path = cfg.resolved_index_path()
-        self.store = Store(self.index_path, readonly=readonly)
+        self.store = store or Store(self.index_path, readonly=readonly)
         self.provider = provider
         self.provider_note = provider_note or "no embedding provider configured"
         self.vectors = vectors
@@ -107,7 +125,15 @@ class MemoryIndex:
         should_stop: Callable[[], bool] | None = None,
         embed: bool = True,
     ) -> SyncReport:
-        """Memory files, then every transcript delta (a full backfill), then vectors."""
+        """Memory files, then every transcript delta (a full backfill), then vectors.
+
+        When the chunking, the embedding model or ``force`` call for a rebuild, it is
+        built into a new generation file while this one keeps answering, then
+        swapped in atomically."""
+        key = self.provider.key() if self.provider else None
+        reason = rebuild_reason(self.store, self.cfg, force=force, provider_key=key)
+        if reason is not None:
+            return self._rebuild(reason, progress, should_stop, embed)
         t0 = time.monotonic()
         report = sync(self.store, self.cfg, force=force, progress=progress, should_stop=should_stop)
         if not report.stopped:
@@ -115,6 +141,38 @@ class MemoryIndex:
         if embed and not report.stopped:
             report.embedding = self.embed(should_stop=should_stop)
         report.seconds = round(time.monotonic() - t0, 3)
+        return report
+
+    def _rebuild(
+        self,
+        reason: str,
+        progress: Progress | None,
+        should_stop: Callable[[], bool] | None,
+        embed: bool,
+    ) -> SyncReport:
+        log.info("rebuilding %s into a new generation: %s", self.index_path, reason)
+        gen = new_generation(self.index_path)
+        fresh = Store(gen)
+        try:
+            fresh.copy_carryover(self.store.file)
+            builder = MemoryIndex(self.cfg, provider=self.provider, store=fresh)
+            report = builder.sync(progress=progress, should_stop=should_stop, embed=embed)
+            if report.stopped:  # interrupted: the current generation stays as it is
+                raise _Abandon
+            fresh.checkpoint()
+        except BaseException as exc:
+            fresh.close()
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                with contextlib.suppress(OSError):
+                    os.unlink(f"{gen}{suffix}")
+            if isinstance(exc, _Abandon):
+                return report
+            raise
+        publish(self.index_path, gen)
+        old, self.store = self.store, fresh
+        old.close()
+        cleanup(self.index_path)
+        report.rebuilt = reason
         return report
 
     def sync_memory(self, *, should_stop: Callable[[], bool] | None = None) -> SyncReport:

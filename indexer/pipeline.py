@@ -33,6 +33,7 @@ __all__ = [
     "SyncReport",
     "fingerprint",
     "read_text",
+    "rebuild_reason",
     "sync",
 ]
 
@@ -139,6 +140,27 @@ class SyncReport:
         return asdict(self)
 
 
+def rebuild_reason(
+    store: Store, cfg: Config, *, force: bool = False, provider_key: str | None = None
+) -> str | None:
+    """Why this index must be rebuilt into a new generation, or None.
+
+    A change of chunking (or of the FTS layout) or of the embedding model, or
+    ``--force``; an empty index is simply filled. (An index of another workspace is
+    cleared in place by ``sync``: it must not answer meanwhile.)"""
+    old_fp = store.meta_get("fingerprint")
+    if old_fp is None:
+        return None
+    if force:
+        return "forced"
+    if old_fp != json.dumps(fingerprint(cfg), sort_keys=True):
+        return "chunking settings changed"
+    old_key = store.meta_get("vectorKey")
+    if provider_key is not None and old_key is not None and old_key != provider_key:
+        return f"embedding model changed ({store.meta_get('vectorModel')} -> new)"
+    return None
+
+
 def _prepare(store: Store, cfg: Config, force: bool) -> str | None:
     """Check the index belongs to this workspace and settings; clear it if not.
 
@@ -153,7 +175,7 @@ def _prepare(store: Store, cfg: Config, force: bool) -> str | None:
     elif old_ws is not None and old_ws != workspace:
         reason = f"index belonged to workspace {old_ws}"
     elif old_fp is not None and old_fp != fp:
-        reason = "chunking or provider settings changed"
+        reason = "chunking settings changed"
     with store.transaction():
         if reason:
             log.info("rebuilding %s: %s", store.path, reason)

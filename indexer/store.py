@@ -86,6 +86,7 @@ class Store:
 
     def __init__(self, path: Path, *, readonly: bool = False) -> None:
         self.path = path
+        self.file = Path(os.path.realpath(path))  # the generation file behind the path
         self.readonly = readonly
         self.vector_error: str | None = None
         self.vec_version: str | None = None
@@ -625,6 +626,28 @@ class Store:
             "sqliteVec": self.vec_version,
         }
 
+    def copy_carryover(self, other: Path) -> int:
+        """Copy the embedding cache and open batch jobs of another index file (a
+        rebuild keeps every vector already paid for). Returns cache rows copied."""
+        self.db.execute("ATTACH DATABASE ? AS old", (str(other),))
+        try:
+            with self.transaction():
+                self.db.execute(
+                    "INSERT OR IGNORE INTO main.embedding_cache "
+                    "SELECT provider, hash, dims, vector, last_used FROM old.embedding_cache"
+                )
+                self.db.execute(
+                    "INSERT OR IGNORE INTO main.batch_jobs "
+                    "SELECT id, provider, hashes, created_at, polled_at FROM old.batch_jobs"
+                )
+        finally:
+            self.db.execute("DETACH DATABASE old")
+        return self.cache_count()
+
+    def checkpoint(self) -> None:
+        """Fold the WAL into the database file (before a generation is published)."""
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def integrity(self) -> str:
         row = self.db.execute("PRAGMA integrity_check").fetchone()
         return str(row[0]) if row else "unknown"
@@ -633,5 +656,5 @@ class Store:
         total = 0
         for suffix in ("", "-wal"):
             with contextlib.suppress(OSError):
-                total += os.path.getsize(str(self.path) + suffix)
+                total += os.path.getsize(str(self.file) + suffix)
         return total
