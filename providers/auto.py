@@ -82,6 +82,16 @@ def build(name: str, spec: ProviderSpec) -> EmbeddingProvider:
                 base_url=spec.base_url,
                 timeout=spec.timeout_s,
             )
+        if name == "gemini":
+            from .gemini_provider import GeminiProvider
+
+            return GeminiProvider(
+                key,
+                model=spec.model,
+                dims=spec.dims,
+                base_url=spec.base_url,
+                timeout=spec.timeout_s,
+            )
         if name == "voyage":
             from .voyage_provider import VoyageProvider
 

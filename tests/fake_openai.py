@@ -1,7 +1,8 @@
 """A small OpenAI-compatible HTTP server on 127.0.0.1 for provider tests.
 
 Voyage's embeddings endpoint has the same request and response shape (plus
-``input_type`` and ``output_dimension``), so the Voyage tests use this server too.
+``input_type`` and ``output_dimension``), so the Voyage tests use this server too;
+Gemini's ``models/{model}:batchEmbedContents`` is served as well.
 
 Speaks the wire protocol the ``openai`` SDK uses: POST /v1/embeddings, POST /v1/files
 (multipart), POST /v1/batches, GET /v1/batches/{id}, GET /v1/files/{id}/content.
@@ -82,6 +83,18 @@ class FakeOpenAI:
             ],
             "usage": {"prompt_tokens": 1, "total_tokens": 1},
         }
+
+    def _gemini(self, body: dict[str, Any]) -> dict[str, Any]:
+        reqs = body["requests"]
+        self.embed_inputs.append(len(reqs))
+        self.input_types.extend(r.get("taskType") for r in reqs)
+        out = []
+        for r in reqs:
+            text = " ".join(p.get("text", "") for p in r["content"]["parts"])
+            out.append(
+                {"values": fake_vector(text, int(r.get("outputDimensionality") or self.dims))}
+            )
+        return {"embeddings": out}
 
     def _batch_json(self, b: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -168,6 +181,24 @@ class FakeOpenAI:
             def do_POST(self) -> None:  # noqa: N802
                 body = self._body()
                 fake.calls.append(("POST", self.path))
+                if ":batchEmbedContents" in self.path:  # Gemini
+                    if self.headers.get("x-goog-api-key") != "sk-test":
+                        self._send(
+                            403,
+                            {
+                                "error": {
+                                    "code": 403,
+                                    "message": "bad key",
+                                    "status": "PERMISSION_DENIED",
+                                }
+                            },
+                        )
+                        return
+                    if self._scripted():
+                        return
+                    time.sleep(fake.delay)
+                    self._send(200, fake._gemini(json.loads(body)))
+                    return
                 if self.headers.get("Authorization") != "Bearer sk-test":
                     self._send(401, {"error": {"message": "bad key", "type": "auth"}})
                     return

@@ -1,0 +1,114 @@
+"""Gemini embeddings (``google-genai``): RETRIEVAL_DOCUMENT / RETRIEVAL_QUERY.
+
+The SDK defaults to API version v1; embeddings with task types and output
+dimensionality are served under v1beta, so it is set explicitly. Up to 100 texts per
+``batchEmbedContents`` call. Errors are classified by class and HTTP code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .base import EmbeddingProvider, Vectors, normalize
+from .errors import (
+    MissingCredentials,
+    PermanentError,
+    ProviderError,
+    ProviderTimeout,
+    RateLimited,
+    TransientError,
+)
+
+__all__ = ["GeminiProvider"]
+
+DEFAULT_MODEL = "gemini-embedding-001"
+DEFAULT_DIMS = {"gemini-embedding-001": 3072, "text-embedding-004": 768}
+
+
+def translate(exc: Exception) -> ProviderError:
+    import httpx
+    from google.genai import errors as ge
+
+    if isinstance(exc, ge.APIError):
+        code = int(getattr(exc, "code", 0) or 0)
+        if code == 429:
+            retry = None
+            response = getattr(exc, "response", None)
+            headers = getattr(response, "headers", None)
+            try:
+                value = headers.get("retry-after") if headers is not None else None
+                retry = float(value) if value is not None else None
+            except (TypeError, ValueError, AttributeError):
+                retry = None
+            return RateLimited(f"rate limited: {exc}", retry)
+        if code in (401, 403):
+            return MissingCredentials(f"rejected credentials: {exc}")
+        if code in (408, 409) or code >= 500:
+            return TransientError(f"HTTP {code}: {exc}")
+        return PermanentError(f"HTTP {code}: {exc}")
+    if isinstance(exc, httpx.TimeoutException):
+        return ProviderTimeout(f"timed out: {exc}")
+    if isinstance(exc, httpx.TransportError):
+        return TransientError(f"connection failed: {exc}")
+    return PermanentError(f"unreadable response: {type(exc).__name__}: {exc}")
+
+
+class GeminiProvider(EmbeddingProvider):
+    id = "gemini"
+    max_batch_items = 100  # texts per batchEmbedContents call
+    max_batch_tokens = 100 * 2048
+    max_input_tokens = 2048
+
+    def __init__(
+        self,
+        api_key: str,
+        *,
+        model: str = "",
+        dims: int = 0,
+        base_url: str = "",
+        timeout: float = 60.0,
+    ) -> None:
+        try:
+            from google import genai
+            from google.genai import types
+        except ImportError as exc:
+            raise MissingCredentials(
+                "the google-genai package is not installed: pip install 'memindex[gemini]'"
+            ) from exc
+        model = model or DEFAULT_MODEL
+        self._dims_param = dims or None
+        super().__init__(model=model, dims=dims or DEFAULT_DIMS.get(model, 3072), endpoint=base_url)
+        self._types: Any = types
+        options = types.HttpOptions(
+            api_version="v1beta", timeout=int(timeout * 1000), base_url=base_url or None
+        )
+        self._client: Any = genai.Client(api_key=api_key, http_options=options)
+
+    def _embed(self, texts: Sequence[str], task: str) -> Vectors:
+        try:
+            resp = self._client.models.embed_content(
+                model=self.model,
+                contents=list(texts),
+                config=self._types.EmbedContentConfig(
+                    task_type=task, output_dimensionality=self._dims_param
+                ),
+            )
+            arr = np.asarray([e.values for e in resp.embeddings or []], dtype=np.float32)
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise translate(exc) from exc
+        if arr.shape != (len(texts), self.dims):
+            raise PermanentError(
+                f"expected {len(texts)} vectors of {self.dims} dims, got {arr.shape}"
+            )
+        return normalize(arr)
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        return self._embed(texts, "RETRIEVAL_DOCUMENT")
+
+    def embed_query(self, text: str) -> Vectors:
+        return self._embed([text], "RETRIEVAL_QUERY")
