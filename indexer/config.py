@@ -98,6 +98,7 @@ class RemoteProviderConfig:
     baseUrl: str = ""
     apiKey: str = ""  # prefer the environment variables
     timeoutMs: int = 60_000
+    queryTimeoutMs: int = 5_000  # a search waits this long for its query vector
     batch: bool = False  # use the provider's batch API (cheaper, slower) for indexing
     batchTimeoutMs: int = 3_600_000  # `memindex index` waits this long for batch jobs
 

@@ -13,12 +13,16 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from providers.auto import ProviderSpec, Selection, select
 from providers.base import EmbeddingProvider
-from providers.errors import ProviderError
+from providers.errors import ProviderError, ProviderTimeout
 from providers.retry import RetryPolicy, call_with_retries
 
 from . import __version__
@@ -59,7 +63,9 @@ def _int_param(value: Any, name: str, minimum: int, default: int | None) -> int 
     return value
 
 
-_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memindex-keyword")
+# Keyword halves of hybrid queries and query embeddings with a deadline; sized for
+# many concurrent socket clients (the threads mostly wait in SQLite or a provider).
+_POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="memindex-search")
 log = logging.getLogger(__name__)
 
 
@@ -308,10 +314,7 @@ class MemoryIndex:
         keyword = _POOL.submit(self._keyword, query, pool, 0.0, wanted)
         near: list[tuple[int, float]] | None = None
         try:
-            qvec = call_with_retries(
-                lambda: provider.embed_query(query),
-                RetryPolicy(attempts=2, initial=0.2, maximum=1.0),
-            )[0]
+            qvec = self._embed_query(provider, query)
             if self.vectors is not None:
                 near = []
                 for part in self._split_sources(wanted):
@@ -341,6 +344,21 @@ class MemoryIndex:
             "mode": "hybrid",
             "fallback": None,
         }
+
+    def _embed_query(self, provider: EmbeddingProvider, query: str) -> npt.NDArray[np.float32]:
+        """The query vector within ``provider.remote.queryTimeoutMs``, or
+        ProviderTimeout (the search then answers from keywords)."""
+        limit = self.cfg.provider.remote.queryTimeoutMs / 1000
+        job = _POOL.submit(
+            call_with_retries,
+            lambda: provider.embed_query(query),
+            RetryPolicy(attempts=2, initial=0.2, maximum=1.0),
+        )
+        try:
+            vec: npt.NDArray[np.float32] = job.result(timeout=limit)[0]
+        except FutureTimeout as exc:
+            raise ProviderTimeout(f"query embedding took longer than {limit:g}s") from exc
+        return vec
 
     def _check_workspace(self) -> None:
         indexed = self.store.meta_get("workspace")

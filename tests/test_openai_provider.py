@@ -204,3 +204,19 @@ def test_restart_mid_poll_collects_the_same_job(
     assert out["embedding"]["batchCollected"] == 1 and out["embedding"]["pending"] == 0
     st = cli_json(cli, "--config", str(conf), "status", "--json")
     assert st["pendingBatches"] == [] and st["mode"] == "hybrid"
+
+
+def test_slow_query_embedding_falls_back_to_keywords(cfg: Config, fake: FakeOpenAI) -> None:
+    c = openai_cfg(cfg, fake)
+    c = replace(
+        c, provider=replace(c.provider, remote=replace(c.provider.remote, queryTimeoutMs=500))
+    )
+    sel = select_provider(c)
+    with MemoryIndex(c, provider=sel.provider) as idx:
+        idx.sync()
+        fake.delay = 3.0  # the provider hangs on queries
+        t0 = time.monotonic()
+        res = idx.search("rye bread")
+        assert time.monotonic() - t0 < 2.0
+        assert res["mode"] == "keyword" and "longer than 0.5s" in res["fallback"]
+        assert res["results"][0]["path"] == "MEMORY.md"
