@@ -94,6 +94,28 @@ def select_provider(cfg: Config) -> Selection:
     return select(provider_spec(cfg))
 
 
+def _lines_result(
+    path: str,
+    text: str,
+    first: int,
+    count: int | None,
+    transform: Callable[[str], str] | None = None,
+) -> dict[str, Any]:
+    """The memory_get result for lines ``first`` .. ``first + count - 1`` of ``text``."""
+    all_lines = split_lines(text)
+    end = len(all_lines) if count is None else min(len(all_lines), first - 1 + count)
+    picked = all_lines[first - 1 : end]
+    if transform is not None:
+        picked = [transform(ln) for ln in picked]
+    return {
+        "path": path,
+        "text": "\n".join(picked),
+        "from": first,
+        "lines": len(picked),
+        "totalLines": len(all_lines),
+    }
+
+
 class MemoryIndex:
     def __init__(
         self,
@@ -397,16 +419,7 @@ class MemoryIndex:
             raise NotFound(f"{display}: no such file") from exc
         except FileUnreadable as exc:
             raise PathRefused(f"{display}: {exc.reason}") from exc
-        all_lines = split_lines(text)
-        end = len(all_lines) if count is None else min(len(all_lines), first - 1 + count)
-        picked = all_lines[first - 1 : end]
-        return {
-            "path": display,
-            "text": "\n".join(picked),
-            "from": first,
-            "lines": len(picked),
-            "totalLines": len(all_lines),
-        }
+        return _lines_result(display, text, first, count)
 
     def _get_transcript(self, path: str, first: int, count: int | None) -> dict[str, Any]:
         """Lines of a transcript, secrets redacted; citations use these line numbers."""
@@ -422,16 +435,7 @@ class MemoryIndex:
             raise NotFound(f"{path}: no such transcript") from exc
         except FileUnreadable as exc:
             raise PathRefused(f"{path}: {exc.reason}") from exc
-        all_lines = split_lines(text)
-        end = len(all_lines) if count is None else min(len(all_lines), first - 1 + count)
-        picked = [redact(ln) for ln in all_lines[first - 1 : end]]
-        return {
-            "path": path,
-            "text": "\n".join(picked),
-            "from": first,
-            "lines": len(picked),
-            "totalLines": len(all_lines),
-        }
+        return _lines_result(path, text, first, count, redact)
 
     def status(self) -> dict[str, Any]:
         s = self.store

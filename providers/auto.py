@@ -7,6 +7,7 @@ reasons, so callers can run keyword-only and say why.
 
 from __future__ import annotations
 
+import importlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,11 @@ from .errors import MissingCredentials, ProviderError
 __all__ = ["ProviderSpec", "Selection", "select"]
 
 ORDER = ("local", "openai", "gemini", "voyage")
+REMOTE = {  # name -> (module, class), imported only when chosen
+    "openai": (".openai_provider", "OpenAIProvider"),
+    "gemini": (".gemini_provider", "GeminiProvider"),
+    "voyage": (".voyage_provider", "VoyageProvider"),
+}
 KEY_ENV = {
     "openai": ("OPENAI_API_KEY",),
     "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
@@ -66,43 +72,18 @@ def build(name: str, spec: ProviderSpec) -> EmbeddingProvider:
 
         path = resolve_model(spec.local_model, spec.model_cache_dir, timeout=spec.timeout_s)
         return LocalGGUFProvider(path, threads=spec.threads or None)
-    if name in ("openai", "gemini", "voyage"):
+    if name in REMOTE:
         key = api_key(name, spec)
         if not key:
             raise MissingCredentials(
                 f"no {name} API key: set {' or '.join(KEY_ENV[name])} or provider.remote.apiKey"
             )
-        if name == "openai":
-            from .openai_provider import OpenAIProvider
-
-            return OpenAIProvider(
-                key,
-                model=spec.model,
-                dims=spec.dims,
-                base_url=spec.base_url,
-                timeout=spec.timeout_s,
-            )
-        if name == "gemini":
-            from .gemini_provider import GeminiProvider
-
-            return GeminiProvider(
-                key,
-                model=spec.model,
-                dims=spec.dims,
-                base_url=spec.base_url,
-                timeout=spec.timeout_s,
-            )
-        if name == "voyage":
-            from .voyage_provider import VoyageProvider
-
-            return VoyageProvider(
-                key,
-                model=spec.model,
-                dims=spec.dims,
-                base_url=spec.base_url,
-                timeout=spec.timeout_s,
-            )
-        raise MissingCredentials(f"the {name} provider is not available in this version")
+        module, cls = REMOTE[name]
+        provider_cls = getattr(importlib.import_module(module, __package__), cls)
+        built: EmbeddingProvider = provider_cls(
+            key, model=spec.model, dims=spec.dims, base_url=spec.base_url, timeout=spec.timeout_s
+        )
+        return built
     raise ProviderError(f"unknown provider {name!r}")
 
 

@@ -89,6 +89,19 @@ class EmbeddingProvider(ABC):
         ]
         return np.concatenate(parts, axis=0)
 
+    def _checked(self, matrix: npt.ArrayLike, n: int) -> Vectors:
+        """``n`` vectors of ``dims`` from a provider's answer, normalised, or
+        PermanentError (a wrong shape is never stored)."""
+        try:
+            arr = np.asarray(matrix, dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise PermanentError(f"{self.id} returned vectors that are not numbers") from exc
+        if arr.shape != (n, self.dims):
+            raise PermanentError(
+                f"{self.id}: expected {n} vectors of {self.dims} dims, got {arr.shape}"
+            )
+        return normalize(arr)
+
     def submit_batch(self, items: Sequence[tuple[str, str]]) -> str:
         """Create a batch job for (custom id, text) pairs; returns the job id."""
         raise PermanentError(f"{self.id} has no batch API")

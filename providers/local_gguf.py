@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .base import EmbeddingProvider, Vectors, normalize
+from .base import EmbeddingProvider, Vectors
 from .errors import MissingCredentials, PermanentError, ProviderTimeout, TransientError
 
 __all__ = ["LocalGGUFProvider", "resolve_model"]
@@ -104,10 +104,7 @@ class LocalGGUFProvider(EmbeddingProvider):
                 out = self._llm.embed(list(texts), normalize=False, truncate=True)
         except (ValueError, RuntimeError) as exc:
             raise PermanentError(f"local embedding failed: {exc}") from exc
-        vecs = normalize(out)
-        if vecs.shape != (len(texts), self.dims):
-            raise PermanentError(f"local model returned shape {vecs.shape}")
-        return vecs
+        return self._checked(out, len(texts))
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

@@ -11,9 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
-from .base import EmbeddingProvider, Vectors, normalize
+from .base import EmbeddingProvider, Vectors
 from .batch import BatchState
 from .errors import (
     MissingCredentials,
@@ -104,19 +102,15 @@ class OpenAIProvider(EmbeddingProvider):
     def _vectors(self, data: Sequence[Any], n: int) -> Vectors:
         rows = sorted(data, key=lambda d: d["index"] if isinstance(d, dict) else d.index)
         mat = [r["embedding"] if isinstance(r, dict) else r.embedding for r in rows]
-        arr = np.asarray(mat, dtype=np.float32)
-        if arr.shape != (n, self.dims):
-            raise PermanentError(f"expected {n} vectors of {self.dims} dims, got {arr.shape}")
-        return normalize(arr)
+        return self._checked(mat, n)
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         try:
             resp = self._client.embeddings.create(**self._params(texts))
-            return self._vectors(resp.data, len(texts))
-        except ProviderError:
-            raise
+            data = resp.data
         except Exception as exc:
             raise translate(exc) from exc
+        return self._vectors(data, len(texts))
 
     # -- Batch API -------------------------------------------------------------------
 

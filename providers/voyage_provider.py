@@ -9,9 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
-from .base import EmbeddingProvider, Vectors, normalize
+from .base import EmbeddingProvider, Vectors
 from .errors import (
     MissingCredentials,
     PermanentError,
@@ -98,16 +96,10 @@ class VoyageProvider(EmbeddingProvider):
                 truncation=True,
                 output_dimension=self._dims_param,
             )
-            arr = np.asarray(resp.embeddings, dtype=np.float32)
-        except ProviderError:
-            raise
+            values = resp.embeddings
         except Exception as exc:
             raise translate(exc) from exc
-        if arr.shape != (len(texts), self.dims):
-            raise PermanentError(
-                f"expected {len(texts)} vectors of {self.dims} dims, got {arr.shape}"
-            )
-        return normalize(arr)
+        return self._checked(values, len(texts))
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         return self._embed(texts, "document")
