@@ -92,6 +92,9 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("status", help="show what the index holds and its health")
     s.add_argument("--json", action="store_true", help="print the status object as JSON")
 
+    s = sub.add_parser("doctor", help="check config, index, extensions, provider and daemon")
+    s.add_argument("--json", action="store_true", help="print the checks as JSON")
+
     s = sub.add_parser("serve", help="run the daemon: watch files, answer on the Unix socket")
     s.add_argument("--socket", type=Path, default=None, help="socket path (default from config)")
 
@@ -277,6 +280,83 @@ def _cmd_status(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _cmd_doctor(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
+    """Each check: (name, ok, detail). Exit 1 if any failed."""
+    from .discovery import discover
+    from .store import Store
+    from .tokenizer import get_counter
+
+    checks: list[tuple[str, bool, str]] = []
+
+    def check(name: str, fn: Any) -> None:
+        try:
+            detail = fn()
+            checks.append((name, True, str(detail)))
+        except Exception as exc:  # a doctor reports, it does not crash
+            msg = exc.message if isinstance(exc, MemindexError) else f"{type(exc).__name__}: {exc}"
+            checks.append((name, False, msg))
+
+    check("config", lambda: str(cfg.source or "defaults (no config file)"))
+    check("workspace", lambda: f"{cfg.require_workspace()} ({len(discover(cfg))} memory files)")
+    check(
+        "tokenizer",
+        lambda: f"cl100k_base offline, 'hello world' = {get_counter()(['hello world'])[0]} tokens",
+    )
+
+    def index() -> str:
+        path = cfg.resolved_index_path()
+        if not path.exists():
+            return f"{path} not built yet: run 'memindex index'"
+        with Store(path, readonly=True) as st:
+            ok = st.integrity()
+            if ok != "ok":
+                raise RuntimeError(f"integrity check of {path}: {ok}; run 'memindex index --force'")
+            v = st.versions()
+            return f"{path}: integrity ok, SQLite {v['sqlite']} via {v['binding']}"
+
+    check("index", index)
+
+    def vec() -> str:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as d, Store(Path(d) / "probe.sqlite") as st:
+            if st.vec_version is None:
+                raise RuntimeError(st.vector_error or "sqlite-vec not loaded")
+            return f"sqlite-vec {st.vec_version} loads"
+
+    check("sqlite-vec", vec)
+
+    def provider() -> str:
+        sel = select_provider(cfg)
+        if sel.provider is None:
+            if cfg.provider.name not in ("auto", "none"):  # asked for, and not there
+                raise RuntimeError(f"provider '{cfg.provider.name}' unavailable: {sel.reason}")
+            return f"none: keyword search only ({sel.reason})"
+        desc = f"{sel.provider.id} {sel.provider.model} ({sel.provider.dims} dims)"
+        sel.provider.embed_query("memindex doctor")
+        sel.provider.close()
+        return desc + ", answered a test query"
+
+    check("provider", provider)
+
+    def daemon() -> str:
+        path = cfg.socket_path()
+        if not path.exists():
+            return f"not running (no socket at {path})"
+        pong = call(path, "ping", timeout=2.0)
+        agents = list(pong.get("agents", {}))
+        return f"answering on {path}, version {pong.get('version')}, agents {agents}"
+
+    check("daemon", daemon)
+
+    if args.json:
+        _print_json([{"check": n, "ok": ok, "detail": d} for n, ok, d in checks], out)
+    else:
+        for n, ok, d in checks:
+            out.write(f"{'ok  ' if ok else 'FAIL'} {n:<11} {d}\n")
+    return 0 if all(ok for _, ok, _ in checks) else 1
+
+
 def _cmd_service(args: argparse.Namespace, out: TextIO) -> int:
     kind = args.kind or service.default_kind()
     if args.action == "print":
@@ -326,6 +406,8 @@ def main(
             return _cmd_get(cfg, args, out)
         if args.command == "status":
             return _cmd_status(cfg, args, out)
+        if args.command == "doctor":
+            return _cmd_doctor(cfg, args, out)
     except MemindexError as exc:
         err.write(f"memindex: error: {exc.message}\n")
         return 2

@@ -138,3 +138,26 @@ def test_progress_bar_on_a_terminal(workspace: Path) -> None:
         bar(i, 100)
     bar.close()
     assert "[" in s.getvalue() and "100/100" in s.getvalue()
+
+
+def test_doctor(cli: Runner, workspace: Path, tmp_path: Path) -> None:
+    ws = str(workspace)
+    code, out, _ = cli("--workspace", ws, "doctor")
+    assert code == 0, out
+    assert "ok   workspace" in out and "3 memory files" in out
+    assert "not built yet" in out and "keyword search only" in out
+    cli("--workspace", ws, "index")
+    checks = cli_json(cli, "--workspace", ws, "doctor", "--json")
+    by = {c["check"]: c for c in checks}
+    assert by["index"]["ok"] and "integrity ok" in by["index"]["detail"]
+    assert by["sqlite-vec"]["ok"] and by["tokenizer"]["ok"]
+    bad = write(
+        tmp_path,
+        "bad.toml",
+        f'workspace = "{ws}"\n[provider]\nname = "local"\n'
+        f'[provider.local]\nmodelPath = "{tmp_path}/missing.gguf"\n',
+    )
+    code, out, _ = cli("--config", str(bad), "doctor")
+    assert code == 1 and "FAIL provider" in out and "does not exist" in out
+    code, out, _ = cli("--workspace", str(tmp_path / "nope"), "doctor")
+    assert code == 1 and "FAIL workspace" in out
