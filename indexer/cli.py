@@ -11,14 +11,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from providers.base import EmbeddingProvider
-
 from . import __version__, service
-from .client import DaemonUnavailable, call, serves
+from .client import call
 from .config import Config, Settings, load_config, load_settings
 from .daemon import Daemon
 from .engine import MemoryIndex, select_provider
 from .errors import MemindexError
+from .reading import daemon_socket, read_call
 
 __all__ = ["main"]
 
@@ -92,6 +91,8 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("status", help="show what the index holds and its health")
     s.add_argument("--json", action="store_true", help="print the status object as JSON")
 
+    s = sub.add_parser("mcp", help="serve memory_search / memory_get / status over MCP (stdio)")
+
     s = sub.add_parser("doctor", help="check config, index, extensions, provider and daemon")
     s.add_argument("--json", action="store_true", help="print the checks as JSON")
 
@@ -113,14 +114,8 @@ def _print_json(obj: Any, out: TextIO) -> None:
     out.write(json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
 
 
-def _daemon(cfg: Config) -> Path | None:
-    """The daemon's socket, if a daemon serves this agent's index; else None."""
-    path = cfg.socket_path()
-    return path if serves(path, cfg.agent_name, cfg.resolved_index_path()) else None
-
-
 def _cmd_index(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    sock = _daemon(cfg)
+    sock = daemon_socket(cfg)
     if sock is not None:  # the daemon is the one writer: let it do the work
         report = call(sock, "reindex", {"agent": cfg.agent_name, "force": args.force}, timeout=3600)
         index_path = report.pop("indexPath", str(cfg.resolved_index_path()))
@@ -164,45 +159,6 @@ def _cmd_index(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) 
     return 0
 
 
-def _read(cfg: Config, method: str, params: dict[str, Any]) -> Any:
-    """Ask the daemon when it serves this index, else read the index file directly."""
-    sock = _daemon(cfg)
-    if sock is not None:
-        try:
-            return call(sock, method, {"agent": cfg.agent_name, **params})
-        except DaemonUnavailable:
-            pass  # it went away: read the file
-    provider, note = None, ""
-    if method in ("memory_search", "status"):
-        provider, note = _provider_for_reading(cfg)
-    with MemoryIndex(cfg, readonly=True, provider=provider, provider_note=note) as idx:
-        if method == "memory_search":
-            return idx.search(
-                params["query"],
-                max_results=params.get("maxResults"),
-                min_score=params.get("minScore"),
-                sources=params.get("sources"),
-            )
-        if method == "memory_get":
-            return idx.get(params["path"], start=params.get("from"), lines=params.get("lines"))
-        return idx.status()
-
-
-def _provider_for_reading(cfg: Config) -> tuple[EmbeddingProvider | None, str]:
-    """Load the embedding model only when the index holds vectors to search."""
-    from .store import Store
-
-    try:
-        with Store(cfg.resolved_index_path(), readonly=True) as store:
-            has_vectors = store.meta_get("vectorKey") is not None
-    except MemindexError:
-        return None, ""
-    if not has_vectors:
-        return None, ""
-    sel = select_provider(cfg)
-    return sel.provider, sel.reason
-
-
 def _cmd_search(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
     params: dict[str, Any] = {"query": args.query}
     if args.max_results is not None:
@@ -211,7 +167,7 @@ def _cmd_search(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
         params["minScore"] = args.min_score
     if args.source != "all":
         params["sources"] = [args.source]
-    result = _read(cfg, "memory_search", params)
+    result = read_call(cfg, "memory_search", params)
     if args.json:
         _print_json(result, out)
         return 0
@@ -232,7 +188,7 @@ def _cmd_get(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
         params["from"] = args.start
     if args.lines is not None:
         params["lines"] = args.lines
-    result = _read(cfg, "memory_get", params)
+    result = read_call(cfg, "memory_get", params)
     if args.json:
         _print_json(result, out)
     else:
@@ -241,7 +197,7 @@ def _cmd_get(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_status(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
-    st = _read(cfg, "status", {})
+    st = read_call(cfg, "status", {})
     if args.json:
         _print_json(st, out)
         return 0
@@ -408,6 +364,10 @@ def main(
             return _cmd_status(cfg, args, out)
         if args.command == "doctor":
             return _cmd_doctor(cfg, args, out)
+        if args.command == "mcp":
+            from . import mcp_server
+
+            return mcp_server.run(cfg)
     except MemindexError as exc:
         err.write(f"memindex: error: {exc.message}\n")
         return 2

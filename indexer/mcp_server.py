@@ -1,0 +1,106 @@
+"""``memindex mcp``: an MCP server over stdio (official ``mcp`` SDK, optional extra).
+
+Tools memory_search, memory_get and status take the same parameters and return the
+same objects as the socket methods (memory_get's first line is ``from``, which is why
+the low-level server is used: its input schemas are written here, not derived from
+Python signatures). Each call goes through the running daemon when it serves this
+index, else reads the index file directly.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .config import Config
+from .errors import MemindexError
+from .reading import read_call
+
+__all__ = ["TOOLS", "run"]
+
+_AGENT = {"type": "string", "description": "agent id (default: the configured agent)"}
+
+TOOLS: dict[str, dict[str, Any]] = {
+    "memory_search": {
+        "description": "Search the agent's memory (Markdown notes and session transcripts). "
+        "Words are OR-ed and ranked; quote phrases; IDs and paths match as written. "
+        "Each result has path, startLine, endLine, score, snippet, source, citation.",
+        "schema": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "what to look for"},
+                "maxResults": {"type": "integer", "minimum": 1, "maximum": 200},
+                "minScore": {"type": "number", "minimum": 0, "maximum": 1},
+                "sources": {"type": "array", "items": {"enum": ["memory", "sessions"]}},
+                "agent": _AGENT,
+            },
+            "required": ["query"],
+        },
+    },
+    "memory_get": {
+        "description": "Read lines of a memory file or transcript, e.g. from a search "
+        "result's citation: path plus from (1-based first line) and lines.",
+        "schema": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "e.g. memory/2026-11-21.md"},
+                "from": {"type": "integer", "minimum": 1},
+                "lines": {"type": "integer", "minimum": 1},
+                "agent": _AGENT,
+            },
+            "required": ["path"],
+        },
+    },
+    "status": {
+        "description": "What the index holds: files and chunks per source, provider, "
+        "vector state, last sync, skipped files.",
+        "schema": {"type": "object", "properties": {"agent": _AGENT}},
+    },
+}
+
+
+def run(cfg: Config) -> int:
+    """Serve MCP on stdin/stdout until the client closes the stream."""
+    import anyio
+    from mcp import types
+    from mcp.server.lowlevel import Server
+    from mcp.server.stdio import stdio_server
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name=name, description=t["description"], input_schema=t["schema"])
+                for name, t in TOOLS.items()
+            ]
+        )
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        name = params.name
+        args = dict(params.arguments or {})
+        if name not in TOOLS:
+            return _error(f"unknown tool '{name}'")
+        agent = args.pop("agent", None)
+        if agent is not None and agent != cfg.agent_name:  # never another agent's memory
+            return _error(f"this MCP server serves agent '{cfg.agent_name}', not '{agent}'")
+        try:
+            result = await anyio.to_thread.run_sync(read_call, cfg, name, args)
+        except MemindexError as exc:
+            return _error(exc.message)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
+            structured_content=result,
+        )
+
+    def _error(message: str) -> types.CallToolResult:
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=message)], is_error=True
+        )
+
+    server = Server("memindex", on_list_tools=list_tools, on_call_tool=call_tool)
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(main)
+    return 0

@@ -1,0 +1,61 @@
+"""Reading an agent's index the fastest way available: through the running daemon
+when it serves this index (warm, current), else from the index file directly. Used by
+the CLI and the MCP server, so both answer exactly like the socket does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from providers.base import EmbeddingProvider
+
+from .client import DaemonUnavailable, call, serves
+from .config import Config
+from .engine import MemoryIndex, select_provider
+from .errors import MemindexError
+from .store import Store
+
+__all__ = ["daemon_socket", "provider_for_reading", "read_call"]
+
+
+def daemon_socket(cfg: Config) -> Path | None:
+    """The daemon's socket, if a daemon serves this agent's index; else None."""
+    path = cfg.socket_path()
+    return path if serves(path, cfg.agent_name, cfg.resolved_index_path()) else None
+
+
+def read_call(cfg: Config, method: str, params: dict[str, Any]) -> Any:
+    """Ask the daemon when it serves this index, else read the index file directly."""
+    sock = daemon_socket(cfg)
+    if sock is not None:
+        try:
+            return call(sock, method, {"agent": cfg.agent_name, **params})
+        except DaemonUnavailable:
+            pass  # it went away: read the file
+    provider, note = None, ""
+    if method in ("memory_search", "status"):
+        provider, note = provider_for_reading(cfg)
+    with MemoryIndex(cfg, readonly=True, provider=provider, provider_note=note) as idx:
+        if method == "memory_search":
+            return idx.search(
+                params["query"],
+                max_results=params.get("maxResults"),
+                min_score=params.get("minScore"),
+                sources=params.get("sources"),
+            )
+        if method == "memory_get":
+            return idx.get(params["path"], start=params.get("from"), lines=params.get("lines"))
+        return idx.status()
+
+
+def provider_for_reading(cfg: Config) -> tuple[EmbeddingProvider | None, str]:
+    """Load the embedding model only when the index holds vectors to search."""
+    try:
+        with Store(cfg.resolved_index_path(), readonly=True) as store:
+            has_vectors = store.meta_get("vectorKey") is not None
+    except MemindexError:
+        return None, ""
+    if not has_vectors:
+        return None, ""
+    sel = select_provider(cfg)
+    return sel.provider, sel.reason

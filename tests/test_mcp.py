@@ -1,0 +1,65 @@
+"""memindex mcp, driven by the MCP SDK's own client over stdio."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from conftest import Runner
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+
+def session_calls(
+    workspace: Path, calls: list[tuple[str, dict[str, Any]]]
+) -> tuple[Any, list[Any]]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "indexer.cli", "--workspace", str(workspace), "--agent", "main", "mcp"],
+        env=dict(os.environ),
+    )
+
+    async def go() -> tuple[Any, list[Any]]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            tools = await s.list_tools()
+            results = [await s.call_tool(name, args) for name, args in calls]
+            return tools, results
+
+    return anyio.run(go)
+
+
+def test_mcp_tools_and_results(cli: Runner, workspace: Path) -> None:
+    code, _, err = cli("--workspace", str(workspace), "--agent", "main", "index")
+    assert code == 0, err
+    tools, results = session_calls(
+        workspace,
+        [
+            ("memory_search", {"query": "rye bread"}),
+            ("memory_get", {"path": "MEMORY.md", "from": 4, "lines": 1}),
+            ("status", {}),
+            ("memory_get", {"path": "../../etc/passwd"}),
+            ("memory_search", {"query": "rye", "agent": "someone-else"}),
+        ],
+    )
+    by_name = {t.name: t for t in tools.tools}
+    assert set(by_name) == {"memory_search", "memory_get", "status"}
+    assert set(by_name["memory_get"].input_schema["properties"]) == {
+        "path",
+        "from",
+        "lines",
+        "agent",
+    }
+    search = json.loads(results[0].content[0].text)
+    top = search["results"][0]
+    assert top["path"] == "MEMORY.md" and top["citation"].startswith("MEMORY.md#L")
+    assert set(search) == {"results", "provider", "model", "mode", "fallback"}
+    got = json.loads(results[1].content[0].text)
+    assert got["text"] == "- Dana likes rye bread." and got["from"] == 4
+    assert json.loads(results[2].content[0].text)["sources"]["memory"]["files"] == 3
+    assert results[3].is_error and "refused" in results[3].content[0].text
+    assert results[4].is_error and "serves agent 'main'" in results[4].content[0].text
