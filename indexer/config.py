@@ -168,12 +168,22 @@ class Config:
         return self.agentId or "main"
 
     def sessions_dir(self) -> Path | None:
-        """The transcripts folder, or None when sessions are disabled."""
+        """The transcripts folder, or None when there is none to index.
+
+        ``sessions.dir`` if set; else OpenClaw's folder for this agent, but only when
+        an agent id is given or the workspace is OpenClaw's own: indexing some other
+        folder of notes must not pull in OpenClaw's transcripts."""
         if not self.sessions.enabled:
             return None
         if self.sessions.dir:
             return Path(os.path.expandvars(os.path.expanduser(self.sessions.dir)))
-        return Path.home() / ".openclaw" / "agents" / self.agent_name / "sessions"
+        openclaw = Path.home() / ".openclaw"
+        own_workspace = self.workspace is not None and (
+            self.workspace.resolve() == (openclaw / "workspace").resolve()
+        )
+        if self.agentId is None and not own_workspace:
+            return None
+        return openclaw / "agents" / self.agent_name / "sessions"
 
     def socket_path(self) -> Path:
         if self.server.socket:

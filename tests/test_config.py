@@ -48,3 +48,20 @@ def test_paths_relative_to_the_config_file(tmp_path: Path) -> None:
     assert cfg.extraPaths[0].path == tmp_path / "notes"
     assert cfg.extraPaths[1].pattern == "*.md"
     assert str(cfg.extraPaths[1].path).startswith(str(Path.home()))
+
+
+def test_sessions_default_only_for_openclaw_agents(tmp_path: Path) -> None:
+    from indexer.config import Config, SessionsConfig
+
+    home = Path.home()
+    notes = tmp_path / "notes"
+    assert Config(workspace=notes).sessions_dir() is None
+    assert Config(workspace=notes, agentId="ops").sessions_dir() == (
+        home / ".openclaw" / "agents" / "ops" / "sessions"
+    )
+    oc = home / ".openclaw" / "workspace"
+    oc.mkdir(parents=True, exist_ok=True)
+    assert Config(workspace=oc).sessions_dir() == home / ".openclaw/agents/main/sessions"
+    explicit = Config(workspace=notes, sessions=SessionsConfig(dir=str(tmp_path / "s")))
+    assert explicit.sessions_dir() == tmp_path / "s"
+    assert Config(workspace=oc, sessions=SessionsConfig(enabled=False)).sessions_dir() is None
