@@ -64,6 +64,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--workspace", type=Path, help="agent workspace holding MEMORY.md and memory/")
     p.add_argument("--agent", help="agent id: names the index file <state dir>/<agent>.sqlite")
+    p.add_argument(
+        "--openclaw-config",
+        type=Path,
+        help="take agents, workspaces and memorySearch settings from an openclaw.json",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
     p.add_argument("--version", action="version", version=f"memindex {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -325,7 +330,9 @@ def _cmd_service(args: argparse.Namespace, out: TextIO) -> int:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     def settings() -> Settings:
-        return load_settings(args.config, workspace=args.workspace, agent=args.agent)
+        return load_settings(
+            args.config, workspace=args.workspace, agent=args.agent, openclaw=args.openclaw_config
+        )
 
     daemon = Daemon(settings(), socket_path=args.socket, reload=settings)
     return daemon.run()
@@ -353,7 +360,9 @@ def main(
             return _cmd_serve(args)
         if args.command == "service":
             return _cmd_service(args, out)
-        cfg = load_config(args.config, workspace=args.workspace, agent=args.agent)
+        cfg = load_config(
+            args.config, workspace=args.workspace, agent=args.agent, openclaw=args.openclaw_config
+        )
         if args.command == "index":
             return _cmd_index(cfg, args, out, err)
         if args.command == "search":

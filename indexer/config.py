@@ -459,6 +459,7 @@ def load_settings(
     *,
     workspace: Path | None = None,
     agent: str | None = None,
+    openclaw: Path | None = None,
 ) -> Settings:
     """Read the config file (explicit ``path``, else the default one if it exists) and
     apply command-line overrides. With no workspace anywhere, OpenClaw's default
@@ -477,6 +478,10 @@ def load_settings(
         except OSError as exc:
             raise ConfigError(f"{file}: cannot read: {exc.strerror}") from exc
         cfg, agents = parse_config(data, source=file)
+    if openclaw is not None:  # OpenClaw's agents and memorySearch settings on top
+        from .openclaw import load_openclaw
+
+        agents = load_openclaw(Path(os.path.expanduser(str(openclaw))), cfg)
     if agent is not None:  # one of the configured agents, or name the only one
         agents = (Settings(agents).agent(agent),) if agents else (replace(cfg, agentId=agent),)
     if not agents:
@@ -497,6 +502,7 @@ def load_config(
     *,
     workspace: Path | None = None,
     agent: str | None = None,
+    openclaw: Path | None = None,
 ) -> Config:
     """The Config of one agent (``agent``, else the first configured)."""
-    return load_settings(path, workspace=workspace, agent=agent).agents[0]
+    return load_settings(path, workspace=workspace, agent=agent, openclaw=openclaw).agents[0]

@@ -1,0 +1,230 @@
+"""Reading an existing ``openclaw.json`` (JSON5) into memindex agents.
+
+What is read: ``agents.defaults.memorySearch`` (and 2026.9's ``memory.search``),
+per-agent overrides merged field by field (``agents.list[]`` with ``id`` /
+``workspace`` / ``memorySearch``, or 2026.9's ``agents.entries.<id>`` with
+``memory.search``), each agent's workspace (else ``agents.defaults.workspace``, else
+``~/.openclaw/workspace``), and ``memory.qmd.paths`` as extra paths. Transcripts come
+from ``~/.openclaw/agents/<id>/sessions`` when ``sources`` includes ``"sessions"``.
+
+Deliberately not taken: ``store.path`` (memindex keeps its state in its own state
+dir, never inside OpenClaw's files) and providers memindex does not have (mistral:
+auto-selection picks another). Unknown keys are ignored: this reads someone else's
+file, which has more settings than memory search.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .config import (
+    CacheConfig,
+    ChunkingConfig,
+    Config,
+    ExtraPath,
+)
+from .errors import ConfigError
+
+__all__ = ["load_openclaw"]
+
+_PROVIDERS = {"auto", "local", "openai", "gemini", "voyage", "none"}
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """Field-by-field merge, as OpenClaw merges per-agent memorySearch overrides."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def _get(d: Any, *keys: str) -> Any:
+    for k in keys:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(k)
+    return d
+
+
+def _path(value: str, base: Path) -> Path:
+    p = Path(os.path.expandvars(os.path.expanduser(value)))
+    return p if p.is_absolute() else base / p
+
+
+def _num(value: Any, kind: type, lo: float, hi: float) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    v = kind(value)
+    return v if lo <= v <= hi else None
+
+
+def _apply(cfg: Config, ms: dict[str, Any], base: Path) -> Config:
+    """memorySearch settings onto a Config; anything unusable keeps memindex's value."""
+    prov = cfg.provider
+    name = ms.get("provider")
+    if isinstance(name, str) and name in _PROVIDERS:
+        prov = replace(prov, name=name)
+    if isinstance(ms.get("model"), str):
+        prov = replace(prov, model=ms["model"])
+    local = _get(ms, "local") or {}
+    if isinstance(local.get("modelPath"), str):
+        mp = local["modelPath"]
+        mp = mp if mp.startswith("hf:") else str(_path(mp, base))
+        prov = replace(prov, local=replace(prov.local, modelPath=mp))
+    if isinstance(local.get("modelCacheDir"), str):
+        prov = replace(
+            prov, local=replace(prov.local, modelCacheDir=str(_path(local["modelCacheDir"], base)))
+        )
+    remote = _get(ms, "remote") or {}
+    r = prov.remote
+    if isinstance(remote.get("baseUrl"), str):
+        r = replace(r, baseUrl=remote["baseUrl"])
+    if isinstance(remote.get("apiKey"), str):
+        r = replace(r, apiKey=remote["apiKey"])
+    if isinstance(_get(remote, "batch", "enabled"), bool):
+        r = replace(r, batch=remote["batch"]["enabled"])
+    minutes = _num(_get(remote, "batch", "timeoutMinutes"), float, 1, 10_000)
+    if minutes is not None:
+        r = replace(r, batchTimeoutMs=int(minutes * 60_000))
+    prov = replace(prov, remote=r)
+    cfg = replace(cfg, provider=prov)
+
+    sources = ms.get("sources")
+    if isinstance(sources, list):
+        cfg = replace(cfg, sessions=replace(cfg.sessions, enabled="sessions" in sources))
+    extra = ms.get("extraPaths")
+    if isinstance(extra, list):
+        cfg = replace(cfg, extraPaths=cfg.extraPaths + tuple(_extras(extra, base)))
+
+    ch = _get(ms, "chunking") or {}
+    tokens = _num(ch.get("tokens"), int, 16, 100_000) or cfg.chunking.tokens
+    overlap = _num(ch.get("overlap"), int, 0, tokens - 1)
+    cfg = replace(
+        cfg, chunking=ChunkingConfig(tokens, cfg.chunking.overlap if overlap is None else overlap)
+    )
+    if cfg.chunking.overlap >= cfg.chunking.tokens:
+        cfg = replace(cfg, chunking=ChunkingConfig(tokens, tokens // 5))
+
+    debounce = _num(_get(ms, "sync", "watchDebounceMs"), int, 0, 3_600_000)
+    if debounce is not None:
+        cfg = replace(cfg, sync=replace(cfg.sync, watchDebounceMs=debounce))
+    delta = _get(ms, "sync", "sessions") or {}
+    db = _num(delta.get("deltaBytes"), int, 1, 10**10)
+    dm = _num(delta.get("deltaMessages"), int, 1, 10**7)
+    cfg = replace(
+        cfg,
+        sessions=replace(
+            cfg.sessions,
+            deltaBytes=db or cfg.sessions.deltaBytes,
+            deltaMessages=dm or cfg.sessions.deltaMessages,
+        ),
+    )
+
+    q = _get(ms, "query") or {}
+    query = cfg.query
+    mr = _num(q.get("maxResults"), int, 1, 200)
+    ms_ = _num(q.get("minScore"), float, 0.0, 1.0)
+    query = replace(
+        query, maxResults=mr or query.maxResults, minScore=query.minScore if ms_ is None else ms_
+    )
+    hy = _merge(_get(ms, "hybrid") or {}, _get(q, "hybrid") or {})
+    hybrid = cfg.hybrid
+    if isinstance(hy.get("enabled"), bool):
+        hybrid = replace(hybrid, enabled=hy["enabled"])
+    vw = _num(hy.get("vectorWeight"), float, 0.0, 1.0)
+    tw = _num(hy.get("textWeight"), float, 0.0, 1.0)
+    if vw is not None or tw is not None:  # the user chose weights: keep theirs
+        hybrid = replace(
+            hybrid,
+            vectorWeight=hybrid.vectorWeight if vw is None else vw,
+            textWeight=hybrid.textWeight if tw is None else tw,
+        )
+    cm = _num(hy.get("candidateMultiplier"), int, 1, 20)
+    if cm is not None:
+        hybrid = replace(hybrid, candidateMultiplier=cm)
+    if isinstance(_get(hy, "mmr", "enabled"), bool):
+        query = replace(query, mmr=hy["mmr"]["enabled"])
+    lam = _num(_get(hy, "mmr", "lambda"), float, 0.0, 1.0)
+    if lam is not None:
+        query = replace(query, mmrLambda=lam)
+    if isinstance(_get(hy, "temporalDecay", "enabled"), bool):
+        query = replace(query, temporalDecay=hy["temporalDecay"]["enabled"])
+    hl = _num(_get(hy, "temporalDecay", "halfLifeDays"), float, 0.01, 100_000)
+    if hl is not None:
+        query = replace(query, halfLifeDays=hl)
+    cache = cfg.cache
+    me = _num(_get(ms, "cache", "maxEntries"), int, 1, 10**9)
+    if me is not None:
+        cache = CacheConfig(maxEntries=me)
+    return replace(cfg, query=query, hybrid=hybrid, cache=cache)
+
+
+def _extras(items: list[Any], base: Path) -> list[ExtraPath]:
+    out: list[ExtraPath] = []
+    for item in items:
+        if isinstance(item, str):
+            out.append(ExtraPath(_path(item, base)))
+        elif isinstance(item, dict) and isinstance(item.get("path"), str):
+            pattern = item.get("pattern") or item.get("mask")
+            out.append(
+                ExtraPath(_path(item["path"], base), pattern if isinstance(pattern, str) else None)
+            )
+    return out
+
+
+def load_openclaw(path: Path, base_cfg: Config | None = None) -> tuple[Config, ...]:
+    """One Config per OpenClaw agent (the default agent first)."""
+    import json5
+
+    try:
+        data = json5.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    except ValueError as exc:
+        raise ConfigError(f"{path}: not valid JSON5: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected an object at the top")
+    base = path.parent
+    home = Path.home()
+    cfg0 = base_cfg or Config()
+    cfg0 = replace(cfg0, sessions=replace(cfg0.sessions, enabled=False))  # OpenClaw's default
+    defaults = _get(data, "agents", "defaults") or {}
+    ms_default = _merge(_get(data, "memory", "search") or {}, defaults.get("memorySearch") or {})
+    qmd_paths = _get(data, "memory", "qmd", "paths")
+    ws_default = defaults.get("workspace") or "~/.openclaw/workspace"
+
+    agents: list[tuple[str, dict[str, Any]]] = []
+    listed = _get(data, "agents", "list")
+    if isinstance(listed, list):
+        agents += [(str(a["id"]), a) for a in listed if isinstance(a, dict) and a.get("id")]
+    entries = _get(data, "agents", "entries")
+    if isinstance(entries, dict):
+        agents += [(str(k), v) for k, v in entries.items() if isinstance(v, dict)]
+    if not agents:
+        agents = [("main", {})]
+    default_first = sorted(agents, key=lambda a: not a[1].get("default", a[0] == "main"))
+
+    out: list[Config] = []
+    seen: set[str] = set()
+    for aid, entry in default_first:
+        if aid in seen or "/" in aid or aid.startswith("."):
+            continue
+        seen.add(aid)
+        ms = _merge(ms_default, entry.get("memorySearch") or _get(entry, "memory", "search") or {})
+        ws = entry.get("workspace") or ws_default
+        cfg = replace(
+            cfg0,
+            agentId=aid,
+            workspace=_path(str(ws), base),
+            sessions=replace(
+                cfg0.sessions, dir=str(home / ".openclaw" / "agents" / aid / "sessions")
+            ),
+        )
+        cfg = _apply(cfg, ms, base)
+        if isinstance(qmd_paths, list):
+            cfg = replace(cfg, extraPaths=cfg.extraPaths + tuple(_extras(qmd_paths, base)))
+        out.append(cfg)
+    return tuple(out)

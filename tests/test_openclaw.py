@@ -1,0 +1,131 @@
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import Runner, cli_json, write
+from daemon_util import rpc, wait_for
+
+from indexer.config import load_settings
+from indexer.errors import ConfigError
+from indexer.openclaw import load_openclaw
+
+
+def sample(tmp_path: Path) -> Path:
+    ws1, ws2, docs = tmp_path / "ws-main", tmp_path / "ws-ops", tmp_path / "docs"
+    write(ws1, "MEMORY.md", "# main\n- the heron is the main agent's bird\n")
+    write(ws2, "memory/2026-01-01.md", "# ops\n- the ops agent watches the pager\n")
+    write(docs, "guide/setup.md", "# setup\n- install the quokka toolkit\n")
+    write(docs, "skip.txt", "not markdown")
+    notes = Path.home() / "notes"
+    write(notes, "idea.md", "# idea\n- a lamp shaped like a narwhal\n")
+    return write(
+        tmp_path,
+        "openclaw.json",
+        f"""
+    // OpenClaw config: JSON5 with comments, trailing commas and bare keys
+    {{
+      agents: {{
+        defaults: {{
+          workspace: "{ws1}",
+          memorySearch: {{
+            provider: "none",
+            sources: ["memory", "sessions",],
+            extraPaths: ["~/notes"],
+            chunking: {{ tokens: 300, overlap: 60 }},
+            sync: {{ watchDebounceMs: 800, sessions: {{ deltaBytes: 5000 }} }},
+            query: {{ maxResults: 8, minScore: 0.4,
+                      hybrid: {{ vectorWeight: 0.6, textWeight: 0.4, candidateMultiplier: 5 }} }},
+            store: {{ path: "~/.openclaw/memory/{{agentId}}.sqlite" }},  /* not ours */
+            cache: {{ maxEntries: 1234 }},
+          }},
+        }},
+        list: [
+          {{ id: "ops", workspace: "{ws2}", memorySearch: {{ query: {{ maxResults: 3 }} }} }},
+          {{ id: "main", default: true }},
+        ],
+      }},
+      memory: {{ backend: "qmd", qmd: {{ paths: [ {{ path: "{docs}", name: "docs",
+                                                   pattern: "**/*.md" }} ] }} }},
+      channels: {{ telegram: {{ enabled: true }} }},  // unrelated settings are ignored
+    }}
+    """,
+    )
+
+
+def test_mapping(tmp_path: Path) -> None:
+    main, ops = load_openclaw(sample(tmp_path))
+    assert (main.agent_name, ops.agent_name) == ("main", "ops")  # the default agent first
+    assert main.workspace == tmp_path / "ws-main" and ops.workspace == tmp_path / "ws-ops"
+    assert (main.chunking.tokens, main.chunking.overlap) == (300, 60)
+    assert main.query.maxResults == 8 and ops.query.maxResults == 3
+    assert ops.query.minScore == 0.4  # merged field by field
+    assert (main.hybrid.vectorWeight, main.hybrid.textWeight) == (0.6, 0.4)
+    assert main.hybrid.candidateMultiplier == 5 and main.cache.maxEntries == 1234
+    assert main.sync.watchDebounceMs == 800 and main.sessions.deltaBytes == 5000
+    assert main.provider.name == "none"
+    assert main.sessions_dir() == Path.home() / ".openclaw/agents/main/sessions"
+    extras = {(e.path, e.pattern) for e in main.extraPaths}
+    assert (Path.home() / "notes", None) in extras  # ~ expanded (OpenClaw #58027)
+    assert (tmp_path / "docs", "**/*.md") in extras
+    for cfg in (main, ops):  # never inside OpenClaw's own files
+        assert ".openclaw" not in str(cfg.resolved_index_path())
+
+
+def test_memory_only_sources_disable_sessions(tmp_path: Path) -> None:
+    f = write(
+        tmp_path,
+        "oc.json",
+        '{agents: {defaults: {workspace: "/tmp", memorySearch: {sources: ["memory"]}}}}',
+    )
+    (cfg,) = load_openclaw(f)
+    assert cfg.sessions_dir() is None and cfg.agent_name == "main"
+    bad = write(tmp_path, "bad.json", "{agents: ")
+    with pytest.raises(ConfigError, match="not valid JSON5"):
+        load_settings(openclaw=bad)
+
+
+def test_cli_index_and_search(cli: Runner, tmp_path: Path) -> None:
+    f = sample(tmp_path)
+    rep = cli_json(cli, "--openclaw-config", str(f), "index", "--json")
+    assert rep["indexPath"].endswith("/main.sqlite") and rep["added"] == 3
+    res = cli_json(cli, "--openclaw-config", str(f), "search", "quokka toolkit", "--json")
+    assert res["results"][0]["path"] == "extra/docs/guide/setup.md"
+    rep = cli_json(cli, "--openclaw-config", str(f), "--agent", "ops", "index", "--json")
+    assert rep["indexPath"].endswith("/ops.sqlite")
+
+
+def test_serve_with_openclaw_config(tmp_path: Path) -> None:
+    f = sample(tmp_path)
+    sock = tmp_path / "run" / "s.sock"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "indexer.cli",
+            "--openclaw-config",
+            str(f),
+            "serve",
+            "--socket",
+            str(sock),
+        ],
+        env=dict(os.environ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(lambda: rpc(sock, "status", {"agent": "main"})["lastSync"] is not None, timeout=60)
+        assert rpc(sock, "status")["agents"] == ["main", "ops"]
+        main = rpc(sock, "status", {"agent": "main"})
+        assert main["sources"]["memory"]["files"] == 3  # MEMORY.md + ~/notes + docs
+        hit = rpc(sock, "memory_search", {"query": "narwhal lamp"})["results"][0]
+        assert hit["path"] == "extra/notes/idea.md"
+        ops = rpc(sock, "memory_search", {"query": "pager", "agent": "ops"})["results"]
+        assert ops[0]["path"] == "memory/2026-01-01.md"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
