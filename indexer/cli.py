@@ -16,7 +16,7 @@ from .client import call
 from .config import Config, Settings, load_config, load_settings
 from .daemon import Daemon
 from .engine import MemoryIndex, select_provider
-from .errors import MemindexError
+from .errors import InvalidParams, MemindexError
 from .reading import daemon_socket, read_call
 
 __all__ = ["main"]
@@ -95,6 +95,10 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("status", help="show what the index holds and its health")
     s.add_argument("--json", action="store_true", help="print the status object as JSON")
+
+    s = sub.add_parser("distill", help="transcript batches for a distiller (init | run | commit)")
+    s.add_argument("action", choices=["init", "run", "commit"], help="what to do")
+    s.add_argument("--batch-file", help="with commit: the batch file that was consumed")
 
     s = sub.add_parser("mcp", help="serve memory_search / memory_get / status over MCP (stdio)")
 
@@ -318,6 +322,30 @@ def _cmd_doctor(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
     return 0 if all(ok for _, ok, _ in checks) else 1
 
 
+def _cmd_distill(args: argparse.Namespace, out: TextIO) -> int:
+    """jsonl_distill's protocol: one JSON object on stdout, exit 1 on an error."""
+    from .distill import Distiller
+
+    settings = load_settings(
+        args.config, workspace=args.workspace, agent=args.agent, openclaw=args.openclaw_config
+    )
+    d = Distiller(list(settings.agents))
+    try:
+        if args.action == "init":
+            result = d.init()
+        elif args.action == "run":
+            result = d.run()
+        else:
+            if not args.batch_file:
+                raise InvalidParams("commit needs --batch-file FILE (the file run created)")
+            result = d.commit(args.batch_file)
+    except MemindexError as exc:
+        out.write(json.dumps({"ok": False, "error": exc.message}) + "\n")
+        return 1
+    out.write(json.dumps(result) + "\n")
+    return 0
+
+
 def _cmd_service(args: argparse.Namespace, out: TextIO) -> int:
     kind = args.kind or service.default_kind()
     if args.action == "print":
@@ -358,6 +386,8 @@ def main(
     try:
         if args.command == "serve":
             return _cmd_serve(args)
+        if args.command == "distill":
+            return _cmd_distill(args, out)
         if args.command == "service":
             return _cmd_service(args, out)
         cfg = load_config(
