@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from .config import DEFAULT_IGNORE_DIRS, Config
 from .errors import NotFound, PathRefused
 
-__all__ = ["Root", "SourceFile", "discover", "resolve_get_path", "roots_for"]
+__all__ = ["Root", "SourceFile", "discover", "glob_match", "resolve_get_path", "roots_for"]
 
 MEMORY_SOURCE = "memory"
 
@@ -43,6 +43,18 @@ class Root:
     display: str  # display prefix ("" for the workspace itself)
     pattern: str | None  # glob relative to the root, None = every .md
     is_file: bool = False
+
+
+def glob_match(rel: str, pattern: str) -> bool:
+    """fnmatch, except that ``**/`` also matches no directory at all (so ``**/*.md``
+    matches ``a.md`` as well as ``x/y/a.md``)."""
+    if fnmatch.fnmatchcase(rel, pattern):
+        return True
+    while "**/" in pattern:
+        pattern = pattern.replace("**/", "", 1)
+        if fnmatch.fnmatchcase(rel, pattern):
+            return True
+    return False
 
 
 def is_ignored(name: str, rel: str, cfg: Config) -> bool:
@@ -140,7 +152,7 @@ def discover(cfg: Config) -> list[SourceFile]:
             add(str(root.real), root.display)
             continue
         for path, rel in _walk(str(root.real), "", cfg):
-            if root.pattern and not fnmatch.fnmatchcase(rel, root.pattern):
+            if root.pattern and not glob_match(rel, root.pattern):
                 continue
             add(path, _join(root.display, rel))
     return sorted(found.values(), key=lambda f: f.path)
@@ -196,7 +208,7 @@ def resolve_get_path(cfg: Config, raw: str) -> tuple[str, Path]:
                 "or an extra path)"
             )
         target, rel = roots[0], display
-    elif target.pattern and not fnmatch.fnmatchcase(rel, target.pattern):
+    elif target.pattern and not glob_match(rel, target.pattern):
         raise PathRefused(f"refused path {raw!r}: does not match the extra path's pattern")
     rel_parts = PurePosixPath(rel).parts if rel else ()
     for i, part in enumerate(rel_parts[:-1]):

@@ -59,3 +59,17 @@ def test_extra_paths(tmp_path: Path) -> None:
         "extra/proj/keep/k.md",
         "memory.md",
     ]
+
+
+def test_double_star_matches_zero_directories(tmp_path: Path) -> None:
+    from indexer.discovery import glob_match
+
+    assert glob_match("a.md", "**/*.md") and glob_match("x/y/a.md", "**/*.md")
+    assert glob_match("keep/k.md", "keep/**/*.md") and not glob_match("a.txt", "**/*.md")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    notes = tmp_path / "notes"
+    write(notes, "top.md", "t")
+    write(notes, "deep/er.md", "d")
+    cfg = Config(workspace=ws, extraPaths=(ExtraPath(notes, "**/*.md"),))
+    assert [f.path for f in discover(cfg)] == ["extra/notes/deep/er.md", "extra/notes/top.md"]

@@ -1,0 +1,334 @@
+"""``memindex-qmd``: a stand-in for the ``qmd`` command that OpenClaw's QMD manager runs.
+
+    collection list [--json] | collection add PATH --name N [--mask GLOB]
+    collection remove NAME | update | embed
+    search|vsearch|query QUERY [--json] [-n N] [-c NAME ...] | get PATH[:FROM[:COUNT]]
+
+What the manager relies on (see ARCHITECTURE.md, "QMD compatibility"): exit 0 means
+success; the collection listing carries ``name``, ``path`` and ``pattern``; search
+prints a JSON array of ``{docid, score, collection, file, title, snippet}`` whose
+snippet starts with ``@@ -<start>,<count> @@``; ``[]`` means nothing found; an
+unknown option says "unknown option" (the manager retries with ``query``); an unknown
+collection says "Collection not found"; every ``docid`` is a prefix of an active
+``documents.hash`` in ``$XDG_CACHE_HOME/qmd/index.sqlite`` (WAL, short transactions,
+so the manager's read-only 1 ms busy timeout never trips).
+
+Collections live in ``$XDG_CONFIG_HOME/memindex-qmd/collections.json`` and the index
+in ``$XDG_CACHE_HOME/memindex-qmd/``: the manager gives each agent its own XDG dirs.
+``search`` is keyword, ``vsearch`` vector-weighted, ``query`` hybrid (both fall back
+to keyword without an embedding provider).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sqlite3
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, NoReturn, TextIO
+
+from .config import Config, ExtraPath, HybridConfig, load_config
+from .discovery import glob_match, roots_for
+from .engine import MemoryIndex, select_provider
+from .errors import MemindexError
+
+__all__ = ["main"]
+
+
+def _xdg(var: str, default: str) -> Path:
+    value = os.environ.get(var)
+    return Path(value) if value else Path.home() / default
+
+
+def config_dir() -> Path:
+    return _xdg("XDG_CONFIG_HOME", ".config") / "memindex-qmd"
+
+
+def cache_dir() -> Path:
+    return _xdg("XDG_CACHE_HOME", ".cache")
+
+
+class QmdError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # QMD's wording, which the manager looks for before retrying with `query`.
+        if "unrecognized arguments" in message:
+            message = "unknown option: " + message.split(":", 1)[1].strip()
+        raise QmdError(message)
+
+
+# -- collections ---------------------------------------------------------------------
+
+
+def load_collections() -> list[dict[str, str]]:
+    f = config_dir() / "collections.json"
+    try:
+        data = json.loads(f.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except ValueError as exc:
+        raise QmdError(f"{f} is not valid JSON: {exc}") from exc
+    cols = data.get("collections", []) if isinstance(data, dict) else []
+    return [c for c in cols if isinstance(c, dict) and {"name", "path"} <= set(c)]
+
+
+def save_collections(cols: list[dict[str, str]]) -> None:
+    d = config_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    tmp = d / f".collections.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps({"collections": cols}, indent=1), encoding="utf-8")
+    os.replace(tmp, d / "collections.json")
+
+
+def _config(base: Config, cols: list[dict[str, str]]) -> Config:
+    """One index over the collections: the workspace is an empty folder of ours, every
+    collection an extra path (so only collection files are indexed)."""
+    ws = cache_dir() / "memindex-qmd" / "workspace"
+    ws.mkdir(parents=True, exist_ok=True)
+    extras = tuple(ExtraPath(Path(c["path"]), c.get("pattern") or "**/*.md") for c in cols)
+    return replace(
+        base,
+        workspace=ws,
+        extraPaths=extras,
+        agentId=None,
+        indexPath=cache_dir() / "memindex-qmd" / "index.sqlite",
+        sessions=replace(base.sessions, enabled=False),
+    )
+
+
+def _locate(cfg: Config, cols: list[dict[str, str]], display: str) -> tuple[str, str] | None:
+    """(collection, path relative to it) for an indexed display path."""
+    for root in roots_for(cfg)[1:]:
+        prefix = root.display + "/"
+        if root.is_file or not display.startswith(prefix):
+            continue
+        absolute = root.real / display[len(prefix) :]
+        for c in cols:
+            base = Path(c["path"]).expanduser().resolve()
+            try:
+                rel = absolute.relative_to(base).as_posix()
+            except ValueError:
+                continue
+            if glob_match(rel, c.get("pattern") or "**/*.md"):
+                return c["name"], rel
+    return None
+
+
+# -- the documents catalogue the manager reads --------------------------------------
+
+
+def _catalogue() -> sqlite3.Connection:
+    path = cache_dir() / "qmd" / "index.sqlite"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, timeout=10, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS documents(id INTEGER PRIMARY KEY, collection TEXT NOT NULL,"
+        " path TEXT NOT NULL, title TEXT, hash TEXT NOT NULL, created_at TEXT, modified_at TEXT,"
+        " active INTEGER NOT NULL DEFAULT 1, UNIQUE(collection, path))"
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS documents_hash ON documents(hash)")
+    return db
+
+
+def refresh_catalogue(cfg: Config, cols: list[dict[str, str]], idx: MemoryIndex) -> int:
+    states = idx.store.file_states("memory")
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    rows = []
+    for display, st in states.items():
+        where = _locate(cfg, cols, display)
+        if where is not None:
+            rows.append((where[0], where[1], Path(where[1]).stem, st.hash))
+    db = _catalogue()
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("UPDATE documents SET active=0")
+        for start in range(0, len(rows), 500):  # short transactions
+            if start:
+                db.execute("COMMIT")
+                db.execute("BEGIN IMMEDIATE")
+            for coll, rel, title, h in rows[start : start + 500]:
+                db.execute(
+                    "INSERT INTO documents(collection, path, title, hash, created_at, modified_at,"
+                    " active) VALUES(?, ?, ?, ?, ?, ?, 1) ON CONFLICT(collection, path) DO UPDATE"
+                    " SET hash=excluded.hash, title=excluded.title, active=1,"
+                    " modified_at=excluded.modified_at",
+                    (coll, rel, title, h, now, now),
+                )
+        db.execute("COMMIT")
+    finally:
+        db.close()
+    return len(rows)
+
+
+def docid_for(collection: str, path: str) -> str | None:
+    db = _catalogue()
+    try:
+        row = db.execute(
+            "SELECT hash FROM documents WHERE collection=? AND path=? AND active=1",
+            (collection, path),
+        ).fetchone()
+    finally:
+        db.close()
+    return None if row is None else "#" + str(row[0])[:6]
+
+
+# -- commands ------------------------------------------------------------------------
+
+
+def _search(
+    base: Config, mode: str, query: str, n: int, names: list[str], out: TextIO, as_json: bool
+) -> None:
+    cols = load_collections()
+    known = {c["name"] for c in cols}
+    for name in names:
+        if name not in known:
+            raise QmdError(f"Collection not found: {name}")
+    cfg = _config(base, cols)
+    if mode == "vsearch":
+        cfg = replace(cfg, hybrid=HybridConfig(vectorWeight=0.9, textWeight=0.1))
+    provider = None if mode == "search" else select_provider(cfg).provider
+    if not cfg.resolved_index_path().exists():
+        _emit([], out, as_json)
+        return
+    with MemoryIndex(cfg, readonly=True, provider=provider) as idx:
+        res = idx.search(query, max_results=min(200, n * 4), min_score=0.0)["results"]
+    items: list[dict[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
+    for r in res:
+        where = _locate(cfg, cols, r["path"])
+        if where is None or (names and where[0] not in names) or where in seen:
+            continue  # one entry per document (its best chunk), as QMD does
+        docid = docid_for(*where)
+        if docid is None:
+            continue
+        seen.add(where)
+        start, end = r["snippetStartLine"], r["snippetEndLine"]
+        items.append(
+            {
+                "docid": docid,
+                "score": round(float(r["score"]), 2),
+                "collection": where[0],
+                "file": f"qmd://{where[0]}/{where[1]}",
+                "title": r.get("heading") or Path(where[1]).stem,
+                "snippet": f"@@ -{start},{end - start + 1} @@ (0 before, 0 after)\n{r['snippet']}",
+            }
+        )
+        if len(items) >= n:
+            break
+    _emit(items, out, as_json)
+
+
+def _emit(items: list[dict[str, Any]], out: TextIO, as_json: bool) -> None:
+    if as_json:
+        out.write(json.dumps(items, ensure_ascii=False) + "\n")
+    elif not items:
+        out.write("No results found\n")
+    else:
+        for it in items:
+            out.write(f"{it['file']} {it['score']:.2f} {it['docid']}\n{it['snippet']}\n\n")
+
+
+def _parser() -> _Parser:
+    p = _Parser(
+        prog="memindex-qmd",
+        add_help=True,
+        description="QMD-compatible command line backed by memindex",
+    )
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    c = sub.add_parser("collection", help="manage collections")
+    csub = c.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    lst = csub.add_parser("list", help="list collections")
+    lst.add_argument("--json", action="store_true")
+    add = csub.add_parser("add", help="add a collection")
+    add.add_argument("path")
+    add.add_argument("--name", required=True)
+    add.add_argument("--mask", default="**/*.md")
+    rm = csub.add_parser("remove", help="remove a collection")
+    rm.add_argument("name")
+    sub.add_parser("update", help="index new and changed files")
+    sub.add_parser("embed", help="embed new chunks (when a provider is configured)")
+    for mode in ("search", "vsearch", "query"):
+        s = sub.add_parser(mode, help=f"{mode} the collections")
+        s.add_argument("query")
+        s.add_argument("--json", action="store_true")
+        s.add_argument("-n", type=int, default=5)
+        s.add_argument("-c", "--collection", action="append", default=[])
+    g = sub.add_parser("get", help="print a document: PATH[:FROM[:COUNT]]")
+    g.add_argument("target")
+    return p
+
+
+def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
+    try:
+        args = _parser().parse_args(list(argv))
+        base = load_config(None)
+        if args.cmd == "collection":
+            cols = load_collections()
+            if args.action == "list":
+                listing = [
+                    {"name": c["name"], "path": c["path"], "pattern": c.get("pattern") or "**/*.md"}
+                    for c in cols
+                ]
+                if args.json:
+                    out.write(json.dumps(listing) + "\n")
+                else:
+                    out.writelines(f"{c['name']}\t{c['path']}\t{c['pattern']}\n" for c in listing)
+            elif args.action == "add":
+                path = str(Path(args.path).expanduser().resolve())
+                cols = [c for c in cols if c["name"] != args.name]
+                cols.append({"name": args.name, "path": path, "pattern": args.mask})
+                save_collections(cols)
+            else:
+                if args.name not in {c["name"] for c in cols}:
+                    raise QmdError(f"Collection not found: {args.name}")
+                save_collections([c for c in cols if c["name"] != args.name])
+            return 0
+        if args.cmd in ("update", "embed"):
+            cols = load_collections()
+            cfg = _config(base, cols)
+            sel = select_provider(cfg) if args.cmd == "embed" else None
+            with MemoryIndex(cfg, provider=sel.provider if sel else None) as idx:
+                if args.cmd == "update":
+                    idx.sync(embed=False)
+                    refresh_catalogue(cfg, cols, idx)
+                else:
+                    idx.embed()
+            return 0
+        if args.cmd in ("search", "vsearch", "query"):
+            _search(base, args.cmd, args.query, max(1, args.n), args.collection, out, args.json)
+            return 0
+        m = re.match(r"^(?:qmd://)?(.+?)(?::(\d+))?(?::(\d+))?$", args.target)
+        if m is None:
+            raise QmdError(f"bad target {args.target!r}: expected PATH[:FROM[:COUNT]]")
+        coll, _, rel = m.group(1).partition("/")
+        start, count = m.group(2), m.group(3)
+        match = next((c for c in load_collections() if c["name"] == coll), None)
+        if match is None:
+            raise QmdError(f"Collection not found: {coll}")
+        if ".." in Path(rel).parts or Path(rel).is_absolute():
+            raise QmdError(f"refused path {rel!r}")
+        lines = (Path(match["path"]) / rel).read_text(encoding="utf-8").split("\n")
+        first = int(start or 1)
+        last = len(lines) if not count else first - 1 + int(count)
+        out.writelines(f"{i}: {lines[i - 1]}\n" for i in range(first, min(last, len(lines)) + 1))
+        return 0
+    except QmdError as exc:
+        err.write(f"Error: {exc}\n")
+        return 1
+    except (MemindexError, OSError, ValueError) as exc:
+        err.write(f"Error: {getattr(exc, 'message', exc)}\n")
+        return 1
+
+
+def main() -> None:
+    sys.exit(run(sys.argv[1:], sys.stdout, sys.stderr))

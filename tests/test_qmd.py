@@ -1,0 +1,106 @@
+"""memindex-qmd, driven with the argument lists OpenClaw's QMD manager uses and read
+the way its parser reads it (JSON array, @@ -start,count header, docid -> documents)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import write
+
+
+@pytest.fixture
+def qmd_env(tmp_path: Path, workspace: Path) -> dict[str, str]:
+    write(
+        workspace,
+        "memory/2026-11-15.md",
+        "# 2026-11-15\n\n- Filed ticket KESTREL-0429 about the hallway sensor.\n",
+    )
+    env = dict(os.environ)
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "agent-config")
+    env["XDG_CACHE_HOME"] = str(tmp_path / "agent-cache")
+    env["NO_COLOR"] = "1"
+    return env
+
+
+def qmd(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    exe = Path(sys.executable).parent / "memindex-qmd"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "indexer.qmd"]
+    return subprocess.run(
+        [*cmd, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+def resolve(env: dict[str, str], docid: str) -> tuple[str, str] | None:
+    """What the manager does: read-only, 1 ms busy timeout, exact then prefix match."""
+    db = sqlite3.connect(
+        f"file:{env['XDG_CACHE_HOME']}/qmd/index.sqlite?mode=ro", uri=True, timeout=0.001
+    )
+    try:
+        h = docid.lstrip("#")
+        row = db.execute(
+            "SELECT collection, path FROM documents WHERE hash = ? AND active = 1", (h,)
+        ).fetchone()
+        if row is None:
+            row = db.execute(
+                "SELECT collection, path FROM documents WHERE hash LIKE ? AND active = 1",
+                (h + "%",),
+            ).fetchone()
+        return None if row is None else (str(row[0]), str(row[1]))
+    finally:
+        db.close()
+
+
+def test_manager_argument_lists(qmd_env: dict[str, str], workspace: Path) -> None:
+    ws = workspace
+    r = qmd(qmd_env, ws, "collection", "list", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout) == []
+    for path, name, mask in (
+        (ws, "memory-root", "MEMORY.md"),
+        (ws / "memory", "memory-dir", "**/*.md"),
+    ):
+        r = qmd(qmd_env, ws, "collection", "add", str(path), "--name", name, "--mask", mask)
+        assert r.returncode == 0, r.stderr
+    listing = json.loads(qmd(qmd_env, ws, "collection", "list", "--json").stdout)
+    assert {c["name"] for c in listing} == {"memory-root", "memory-dir"}
+    assert all({"name", "path", "pattern"} <= set(c) for c in listing)
+    assert qmd(qmd_env, ws, "update").returncode == 0
+    assert qmd(qmd_env, ws, "embed").returncode == 0
+
+    for mode in ("search", "vsearch", "query"):
+        r = qmd(qmd_env, ws, mode, "KESTREL-0429", "--json", "-n", "5", "-c", "memory-dir")
+        assert r.returncode == 0, r.stderr
+        hits = json.loads(r.stdout)
+        assert hits, mode
+        top = hits[0]
+        assert set(top) >= {"docid", "score", "collection", "file", "snippet"}
+        m = re.match(r"@@ -(\d+),(\d+)", top["snippet"])
+        assert m, top["snippet"]
+        start, count = int(m.group(1)), int(m.group(2))
+        assert resolve(qmd_env, top["docid"]) == ("memory-dir", "2026-11-15.md")
+        assert resolve(qmd_env, top["docid"].lstrip("#")) == ("memory-dir", "2026-11-15.md")
+        lines = (ws / "memory" / "2026-11-15.md").read_text().split("\n")
+        assert any("KESTREL-0429" in ln for ln in lines[start - 1 : start - 1 + count])
+
+    r = qmd(qmd_env, ws, "search", "rye bread", "--json", "-n", "3", "-c", "memory-root")
+    hit = json.loads(r.stdout)[0]
+    assert hit["collection"] == "memory-root" and hit["file"] == "qmd://memory-root/MEMORY.md"
+    assert json.loads(qmd(qmd_env, ws, "search", "zeppelin", "--json", "-n", "3").stdout) == []
+    assert qmd(qmd_env, ws, "search", "zeppelin").stdout.strip() == "No results found"
+    r = qmd(qmd_env, ws, "search", "x", "--json", "--explain")
+    assert r.returncode != 0 and "unknown option" in r.stderr  # the manager retries `query`
+    r = qmd(qmd_env, ws, "search", "x", "--json", "-c", "nope")
+    assert r.returncode != 0 and "collection not found" in r.stderr.lower()
+    r = qmd(qmd_env, ws, "get", "qmd://memory-dir/2026-11-15.md:3:1")
+    assert r.returncode == 0 and "KESTREL-0429" in r.stdout
+
+    # Removing a collection and updating deactivates its documents.
+    assert qmd(qmd_env, ws, "collection", "remove", "memory-dir").returncode == 0
+    assert qmd(qmd_env, ws, "update").returncode == 0
+    assert resolve(qmd_env, top["docid"]) is None
