@@ -111,8 +111,13 @@ class Daemon:
         socket_path: Path | None = None,
         reload: Callable[[], Settings] | None = None,
         observer_factory: ObserverFactory | None = None,
+        extra_methods: dict[str, Callable[[Daemon, dict[str, Any]], Any]] | None = None,
+        idle_exit_s: float | None = None,
     ) -> None:
         self.settings = settings
+        self.extra_methods = extra_methods or {}
+        self.idle_exit_s = idle_exit_s
+        self.last_request = time.monotonic()
         first = settings.agents[0]
         self.socket_path = socket_path or first.socket_path()
         self._reload_fn = reload
@@ -173,7 +178,10 @@ class Daemon:
         )
         try:
             while not self._stop.wait(0.5):
-                pass
+                idle = time.monotonic() - self.last_request
+                if self.idle_exit_s is not None and idle > self.idle_exit_s:
+                    log.info("no request for %.0f s: exiting", idle)
+                    break
         finally:
             self.stop()
         return 0
@@ -345,6 +353,9 @@ class Daemon:
         return rt
 
     def handle(self, method: str, params: dict[str, Any]) -> Any:
+        self.last_request = time.monotonic()
+        if method in self.extra_methods:
+            return self.extra_methods[method](self, params)
         if method == "ping":
             return {
                 "ok": True,

@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import sqlite3
 import sys
 import time
@@ -33,10 +34,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
+from .client import DaemonUnavailable, RemoteError, call
 from .config import Config, ExtraPath, HybridConfig, load_config
 from .discovery import glob_match, roots_for
 from .engine import MemoryIndex, select_provider
-from .errors import MemindexError
+from .errors import InvalidParams, MemindexError
+from .qmd_entry import emit
 
 __all__ = ["main"]
 
@@ -185,23 +188,32 @@ def docid_for(collection: str, path: str) -> str | None:
 # -- commands ------------------------------------------------------------------------
 
 
-def _search(
-    base: Config, mode: str, query: str, n: int, names: list[str], out: TextIO, as_json: bool
-) -> None:
-    cols = load_collections()
+def qmd_socket() -> Path:
+    return cache_dir() / "memindex-qmd" / "daemon.sock"
+
+
+def search_items(
+    cfg: Config,
+    cols: list[dict[str, str]],
+    mode: str,
+    query: str,
+    n: int,
+    names: list[str],
+    idx: MemoryIndex,
+) -> list[dict[str, Any]]:
+    """QMD's result objects for a search on an open index (the process or the daemon)."""
     known = {c["name"] for c in cols}
     for name in names:
         if name not in known:
             raise QmdError(f"Collection not found: {name}")
-    cfg = _config(base, cols)
-    if mode == "vsearch":
-        cfg = replace(cfg, hybrid=HybridConfig(vectorWeight=0.9, textWeight=0.1))
-    provider = None if mode == "search" else select_provider(cfg).provider
-    if not cfg.resolved_index_path().exists():
-        _emit([], out, as_json)
-        return
-    with MemoryIndex(cfg, readonly=True, provider=provider) as idx:
-        res = idx.search(query, max_results=min(200, n * 4), min_score=0.0)["results"]
+    if mode == "search":  # keyword only, whatever the provider
+        idx = MemoryIndex(cfg, readonly=True, store=idx.store)
+    elif mode == "vsearch":
+        vcfg = replace(cfg, hybrid=HybridConfig(vectorWeight=0.9, textWeight=0.1))
+        idx = MemoryIndex(
+            vcfg, readonly=True, provider=idx.provider, store=idx.store, vectors=idx.vectors
+        )
+    res = idx.search(query, max_results=min(200, n * 4), min_score=0.0)["results"]
     items: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
     for r in res:
@@ -225,17 +237,70 @@ def _search(
         )
         if len(items) >= n:
             break
-    _emit(items, out, as_json)
+    return items
 
 
-def _emit(items: list[dict[str, Any]], out: TextIO, as_json: bool) -> None:
-    if as_json:
-        out.write(json.dumps(items, ensure_ascii=False) + "\n")
-    elif not items:
-        out.write("No results found\n")
-    else:
-        for it in items:
-            out.write(f"{it['file']} {it['score']:.2f} {it['docid']}\n{it['snippet']}\n\n")
+def _search(
+    base: Config, mode: str, query: str, n: int, names: list[str], out: TextIO, as_json: bool
+) -> None:
+    cols = load_collections()
+    cfg = _config(base, cols)
+    if not cfg.resolved_index_path().exists():
+        if any(name not in {c["name"] for c in cols} for name in names):
+            raise QmdError(f"Collection not found: {names[0]}")
+        emit([], out, as_json)
+        return
+    provider = None if mode == "search" else select_provider(cfg).provider
+    with MemoryIndex(cfg, readonly=True, provider=provider) as idx:
+        items = search_items(cfg, cols, mode, query, n, names, idx)
+    emit(items, out, as_json)
+
+
+def _stop_daemon() -> None:
+    """Collections changed: a running daemon serves the old set, so it goes (the next
+    search starts a fresh one)."""
+    sock = qmd_socket()
+    if not sock.exists():
+        return
+    try:
+        pid = int(call(sock, "status", timeout=2.0)["daemon"]["pid"])
+        os.kill(pid, signal.SIGTERM)
+    except (DaemonUnavailable, RemoteError, OSError, KeyError, TypeError, ValueError):
+        pass
+
+
+def _daemon(base: Config) -> int:
+    """Serve this agent's collections warm on ``qmd_socket()`` until idle for 10 min."""
+    from .config import Settings
+    from .daemon import Daemon
+
+    cols = load_collections()
+    cfg = _config(base, cols)
+
+    def qmd_search(daemon: Daemon, params: dict[str, Any]) -> Any:
+        rt = next(iter(daemon.agents.values()))
+        names = [str(x) for x in params.get("collections") or []]
+        with rt.reader() as idx:
+            try:
+                return search_items(
+                    cfg,
+                    cols,
+                    str(params.get("mode", "query")),
+                    str(params.get("query", "")),
+                    int(params.get("n", 5)),
+                    names,
+                    idx,
+                )
+            except QmdError as exc:
+                raise InvalidParams(str(exc)) from exc
+
+    d = Daemon(
+        Settings((cfg,)),
+        socket_path=qmd_socket(),
+        extra_methods={"qmd_search": qmd_search},
+        idle_exit_s=600,
+    )
+    return d.run()
 
 
 def _parser() -> _Parser:
@@ -263,6 +328,7 @@ def _parser() -> _Parser:
         s.add_argument("--json", action="store_true")
         s.add_argument("-n", type=int, default=5)
         s.add_argument("-c", "--collection", action="append", default=[])
+    sub.add_parser("daemon", help="serve the collections warm (started by the first search)")
     g = sub.add_parser("get", help="print a document: PATH[:FROM[:COUNT]]")
     g.add_argument("target")
     return p
@@ -285,14 +351,18 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
                     out.writelines(f"{c['name']}\t{c['path']}\t{c['pattern']}\n" for c in listing)
             elif args.action == "add":
                 path = str(Path(args.path).expanduser().resolve())
-                cols = [c for c in cols if c["name"] != args.name]
-                cols.append({"name": args.name, "path": path, "pattern": args.mask})
-                save_collections(cols)
+                new = {"name": args.name, "path": path, "pattern": args.mask}
+                if new not in cols:
+                    save_collections([c for c in cols if c["name"] != args.name] + [new])
+                    _stop_daemon()
             else:
                 if args.name not in {c["name"] for c in cols}:
                     raise QmdError(f"Collection not found: {args.name}")
                 save_collections([c for c in cols if c["name"] != args.name])
+                _stop_daemon()
             return 0
+        if args.cmd == "daemon":
+            return _daemon(base)
         if args.cmd in ("update", "embed"):
             cols = load_collections()
             cfg = _config(base, cols)
@@ -332,3 +402,7 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
 
 def main() -> None:
     sys.exit(run(sys.argv[1:], sys.stdout, sys.stderr))
+
+
+if __name__ == "__main__":
+    main()

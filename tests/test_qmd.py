@@ -3,6 +3,7 @@ the way its parser reads it (JSON array, @@ -start,count header, docid -> docume
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -26,6 +27,7 @@ def qmd_env(tmp_path: Path, workspace: Path) -> dict[str, str]:
     env["XDG_CONFIG_HOME"] = str(tmp_path / "agent-config")
     env["XDG_CACHE_HOME"] = str(tmp_path / "agent-cache")
     env["NO_COLOR"] = "1"
+    env["MEMINDEX_QMD_NO_DAEMON"] = "1"  # the warm path has its own test
     return env
 
 
@@ -104,3 +106,43 @@ def test_manager_argument_lists(qmd_env: dict[str, str], workspace: Path) -> Non
     assert qmd(qmd_env, ws, "collection", "remove", "memory-dir").returncode == 0
     assert qmd(qmd_env, ws, "update").returncode == 0
     assert resolve(qmd_env, top["docid"]) is None
+
+
+def test_searches_go_through_a_warm_daemon(qmd_env: dict[str, str], workspace: Path) -> None:
+    import signal
+
+    from daemon_util import rpc, wait_for
+
+    env = {k: v for k, v in qmd_env.items() if k != "MEMINDEX_QMD_NO_DAEMON"}
+    env["MEMINDEX_QMD_TRACE"] = "1"
+    ws = workspace
+    qmd(
+        env,
+        ws,
+        "collection",
+        "add",
+        str(ws / "memory"),
+        "--name",
+        "memory-dir",
+        "--mask",
+        "**/*.md",
+    )
+    qmd(env, ws, "update")
+    sock = Path(env["XDG_CACHE_HOME"]) / "memindex-qmd" / "daemon.sock"
+    args = ("search", "KESTREL-0429", "--json", "-n", "5", "-c", "memory-dir")
+    first = qmd(env, ws, *args)  # no daemon yet: answered by the process, daemon started
+    assert first.returncode == 0 and "answered by the daemon" not in first.stderr
+    try:
+        wait_for(lambda: rpc(sock, "ping")["ok"], timeout=60)
+        second = qmd(env, ws, *args)
+        assert second.returncode == 0 and "answered by the daemon" in second.stderr
+        assert json.loads(second.stdout) == json.loads(first.stdout)
+        r = qmd(env, ws, "search", "x", "--json", "-c", "nope")
+        assert r.returncode == 1 and "Collection not found" in r.stderr
+        # Changing the collections stops the daemon (it served the old set).
+        qmd(env, ws, "collection", "add", str(ws), "--name", "memory-root", "--mask", "MEMORY.md")
+        wait_for(lambda: not sock.exists(), timeout=30)
+    finally:
+        if sock.exists():  # do not leave a daemon behind, whatever failed
+            with contextlib.suppress(Exception):
+                os.kill(int(rpc(sock, "status")["daemon"]["pid"]), signal.SIGTERM)

@@ -1,0 +1,129 @@
+"""Entry point of ``memindex-qmd``: searches go to a warm daemon when one serves these
+collections. Standard library only, so a search costs Python's start-up and one
+socket round trip instead of importing the index code (about 0.2 s). Everything else,
+and a search with no daemon, runs ``indexer.qmd``; such a search also starts the
+daemon for the next ones (``MEMINDEX_QMD_NO_DAEMON=1`` turns that off). The daemon
+exits after 10 idle minutes and whenever the collections change.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+__all__ = ["emit", "main"]
+
+_MODES = ("search", "vsearch", "query")
+
+
+def _base() -> Path:
+    value = os.environ.get("XDG_CACHE_HOME")
+    return (Path(value) if value else Path.home() / ".cache") / "memindex-qmd"
+
+
+def emit(items: list[dict[str, Any]], out: TextIO, as_json: bool) -> None:
+    """Print search results as QMD does."""
+    if as_json:
+        out.write(json.dumps(items, ensure_ascii=False) + "\n")
+    elif not items:
+        out.write("No results found\n")
+    else:
+        for it in items:
+            out.write(f"{it['file']} {it['score']:.2f} {it['docid']}\n{it['snippet']}\n\n")
+
+
+def _parse(argv: list[str]) -> dict[str, Any] | None:
+    """A search's arguments, or None for anything unusual (the full CLI decides)."""
+    mode, rest = argv[0], argv[1:]
+    params: dict[str, Any] = {"mode": mode, "n": 5, "collections": [], "json": False}
+    query = None
+    i = 0
+    while i < len(rest):
+        a = rest[i]
+        if a == "--json":
+            params["json"] = True
+        elif a in ("-n", "-c", "--collection") and i + 1 < len(rest):
+            i += 1
+            if a == "-n":
+                if not rest[i].isdigit():
+                    return None
+                params["n"] = max(1, int(rest[i]))
+            else:
+                params["collections"].append(rest[i])
+        elif a.startswith("-") or query is not None:
+            return None
+        else:
+            query = a
+        i += 1
+    if query is None:
+        return None
+    params["query"] = query
+    return params
+
+
+def _fast_search(argv: list[str]) -> int | None:
+    params = _parse(argv)
+    path = _base() / "daemon.sock"
+    if params is None or not path.exists():
+        return None
+    as_json = params.pop("json")
+    req = {"jsonrpc": "2.0", "id": 1, "method": "qmd_search", "params": params}
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(3.0)
+            s.connect(str(path))
+            s.sendall(json.dumps(req).encode() + b"\n")
+            buf = b""
+            while not buf.endswith(b"\n"):
+                data = s.recv(1 << 20)
+                if not data:
+                    return None
+                buf += data
+        reply = json.loads(buf)
+    except (OSError, ValueError):
+        return None
+    if "error" in reply:
+        message = str(reply["error"].get("message", ""))
+        if "Collection not found" in message:
+            sys.stderr.write(f"Error: {message}\n")
+            return 1
+        return None  # anything else: let the full CLI answer (and explain)
+    if os.environ.get("MEMINDEX_QMD_TRACE"):
+        sys.stderr.write("memindex-qmd: answered by the daemon\n")
+    emit(reply["result"], sys.stdout, as_json)
+    return 0
+
+
+def _spawn_daemon() -> None:
+    base = _base()
+    if os.environ.get("MEMINDEX_QMD_NO_DAEMON") or (base / "daemon.sock").exists():
+        return
+    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    if not (Path(config) / "memindex-qmd" / "collections.json").exists():
+        return
+    base.mkdir(parents=True, exist_ok=True)
+    with open(base / "daemon.log", "ab") as log:
+        subprocess.Popen(
+            [sys.executable, "-m", "indexer.qmd", "daemon"],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    if argv and argv[0] in _MODES:
+        rc = _fast_search(argv)
+        if rc is not None:
+            sys.exit(rc)
+        _spawn_daemon()
+    from .qmd import main as full
+
+    full()
