@@ -13,6 +13,7 @@ asked).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import threading
 import urllib.error
@@ -94,7 +95,15 @@ class LocalGGUFProvider(EmbeddingProvider):
         except (ValueError, RuntimeError, OSError) as exc:
             raise PermanentError(f"cannot load GGUF model {model_path}: {exc}") from exc
         dims = int(self._llm.n_embd())
-        super().__init__(model=model_path.name, dims=dims, endpoint="")
+        # The cache key must change when the file does, not only its name: size,
+        # modification time and a hash of the first MiB (the GGUF header and metadata).
+        # Hashing whole files would cost seconds; a replaced file always gets a new key,
+        # an untouched one keeps its cache hits.
+        st = model_path.stat()
+        with model_path.open("rb") as fh:
+            head = hashlib.sha256(fh.read(1 << 20)).hexdigest()[:16]
+        ident = f"gguf:{st.st_size}:{st.st_mtime_ns}:{head}"
+        super().__init__(model=model_path.name, dims=dims, endpoint=ident)
         self.max_input_tokens = n_ctx
         self._lock = threading.Lock()  # a llama.cpp context is not thread-safe
 

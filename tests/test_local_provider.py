@@ -201,3 +201,24 @@ def test_hf_uri_download_cache_and_failure(
     with pytest.raises(ProviderTimeout):
         resolve_model("hf:acme/minilm/other.gguf", tmp_path / "c2", timeout=5)
     assert time.monotonic() - t0 < 6
+
+
+def test_key_follows_the_file_not_its_name(
+    model_path: Path, tmp_path: Path, provider: LocalGGUFProvider
+) -> None:
+    """Same name, other weights: another key (vectors of one model never serve another)."""
+    replaced = tmp_path / model_path.name
+    data = bytearray(model_path.read_bytes())
+    data[-1] ^= 0xFF  # a change far past the header, same size
+    replaced.write_bytes(bytes(data))
+    other = LocalGGUFProvider(replaced)
+    try:
+        assert other.model == provider.model and other.dims == provider.dims
+        assert other.key() != provider.key()
+    finally:
+        other.close()
+    again = LocalGGUFProvider(model_path)  # the same file again: the same key (cache hits)
+    try:
+        assert again.key() == provider.key()
+    finally:
+        again.close()
