@@ -106,6 +106,7 @@ class RemoteProviderConfig:
 @dataclass(frozen=True)
 class ProviderConfig:
     name: str = "auto"  # auto | local | openai | gemini | voyage | none
+    fallback: str = "none"  # used when the provider above cannot be built
     model: str = ""
     dims: int = 0
     local: LocalProviderConfig = field(default_factory=LocalProviderConfig)
@@ -312,6 +313,10 @@ def parse_config(
         local=local,
         remote=remote,
     )
+    if provider.fallback not in ("local", "openai", "gemini", "voyage", "none"):
+        raise ConfigError(
+            f"{where}: provider.fallback must be local, openai, gemini, voyage or none"
+        )
     if provider.name not in ("auto", "local", "openai", "gemini", "voyage", "none"):
         raise ConfigError(
             f"{where}: provider.name must be auto, local, openai, gemini, voyage or none"

@@ -78,6 +78,7 @@ def provider_spec(cfg: Config) -> ProviderSpec:
     cache = Path(p.local.modelCacheDir) if p.local.modelCacheDir else None
     return ProviderSpec(
         name=p.name,
+        fallback=p.fallback,
         model=p.model,
         dims=p.dims,
         local_model=p.local.modelPath,

@@ -69,6 +69,9 @@ def _apply(cfg: Config, ms: dict[str, Any], base: Path) -> Config:
         prov = replace(prov, name=name)
     if isinstance(ms.get("model"), str):
         prov = replace(prov, model=ms["model"])
+    fb = ms.get("fallback")
+    if isinstance(fb, str) and fb in _PROVIDERS - {"auto"}:
+        prov = replace(prov, fallback=fb)
     local = _get(ms, "local") or {}
     if isinstance(local.get("modelPath"), str):
         mp = local["modelPath"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .base import EmbeddingProvider
@@ -33,6 +33,7 @@ KEY_ENV = {
 @dataclass(frozen=True)
 class ProviderSpec:
     name: str = "auto"  # auto | local | openai | gemini | voyage | none
+    fallback: str = "none"  # tried when the chosen provider cannot be built
     model: str = ""
     dims: int = 0
     local_model: str = ""  # path or hf: URI
@@ -88,6 +89,9 @@ def build(name: str, spec: ProviderSpec) -> EmbeddingProvider:
 
 
 def select(spec: ProviderSpec) -> Selection:
+    """The provider to use, or None with the reasons. ``fallback`` takes over when the
+    chosen provider (or every one ``auto`` tried) cannot be built; it uses its own
+    default model (the primary's model name rarely exists elsewhere)."""
     if spec.name == "none":
         return Selection(None, ["provider = none: keyword search only"])
     names = ORDER if spec.name == "auto" else (spec.name,)
@@ -102,4 +106,10 @@ def select(spec: ProviderSpec) -> Selection:
             sel.reasons.append(f"{name}: {exc.message}")
             if spec.name != "auto":
                 break
+    if spec.fallback not in ("none", "", *names):
+        try:
+            sel.provider = build(spec.fallback, replace(spec, model="", dims=0))
+            sel.reasons.append(f"using the fallback provider {spec.fallback}")
+        except ProviderError as exc:
+            sel.reasons.append(f"fallback {spec.fallback}: {exc.message}")
     return sel

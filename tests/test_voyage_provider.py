@@ -74,3 +74,24 @@ def test_selected_by_key_and_used_for_hybrid(
         assert idx.sync().embedding["embedded"] == 3  # type: ignore[index]
         res = idx.search("rye bread")
         assert res["mode"] == "hybrid" and res["provider"] == "voyage"
+
+
+def test_fallback_provider_takes_over(
+    cfg: Config, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("VOYAGE_API_KEY", "sk-test")
+    c = replace(
+        cfg,
+        provider=ProviderConfig(
+            name="openai",
+            fallback="voyage",
+            dims=32,
+            remote=RemoteProviderConfig(baseUrl=fake.base_url),
+        ),
+    )
+    sel = select_provider(c)
+    assert sel.provider is not None and sel.provider.id == "voyage"
+    assert "no openai API key" in sel.reason and "fallback provider voyage" in sel.reason
+    none = replace(c, provider=replace(c.provider, fallback="none"))
+    assert select_provider(none).provider is None
