@@ -162,6 +162,10 @@ def _run_batches(
             if state.state == "running":
                 continue
             hashes = jobs.pop(job_id)
+            if state.ordered is not None:  # results in submission order, no ids
+                state.vectors.update(
+                    (h, v) for h, v in zip(hashes, state.ordered, strict=False) if v is not None
+                )
             wanted = set(hashes)
             vectors = {
                 h: v.astype("<f4").tobytes()

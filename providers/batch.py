@@ -23,6 +23,9 @@ class BatchState:
     vectors: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict)
     failed: list[str] = field(default_factory=list)  # ids to embed directly instead
     reason: str = ""
+    # Providers whose results come back in request order, without custom ids
+    # (Gemini inline batches): one vector or None per submitted item.
+    ordered: list[npt.NDArray[np.float32] | None] | None = None
 
 
 @dataclass

@@ -7,10 +7,12 @@ dimensionality are served under v1beta, so it is set explicitly. Up to 100 texts
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from .base import EmbeddingProvider, Vectors
+from .batch import BatchState
 from .errors import (
     MissingCredentials,
     PermanentError,
@@ -59,6 +61,8 @@ class GeminiProvider(EmbeddingProvider):
     max_batch_items = 100  # texts per batchEmbedContents call
     max_batch_tokens = 100 * 2048
     max_input_tokens = 2048
+    supports_batch_jobs = True
+    max_batch_job_requests = 5_000  # inline requests per job (kept well below 20 MB)
 
     def __init__(
         self,
@@ -104,3 +108,45 @@ class GeminiProvider(EmbeddingProvider):
 
     def embed_query(self, text: str) -> Vectors:
         return self._embed([text], "RETRIEVAL_QUERY")
+
+    # -- batch jobs (inline requests; results come back in order) ---------------------
+
+    def submit_batch(self, items: Sequence[tuple[str, str]]) -> str:
+        t = self._types
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the SDK marks this API experimental
+                job = self._client.batches.create_embeddings(
+                    model=self.model,
+                    src=t.EmbeddingsBatchJobSource(
+                        inlined_requests=t.EmbedContentBatch(
+                            contents=[text for _, text in items],
+                            config=t.EmbedContentConfig(
+                                task_type="RETRIEVAL_DOCUMENT",
+                                output_dimensionality=self._dims_param,
+                            ),
+                        )
+                    ),
+                )
+        except Exception as exc:
+            raise translate(exc) from exc
+        return str(job.name)
+
+    def poll_batch(self, job_id: str) -> BatchState:
+        try:
+            job = self._client.batches.get(name=job_id)
+        except Exception as exc:
+            raise translate(exc) from exc
+        state = str(getattr(job.state, "name", job.state))
+        if state in ("JOB_STATE_PENDING", "JOB_STATE_RUNNING", "JOB_STATE_QUEUED"):
+            return BatchState("running")
+        if state != "JOB_STATE_SUCCEEDED" or job.dest is None:
+            return BatchState("failed", reason=state)
+        ordered: list[Vectors | None] = []
+        for r in job.dest.inlined_embed_content_responses or []:
+            try:
+                values = r.response.embedding.values if r.response else None
+                ordered.append(self._checked([values], 1)[0] if values else None)
+            except (PermanentError, AttributeError):
+                ordered.append(None)  # this item is embedded directly
+        return BatchState("done", ordered=ordered)

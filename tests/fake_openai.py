@@ -181,6 +181,23 @@ class FakeOpenAI:
             def do_POST(self) -> None:  # noqa: N802
                 body = self._body()
                 fake.calls.append(("POST", self.path))
+                if ":asyncBatchEmbedContent" in self.path:  # Gemini batch job
+                    if self._scripted():
+                        return
+                    reqs = [
+                        r["request"]
+                        for r in json.loads(body)["batch"]["inputConfig"]["requests"]["requests"]
+                    ]
+                    bid = f"batches/g{len(fake.batches)}"
+                    fake.batches[bid] = {
+                        "id": bid,
+                        "gemini": reqs,
+                        "status": "in_progress",
+                        "polls": 0,
+                        "total": len(reqs),
+                    }
+                    self._send(200, {"name": bid, "metadata": {"state": "BATCH_STATE_PENDING"}})
+                    return
                 if ":batchEmbedContents" in self.path:  # Gemini
                     if self.headers.get("x-goog-api-key") != "sk-test":
                         self._send(
@@ -247,6 +264,29 @@ class FakeOpenAI:
             def do_GET(self) -> None:  # noqa: N802
                 fake.calls.append(("GET", self.path))
                 if self._scripted():
+                    return
+                if self.path.startswith("/v1beta/batches/"):  # Gemini
+                    b = fake.batches.get(self.path.removeprefix("/v1beta/"))
+                    if b is None:
+                        self._send(404, {"error": {"code": 404, "message": "no such batch"}})
+                        return
+                    b["polls"] += 1
+                    if b["polls"] < fake.batch_polls:
+                        state, output = "BATCH_STATE_RUNNING", None
+                    elif fake.batch_outcome != "completed":
+                        state, output = "BATCH_STATE_" + fake.batch_outcome.upper(), None
+                    else:
+                        state = "BATCH_STATE_SUCCEEDED"
+                        out = fake._gemini({"requests": b["gemini"]})["embeddings"]
+                        output = {
+                            "inlinedResponses": {
+                                "inlinedResponses": [{"response": {"embedding": e}} for e in out]
+                            }
+                        }
+                    meta: dict[str, Any] = {"state": state}
+                    if output:
+                        meta["output"] = output
+                    self._send(200, {"name": b["id"], "metadata": meta})
                     return
                 if self.path.startswith("/v1/batches/"):
                     b = fake.batches.get(self.path.rsplit("/", 1)[1])

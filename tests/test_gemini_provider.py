@@ -86,3 +86,51 @@ def test_selected_by_key_and_used_for_hybrid(
     with MemoryIndex(c, provider=sel.provider) as idx:
         assert idx.sync().embedding["embedded"] == 3  # type: ignore[index]
         assert idx.search("rye bread")["mode"] == "hybrid"
+
+
+def test_batch_job_for_a_multi_file_sync(cfg: Config, workspace, fake: FakeOpenAI) -> None:  # type: ignore[no-untyped-def]
+    from conftest import write
+
+    for i in range(12):
+        write(workspace, f"memory/2026-07-{i:02d}.md", f"# day {i}\n- fact number {i}\n")
+    c = replace(
+        cfg,
+        provider=ProviderConfig(
+            name="gemini",
+            model="gemini-embedding-001",
+            dims=48,
+            remote=RemoteProviderConfig(
+                baseUrl=fake.base_url.removesuffix("/v1"),
+                apiKey="sk-test",
+                batch=True,
+                batchTimeoutMs=30_000,
+            ),
+        ),
+    )
+    fake.batch_polls = 3
+    with MemoryIndex(c, provider=select_provider(c).provider) as idx:
+        emb = idx.sync().embedding
+        assert emb and emb["batchSubmitted"] == 1 and emb["batchCollected"] == 1
+        assert emb["pending"] == 0 and emb["embedded"] == 0  # nothing embedded one by one
+        assert sum(1 for m, p in fake.calls if ":asyncBatchEmbedContent" in p) == 1
+        assert not any(":batchEmbedContents" in p for _, p in fake.calls)
+        assert idx.search("fact number 7")["mode"] == "hybrid"
+
+
+def test_failed_gemini_batch_falls_back_to_direct_calls(cfg: Config, fake: FakeOpenAI) -> None:
+    fake.batch_outcome = "expired"
+    c = replace(
+        cfg,
+        provider=ProviderConfig(
+            name="gemini",
+            model="gemini-embedding-001",
+            dims=48,
+            remote=RemoteProviderConfig(
+                baseUrl=fake.base_url.removesuffix("/v1"), apiKey="sk-test", batch=True
+            ),
+        ),
+    )
+    with MemoryIndex(c, provider=select_provider(c).provider) as idx:
+        emb = idx.sync().embedding
+        assert emb and emb["pending"] == 0 and emb["embedded"] == 3
+        assert any(":batchEmbedContents" in p for _, p in fake.calls)
