@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .base import EmbeddingProvider, Vectors
-from .batch import BatchState
+from .batch import RUNNING_STATES, BatchState, parse_output_file
 from .errors import (
     MissingCredentials,
     PermanentError,
@@ -143,29 +143,14 @@ class OpenAIProvider(EmbeddingProvider):
         try:
             job = self._client.batches.retrieve(job_id)
             status = str(job.status)
-            if status in ("validating", "in_progress", "finalizing", "cancelling"):
+            if status in RUNNING_STATES:
                 return BatchState("running")
             if status != "completed" or not job.output_file_id:
                 return BatchState("failed", reason=status)
             content = self._client.files.content(job.output_file_id).text
         except Exception as exc:
             raise translate(exc) from exc
-        vectors: dict[str, Vectors] = {}
-        failed: list[str] = []
-        for line in content.splitlines():
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                cid = str(rec["custom_id"])
-                resp = rec.get("response") or {}
-                if resp.get("status_code") != 200:
-                    failed.append(cid)
-                    continue
-                vectors[cid] = self._vectors(resp["body"]["data"], 1)[0]
-            except (ValueError, KeyError, TypeError, PermanentError):
-                continue  # a line we cannot read: its chunk is embedded directly
-        return BatchState("done", vectors=vectors, failed=failed)
+        return parse_output_file(content, lambda data: self._vectors(data, 1)[0])
 
     def close(self) -> None:
         self._client.close()

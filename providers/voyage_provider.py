@@ -6,10 +6,12 @@ The SDK takes its base URL only as a constructor argument; its own retries are o
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 from .base import EmbeddingProvider, Vectors
+from .batch import RUNNING_STATES, BatchState, parse_output_file
 from .errors import (
     MissingCredentials,
     PermanentError,
@@ -64,6 +66,8 @@ class VoyageProvider(EmbeddingProvider):
     max_batch_items = 1000  # texts per request
     max_batch_tokens = 100_000  # well below the per-request token limits
     max_input_tokens = 32_000
+    supports_batch_jobs = True
+    max_batch_job_requests = 50_000
 
     def __init__(
         self,
@@ -83,6 +87,9 @@ class VoyageProvider(EmbeddingProvider):
         model = model or DEFAULT_MODEL
         self._dims_param = dims or None
         super().__init__(model=model, dims=dims or DEFAULT_DIMS.get(model, 1024), endpoint=base_url)
+        self._base = (base_url or "https://api.voyageai.com/v1").rstrip("/")
+        self._key = api_key
+        self._timeout = timeout
         self._client: Any = Client(
             api_key=api_key, max_retries=0, timeout=timeout, base_url=base_url or None
         )
@@ -106,3 +113,75 @@ class VoyageProvider(EmbeddingProvider):
 
     def embed_query(self, text: str) -> Vectors:
         return self._embed([text], "query")
+
+    # -- batch jobs: Voyage's Files and Batch API (OpenAI's shape; the model and input
+    # type are batch-level request_params, a line is {custom_id, body: {input}}) -------
+
+    def _http(self, method: str, path: str, **kw: Any) -> Any:
+        import requests
+
+        try:
+            r = requests.request(
+                method,
+                f"{self._base}{path}",
+                timeout=self._timeout,
+                headers={"Authorization": f"Bearer {self._key}"},
+                **kw,
+            )
+        except requests.Timeout as exc:
+            raise ProviderTimeout(f"timed out: {exc}") from exc
+        except requests.RequestException as exc:
+            raise TransientError(f"connection failed: {exc}") from exc
+        if r.status_code == 429:
+            retry = r.headers.get("retry-after")
+            raise RateLimited("rate limited", float(retry) if retry and retry.isdigit() else None)
+        if r.status_code in (401, 403):
+            raise MissingCredentials(f"rejected credentials: HTTP {r.status_code}")
+        if r.status_code >= 500 or r.status_code in (408, 409):
+            raise TransientError(f"HTTP {r.status_code}")
+        if r.status_code >= 400:
+            raise PermanentError(f"HTTP {r.status_code}: {r.text[:200]}")
+        return r
+
+    def submit_batch(self, items: Sequence[tuple[str, str]]) -> str:
+        data = "".join(
+            json.dumps({"custom_id": cid, "body": {"input": [text]}}) + "\n" for cid, text in items
+        ).encode()
+        try:
+            fid = self._http(
+                "POST",
+                "/files",
+                data={"purpose": "batch"},
+                files={"file": ("memindex-batch.jsonl", data)},
+            ).json()["id"]
+            params: dict[str, Any] = {"model": self.model, "input_type": "document"}
+            if self._dims_param:
+                params["output_dimension"] = self._dims_param
+            job = self._http(
+                "POST",
+                "/batches",
+                json={
+                    "endpoint": "/v1/embeddings",
+                    "input_file_id": fid,
+                    "completion_window": "12h",
+                    "request_params": params,
+                },
+            ).json()
+            return str(job["id"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise PermanentError(f"unreadable batch response: {exc}") from exc
+
+    def poll_batch(self, job_id: str) -> BatchState:
+        try:
+            job = self._http("GET", f"/batches/{job_id}").json()
+            status = str(job.get("status"))
+            if status in RUNNING_STATES:
+                return BatchState("running")
+            if status != "completed" or not job.get("output_file_id"):
+                return BatchState("failed", reason=status)
+            content = self._http("GET", f"/files/{job['output_file_id']}/content").text
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise PermanentError(f"unreadable batch response: {exc}") from exc
+        return parse_output_file(
+            content, lambda data: self._checked([d["embedding"] for d in data], 1)[0]
+        )

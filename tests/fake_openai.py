@@ -121,6 +121,7 @@ class FakeOpenAI:
         out = []
         for line in self.files[b["input_file_id"]].decode().splitlines():
             req = json.loads(line)
+            req["body"] = {**b.get("params", {}), **req["body"]}
             out.append(
                 json.dumps(
                     {
@@ -256,6 +257,8 @@ class FakeOpenAI:
                         "status": "in_progress",
                         "polls": 0,
                         "total": total,
+                        # Voyage: the model and input type apply to every line
+                        "params": req.get("request_params") or {},
                     }
                     self._send(200, fake._batch_json(fake.batches[bid]))
                 else:

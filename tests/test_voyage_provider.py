@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -95,3 +96,30 @@ def test_fallback_provider_takes_over(
     assert "no openai API key" in sel.reason and "fallback provider voyage" in sel.reason
     none = replace(c, provider=replace(c.provider, fallback="none"))
     assert select_provider(none).provider is None
+
+
+def test_voyage_batch_job_for_a_multi_file_sync(cfg: Config, workspace, fake: FakeOpenAI) -> None:  # type: ignore[no-untyped-def]
+    from conftest import write
+
+    for i in range(12):
+        write(workspace, f"memory/2026-07-{i:02d}.md", f"# day {i}\n- fact number {i}\n")
+    c = replace(
+        cfg,
+        provider=ProviderConfig(
+            name="voyage",
+            model="voyage-3.5",
+            dims=32,
+            remote=RemoteProviderConfig(
+                baseUrl=fake.base_url, apiKey="sk-test", batch=True, batchTimeoutMs=30_000
+            ),
+        ),
+    )
+    fake.batch_polls = 2
+    with MemoryIndex(c, provider=select_provider(c).provider) as idx:
+        emb = idx.sync().embedding
+        assert emb and emb["batchSubmitted"] == 1 and emb["batchCollected"] == 1
+        assert emb["pending"] == 0 and emb["embedded"] == 0
+    assert fake.count("POST", "/v1/batches") == 1 and fake.count("POST", "/v1/embeddings") == 0
+    line = json.loads(next(iter(fake.files.values())).splitlines()[0])
+    assert set(line) == {"custom_id", "body"} and set(line["body"]) == {"input"}
+    assert "document" in fake.input_types  # request_params applied to every line
