@@ -21,7 +21,7 @@ import numpy.typing as npt
 from .batch import BatchState
 from .errors import PermanentError
 
-__all__ = ["EmbeddingProvider", "Vectors", "batches", "normalize"]
+__all__ = ["EmbeddingProvider", "RemoteProvider", "Vectors", "batches", "normalize"]
 
 Vectors = npt.NDArray[np.float32]  # shape (n, dims), rows L2-normalised
 
@@ -129,3 +129,36 @@ class EmbeddingProvider(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (models, HTTP clients)."""
+
+
+class RemoteProvider(EmbeddingProvider):
+    """A provider behind an HTTP API: model and dimension defaults, a client.
+
+    Subclasses set ``default_model`` and ``default_dims`` and implement ``_connect``
+    (import the SDK, build the client; MissingCredentials if the SDK is missing)."""
+
+    default_model = ""
+    default_dims: dict[str, int] = {}  # read-only table of model -> dimensions
+    fallback_dims = 1024
+
+    def __init__(
+        self,
+        api_key: str,
+        *,
+        model: str = "",
+        dims: int = 0,
+        base_url: str = "",
+        timeout: float = 60.0,
+    ) -> None:
+        model = model or self.default_model
+        self._dims_param = dims or None  # only sent when the user asked for it
+        super().__init__(
+            model=model,
+            dims=dims or self.default_dims.get(model, self.fallback_dims),
+            endpoint=base_url,
+        )
+        self._connect(api_key, base_url, timeout)
+
+    @abstractmethod
+    def _connect(self, api_key: str, base_url: str, timeout: float) -> None:
+        """Build the SDK client."""

@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from .base import EmbeddingProvider, Vectors
+from .base import RemoteProvider, Vectors
 from .batch import BatchState
 from .errors import (
     MissingCredentials,
@@ -56,7 +56,7 @@ def translate(exc: Exception) -> ProviderError:
     return PermanentError(f"unreadable response: {type(exc).__name__}: {exc}")
 
 
-class GeminiProvider(EmbeddingProvider):
+class GeminiProvider(RemoteProvider):
     id = "gemini"
     max_batch_items = 100  # texts per batchEmbedContents call
     max_batch_tokens = 100 * 2048
@@ -64,15 +64,11 @@ class GeminiProvider(EmbeddingProvider):
     supports_batch_jobs = True
     max_batch_job_requests = 5_000  # inline requests per job (kept well below 20 MB)
 
-    def __init__(
-        self,
-        api_key: str,
-        *,
-        model: str = "",
-        dims: int = 0,
-        base_url: str = "",
-        timeout: float = 60.0,
-    ) -> None:
+    default_model = DEFAULT_MODEL
+    default_dims = DEFAULT_DIMS
+    fallback_dims = 3072
+
+    def _connect(self, api_key: str, base_url: str, timeout: float) -> None:
         try:
             from google import genai
             from google.genai import types
@@ -80,9 +76,6 @@ class GeminiProvider(EmbeddingProvider):
             raise MissingCredentials(
                 "the google-genai package is not installed: pip install 'memindex[gemini]'"
             ) from exc
-        model = model or DEFAULT_MODEL
-        self._dims_param = dims or None
-        super().__init__(model=model, dims=dims or DEFAULT_DIMS.get(model, 3072), endpoint=base_url)
         self._types: Any = types
         options = types.HttpOptions(
             api_version="v1beta", timeout=int(timeout * 1000), base_url=base_url or None

@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .base import EmbeddingProvider, Vectors
+from .base import RemoteProvider, Vectors
 from .batch import RUNNING_STATES, BatchState, parse_output_file
 from .errors import (
     MissingCredentials,
@@ -63,7 +63,7 @@ def translate(exc: Exception) -> ProviderError:
     return PermanentError(f"{type(exc).__name__}: {exc}")
 
 
-class OpenAIProvider(EmbeddingProvider):
+class OpenAIProvider(RemoteProvider):
     id = "openai"
     max_batch_items = 2048  # inputs per request
     max_batch_tokens = 250_000  # below the 300k tokens per request limit
@@ -71,24 +71,17 @@ class OpenAIProvider(EmbeddingProvider):
     supports_batch_jobs = True
     max_batch_job_requests = 50_000  # requests per batch job
 
-    def __init__(
-        self,
-        api_key: str,
-        *,
-        model: str = "",
-        dims: int = 0,
-        base_url: str = "",
-        timeout: float = 60.0,
-    ) -> None:
+    default_model = DEFAULT_MODEL
+    default_dims = DEFAULT_DIMS
+    fallback_dims = 1536
+
+    def _connect(self, api_key: str, base_url: str, timeout: float) -> None:
         try:
             import openai
         except ImportError as exc:
             raise MissingCredentials(
                 "the openai package is not installed: pip install 'memindex[openai]'"
             ) from exc
-        model = model or DEFAULT_MODEL
-        self._dims_param = dims or None
-        super().__init__(model=model, dims=dims or DEFAULT_DIMS.get(model, 1536), endpoint=base_url)
         self._client = openai.OpenAI(
             api_key=api_key, base_url=base_url or None, max_retries=0, timeout=timeout
         )

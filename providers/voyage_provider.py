@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .base import EmbeddingProvider, Vectors
+from .base import RemoteProvider, Vectors
 from .batch import RUNNING_STATES, BatchState, parse_output_file
 from .errors import (
     MissingCredentials,
@@ -61,7 +61,7 @@ def translate(exc: Exception) -> ProviderError:
     return PermanentError(f"unreadable response: {type(exc).__name__}: {exc}")
 
 
-class VoyageProvider(EmbeddingProvider):
+class VoyageProvider(RemoteProvider):
     id = "voyage"
     max_batch_items = 1000  # texts per request
     max_batch_tokens = 100_000  # well below the per-request token limits
@@ -69,24 +69,17 @@ class VoyageProvider(EmbeddingProvider):
     supports_batch_jobs = True
     max_batch_job_requests = 50_000
 
-    def __init__(
-        self,
-        api_key: str,
-        *,
-        model: str = "",
-        dims: int = 0,
-        base_url: str = "",
-        timeout: float = 60.0,
-    ) -> None:
+    default_model = DEFAULT_MODEL
+    default_dims = DEFAULT_DIMS
+    fallback_dims = 1024
+
+    def _connect(self, api_key: str, base_url: str, timeout: float) -> None:
         try:
             from voyageai.client import Client
         except ImportError as exc:
             raise MissingCredentials(
                 "the voyageai package is not installed: pip install 'memindex[voyage]'"
             ) from exc
-        model = model or DEFAULT_MODEL
-        self._dims_param = dims or None
-        super().__init__(model=model, dims=dims or DEFAULT_DIMS.get(model, 1024), endpoint=base_url)
         self._base = (base_url or "https://api.voyageai.com/v1").rstrip("/")
         self._key = api_key
         self._timeout = timeout
