@@ -108,22 +108,31 @@ def _config(base: Config, cols: list[dict[str, str]]) -> Config:
     )
 
 
-def _locate(cfg: Config, cols: list[dict[str, str]], display: str) -> tuple[str, str] | None:
-    """(collection, path relative to it) for an indexed display path."""
-    for root in roots_for(cfg)[1:]:
-        prefix = root.display + "/"
-        if root.is_file or not display.startswith(prefix):
-            continue
-        absolute = root.real / display[len(prefix) :]
-        for c in cols:
-            base = Path(c["path"]).expanduser().resolve()
-            try:
-                rel = absolute.relative_to(base).as_posix()
-            except ValueError:
+class _Locator:
+    """Maps indexed display paths to (collection, path relative to it). The roots and
+    the collections' resolved folders are worked out once, not per result."""
+
+    def __init__(self, cfg: Config, cols: list[dict[str, str]]) -> None:
+        self.roots = [r for r in roots_for(cfg)[1:] if not r.is_file]
+        self.bases = [
+            (c["name"], Path(c["path"]).expanduser().resolve(), c.get("pattern") or "**/*.md")
+            for c in cols
+        ]
+
+    def __call__(self, display: str) -> tuple[str, str] | None:
+        for root in self.roots:
+            prefix = root.display + "/"
+            if not display.startswith(prefix):
                 continue
-            if glob_match(rel, c.get("pattern") or "**/*.md"):
-                return c["name"], rel
-    return None
+            absolute = root.real / display[len(prefix) :]
+            for name, base, pattern in self.bases:
+                try:
+                    rel = absolute.relative_to(base).as_posix()
+                except ValueError:
+                    continue
+                if glob_match(rel, pattern):
+                    return name, rel
+        return None
 
 
 # -- the documents catalogue the manager reads --------------------------------------
@@ -146,9 +155,10 @@ def _catalogue() -> sqlite3.Connection:
 def refresh_catalogue(cfg: Config, cols: list[dict[str, str]], idx: MemoryIndex) -> int:
     states = idx.store.file_states("memory")
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    locate = _Locator(cfg, cols)
     rows = []
     for display, st in states.items():
-        where = _locate(cfg, cols, display)
+        where = locate(display)
         if where is not None:
             rows.append((where[0], where[1], Path(where[1]).stem, st.hash))
     db = _catalogue()
@@ -173,15 +183,11 @@ def refresh_catalogue(cfg: Config, cols: list[dict[str, str]], idx: MemoryIndex)
     return len(rows)
 
 
-def docid_for(collection: str, path: str) -> str | None:
-    db = _catalogue()
-    try:
-        row = db.execute(
-            "SELECT hash FROM documents WHERE collection=? AND path=? AND active=1",
-            (collection, path),
-        ).fetchone()
-    finally:
-        db.close()
+def _docid(db: sqlite3.Connection, collection: str, path: str) -> str | None:
+    row = db.execute(
+        "SELECT hash FROM documents WHERE collection=? AND path=? AND active=1",
+        (collection, path),
+    ).fetchone()
     return None if row is None else "#" + str(row[0])[:6]
 
 
@@ -214,29 +220,35 @@ def search_items(
             vcfg, readonly=True, provider=idx.provider, store=idx.store, vectors=idx.vectors
         )
     res = idx.search(query, max_results=min(200, n * 4), min_score=0.0)["results"]
+    locate = _Locator(cfg, cols)
     items: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
-    for r in res:
-        where = _locate(cfg, cols, r["path"])
-        if where is None or (names and where[0] not in names) or where in seen:
-            continue  # one entry per document (its best chunk), as QMD does
-        docid = docid_for(*where)
-        if docid is None:
-            continue
-        seen.add(where)
-        start, end = r["snippetStartLine"], r["snippetEndLine"]
-        items.append(
-            {
-                "docid": docid,
-                "score": round(float(r["score"]), 2),
-                "collection": where[0],
-                "file": f"qmd://{where[0]}/{where[1]}",
-                "title": r.get("heading") or Path(where[1]).stem,
-                "snippet": f"@@ -{start},{end - start + 1} @@ (0 before, 0 after)\n{r['snippet']}",
-            }
-        )
-        if len(items) >= n:
-            break
+    db = _catalogue()  # one connection for the whole result list
+    try:
+        for r in res:
+            where = locate(r["path"])
+            if where is None or (names and where[0] not in names) or where in seen:
+                continue  # one entry per document (its best chunk), as QMD does
+            docid = _docid(db, *where)
+            if docid is None:
+                continue
+            seen.add(where)
+            start, end = r["snippetStartLine"], r["snippetEndLine"]
+            header = f"@@ -{start},{end - start + 1} @@ (0 before, 0 after)"
+            items.append(
+                {
+                    "docid": docid,
+                    "score": round(float(r["score"]), 2),
+                    "collection": where[0],
+                    "file": f"qmd://{where[0]}/{where[1]}",
+                    "title": r.get("heading") or Path(where[1]).stem,
+                    "snippet": f"{header}\n{r['snippet']}",
+                }
+            )
+            if len(items) >= n:
+                break
+    finally:
+        db.close()
     return items
 
 
