@@ -77,9 +77,8 @@ def _same_file(c: SessionCursor, f: TranscriptFile) -> bool:
         return False
 
 
-def pending_delta(store: Store, f: TranscriptFile) -> tuple[int, int]:
+def pending_delta(f: TranscriptFile, cur: SessionCursor | None) -> tuple[int, int]:
     """(unindexed bytes, unindexed complete lines) of a transcript; cheap."""
-    cur = store.session_cursors().get(f.display)
     start = cur.committed if cur and (cur.dev, cur.ino) == (f.dev, f.ino) else 0
     if f.size <= start:
         return (0, 0) if f.size == start else (f.size, 1)
@@ -89,8 +88,7 @@ def pending_delta(store: Store, f: TranscriptFile) -> tuple[int, int]:
     return f.size - start, data.count(b"\n")
 
 
-def _due(cfg: Config, store: Store, f: TranscriptFile, now: float) -> bool:
-    nbytes, nlines = pending_delta(store, f)
+def _due(cfg: Config, f: TranscriptFile, nbytes: int, nlines: int, now: float) -> bool:
     if nbytes == 0:
         return False
     s = cfg.sessions
@@ -118,7 +116,7 @@ def sync_sessions(
     with store.transaction():
         _follow_renames(store, files, report)
     present = {f.display for f in files}
-    cursors = store.session_cursors()
+    cursors = store.session_cursors()  # read once: deleting gone paths leaves the rest as is
     known_paths = set(store.file_states(SESSIONS_SOURCE)) | set(cursors)
     gone = [p for p in known_paths if p not in present]
     if gone:
@@ -127,12 +125,15 @@ def sync_sessions(
                 store.delete_session(p)
                 report.removed += 1
     for f in files:
-        if due_only and not _due(cfg, store, f, now):
-            if pending_delta(store, f)[0]:
-                report.deferred += 1
-            continue
+        cur = cursors.get(f.display)
+        if due_only:
+            nbytes, nlines = pending_delta(f, cur)
+            if not _due(cfg, f, nbytes, nlines, now):
+                if nbytes:
+                    report.deferred += 1
+                continue
         try:
-            _index_file(store, cfg, f, report, count)
+            _index_file(store, cfg, f, cur, report, count)
         except OSError as exc:
             if isinstance(exc, FileNotFoundError):
                 continue  # vanished mid-sync: the next sync drops its rows
@@ -158,9 +159,13 @@ def _follow_renames(store: Store, files: list[TranscriptFile], report: SessionRe
 
 
 def _index_file(
-    store: Store, cfg: Config, f: TranscriptFile, report: SessionReport, count: TokenCounter
+    store: Store,
+    cfg: Config,
+    f: TranscriptFile,
+    cur: SessionCursor | None,
+    report: SessionReport,
+    count: TokenCounter,
 ) -> None:
-    cur = store.session_cursors().get(f.display)
     if cur is not None and not _same_file(cur, f):
         with store.transaction():
             store.delete_session(f.display)
