@@ -275,7 +275,7 @@ class MemoryIndex:
                 fallback = f"query embedding failed ({exc.message}): keyword search only"
         elif self.provider is not None:
             fallback = "vectors are not built yet (run 'memindex index'): keyword search only"
-        q, hits = self._keyword(query, limit * 4, floor, wanted)
+        q, hits = self._keyword(query, limit * 4, floor, self._split_sources(wanted))
         return {
             "results": self._finish(hits, q, limit, chars, wanted),
             "provider": self.provider.id if self.provider else None,
@@ -292,11 +292,12 @@ class MemoryIndex:
         return [wanted]
 
     def _keyword(
-        self, query: str, pool: int, floor: float, wanted: list[str] | None
+        self, query: str, pool: int, floor: float, parts: list[list[str] | None]
     ) -> tuple[ParsedQuery, list[SearchHit]]:
+        """Keyword hits from each part of ``_split_sources`` (at least one)."""
         q = parse_query(query)
         hits: list[SearchHit] = []
-        for part in self._split_sources(wanted):
+        for part in parts:
             q, found = keyword_search(
                 self.store, query, limit=pool, min_score=floor, sources=part, candidates=pool
             )
@@ -331,23 +332,20 @@ class MemoryIndex:
         pool = max(limit, limit * h.candidateMultiplier)
         if self.vectors is not None:
             self.vectors.refresh(self.store)
+        parts = self._split_sources(wanted)  # its SQL runs before the hand-off below
         # The keyword half runs on another thread while this one embeds the query and
         # scans the in-memory vectors (SQLite, llama.cpp and numpy release the GIL;
         # meanwhile only the keyword thread touches this connection).
-        keyword = _POOL.submit(self._keyword, query, pool, 0.0, wanted)
+        keyword = _POOL.submit(self._keyword, query, pool, 0.0, parts)
         near: list[tuple[int, float]] | None = None
         try:
             qvec = self._embed_query(provider, query)
             if self.vectors is not None:
-                near = []
-                for part in self._split_sources(wanted):
-                    near += self.vectors.search(qvec, pool, part)
+                near = [hit for part in parts for hit in self.vectors.search(qvec, pool, part)]
         finally:
             q, kw = keyword.result()
         if near is None:
-            near = []
-            for part in self._split_sources(wanted):
-                near += knn_sqlite(self.store, qvec, pool, part)
+            near = [hit for part in parts for hit in knn_sqlite(self.store, qvec, pool, part)]
         rows = self.store.chunk_rows([cid for cid, _ in near])
         fused = fuse(
             q,
