@@ -78,8 +78,12 @@ class DaemonProc:
             text=True,
         )
         if wait:
-            wait_for(lambda: rpc(self.sock, "ping")["ok"])
-            self.wait_idle()
+            try:
+                wait_for(lambda: rpc(self.sock, "ping")["ok"])
+                self.wait_idle()
+            except BaseException:
+                self.stop()  # a failed start must not leave a daemon running
+                raise
         return self
 
     def wait_idle(self, timeout: float = 30.0) -> None:

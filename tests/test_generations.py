@@ -105,9 +105,11 @@ def test_kill9_during_rebuild_leaves_a_working_index(
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], env=dict(os.environ))
     gen_dir = cfg.indexPath.parent  # type: ignore[union-attr]
-    wait_for(lambda: any(".g" in p.name for p in gen_dir.iterdir()), timeout=60, interval=0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    try:
+        wait_for(lambda: any(".g" in p.name for p in gen_dir.iterdir()), timeout=60, interval=0.01)
+    finally:
+        proc.send_signal(signal.SIGKILL)  # also when the wait failed: never leave it running
+        proc.wait()
     assert current_file(cfg.indexPath) == before  # type: ignore[arg-type]
     with MemoryIndex(cfg, readonly=True) as idx:
         assert idx.search("otters", min_score=0)["results"]
