@@ -1,44 +1,66 @@
-"""Retrieval quality on ../shared/eval (SciFact-dev, LoCoMo-dev), keyword and hybrid.
+"""Retrieval quality on ../shared/eval: memindex next to the anchors' query logic.
 
-Indexes each evaluation workspace with memindex itself and queries through the same
-search path the CLI and daemon use (MemoryIndex.search). Hybrid mode uses the local
-all-MiniLM-L6-v2 GGUF (scripts/build_test_model.py); built indexes are kept in
-bench/.cache so a second run does not embed again.
+Indexes each evaluation workspace with memindex itself (SciFact-dev docs; each
+LoCoMo-dev conversation's daily logs *and* session transcripts) and scores:
 
-    python bench/eval.py [--scifact] [--locomo] [--mode keyword|hybrid|both]
-                         [--limit-queries N]
+* ``memindex``: the search path the CLI and daemon use (MemoryIndex.search), with
+  the product defaults (maxResults as asked, minScore 0.35);
+* ``openclaw`` and ``qmd``: the anchors' query logic over the same index
+  (bench/anchors.py);
+
+each keyword-only and hybrid (local all-MiniLM-L6-v2 GGUF from
+scripts/build_test_model.py; QMD's hybrid needs its own LLMs and is not run).
+LoCoMo is scored per category (1-4 and all) with memory files only, transcripts
+only and both. Built indexes are kept in bench/.cache; query vectors are embedded
+once per run and shared by the configurations.
+
+Writes bench/results/eval-<time>.json and .md (the tables) and prints the tables.
+
+    python bench/eval.py [--data scifact,locomo] [--mode keyword|hybrid|both]
+                         [--configs memindex,openclaw,qmd]
+                         [--sources memory,sessions,both] [--limit-queries N]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
-import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ndcg_at, recall_at, shared  # noqa: E402
+from anchors import Result, openclaw_search, qmd_search  # noqa: E402
+from common import REPO, ndcg_at, recall_at, shared  # noqa: E402
 
-from indexer.config import Config, ExtraPath  # noqa: E402
+from indexer.config import Config, ExtraPath, SessionsConfig  # noqa: E402
 from indexer.engine import MemoryIndex  # noqa: E402
 from indexer.vectors import VectorMatrix  # noqa: E402
 
 CACHE = Path(__file__).resolve().parent / ".cache"
-_PROVIDER = None
+RESULTS = Path(__file__).resolve().parent / "results"
+_PROVIDER: Any = None
+SOURCES = {"memory": ["memory"], "sessions": ["sessions"], "both": None}
+
+Searcher = Callable[[MemoryIndex, str, int, "list[str] | None", float | None], list[Result]]
 
 
-def provider():  # type: ignore[no-untyped-def]
+def provider() -> Any:
+    """The local test model; query vectors memoised for this run (every
+    configuration asks for the same questions)."""
     global _PROVIDER
     if _PROVIDER is None:
-        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+        sys.path.insert(0, str(REPO / "scripts"))
         from build_test_model import build
 
         from providers.local_gguf import LocalGGUFProvider
 
         _PROVIDER = LocalGGUFProvider(build())
+        _PROVIDER.embed_query = functools.lru_cache(maxsize=None)(_PROVIDER.embed_query)
     return _PROVIDER
 
 
@@ -48,13 +70,35 @@ def open_index(cfg: Config, mode: str) -> MemoryIndex:
     return MemoryIndex(cfg)
 
 
-def scifact(tmp: Path, limit: int | None, mode: str) -> dict[str, float]:
+def searcher(config: str, mode: str) -> Searcher:
+    def memindex(
+        idx: MemoryIndex, q: str, k: int, src: list[str] | None, floor: float | None
+    ) -> list[Result]:
+        res = idx.search(q, max_results=k, min_score=floor, sources=src)
+        assert res["mode"] == mode, res.get("fallback")
+        return [(r["path"], r["startLine"], r["endLine"]) for r in res["results"]]
+
+    def openclaw(
+        idx: MemoryIndex, q: str, k: int, src: list[str] | None, floor: float | None
+    ) -> list[Result]:
+        return openclaw_search(idx, q, limit=k, sources=src, hybrid=mode == "hybrid")
+
+    def qmd(
+        idx: MemoryIndex, q: str, k: int, src: list[str] | None, floor: float | None
+    ) -> list[Result]:
+        return qmd_search(idx, q, limit=k, sources=src)
+
+    return {"memindex": memindex, "openclaw": openclaw, "qmd": qmd}[config]
+
+
+def runs(configs: Sequence[str], modes: Sequence[str]) -> list[tuple[str, str]]:
+    return [(c, m) for m in modes for c in configs if not (c == "qmd" and m == "hybrid")]
+
+
+def scifact(
+    configs: Sequence[str], modes: Sequence[str], limit: int | None
+) -> list[dict[str, Any]]:
     root = shared("eval", "scifact-dev")
-    cfg = Config(
-        workspace=root,
-        extraPaths=(ExtraPath(root / "docs"),),
-        indexPath=CACHE / f"scifact-{mode}.sqlite",
-    )
     qrels: dict[str, set[str]] = defaultdict(set)
     for line in (root / "qrels_docs.tsv").read_text().splitlines():
         qid, _, doc, rel = line.split("\t")
@@ -62,102 +106,212 @@ def scifact(tmp: Path, limit: int | None, mode: str) -> dict[str, float]:
             qrels[qid].add(doc)
     queries = [json.loads(x) for x in (root / "queries.jsonl").read_text().splitlines()]
     queries = [q for q in queries if q["qid"] in qrels][:limit]
-    with open_index(cfg, mode) as idx:
-        t0 = time.perf_counter()
-        idx.sync()
-        t_index = time.perf_counter() - t0
-        nd, r100 = [], []
-        t0 = time.perf_counter()
-        for q in queries:
-            res = idx.search(q["text"], max_results=200, min_score=0.0)["results"]
-            ranked: list[str] = []
-            for r in res:  # document score = its best chunk's
-                if r["path"] not in ranked:
-                    ranked.append(r["path"])
-            nd.append(ndcg_at(ranked, qrels[q["qid"]], 10))
-            r100.append(recall_at(ranked, qrels[q["qid"]], 100))
-        t_q = time.perf_counter() - t0
-        chunks = idx.store.counts().get("memory", {}).get("chunks", 0)
-    out = {
-        "queries": len(queries),
-        "ndcg@10": sum(nd) / len(nd),
-        "recall@100": sum(r100) / len(r100),
-        "index_s": round(t_index, 2),
-        "chunks": chunks,
-        "query_ms_mean": round(1000 * t_q / len(queries), 2),
-    }
+    out = []
+    for mode in modes:
+        cfg = Config(
+            workspace=root,
+            extraPaths=(ExtraPath(root / "docs"),),
+            indexPath=CACHE / f"scifact-{mode}.sqlite",
+        )
+        with open_index(cfg, mode) as idx:
+            t0 = time.perf_counter()
+            idx.sync()
+            t_index = time.perf_counter() - t0
+            for config, m in runs(configs, [mode]):
+                search = searcher(config, m)
+                nd, r100 = [], []
+                t0 = time.perf_counter()
+                for q in queries:
+                    # Document level: a document ranks at its best chunk. 200 chunks
+                    # and no floor, so recall@100 sees a full document list.
+                    floor = 0.0 if config == "memindex" else None
+                    ranked: list[str] = []
+                    for path, _, _ in search(idx, q["text"], 200, None, floor):
+                        if path not in ranked:
+                            ranked.append(path)
+                    nd.append(ndcg_at(ranked, qrels[q["qid"]], 10))
+                    r100.append(recall_at(ranked, qrels[q["qid"]], 100))
+                out.append(
+                    {
+                        "config": config,
+                        "mode": mode,
+                        "queries": len(queries),
+                        "ndcg@10": round(sum(nd) / len(nd), 4),
+                        "recall@100": round(sum(r100) / len(r100), 4),
+                        "query_ms_mean": round(1000 * (time.perf_counter() - t0) / len(queries), 2),
+                        "index_s": round(t_index, 2),
+                    }
+                )
+                print("SciFact-dev", json.dumps(out[-1]), flush=True)
     return out
 
 
-def locomo(tmp: Path, limit: int | None, mode: str) -> dict[str, object]:
+def _overlaps(res: Result, gold: tuple[str, int, int]) -> bool:
+    return res[0] == gold[0] and res[1] <= gold[2] and gold[1] <= res[2]
+
+
+def locomo(
+    configs: Sequence[str], modes: Sequence[str], sources: Sequence[str], limit: int | None
+) -> list[dict[str, Any]]:
     root = shared("eval", "locomo-dev")
     queries = [json.loads(x) for x in (root / "queries.jsonl").read_text().splitlines()]
     queries = [q for q in queries if q["category"] in (1, 2, 3, 4)][:limit]
-    by_conv: dict[str, list[dict[str, object]]] = defaultdict(list)
+    by_conv: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for q in queries:
         by_conv[str(q["sample_id"])].append(q)
-    stats: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    # stats[(config, mode, source)][category][metric] -> values
+    stats: dict[tuple[str, str, str], dict[str, dict[str, list[float]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list))
+    )
     for conv, qs in sorted(by_conv.items()):
-        cfg = Config(workspace=root / conv, indexPath=CACHE / f"locomo-{conv}-{mode}.sqlite")
-        with open_index(cfg, mode) as idx:
-            idx.sync()
-            for q in qs:
-                gold = [
-                    (g["path"].split("/", 1)[1], g["start_line"], g["end_line"])
-                    for g in q["relevant_md"]
-                ]  # type: ignore[index]
-                res = idx.search(q["question"], max_results=10, min_score=0.0)["results"]
-                hits = []
-                for r in res:
-                    hit = any(
-                        p == r["path"] and r["startLine"] <= e and s <= r["endLine"]
-                        for p, s, e in gold
-                    )
-                    hits.append(hit)
-                covered5 = {
-                    g
-                    for g in gold
-                    for r in res[:5]
-                    if g[0] == r["path"] and r["startLine"] <= g[2] and g[1] <= r["endLine"]
-                }
-                covered10 = {
-                    g
-                    for g in gold
-                    for r in res[:10]
-                    if g[0] == r["path"] and r["startLine"] <= g[2] and g[1] <= r["endLine"]
-                }
-                rr = next((1.0 / (i + 1) for i, h in enumerate(hits) if h), 0.0)
-                for cat in (str(q["category"]), "all"):
-                    stats[cat]["r5"].append(len(covered5) / len(gold) if gold else 0.0)
-                    stats[cat]["r10"].append(len(covered10) / len(gold) if gold else 0.0)
-                    stats[cat]["mrr10"].append(rr)
-    return {
-        cat: {k: round(sum(v) / len(v), 4) for k, v in m.items()} | {"n": len(m["r5"])}
-        for cat, m in sorted(stats.items())
-    }
+        for mode in modes:
+            cfg = Config(
+                workspace=root / conv,
+                indexPath=CACHE / f"locomo-{conv}-{mode}.sqlite",
+                sessions=SessionsConfig(dir=str(root / conv / "sessions")),
+            )
+            with open_index(cfg, mode) as idx:
+                idx.sync()
+                for config, m in runs(configs, [mode]):
+                    search = searcher(config, m)
+                    for source in sources:
+                        for q in qs:
+                            gold = _gold(q, source)
+                            res = search(idx, q["question"], 10, SOURCES[source], None)
+                            _score(stats[(config, mode, source)], q, gold, res)
+    out = []
+    for (config, mode, source), cats in sorted(stats.items()):
+        out.append(
+            {
+                "config": config,
+                "mode": mode,
+                "sources": source,
+                "categories": {
+                    cat: {k: round(sum(v) / len(v), 4) for k, v in ms.items()}
+                    | {"n": len(ms["r10"])}
+                    for cat, ms in sorted(cats.items())
+                },
+            }
+        )
+        print("LoCoMo-dev", json.dumps(out[-1]), flush=True)
+    return out
+
+
+def _gold(q: dict[str, Any], source: str) -> dict[str, list[tuple[str, int, int]]]:
+    """Evidence id -> its gold line ranges in the searched source(s)."""
+    gold: dict[str, list[tuple[str, int, int]]] = defaultdict(list)
+    if source in ("memory", "both"):
+        for g in q["relevant_md"]:
+            gold[g["dia_id"]].append((g["path"].split("/", 1)[1], g["start_line"], g["end_line"]))
+    if source in ("sessions", "both"):
+        for g in q["relevant_jsonl"]:
+            gold[g["dia_id"]].append((g["path"].split("/", 1)[1], g["line"], g["line"]))
+    return gold
+
+
+def _score(
+    acc: dict[str, dict[str, list[float]]],
+    q: dict[str, Any],
+    gold: dict[str, list[tuple[str, int, int]]],
+    res: list[Result],
+) -> None:
+    """Evidence recall@5/@10 (an evidence turn is found when any result overlaps one
+    of its gold ranges) and MRR@10 (first result overlapping any gold range)."""
+    if not gold:
+        return
+
+    def recall(k: int) -> float:
+        found = sum(
+            1 for ranges in gold.values() if any(_overlaps(r, g) for r in res[:k] for g in ranges)
+        )
+        return found / len(gold)
+
+    every = [g for ranges in gold.values() for g in ranges]
+    rr = next(
+        (1.0 / (i + 1) for i, r in enumerate(res[:10]) if any(_overlaps(r, g) for g in every)), 0.0
+    )
+    for cat in (str(q["category"]), "all"):
+        acc[cat]["r5"].append(recall(5))
+        acc[cat]["r10"].append(recall(10))
+        acc[cat]["mrr10"].append(rr)
+
+
+def markdown(sf: list[dict[str, Any]], lc: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    lines = [f"Run {meta['date']}, `{meta['command']}`, {meta['seconds']:.0f} s.", ""]
+    if sf:
+        lines += [
+            "SciFact-dev (document level)",
+            "",
+            "| config | mode | nDCG@10 | recall@100 | ms/query |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r['config']} | {r['mode']} | {r['ndcg@10']:.3f} | {r['recall@100']:.3f} "
+            f"| {r['query_ms_mean']:.1f} |"
+            for r in sf
+        ]
+        lines.append("")
+    if lc:
+        lines += [
+            "LoCoMo-dev evidence recall@10 per category (1 multi-hop, 2 temporal, "
+            "3 open-domain, 4 single-hop), recall@5 and MRR@10 over all",
+            "",
+            "| config | mode | sources | cat 1 | cat 2 | cat 3 | cat 4 | all R@10 | all R@5 "
+            "| all MRR@10 |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        order = {"memindex": 0, "openclaw": 1, "qmd": 2}
+        for r in sorted(
+            lc,
+            key=lambda r: (r["sources"] != "memory", r["sources"], r["mode"], order[r["config"]]),
+        ):
+            c = r["categories"]
+            cells = " | ".join(f"{c[k]['r10']:.3f}" if k in c else "-" for k in "1234")
+            lines.append(
+                f"| {r['config']} | {r['mode']} | {r['sources']} | {cells} "
+                f"| {c['all']['r10']:.3f} | {c['all']['r5']:.3f} | {c['all']['mrr10']:.3f} |"
+            )
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--scifact", action="store_true")
-    ap.add_argument("--locomo", action="store_true")
-    ap.add_argument("--limit-queries", type=int, default=None)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--data", default="scifact,locomo")
     ap.add_argument("--mode", choices=["keyword", "hybrid", "both"], default="both")
+    ap.add_argument("--configs", default="memindex,openclaw,qmd")
+    ap.add_argument("--sources", default="memory,sessions,both")
+    ap.add_argument("--limit-queries", type=int, default=None)
     args = ap.parse_args()
-    both = not (args.scifact or args.locomo)
+    data = args.data.split(",")
+    configs = args.configs.split(",")
+    sources = args.sources.split(",")
     modes = ["keyword", "hybrid"] if args.mode == "both" else [args.mode]
+    for name, values, allowed in (
+        ("--data", data, {"scifact", "locomo"}),
+        ("--configs", configs, {"memindex", "openclaw", "qmd"}),
+        ("--sources", sources, set(SOURCES)),
+    ):
+        if not set(values) <= allowed:
+            ap.error(f"{name}: choose from {sorted(allowed)}")
     CACHE.mkdir(exist_ok=True)
-    with tempfile.TemporaryDirectory() as d:
-        tmp = Path(d)
-        for mode in modes:
-            if args.scifact or both:
-                r = scifact(tmp, args.limit_queries, mode)
-                print(f"SciFact-dev {mode}:", json.dumps(r), flush=True)
-            if args.locomo or both:
-                r2 = locomo(tmp, args.limit_queries, mode)
-                print(f"LoCoMo-dev {mode} (memory files), per category:")
-                for cat, m in r2.items():
-                    print(f"  cat {cat:>3}: {json.dumps(m)}", flush=True)
+    RESULTS.mkdir(exist_ok=True)
+    t0 = time.time()
+    sf = scifact(configs, modes, args.limit_queries) if "scifact" in data else []
+    lc = locomo(configs, modes, sources, args.limit_queries) if "locomo" in data else []
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    meta = {
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "command": "python bench/eval.py " + " ".join(sys.argv[1:]),
+        "seconds": time.time() - t0,
+    }
+    table = markdown(sf, lc, meta)
+    (RESULTS / f"eval-{stamp}.json").write_text(
+        json.dumps({"meta": meta, "scifact": sf, "locomo": lc}, indent=1) + "\n"
+    )
+    (RESULTS / f"eval-{stamp}.md").write_text(table)
+    print()
+    print(table)
+    print(f"wrote {RESULTS / f'eval-{stamp}.json'} and .md")
 
 
 if __name__ == "__main__":

@@ -85,6 +85,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--source", choices=["memory", "sessions", "all"], default="all", help="which source"
     )
+    s.add_argument(
+        "--gate", action="store_true", help="answer small talk and /commands with no search"
+    )
     s.add_argument("--json", action="store_true", help="print the memory_search result as JSON")
 
     s = sub.add_parser("get", help="print lines of a memory file")
@@ -176,9 +179,14 @@ def _cmd_search(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
         params["minScore"] = args.min_score
     if args.source != "all":
         params["sources"] = [args.source]
+    if args.gate:
+        params["gate"] = True
     result = read_call(cfg, "memory_search", params)
     if args.json:
         _print_json(result, out)
+        return 0
+    if result.get("skipped"):
+        out.write(f"Not searched ({result['skipped']}).\n")
         return 0
     if not result["results"]:
         out.write("No results.\n")

@@ -372,6 +372,7 @@ class Daemon:
                     params.get("query"),
                     max_results=params.get("maxResults"),
                     min_score=params.get("minScore"),
+                    gate=params.get("gate"),
                     sources=sources,
                 )
         if method == "memory_get":

@@ -31,6 +31,7 @@ from .config import Config
 from .discovery import resolve_get_path
 from .embedding import embed_pending
 from .errors import IndexMismatch, InvalidParams, NotFound, PathRefused
+from .gating import skip_reason
 from .generations import cleanup, new_generation, publish
 from .pipeline import (
     FileUnreadable,
@@ -247,11 +248,25 @@ class MemoryIndex:
         max_results: Any = None,
         min_score: Any = None,
         sources: Any = None,
+        gate: Any = None,
     ) -> dict[str, Any]:
+        """``gate``: for auto-recall callers, answer small talk, slash commands and
+        emoji-only input with no results (``skipped`` says why) instead of searching."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidParams("'query' must be a non-empty string")
         if len(query) > 10_000:
             raise InvalidParams("'query' is longer than 10000 characters")
+        if gate is not None and not isinstance(gate, bool):
+            raise InvalidParams("'gate' must be true or false")
+        if gate and (why := skip_reason(query)) is not None:
+            return {
+                "results": [],
+                "provider": self.provider.id if self.provider else None,
+                "model": self.provider.model if self.provider else None,
+                "mode": "skipped",
+                "fallback": None,
+                "skipped": why,
+            }
         limit = _int_param(max_results, "maxResults", 1, self.cfg.query.maxResults)
         assert limit is not None
         limit = min(limit, 200)
@@ -302,7 +317,7 @@ class MemoryIndex:
                 self.store, query, limit=pool, min_score=floor, sources=part, candidates=pool
             )
             hits.extend(found)
-        hits.sort(key=lambda h: (not h.exact, -h.score))
+        hits.sort(key=lambda h: -h.score)
         return q, hits
 
     def _finish(

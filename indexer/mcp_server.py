@@ -32,6 +32,10 @@ TOOLS: dict[str, dict[str, Any]] = {
                 "maxResults": {"type": "integer", "minimum": 1, "maximum": 200},
                 "minScore": {"type": "number", "minimum": 0, "maximum": 1},
                 "sources": {"type": "array", "items": {"enum": ["memory", "sessions"]}},
+                "gate": {
+                    "type": "boolean",
+                    "description": "skip small talk, slash commands and emoji-only input",
+                },
                 "agent": _AGENT,
             },
             "required": ["query"],

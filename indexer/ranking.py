@@ -49,7 +49,7 @@ def apply_decay(hits: list[SearchHit], half_life_days: float, today: date | None
         if d is not None:
             age = max(0, (today - d).days)
             h.score *= math.exp(-rate * age)
-    hits.sort(key=lambda h: (not h.exact, -h.score))
+    hits.sort(key=lambda h: -h.score)
 
 
 def balance_sources(hits: Sequence[SearchHit], limit: int, memory_share: float) -> list[SearchHit]:
@@ -65,7 +65,7 @@ def balance_sources(hits: Sequence[SearchHit], limit: int, memory_share: float) 
     # Replace the weakest non-memory picks, then keep the rest in score order.
     drop = [h for h in reversed(chosen) if h.row.source != "memory"][: len(extra)]
     picked = [h for h in chosen if h not in drop] + extra
-    picked.sort(key=lambda h: (not h.exact, -h.score))
+    picked.sort(key=lambda h: -h.score)
     rest = [h for h in hits if h not in picked]
     return picked + rest
 

@@ -41,6 +41,7 @@ def read_call(cfg: Config, method: str, params: dict[str, Any]) -> Any:
                 params["query"],
                 max_results=params.get("maxResults"),
                 min_score=params.get("minScore"),
+                gate=params.get("gate"),
                 sources=params.get("sources"),
             )
         if method == "memory_get":

@@ -19,6 +19,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "Message",
@@ -77,9 +78,11 @@ class Message:
     role: str  # "user" | "assistant"
     text: str  # whitespace-collapsed, redacted
     timestamp: str | None
+    speaker: str | None = None  # a sender name, when the line carries one
 
     def render(self) -> str:
-        return f"{_ROLES[self.role]}: {self.text}"
+        who = _ROLES[self.role]
+        return f"{who} ({self.speaker}): {self.text}" if self.speaker else f"{who}: {self.text}"
 
 
 class Malformed(Exception):
@@ -121,7 +124,21 @@ def parse_message(raw: bytes) -> Message | None:
     if not text or _NOISE.match(text):
         return None
     ts = obj.get("timestamp", body.get("timestamp"))
-    return Message(str(role), redact(text), ts if isinstance(ts, str) else None)
+    return Message(
+        str(role), redact(text), ts if isinstance(ts, str) else None, _speaker(obj, body)
+    )
+
+
+def _speaker(obj: dict[str, Any], body: dict[str, Any]) -> str | None:
+    """A short sender name (``speaker``, ``name`` or ``sender``), whitespace-collapsed."""
+    for d in (body, obj):
+        for key in ("speaker", "name", "sender"):
+            v = d.get(key)
+            if isinstance(v, str):
+                v = " ".join(v.split())[:64]
+                if v:
+                    return redact(v)
+    return None
 
 
 def is_transcript_name(name: str, include_rotated: bool = True) -> bool:

@@ -37,6 +37,8 @@ def test_search_get_status_and_socket_mode(daemon: DaemonProc) -> None:
     assert os.stat(daemon.sock).st_mode & 0o777 == 0o600
     res = rpc(daemon.sock, "memory_search", {"query": "rye bread"})
     assert res["results"][0]["path"] == "MEMORY.md" and res["mode"] == "keyword"
+    gated = rpc(daemon.sock, "memory_search", {"query": "thanks!", "gate": True})
+    assert gated["results"] == [] and gated["skipped"] == "small talk"
     got = rpc(daemon.sock, "memory_get", {"path": "MEMORY.md", "from": 4, "lines": 1})
     assert got["text"] == "- Dana likes rye bread."
     st = rpc(daemon.sock, "status")
