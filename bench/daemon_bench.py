@@ -7,12 +7,16 @@ Runs the real daemon (``memindex serve``) in a subprocess on a generated workspa
   returns it (target: debounce + 100 ms at p50);
 * socket query latency, 1 client, and 50 concurrent clients while a writer edits
   memory files and appends to a transcript (errors must be 0);
-* RSS of the daemon when idle.
+* RSS and open fds of the daemon before and after the load (and after every round
+  of a soak), with a bound on their growth (fds +8, RSS +128 MiB), PASS or FAIL.
 
 Baseline in the same run: the same queries through MemoryIndex.search in this
 process (no socket, no JSON), i.e. the floor the socket adds to.
 
     python bench/daemon_bench.py [--edits 15] [--clients 50] [--queries 200]
+                                 [--soak-minutes 30]
+
+The reliability load run (docs/RELIABILITY.md): ``--clients 50 --queries 1000``.
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ def main() -> None:
     ap.add_argument("--edits", type=int, default=15)
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--soak-minutes", type=float, default=0.0, help="repeat the load for this long")
     ap.add_argument(
         "--tiny-vocabulary",
         action="store_true",
@@ -215,14 +220,37 @@ def main() -> None:
                     lats.extend(local)
                     errors += bad
 
+            # Warm-up: the reader pool and caches fill; growth is judged from here.
+            warm = [threading.Thread(target=client_run, args=(k,)) for k in range(args.clients)]
+            for t in warm:
+                t.start()
+            for t in warm:
+                t.join()
+            lats.clear()
+            time.sleep(1.0)
+            rss_w, fd_w = rss_kb(proc.pid), fds(proc.pid)
             wt = threading.Thread(target=writer)
             wt.start()
-            threads = [threading.Thread(target=client_run, args=(k,)) for k in range(args.clients)]
             t_all = time.perf_counter()
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            soak_end = time.monotonic() + args.soak_minutes * 60
+            rounds = 0
+            while True:
+                threads = [
+                    threading.Thread(target=client_run, args=(k + rounds * 1000,))
+                    for k in range(args.clients)
+                ]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                rounds += 1
+                if time.monotonic() >= soak_end:
+                    break
+                print(
+                    f"soak round {rounds}: {len(lats)} queries, errors {errors}, "
+                    f"RSS {rss_kb(proc.pid) / 1024:.1f} MiB, fds {fds(proc.pid)}",
+                    flush=True,
+                )
             wall = time.perf_counter() - t_all
             stop.set()
             wt.join()
@@ -254,9 +282,17 @@ def main() -> None:
         f"p95 {percentile(lat, 95) * ms:6.0f} ms  (target p50 <= 1600 ms)"
     )
     print(
-        f"daemon RSS idle {rss0 / 1024:.1f} MiB -> after load {rss1 / 1024:.1f} MiB; "
-        f"open fds {fd0} -> {fd1}"
+        f"daemon RSS idle {rss0 / 1024:.1f} MiB -> warmed up {rss_w / 1024:.1f} MiB -> after "
+        f"load {rss1 / 1024:.1f} MiB; open fds {fd0} -> {fd_w} -> {fd1}"
     )
+    ok = errors == 0 and fd1 <= fd_w + 8 and rss1 - rss_w <= 128 * 1024
+    print(
+        f"{'PASS' if ok else 'FAIL'}: {rounds} round(s), {len(lats)} queries, errors {errors} "
+        f"(must be 0), fd growth after warm-up {fd1 - fd_w} (bound 8), RSS growth "
+        f"{(rss1 - rss_w) / 1024:.1f} MiB (bound 128)"
+    )
+    if not ok:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from anchors import Result, openclaw_search, qmd_search  # noqa: E402
 from common import REPO, ndcg_at, recall_at, shared  # noqa: E402
 
-from indexer.config import Config, ExtraPath, SessionsConfig  # noqa: E402
+from indexer.config import Config, ExtraPath, HybridConfig, SessionsConfig  # noqa: E402
 from indexer.engine import MemoryIndex  # noqa: E402
 from indexer.vectors import VectorMatrix  # noqa: E402
 
@@ -45,6 +45,7 @@ CACHE = Path(__file__).resolve().parent / ".cache"
 RESULTS = Path(__file__).resolve().parent / "results"
 _PROVIDER: Any = None
 SOURCES = {"memory": ["memory"], "sessions": ["sessions"], "both": None}
+HYBRID = HybridConfig()  # --fusion / --vector-weight change memindex's
 
 Searcher = Callable[[MemoryIndex, str, int, "list[str] | None", float | None], list[Result]]
 
@@ -112,6 +113,7 @@ def scifact(
             workspace=root,
             extraPaths=(ExtraPath(root / "docs"),),
             indexPath=CACHE / f"scifact-{mode}.sqlite",
+            hybrid=HYBRID,
         )
         with open_index(cfg, mode) as idx:
             t0 = time.perf_counter()
@@ -169,6 +171,7 @@ def locomo(
                 workspace=root / conv,
                 indexPath=CACHE / f"locomo-{conv}-{mode}.sqlite",
                 sessions=SessionsConfig(dir=str(root / conv / "sessions")),
+                hybrid=HYBRID,
             )
             with open_index(cfg, mode) as idx:
                 idx.sync()
@@ -237,7 +240,12 @@ def _score(
 
 
 def markdown(sf: list[dict[str, Any]], lc: list[dict[str, Any]], meta: dict[str, Any]) -> str:
-    lines = [f"Run {meta['date']}, `{meta['command']}`, {meta['seconds']:.0f} s.", ""]
+    h = meta["hybrid"]
+    lines = [
+        f"Run {meta['date']}, `{meta['command']}`, {meta['seconds']:.0f} s; memindex hybrid "
+        f"fusion {h['fusion']}, vector weight {h['vectorWeight']}.",
+        "",
+    ]
     if sf:
         lines += [
             "SciFact-dev (document level)",
@@ -275,13 +283,19 @@ def markdown(sf: list[dict[str, Any]], lc: list[dict[str, Any]], meta: dict[str,
 
 
 def main() -> None:
+    global HYBRID
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--data", default="scifact,locomo")
     ap.add_argument("--mode", choices=["keyword", "hybrid", "both"], default="both")
     ap.add_argument("--configs", default="memindex,openclaw,qmd")
     ap.add_argument("--sources", default="memory,sessions,both")
     ap.add_argument("--limit-queries", type=int, default=None)
+    ap.add_argument("--fusion", choices=["weighted", "rrf"], default=HYBRID.fusion)
+    ap.add_argument("--vector-weight", type=float, default=HYBRID.vectorWeight)
     args = ap.parse_args()
+    HYBRID = HybridConfig(
+        fusion=args.fusion, vectorWeight=args.vector_weight, textWeight=1 - args.vector_weight
+    )
     data = args.data.split(",")
     configs = args.configs.split(",")
     sources = args.sources.split(",")
@@ -303,6 +317,7 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "command": "python bench/eval.py " + " ".join(sys.argv[1:]),
         "seconds": time.time() - t0,
+        "hybrid": {"fusion": HYBRID.fusion, "vectorWeight": HYBRID.vectorWeight},
     }
     table = markdown(sf, lc, meta)
     (RESULTS / f"eval-{stamp}.json").write_text(

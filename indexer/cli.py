@@ -281,11 +281,15 @@ def _cmd_doctor(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
         if not path.exists():
             return f"{path} not built yet: run 'memindex index'"
         with Store(path, readonly=True) as st:
-            ok = st.integrity()
-            if ok != "ok":
-                raise RuntimeError(f"integrity check of {path}: {ok}; run 'memindex index --force'")
+            problems = st.consistency()
+            if problems:
+                raise RuntimeError(
+                    f"{path}: {'; '.join(problems)}; run 'memindex index --force' to rebuild it"
+                )
             v = st.versions()
-            return f"{path}: integrity ok, SQLite {v['sqlite']} via {v['binding']}"
+            return (
+                f"{path}: integrity ok, tables consistent, SQLite {v['sqlite']} via {v['binding']}"
+            )
 
     check("index", index)
 

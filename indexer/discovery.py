@@ -31,8 +31,15 @@ class SourceFile:
     path: str  # display path, POSIX separators
     abs: str  # absolute path on disk
     source: str
-    mtime_ns: int  # from the lstat taken at discovery
+    mtime_ns: int  # change_stamp() of the lstat taken at discovery
     size: int
+
+
+def change_stamp(st: os.stat_result) -> int:
+    """What "unchanged" compares besides the size: mtime plus ctime. mtime alone
+    misses an edit whose mtime was set back (a restore, ``touch -r``, a clock that
+    jumped backwards); ctime cannot be set by programs and moves on every write."""
+    return st.st_mtime_ns + st.st_ctime_ns
 
 
 @dataclass(frozen=True)
@@ -135,7 +142,7 @@ def discover(cfg: Config) -> list[SourceFile]:
         if key in seen_real:
             return  # same file twice (case-insensitive FS, overlapping roots)
         seen_real.add(key)
-        found[display] = SourceFile(display, path, MEMORY_SOURCE, st.st_mtime_ns, st.st_size)
+        found[display] = SourceFile(display, path, MEMORY_SOURCE, change_stamp(st), st.st_size)
 
     roots = roots_for(cfg)
     ws = roots[0].real

@@ -26,7 +26,10 @@ __all__ = ["EmbedReport", "embed_pending"]
 
 log = logging.getLogger(__name__)
 
-_STEP = 256  # chunks per transaction
+# Chunks per transaction: starts small and doubles while a step takes under a
+# second, so a slow local model commits every second or so (a kill loses little)
+# and a fast remote one still writes 256 at a time.
+_STEP_MIN, _STEP_MAX = 16, 256
 
 
 @dataclass
@@ -82,8 +85,10 @@ def embed_pending(
             log.warning("batch embedding stopped: %s", rep.error)
             in_jobs = {h for hs in store.batch_jobs(key).values() for h in hs}
     after = 0
+    step = _STEP_MIN
     while not (should_stop and should_stop()):
-        batch = store.pending_chunks(_STEP, after)
+        t_step = time.monotonic()
+        batch = store.pending_chunks(step, after)
         if not batch:
             break
         after = batch[-1][0]
@@ -112,6 +117,8 @@ def embed_pending(
             store.put_vectors((i, cached.get(h) or fresh[h]) for i, h, _ in batch)
         rep.embedded += len(fresh)
         rep.cacheHits += len(batch) - len(missing)
+        fast = time.monotonic() - t_step < 1.0
+        step = min(_STEP_MAX, step * 2) if fast else max(_STEP_MIN, step // 2)
     with store.transaction():
         store.cache_prune(max_cache_entries)
     rep.pending = store.pending_count()

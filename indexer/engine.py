@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +16,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any
 
+import apsw
 import numpy as np
 import numpy.typing as npt
 
@@ -30,9 +30,16 @@ from .chunking import split_lines
 from .config import Config
 from .discovery import resolve_get_path
 from .embedding import embed_pending
-from .errors import IndexMismatch, InvalidParams, NotFound, PathRefused
+from .errors import IndexMismatch, InvalidParams, MemindexError, NotFound, PathRefused
 from .gating import skip_reason
-from .generations import cleanup, new_generation, publish
+from .generations import (
+    abandoned,
+    cleanup,
+    new_generation,
+    publish,
+    rebuild_lock,
+    remove_generation,
+)
 from .pipeline import (
     FileUnreadable,
     FileVanished,
@@ -180,21 +187,38 @@ class MemoryIndex:
         should_stop: Callable[[], bool] | None,
         embed: bool,
     ) -> SyncReport:
+        with rebuild_lock(self.index_path):
+            return self._rebuild_locked(reason, progress, should_stop, embed)
+
+    def _rebuild_locked(
+        self,
+        reason: str,
+        progress: Progress | None,
+        should_stop: Callable[[], bool] | None,
+        embed: bool,
+    ) -> SyncReport:
         log.info("rebuilding %s into a new generation: %s", self.index_path, reason)
         gen = new_generation(self.index_path)
         fresh = Store(gen)
         try:
             fresh.copy_carryover(self.store.file)
+            for old_gen in abandoned(self.index_path):
+                if old_gen != gen:  # a killed rebuild: keep what it embedded, then drop it
+                    with contextlib.suppress(MemindexError, apsw.Error):
+                        fresh.copy_carryover(old_gen)
+                    remove_generation(old_gen)
             builder = MemoryIndex(self.cfg, provider=self.provider, store=fresh)
-            report = builder.sync(progress=progress, should_stop=should_stop, embed=embed)
+            # Vectors too, whatever the caller asked: a generation is published
+            # complete, so searches keep the old one (and its vectors) until then.
+            report = builder.sync(
+                progress=progress, should_stop=should_stop, embed=embed or self.provider is not None
+            )
             if report.stopped:  # interrupted: the current generation stays as it is
                 raise _Abandon
             fresh.checkpoint()
         except BaseException as exc:
             fresh.close()
-            for suffix in ("", "-wal", "-shm", "-journal"):
-                with contextlib.suppress(OSError):
-                    os.unlink(f"{gen}{suffix}")
+            remove_generation(gen)
             if isinstance(exc, _Abandon):
                 return report
             raise

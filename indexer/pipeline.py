@@ -22,7 +22,7 @@ from typing import Any
 
 from .chunking import CHUNKER_VERSION, chunk_markdown, split_lines
 from .config import Config
-from .discovery import MEMORY_SOURCE, SourceFile, discover
+from .discovery import MEMORY_SOURCE, SourceFile, change_stamp, discover
 from .search import index_text
 from .store import ChunkRow, FileState, Store
 from .tokenizer import TOKENIZER_NAME, TokenCounter, get_counter
@@ -101,7 +101,7 @@ def read_text(path: str | Path, max_bytes: int) -> tuple[str, FileState]:
         ) from exc
     if text.startswith("\ufeff"):
         text = text[1:]
-    state = FileState(hashlib.sha256(data).hexdigest(), st.st_mtime_ns, len(data))
+    state = FileState(hashlib.sha256(data).hexdigest(), change_stamp(st), len(data))
     return text, state
 
 

@@ -118,7 +118,7 @@ def parse_message(raw: bytes) -> Message | None:
     inner = obj.get("message")
     body = inner if isinstance(inner, dict) else obj
     role = body.get("role")
-    if role not in _ROLES:
+    if not isinstance(role, str) or role not in _ROLES:
         return None
     text = " ".join(_content_text(body.get("content")).split())
     if not text or _NOISE.match(text):

@@ -164,15 +164,25 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception."""
+        """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception. A full disk
+        (SQLite has then rolled back already) becomes a StoreError saying so."""
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        else:
             self.db.execute("COMMIT")
+        except BaseException as exc:
+            self._abort()
+            if isinstance(exc, (apsw.FullError, apsw.IOError)):
+                raise StoreError(
+                    f"cannot write the index {self.file}: {exc} (is the disk full, or the "
+                    "file over a size limit?); nothing was lost, the last complete state "
+                    "is kept and the next sync retries"
+                ) from exc
+            raise
+
+    def _abort(self) -> None:
+        if not self.db.getautocommit():  # SQLite may have rolled back on its own
+            self.db.execute("ROLLBACK")
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:
@@ -181,8 +191,9 @@ class Store:
         try:
             yield
         except BaseException:
-            self.db.execute("ROLLBACK TO unit")
-            self.db.execute("RELEASE unit")
+            if not self.db.getautocommit():  # else the whole transaction is gone
+                self.db.execute("ROLLBACK TO unit")
+                self.db.execute("RELEASE unit")
             raise
         self.db.execute("RELEASE unit")
 
@@ -651,6 +662,58 @@ class Store:
     def integrity(self) -> str:
         row = self.db.execute("PRAGMA integrity_check").fetchone()
         return str(row[0]) if row else "unknown"
+
+    def consistency(self) -> list[str]:
+        """Problems that a crash or a bug could leave behind, [] when there are none:
+        SQLite's integrity check, chunks of no indexed file or transcript, duplicate
+        chunks, FTS rows without a chunk (or the reverse), vectors without a chunk and
+        chunks marked embedded that have no vector."""
+        problems: list[str] = []
+        ok = self.integrity()
+        if ok != "ok":
+            problems.append(f"integrity_check: {ok}")
+
+        def count(sql: str) -> int:
+            row = self.db.execute(sql).fetchone()
+            return int(row[0]) if row else 0
+
+        checks = [
+            (
+                "chunks of no indexed file or transcript",
+                "SELECT count(*) FROM chunks c WHERE c.path NOT IN (SELECT path FROM files) "
+                "AND c.path NOT IN (SELECT path FROM session_cursors)",
+            ),
+            (
+                "duplicate chunks (same path and lines)",
+                "SELECT count(*) FROM (SELECT 1 FROM chunks GROUP BY path, start_line, end_line "
+                "HAVING count(*) > 1)",
+            ),
+            (
+                "FTS rows without a chunk",
+                "SELECT count(*) FROM chunks_fts_docsize WHERE id NOT IN (SELECT id FROM chunks)",
+            ),
+            (
+                "chunks missing from FTS",
+                "SELECT count(*) FROM chunks WHERE id NOT IN (SELECT id FROM chunks_fts_docsize)",
+            ),
+        ]
+        if self.has_vectors():
+            checks += [
+                (
+                    "vectors without a chunk",
+                    "SELECT count(*) FROM chunks_vec WHERE rowid NOT IN (SELECT id FROM chunks)",
+                ),
+                (
+                    "chunks marked embedded without a vector",
+                    "SELECT count(*) FROM chunks WHERE embedded = 1 "
+                    "AND id NOT IN (SELECT rowid FROM chunks_vec)",
+                ),
+            ]
+        for what, sql in checks:
+            n = count(sql)
+            if n:
+                problems.append(f"{n} {what}")
+        return problems
 
     def size_bytes(self) -> int:
         total = 0

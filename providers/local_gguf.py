@@ -95,14 +95,7 @@ class LocalGGUFProvider(EmbeddingProvider):
         except (ValueError, RuntimeError, OSError) as exc:
             raise PermanentError(f"cannot load GGUF model {model_path}: {exc}") from exc
         dims = int(self._llm.n_embd())
-        # The cache key must change when the file does, not only its name: size,
-        # modification time and a hash of the first MiB (the GGUF header and metadata).
-        # Hashing whole files would cost seconds; a replaced file always gets a new key,
-        # an untouched one keeps its cache hits.
-        st = model_path.stat()
-        with model_path.open("rb") as fh:
-            head = hashlib.sha256(fh.read(1 << 20)).hexdigest()[:16]
-        ident = f"gguf:{st.st_size}:{st.st_mtime_ns}:{head}"
+        ident = f"gguf:{model_path.stat().st_size}:{_sample_hash(model_path)}"
         super().__init__(model=model_path.name, dims=dims, endpoint=ident)
         self.max_input_tokens = n_ctx
         self._lock = threading.Lock()  # a llama.cpp context is not thread-safe
@@ -118,3 +111,21 @@ class LocalGGUFProvider(EmbeddingProvider):
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self._llm.close()
+
+
+def _sample_hash(path: Path, block: int = 1 << 20, samples: int = 16) -> str:
+    """The cache key's view of a model file: the first MiB (GGUF header and
+    metadata), ``samples`` MiB spread over the tensors and the last MiB. A rebuilt or re-downloaded
+    copy of the same model keeps its cache hits (the modification time is not part
+    of it); a different model, even of the same size, gets a new key. Hashing whole
+    multi-GB files would cost seconds at every start."""
+    size = path.stat().st_size
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        h.update(fh.read(block))
+        for i in range(1, samples + 1):
+            fh.seek(max(0, size * i // (samples + 1) - block // 2))
+            h.update(fh.read(block))
+        fh.seek(max(0, size - block))
+        h.update(fh.read(block))
+    return h.hexdigest()[:20]

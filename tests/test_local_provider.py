@@ -217,7 +217,12 @@ def test_key_follows_the_file_not_its_name(
         assert other.key() != provider.key()
     finally:
         other.close()
-    again = LocalGGUFProvider(model_path)  # the same file again: the same key (cache hits)
+    # The same bytes again, even copied or rebuilt with a new mtime: the same key.
+    copy = tmp_path / "copy" / model_path.name
+    copy.parent.mkdir()
+    copy.write_bytes(model_path.read_bytes())
+    os.utime(copy, (1_000_000, 1_000_000))
+    again = LocalGGUFProvider(copy)
     try:
         assert again.key() == provider.key()
     finally:
