@@ -3,9 +3,9 @@
 Builds an index of N chunks (text from tldr-pages lines, so BM25 sees real English;
 vectors random unit 384-d, since latency does not depend on their content) and
 times memindex's hybrid search (keyword + vector + fusion + snippets) through the
-in-memory matrix the daemon uses and through sqlite-vec (what one-shot CLI calls
-use). Query embedding is excluded (a fixed query vector) and reported separately
-for the local model. Baseline: numpy brute-force top-10 over the same matrix.
+in-memory matrix and keyword postings the daemon uses and through sqlite-vec and
+FTS5 (what one-shot CLI calls use). Query embedding is excluded (a fixed query
+vector). Baseline: numpy brute-force top-10 over the same matrix.
 
     python bench/hybrid_bench.py [--chunks 100000] [--queries 200]
 """
@@ -123,14 +123,19 @@ def main() -> None:
         build(idx_path, args.chunks)
         print(f"built {args.chunks} chunks in {time.perf_counter() - t0:.0f}s")
         cfg = Config(workspace=ws, indexPath=idx_path)
+        from indexer.keywords import KeywordIndex
         from indexer.vectors import VectorMatrix
 
         prov = FixedQuery()
         vm = VectorMatrix()
-        with MemoryIndex(cfg, readonly=True, provider=prov, vectors=vm) as idx:
+        ki = KeywordIndex()
+        with MemoryIndex(cfg, readonly=True, provider=prov, vectors=vm, keywords=ki) as idx:
             t0 = time.perf_counter()
             vm.refresh(idx.store)
             print(f"loaded the matrix ({len(vm)} x {DIMS}) in {time.perf_counter() - t0:.2f}s")
+            t0 = time.perf_counter()
+            assert ki.wait_ready(idx.store)
+            print(f"built the keyword snapshot in {time.perf_counter() - t0:.2f}s")
             mat = vm._mat
             qv = [prov.embed_query(q)[0] for q in queries]
             brute = []

@@ -30,6 +30,7 @@ from .config import Config, Settings
 from .engine import MemoryIndex, select_provider
 from .errors import ConfigError, InvalidParams
 from .generations import current_file
+from .keywords import KeywordIndex
 from .server import METHOD_NOT_FOUND, RpcError, SocketServer
 from .vectors import VectorMatrix
 from .watcher import ObserverFactory, Watcher
@@ -56,6 +57,7 @@ class AgentRuntime:
         else:
             log.info("%s: embeddings by %s %s", cfg.agent_name, sel.provider.id, sel.provider.model)
         self.vectors = VectorMatrix()
+        self.keywords = KeywordIndex()
         # the writer creates and migrates the index file
         self.writer = MemoryIndex(cfg, provider=sel.provider, provider_note=sel.reason)
         self._readers: queue.LifoQueue[MemoryIndex] = queue.LifoQueue()
@@ -83,6 +85,7 @@ class AgentRuntime:
                 provider=self.provider,
                 provider_note=self.provider_note,
                 vectors=self.vectors,
+                keywords=self.keywords,
             )
         try:
             yield idx

@@ -10,9 +10,10 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ from .generations import (
     rebuild_lock,
     remove_generation,
 )
+from .keywords import KeywordIndex
 from .pipeline import (
     FileUnreadable,
     FileVanished,
@@ -53,7 +55,7 @@ from .ranking import apply_decay, balance_sources, mmr
 from .search import ParsedQuery, SearchHit, fuse, keyword_search, parse_query, render_results
 from .session_sync import SessionReport, session_path, sync_sessions
 from .sessions import SESSIONS_SOURCE, is_transcript_name, redact
-from .store import Store
+from .store import SearchRow, Store
 from .vectors import VectorMatrix, knn_sqlite
 
 __all__ = ["MemoryIndex", "SOURCES", "provider_spec", "select_provider"]
@@ -135,6 +137,7 @@ class MemoryIndex:
         provider_note: str = "",
         vectors: VectorMatrix | None = None,
         store: Store | None = None,
+        keywords: KeywordIndex | None = None,
     ) -> None:
         self.cfg = cfg
         self.index_path: Path = cfg.resolved_index_path()
@@ -142,6 +145,7 @@ class MemoryIndex:
         self.provider = provider
         self.provider_note = provider_note or "no embedding provider configured"
         self.vectors = vectors
+        self.keywords = keywords
 
     def close(self) -> None:
         self.store.close()
@@ -338,11 +342,28 @@ class MemoryIndex:
         hits: list[SearchHit] = []
         for part in parts:
             q, found = keyword_search(
-                self.store, query, limit=pool, min_score=floor, sources=part, candidates=pool
+                self.store,
+                query,
+                limit=pool,
+                min_score=floor,
+                sources=part,
+                candidates=pool,
+                fetch=self._fetch_in_memory if self.keywords is not None else None,
             )
             hits.extend(found)
         hits.sort(key=lambda h: -h.score)
         return q, hits
+
+    def _fetch_in_memory(
+        self, q: ParsedQuery, pool: int, sources: Sequence[str] | None
+    ) -> list[SearchRow] | None:
+        """keyword_search's candidates from the in-memory postings, if they can answer."""
+        assert self.keywords is not None
+        top = self.keywords.search(self.store, q, pool, list(sources) if sources else None)
+        if top is None:
+            return None
+        rows = self.store.chunk_rows([cid for cid, _ in top])
+        return [replace(rows[cid], rank=rank) for cid, rank in top if cid in rows]
 
     def _finish(
         self,

@@ -18,7 +18,7 @@ score is ``r / (1 + r)``: 0 for nothing, approaching 1 for strong hits, monotoni
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -430,6 +430,7 @@ def keyword_search(
     min_score: float,
     sources: Sequence[str] | None = None,
     candidates: int | None = None,
+    fetch: Callable[[ParsedQuery, int, Sequence[str] | None], list[SearchRow] | None] | None = None,
 ) -> tuple[ParsedQuery, list[SearchHit]]:
     """Keyword hits from a pool of ``candidates``, exact hits first, filtered by
     ``min_score``; ``render_results`` picks the best ``limit`` distinct ones.
@@ -440,7 +441,9 @@ def keyword_search(
     if q.empty():
         return q, []
     pool = candidates if candidates is not None else max(limit * 4, limit)
-    rows = store.fts_search(q.fts_expression(), pool, sources)
+    rows = fetch(q, pool, sources) if fetch is not None else None
+    if rows is None:  # no in-memory answer (keywords.py): FTS5
+        rows = store.fts_search(q.fts_expression(), pool, sources)
     hits: list[SearchHit] = []
     coord: dict[int, int] = {}
     for row in rows:

@@ -26,7 +26,20 @@ import apsw
 from .errors import StoreError
 from .migrations import MIGRATIONS
 
-__all__ = ["ChunkRow", "FileState", "SearchRow", "SessionCursor", "Store"]
+__all__ = [
+    "FTS_TOKENIZER",
+    "FTS_WEIGHTS",
+    "ChunkRow",
+    "FileState",
+    "SearchRow",
+    "SessionCursor",
+    "Store",
+]
+
+# The FTS5 tokenizer of chunks_fts (migrations) and bm25() weights of its body,
+# heading and path columns (source: 0); keywords.py replicates both.
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+FTS_WEIGHTS = (1.0, 1.0, 0.5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,9 +263,14 @@ class Store:
         self.db.execute("DELETE FROM files WHERE path=?", (path,))
         return len(ids)
 
+    def _bump_chunks(self) -> None:
+        """Tell readers holding keyword postings in memory that chunks changed."""
+        self.meta_set("chunksVersion", f"{time.time_ns()}")
+
     def _delete_chunks(self, ids: Sequence[int]) -> None:
         if not ids:
             return
+        self._bump_chunks()
         self.db.executemany("DELETE FROM chunks_fts WHERE rowid=?", ((i,) for i in ids))
         if self.has_vectors():
             self._bump_vectors()
@@ -261,6 +279,7 @@ class Store:
 
     def _insert_chunks(self, path: str, source: str, chunks: Iterable[ChunkRow]) -> int:
         n = 0
+        self._bump_chunks()
         insert = (
             "INSERT INTO chunks(path, source, start_line, end_line, heading, hash, text) "
             "VALUES(?, ?, ?, ?, ?, ?, ?)"
@@ -297,6 +316,7 @@ class Store:
             "SELECT id, heading, text, source FROM chunks WHERE path=?", (old,)
         ).fetchall()
         self.db.execute("UPDATE chunks SET path=? WHERE path=?", (new, old))
+        self._bump_chunks()
         for cid, heading, text, source in rows:
             self.db.execute("DELETE FROM chunks_fts WHERE rowid=?", (cid,))
             self.db.execute(
@@ -361,6 +381,7 @@ class Store:
 
     def clear(self) -> None:
         """Remove every file, chunk and vector (keeps the embedding cache)."""
+        self._bump_chunks()
         self.db.execute("DELETE FROM chunks_fts")
         if self.has_vectors():
             self.db.execute("DROP TABLE chunks_vec")
@@ -595,7 +616,7 @@ class Store:
         match: str,
         limit: int,
         sources: Sequence[str] | None = None,
-        weights: tuple[float, float, float] = (1.0, 1.0, 0.5),
+        weights: tuple[float, float, float] = FTS_WEIGHTS,
     ) -> list[SearchRow]:
         """Top ``limit`` chunks for an FTS5 MATCH expression, best first.
 

@@ -1,0 +1,140 @@
+"""The in-memory keyword postings rank exactly as FTS5's bm25() does."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from conftest import write
+
+from indexer.config import Config, SessionsConfig
+from indexer.engine import MemoryIndex
+from indexer.keywords import KeywordIndex
+from indexer.search import parse_query
+
+VOCAB = [
+    "heron",
+    "reed",
+    "pond",
+    "running",
+    "runs",
+    "runner",
+    "ran",
+    "walk",
+    "walking",
+    "walked",
+    "memory",
+    "sessions",
+    "garden",
+    "kestrel",
+    "zigbee",
+    "sensor",
+    "pairing",
+    "deploy",
+    "deploys",
+    "deployed",
+    "gateway",
+    "lisbon",
+    "rye",
+    "bread",
+    "coffee",
+    "déjà",
+    "café",
+    "naïve",
+    "über",
+    "straße",
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "notes",
+    "path",
+    "heading",
+]
+
+
+def _corpus(ws: Path, sessions: Path, rng: random.Random) -> None:
+    for i in range(120):
+        lines = [f"# {rng.choice(VOCAB).title()} {i}", ""]
+        for _ in range(rng.randint(3, 30)):
+            words = [
+                rng.choice(VOCAB[: rng.randint(4, len(VOCAB))]) for _ in range(rng.randint(2, 14))
+            ]
+            lines.append("- " + " ".join(words))
+        write(ws, f"memory/{rng.choice(VOCAB)}-{i}.md", "\n".join(lines) + "\n")
+    with (sessions / "s.jsonl").open("w") as fh:
+        for _ in range(60):
+            text = " ".join(rng.choice(VOCAB) for _ in range(8))
+            fh.write(json.dumps({"type": "message", "role": "user", "content": text}) + "\n")
+
+
+@pytest.fixture
+def idx(tmp_path: Path) -> MemoryIndex:
+    ws, sessions = tmp_path / "ws", tmp_path / "sessions"
+    sessions.mkdir()
+    rng = random.Random(7)
+    _corpus(ws, sessions, rng)
+    cfg = Config(
+        workspace=ws, indexPath=tmp_path / "i.sqlite", sessions=SessionsConfig(dir=str(sessions))
+    )
+    with MemoryIndex(cfg) as w:
+        w.sync()
+        # Edits and deletions: FTS5 keeps tombstones and adjusted totals to match.
+        files = sorted((ws / "memory").iterdir())
+        for f in files[:15]:
+            f.unlink()
+        for f in files[15:40]:
+            f.write_text(f.read_text() + "- appended heron pond line\n")
+        w.sync()
+    return MemoryIndex(cfg, readonly=True, keywords=KeywordIndex(min_chunks=0))
+
+
+def _compare(idx: MemoryIndex, query: str, sources: list[str] | None) -> int:
+    q = parse_query(query)
+    fts = [(r.id, r.rank) for r in idx.store.fts_search(q.fts_expression(), 30, sources)]
+    assert idx.keywords is not None
+    mem = idx.keywords.search(idx.store, q, 30, sources)
+    assert mem is not None, query
+    fts = [x for x in fts if x[1] < 0]  # rows matching only a weight-0 column score 0
+    assert len(mem) == len(fts), query
+    for (i1, r1), (i2, r2) in zip(fts, mem, strict=True):
+        assert r1 == pytest.approx(r2, rel=1e-9, abs=1e-12), (query, i1, i2)
+    return len(mem)
+
+
+def test_in_memory_ranks_equal_fts5(idx: MemoryIndex) -> None:
+    assert idx.keywords is not None and idx.keywords.wait_ready(idx.store)
+    rng = random.Random(11)
+    compared = 0
+    for _ in range(150):
+        query = " ".join(rng.sample(VOCAB, rng.randint(1, 4)))
+        for sources in (None, ["memory"], ["sessions"]):
+            compared += _compare(idx, query, sources)
+    assert compared > 1000
+
+
+def test_falls_back_to_fts5_when_it_cannot_answer(idx: MemoryIndex) -> None:
+    assert idx.keywords is not None and idx.keywords.wait_ready(idx.store)
+    for query in ('"heron pond"', "KESTREL-0429", "東京", "src/app.py"):
+        assert idx.keywords.search(idx.store, parse_query(query), 10, None) is None
+    # The engine answers them all the same (through FTS5).
+    assert idx.search('"heron pond"', min_score=0)["results"]
+
+
+def test_a_write_makes_the_snapshot_stale_until_rebuilt(idx: MemoryIndex, tmp_path: Path) -> None:
+    assert idx.keywords is not None and idx.keywords.wait_ready(idx.store)
+    ws = idx.cfg.workspace
+    assert ws is not None
+    write(ws, "memory/new.md", "- a quokka visited the heron pond\n")
+    with MemoryIndex(idx.cfg) as w:
+        w.sync()
+    q = parse_query("quokka")
+    idx.keywords.min_interval_s = 3600.0  # no rebuild yet: FTS5 answers, and finds it
+    assert idx.keywords.search(idx.store, q, 10, None) is None
+    assert idx.search("quokka", min_score=0)["results"][0]["path"] == "memory/new.md"
+    assert idx.keywords.wait_ready(idx.store)
+    got = idx.keywords.search(idx.store, q, 10, None)
+    assert got is not None and len(got) == 1
+    assert _compare(idx, "quokka heron", None) > 1
