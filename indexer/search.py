@@ -502,13 +502,20 @@ def fuse(
 ) -> list[SearchHit]:
     """Merge keyword hits and vector neighbours into one ranking.
 
-    ``weighted``: ``wv * cosine + wt * keyword score`` with the weights normalised to
-    sum to 1. ``rrf``: reciprocal rank fusion, ``sum 1 / (k + rank)``, scaled so a
-    chunk ranked first by both lists scores 1. ``min_score`` judges each side on its
-    own scale: a chunk is kept when its fused score, its cosine similarity or its
-    keyword score reaches it (so neither a strong paraphrase nor a strong keyword hit
-    is lost to the weighting), and always when it holds an exact token/phrase or
-    every query word; an exact hit never scores below its keyword score."""
+    ``weighted``: ``wv * v + wt * t`` with the weights normalised to sum to 1, where
+    ``t`` is a chunk's BM25 over the best BM25 among the keyword candidates and ``v``
+    its cosine min-max scaled over the vector candidates: both sides span 0..1 for
+    every query. (The absolute scores do not: ``r/(1+r)`` of BM25 bunches every
+    good keyword hit near 0.95 while cosines spread over 0.2-0.8, so the vector
+    side decided the order; scaling raised SciFact-dev nDCG@10 from 0.694 to 0.725
+    and LoCoMo-dev recall@10 from 0.873 to 0.879.) ``rrf``: reciprocal rank fusion,
+    ``sum 1 / (k + rank)``, scaled so a chunk ranked first by both lists scores 1.
+
+    ``min_score`` judges absolute scores, each side on its own scale: a chunk is
+    kept when its cosine, its keyword score or ``wv * cosine + wt * keyword score``
+    reaches it (so neither a strong paraphrase nor a strong keyword hit is lost to
+    the weighting), and always when it holds an exact token/phrase or every query
+    word. The fused score only orders results within one query."""
     total = (vector_weight + text_weight) or 1.0
     wv, wt = vector_weight / total, text_weight / total
     by_id: dict[int, SearchHit] = {h.row.id: h for h in keyword}
@@ -524,6 +531,12 @@ def fuse(
             by_id[cid] = SearchHit(row, 0.0, 0.0, exact, full)
     out: list[SearchHit] = []
     best_rrf = 2.0 / (rrf_k + 1)
+    bm25 = {
+        h.row.id: max(0.0, -h.row.rank) * (1.0 + EXACT_BOOST if h.exact else 1.0) for h in keyword
+    }
+    top_bm25 = max(bm25.values(), default=0.0) or 1.0
+    sims = [max(0.0, min(1.0, s)) for _, s in vector]
+    lo, hi = (min(sims), max(sims)) if sims else (0.0, 0.0)
     for cid, hit in by_id.items():
         v = vec_sim.get(cid)
         hit.vector_score = v
@@ -535,10 +548,11 @@ def fuse(
                 r += 1.0 / (rrf_k + vec_rank[cid] + 1)
             score = r / best_rrf
         else:
-            score = wv * (v or 0.0) + wt * hit.text_score
-        if hit.exact:
-            score = max(score, hit.text_score)
-        strong = max(score, v or 0.0, hit.text_score) >= min_score
+            t = bm25.get(cid, 0.0) / top_bm25
+            scaled = 0.0 if v is None else (v - lo) / (hi - lo) if hi > lo else 1.0
+            score = wv * scaled + wt * t
+        absolute = wv * (v or 0.0) + wt * hit.text_score
+        strong = max(absolute, v or 0.0, hit.text_score) >= min_score
         if not (strong or hit.exact or hit.full):
             continue
         hit.score = score

@@ -164,11 +164,11 @@ def test_min_score_judges_each_side_on_its_own_scale() -> None:
     from indexer.search import SearchHit, fuse
     from indexer.store import SearchRow
 
-    def row(i: int, text: str) -> SearchRow:
-        return SearchRow(i, f"memory/{i}.md", "memory", 1, 1, "", text, 0.0)
+    def row(i: int, text: str, rank: float = 0.0) -> SearchRow:
+        return SearchRow(i, f"memory/{i}.md", "memory", 1, 1, "", text, rank)
 
     q = parse_query("gateway reboot")
-    keyword = [SearchHit(row(1, "gateway reboot notes"), 0.8, 0.8, False, True)]
+    keyword = [SearchHit(row(1, "gateway reboot notes", -4.0), 0.8, 0.8, False, True)]
     vector_rows = {2: row(2, "the host restarted"), 3: row(3, "tomatoes")}
     out = fuse(
         q,
