@@ -319,10 +319,12 @@ def _has_word_with_prefix(text: str, prefix: str) -> bool:
     return False
 
 
-def _line_hits(line_lower: str, q: ParsedQuery) -> int:
-    hits = 2 * sum(1 for n in q.literal_needles() if n in line_lower)
-    hits += sum(1 for p in q.word_stems() if _has_word_with_prefix(line_lower, p))
-    hits += sum(1 for g in q.cjk if g in line_lower)
+def _line_hits(
+    line_lower: str, needles: Sequence[str], stems: Sequence[str], cjk: Sequence[str]
+) -> int:
+    hits = 2 * sum(1 for n in needles if n in line_lower)
+    hits += sum(1 for p in stems if _has_word_with_prefix(line_lower, p))
+    hits += sum(1 for g in cjk if g in line_lower)
     return hits
 
 
@@ -334,8 +336,13 @@ def make_snippet(
     Returns (snippet, first line, last line, best line), absolute and 1-based."""
     lines = text.split("\n")
     best, best_hits = 0, 0
+    # Only what occurs somewhere in the chunk is looked for line by line.
+    low_text = text.lower()
+    needles = [n for n in q.literal_needles() if n in low_text]
+    stems = [p for p in q.word_stems() if p in low_text]
+    cjk = [g for g in q.cjk if g in low_text]
     for i, line in enumerate(lines):
-        hits = _line_hits(line.lower(), q)
+        hits = _line_hits(line.lower(), needles, stems, cjk)
         if hits > best_hits:
             best, best_hits = i, hits
     if best_hits == 0:
@@ -522,13 +529,16 @@ def fuse(
     kw_rank = {h.row.id: n for n, h in enumerate(keyword)}
     vec_rank: dict[int, int] = {}
     vec_sim: dict[int, float] = {}
+    unclassified: set[int] = set()
     for n, (cid, sim) in enumerate(vector):
         vec_rank[cid] = n
         vec_sim[cid] = max(0.0, min(1.0, sim))
         if cid not in by_id and cid in vector_rows:
-            row = vector_rows[cid]
-            exact, full, _ = _classify(row, q)
-            by_id[cid] = SearchHit(row, 0.0, 0.0, exact, full)
+            # Classified below, only if the floor would drop it (saves scanning the
+            # text of every neighbour; a chunk holding the exact token is almost
+            # always a keyword hit already).
+            by_id[cid] = SearchHit(vector_rows[cid], 0.0, 0.0, False, False)
+            unclassified.add(cid)
     out: list[SearchHit] = []
     best_rrf = 2.0 / (rrf_k + 1)
     bm25 = {
@@ -553,6 +563,8 @@ def fuse(
             score = wv * scaled + wt * t
         absolute = wv * (v or 0.0) + wt * hit.text_score
         strong = max(absolute, v or 0.0, hit.text_score) >= min_score
+        if not strong and cid in unclassified:
+            hit.exact, hit.full, _ = _classify(hit.row, q)
         if not (strong or hit.exact or hit.full):
             continue
         hit.score = score
