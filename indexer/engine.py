@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +145,9 @@ class MemoryIndex:
         self.provider_note = provider_note or "no embedding provider configured"
         self.vectors = vectors
         self.keywords = keywords
+        self._sources_seen: tuple[str | None, bool] | None = None
+        self._workspace_ok: tuple[Path, str | None] | None = None
+        self._version: str | None = None  # chunksVersion, read once per search
 
     def close(self) -> None:
         self.store.close()
@@ -330,9 +332,17 @@ class MemoryIndex:
     def _split_sources(self, wanted: list[str] | None) -> list[list[str] | None]:
         """Both sources asked for and both present: search each on its own, so the
         larger transcript corpus cannot push memory chunks out of the candidates."""
-        if wanted is None and self.store.has_source("sessions") and self.store.has_source("memory"):
+        if wanted is None and self._both_sources():
             return [["memory"], ["sessions"]]
         return [wanted]
+
+    def _both_sources(self) -> bool:
+        """Whether the index holds both sources, re-read when its chunks change."""
+        version = self._version
+        if self._sources_seen is None or self._sources_seen[0] != version:
+            both = self.store.has_source("sessions") and self.store.has_source("memory")
+            self._sources_seen = (version, both)
+        return self._sources_seen[1]
 
     def _keyword(
         self, query: str, pool: int, floor: float, parts: list[list[str] | None]
@@ -359,11 +369,14 @@ class MemoryIndex:
     ) -> list[SearchRow] | None:
         """keyword_search's candidates from the in-memory postings, if they can answer."""
         assert self.keywords is not None
-        top = self.keywords.search(self.store, q, pool, list(sources) if sources else None)
+        top = self.keywords.search(
+            self.store, q, pool, list(sources) if sources else None, version=self._version
+        )
         if top is None:
             return None
-        rows = self.store.chunk_rows([cid for cid, _ in top])
-        return [replace(rows[cid], rank=rank) for cid, rank in top if cid in rows]
+        ranks = dict(top)
+        rows = self.store.chunk_rows(list(ranks), ranks)
+        return [rows[cid] for cid, _ in top if cid in rows]
 
     def _finish(
         self,
@@ -437,6 +450,9 @@ class MemoryIndex:
         }
 
     def _check_workspace(self) -> None:
+        self._version = self.store.meta_get("chunksVersion")
+        if self._workspace_ok == (self.store.file, self._version):
+            return  # a clear (a new workspace) changes the version
         indexed = self.store.meta_get("workspace")
         current = str(self.cfg.require_workspace().resolve())
         if indexed is not None and indexed != current:
@@ -444,6 +460,8 @@ class MemoryIndex:
                 f"index {self.index_path} holds workspace {indexed}, not {current}: "
                 "run 'memindex index' to rebuild it for this workspace"
             )
+        if indexed is not None:
+            self._workspace_ok = (self.store.file, self._version)
 
     @staticmethod
     def _sources(sources: Any) -> list[str] | None:

@@ -45,7 +45,8 @@ class _Snapshot:
     ids: npt.NDArray[np.int64]  # chunk ids, sorted
     src: npt.NDArray[np.int8]
     codes: dict[str, int]
-    norm: npt.NDArray[np.float64]  # k1 * (1 - b + b * dl / avgdl) per chunk
+    # term -> (rows, f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avgdl)) per row, rows
+    # holding the term in any column): BM25 less its IDF, computed once per snapshot.
     postings: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], int]]
 
 
@@ -67,13 +68,14 @@ class KeywordIndex:
         self._tokens: dict[str, tuple[str, ...]] = {}
 
     @staticmethod
-    def version(store: Store) -> str:
-        return f"{store.file}:{store.meta_get('chunksVersion')}"
+    def version(store: Store, chunks_version: str | None = None) -> str:
+        return f"{store.file}:{chunks_version or store.meta_get('chunksVersion')}"
 
-    def ready(self, store: Store) -> bool:
+    def ready(self, store: Store, chunks_version: str | None = None) -> bool:
         """True if the snapshot matches ``store`` now; otherwise start (re)building
-        one in the background and return False (the caller uses FTS5)."""
-        version = self.version(store)
+        one in the background and return False (the caller uses FTS5).
+        ``chunks_version``: the caller's fresh read of the ``chunksVersion`` meta."""
+        version = self.version(store, chunks_version)
         snap = self._snap
         if snap is not None and snap.version == version:
             return True
@@ -161,8 +163,9 @@ class KeywordIndex:
             uniq, inv = np.unique(docs, return_inverse=True)
             freq = np.bincount(inv, weights=w, minlength=uniq.shape[0]).astype(np.float64)
             keep = freq > 0
-            postings[term] = (uniq[keep], freq[keep], int(uniq.shape[0]))
-        return _Snapshot(version, ids, src, codes, norm, postings)
+            rows, f = uniq[keep], freq[keep]
+            postings[term] = (rows, f * (_K1 + 1) / (f + norm[rows]), int(uniq.shape[0]))
+        return _Snapshot(version, ids, src, codes, postings)
 
     def _word_tokens(self, word: str) -> tuple[str, ...]:
         got = self._tokens.get(word)
@@ -179,13 +182,19 @@ class KeywordIndex:
         return got
 
     def search(
-        self, store: Store, q: ParsedQuery, limit: int, sources: list[str] | None
+        self,
+        store: Store,
+        q: ParsedQuery,
+        limit: int,
+        sources: list[str] | None,
+        *,
+        version: str | None = None,
     ) -> list[tuple[int, float]] | None:
         """Top ``limit`` (chunk id, FTS5-style rank: negative, lower is better) for a
         plain-words query, or None when FTS5 has to answer it."""
         if q.required or q.exact_parts or q.cjk or not q.terms:
             return None
-        if not self.ready(store):
+        if not self.ready(store, version):
             return None
         snap = self._snap
         if snap is None:
@@ -199,11 +208,11 @@ class KeywordIndex:
             post = snap.postings.get(toks[0])
             if post is None:
                 continue
-            docs, freq, hits = post
+            docs, tf, hits = post
             idf = math.log((n - hits + 0.5) / (hits + 0.5))
             if idf <= 0.0:
                 idf = 1e-6
-            scores[docs] += idf * freq * (_K1 + 1) / (freq + snap.norm[docs])
+            scores[docs] += idf * tf
         if sources:
             wanted = [snap.codes[s] for s in sources if s in snap.codes]
             scores[~np.isin(snap.src, wanted)] = 0.0

@@ -18,6 +18,7 @@ score is ``r / (1 + r)``: 0 for nothing, approaching 1 for strong hits, monotoni
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -394,6 +395,7 @@ class SearchHit:
     full: bool
     vector_score: float | None = None
     best_line: int = 0  # set by to_result: the line the snippet is centred on
+    classified: bool = True  # False: exact/full not worked out (not needed so far)
 
     def to_result(self, q: ParsedQuery, max_chars: int) -> dict[str, Any]:
         r = self.row
@@ -453,17 +455,30 @@ def keyword_search(
         rows = store.fts_search(q.fts_expression(), pool, sources)
     hits: list[SearchHit] = []
     coord: dict[int, int] = {}
+    literal = bool(q.literal_needles())
     for row in rows:
+        ts = bm25_to_score(row.rank)
+        if not literal and ts >= min_score:
+            # No literal to find and above the floor: the text scan can wait (it
+            # only breaks ties below, or tells fuse() about a full match).
+            hits.append(SearchHit(row, ts, ts, False, False, classified=False))
+            continue
         exact, full, present = _classify(row, q)
-        ts = bm25_to_score(row.rank * (1.0 + EXACT_BOOST) if exact else row.rank)
-        score = ts
-        if score < min_score and not (exact or full):
+        if exact:
+            ts = bm25_to_score(row.rank * (1.0 + EXACT_BOOST))
+        if ts < min_score and not (exact or full):
             continue
         coord[row.id] = present
-        hits.append(SearchHit(row, score, ts, exact, full))
+        hits.append(SearchHit(row, ts, ts, exact, full))
     # By score; equal scores (FTS5 gives every term in half the chunks or more an IDF
     # of ~0, common in small workspaces) by query words present.
-    hits.sort(key=lambda h: (-round(h.score, 6), -coord[h.row.id]))
+    rounded = {h.row.id: round(h.score, 6) for h in hits}
+    counts = Counter(rounded.values())
+    for h in hits:
+        if h.row.id not in coord:
+            tied = counts[rounded[h.row.id]] > 1
+            coord[h.row.id] = _classify(h.row, q)[2] if tied else 0
+    hits.sort(key=lambda h: (-rounded[h.row.id], -coord[h.row.id]))
     return q, hits
 
 
@@ -563,8 +578,9 @@ def fuse(
             score = wv * scaled + wt * t
         absolute = wv * (v or 0.0) + wt * hit.text_score
         strong = max(absolute, v or 0.0, hit.text_score) >= min_score
-        if not strong and cid in unclassified:
+        if not strong and (cid in unclassified or not hit.classified):
             hit.exact, hit.full, _ = _classify(hit.row, q)
+            hit.classified = True
         if not (strong or hit.exact or hit.full):
             continue
         hit.score = score

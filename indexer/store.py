@@ -542,8 +542,12 @@ class Store:
             )
         )
 
-    def chunk_rows(self, ids: Sequence[int]) -> dict[int, SearchRow]:
+    def chunk_rows(
+        self, ids: Sequence[int], ranks: dict[int, float] | None = None
+    ) -> dict[int, SearchRow]:
+        """Rows by id (``ranks``: the rank to give each, else 0)."""
         out: dict[int, SearchRow] = {}
+        rank = ranks or {}
         for start in range(0, len(ids), 500):
             part = list(ids[start : start + 500])
             q = (
@@ -551,7 +555,7 @@ class Store:
                 f"WHERE id IN ({','.join('?' * len(part))})"
             )
             for i, p, s, a, b, h, t in self.db.execute(q, part):
-                out[int(i)] = SearchRow(int(i), str(p), str(s), int(a), int(b), str(h), str(t), 0.0)
+                out[i] = SearchRow(i, p, s, a, b, h, t, rank.get(i, 0.0))
         return out
 
     # -- embedding cache ------------------------------------------------------------

@@ -172,7 +172,7 @@ def test_kills_during_rebuilds_keep_the_published_index(
     d.stop()
     kills = 0
     for r in range(10):
-        tokens = 120 if r % 2 == 0 else 300  # each start wants a rebuild
+        tokens = 120 + 20 * r  # a new chunking each round: every start rebuilds
         config_file(tmp_path, ws, sessions, f"[chunking]\ntokens = {tokens}\noverlap = 20\n")
         before = set(generations())
         published = os.path.realpath(index_file())
