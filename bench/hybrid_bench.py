@@ -42,10 +42,16 @@ class FixedQuery(EmbeddingProvider):
 
     def __init__(self) -> None:
         super().__init__(model="random-384", dims=DIMS)
+        self._seen: dict[tuple[str, ...], Vectors] = {}
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
-        rng = np.random.default_rng(abs(hash(tuple(texts))) % 2**32)
-        return normalize(rng.standard_normal((len(texts), DIMS)))
+        # Memoised: the vector is made before the timed search (query embedding is
+        # not what this bench measures), so the search only fetches it.
+        key = tuple(texts)
+        if key not in self._seen:
+            rng = np.random.default_rng(abs(hash(key)) % 2**32)
+            self._seen[key] = normalize(rng.standard_normal((len(texts), DIMS)))
+        return self._seen[key]
 
 
 def build(path: Path, n: int) -> None:
