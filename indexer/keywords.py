@@ -27,6 +27,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from .errors import MemindexError
 from .search import ParsedQuery
 from .store import FTS_TOKENIZER, FTS_WEIGHTS, Store
 
@@ -66,6 +67,7 @@ class KeywordIndex:
             "CREATE VIRTUAL TABLE tv USING fts5vocab(t, 'instance');"
         )
         self._tokens: dict[str, tuple[str, ...]] = {}
+        self._skipped: str | None = None
 
     @staticmethod
     def version(store: Store, chunks_version: str | None = None) -> str:
@@ -79,6 +81,8 @@ class KeywordIndex:
         snap = self._snap
         if snap is not None and snap.version == version:
             return True
+        if version == self._skipped:  # too small (or unsuitable) at this version
+            return False
         with self._lock:
             wait = max(self.min_interval_s, 2 * self._build_s)
             if self._building or time.monotonic() - self._last_build < wait:
@@ -105,7 +109,9 @@ class KeywordIndex:
             snap = self._load(file, version)
             if snap is not None:
                 self._snap = snap
-        except (apsw.Error, OSError, ValueError) as exc:
+            else:
+                self._skipped = version
+        except (apsw.Error, OSError, ValueError, MemindexError) as exc:
             log.warning("keyword snapshot of %s failed: %s", file, exc)
         finally:
             with self._lock:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import random
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -138,3 +140,17 @@ def test_a_write_makes_the_snapshot_stale_until_rebuilt(idx: MemoryIndex, tmp_pa
     got = idx.keywords.search(idx.store, q, 10, None)
     assert got is not None and len(got) == 1
     assert _compare(idx, "quokka heron", None) > 1
+
+
+def test_small_indexes_stay_with_fts5(idx: MemoryIndex) -> None:
+    ki = KeywordIndex(min_chunks=10**6, min_interval_s=0.0)
+    assert not ki.ready(idx.store)
+    deadline = time.monotonic() + 30
+    while ki._building and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ki._snap is None and ki._skipped is not None
+    threads = threading.active_count()
+    for _ in range(20):  # no new snapshot attempt until the index changes
+        assert not ki.ready(idx.store)
+    assert threading.active_count() == threads
+    assert ki.search(idx.store, parse_query("heron"), 10, None) is None
