@@ -220,12 +220,19 @@ def main() -> None:
                     lats.extend(local)
                     errors += bad
 
+            def clients_round(seed: int) -> None:
+                """``args.clients`` clients at once, each with its own query stream."""
+                threads = [
+                    threading.Thread(target=client_run, args=(seed + k,))
+                    for k in range(args.clients)
+                ]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+
             # Warm-up: the reader pool and caches fill; growth is judged from here.
-            warm = [threading.Thread(target=client_run, args=(k,)) for k in range(args.clients)]
-            for t in warm:
-                t.start()
-            for t in warm:
-                t.join()
+            clients_round(0)
             lats.clear()
             time.sleep(1.0)
             rss_w, fd_w = rss_kb(proc.pid), fds(proc.pid)
@@ -235,14 +242,7 @@ def main() -> None:
             soak_end = time.monotonic() + args.soak_minutes * 60
             rounds = 0
             while True:
-                threads = [
-                    threading.Thread(target=client_run, args=(k + rounds * 1000,))
-                    for k in range(args.clients)
-                ]
-                for t in threads:
-                    t.start()
-                for t in threads:
-                    t.join()
+                clients_round(rounds * 1000)
                 rounds += 1
                 if time.monotonic() >= soak_end:
                     break

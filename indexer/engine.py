@@ -147,7 +147,7 @@ class MemoryIndex:
         self.keywords = keywords
         self._sources_seen: tuple[str | None, bool] | None = None
         self._workspace_ok: tuple[Path, str | None] | None = None
-        self._version: str | None = None  # chunksVersion, read once per search
+        self._version: str | None = None  # chunksVersion, read at the start of search()
 
     def close(self) -> None:
         self.store.close()
@@ -176,7 +176,8 @@ class MemoryIndex:
         key = self.provider.key() if self.provider else None
         reason = rebuild_reason(self.store, self.cfg, force=force, provider_key=key)
         if reason is not None:
-            return self._rebuild(reason, progress, should_stop, embed)
+            with rebuild_lock(self.index_path):  # one rebuild per index at a time
+                return self._rebuild(reason, progress, should_stop, embed)
         t0 = time.monotonic()
         report = sync(self.store, self.cfg, force=force, progress=progress, should_stop=should_stop)
         if not report.stopped:
@@ -187,16 +188,6 @@ class MemoryIndex:
         return report
 
     def _rebuild(
-        self,
-        reason: str,
-        progress: Progress | None,
-        should_stop: Callable[[], bool] | None,
-        embed: bool,
-    ) -> SyncReport:
-        with rebuild_lock(self.index_path):
-            return self._rebuild_locked(reason, progress, should_stop, embed)
-
-    def _rebuild_locked(
         self,
         reason: str,
         progress: Progress | None,
@@ -309,6 +300,7 @@ class MemoryIndex:
         else:
             raise InvalidParams("'minScore' must be a number")
         wanted = self._sources(sources)
+        self._version = self.store.meta_get("chunksVersion")
         self._check_workspace()
         chars = self.cfg.query.maxSnippetChars
         fallback = f"{self.provider_note}: keyword search only"
@@ -450,7 +442,6 @@ class MemoryIndex:
         }
 
     def _check_workspace(self) -> None:
-        self._version = self.store.meta_get("chunksVersion")
         if self._workspace_ok == (self.store.file, self._version):
             return  # a clear (a new workspace) changes the version
         indexed = self.store.meta_get("workspace")

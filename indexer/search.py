@@ -300,6 +300,12 @@ def parse_query(query: str) -> ParsedQuery:
 EXACT_BOOST = 0.25
 
 
+def boosted_bm25(rank: float, exact: bool) -> float:
+    """FTS5's bm25 rank as a positive strength, boosted for an exact hit."""
+    r = max(0.0, -rank)
+    return r * (1.0 + EXACT_BOOST) if exact else r
+
+
 def bm25_to_score(rank: float) -> float:
     """FTS5 bm25 (negative, lower is better) -> 0..1, higher is better."""
     r = max(0.0, -rank)
@@ -465,7 +471,7 @@ def keyword_search(
             continue
         exact, full, present = _classify(row, q)
         if exact:
-            ts = bm25_to_score(row.rank * (1.0 + EXACT_BOOST))
+            ts = bm25_to_score(-boosted_bm25(row.rank, exact))
         if ts < min_score and not (exact or full):
             continue
         coord[row.id] = present
@@ -556,9 +562,7 @@ def fuse(
             unclassified.add(cid)
     out: list[SearchHit] = []
     best_rrf = 2.0 / (rrf_k + 1)
-    bm25 = {
-        h.row.id: max(0.0, -h.row.rank) * (1.0 + EXACT_BOOST if h.exact else 1.0) for h in keyword
-    }
+    bm25 = {h.row.id: boosted_bm25(h.row.rank, h.exact) for h in keyword}
     top_bm25 = max(bm25.values(), default=0.0) or 1.0
     sims = [max(0.0, min(1.0, s)) for _, s in vector]
     lo, hi = (min(sims), max(sims)) if sims else (0.0, 0.0)

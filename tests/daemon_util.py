@@ -99,6 +99,13 @@ class DaemonProc:
         assert self.proc is not None
         self.proc.send_signal(sig)
 
+    def kill(self) -> None:
+        """SIGKILL, as a crash would, and reap it."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        self.proc = None
+
     def stop(self) -> str:
         if self.proc is None:
             return ""

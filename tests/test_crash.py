@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -86,13 +85,6 @@ def check_on_disk() -> list[str]:
         return s.consistency()
 
 
-def kill(d: DaemonProc) -> None:
-    d.signal(signal.SIGKILL)
-    assert d.proc is not None
-    d.proc.wait()
-    d.proc = None
-
-
 @pytest.fixture
 def stage(tmp_path: Path) -> Iterator[tuple[Path, Path, DaemonProc]]:
     ws, sessions = tmp_path / "ws", tmp_path / "sessions"
@@ -126,7 +118,7 @@ def test_kills_during_sync_never_corrupt_and_converge(
             wait_for(lambda r=r: tagged(f"round{r}tag") > 0, timeout=60, interval=0.005)
             time.sleep(rng.uniform(0.0, 0.25))
         finally:
-            kill(d)
+            d.kill()
         kills += 1
         done = tagged(f"round{r}tag")
         mid_sync += done < N_FILES
@@ -181,7 +173,7 @@ def test_kills_during_rebuilds_keep_the_published_index(
             wait_for(lambda b=before: set(generations()) - b, timeout=60, interval=0.005)
             time.sleep(rng.uniform(0.0, 0.4))
         finally:
-            kill(d)
+            d.kill()
         kills += 1
         now = os.path.realpath(index_file())
         assert check_on_disk() == []
@@ -252,7 +244,7 @@ def test_kills_during_a_model_rebuild_keep_paid_vectors(tmp_path: Path) -> None:
                 wait_for(lambda p=paid: cached() > p, timeout=120, interval=0.01)
                 time.sleep(rng.uniform(0.0, 0.5))
             finally:
-                kill(d)
+                d.kill()
             assert check_on_disk() == []  # the published generation (A) is untouched
             paid = max(paid, cached())
         assert paid < 210, "the rebuild finished before the last kill"

@@ -237,10 +237,7 @@ def test_kill9_mid_sync_then_restart_converges(tmp_path: Path) -> None:
     try:  # the daemon is stopped whatever fails below
         # Kill only once the sync is under way and not finished: mid-sync for real.
         wait_for(lambda: 0 < indexed() < 1500, timeout=60, interval=0.01)
-        d.signal(signal.SIGKILL)
-        assert d.proc is not None
-        d.proc.wait()
-        d.proc = None
+        d.kill()
         d.start()  # a stale socket and a half-done index: both recovered
         st = rpc(sock, "status")
         assert st["sources"]["memory"] == {
