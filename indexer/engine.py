@@ -147,7 +147,10 @@ class MemoryIndex:
         self.keywords = keywords
         self._sources_seen: tuple[str | None, bool] | None = None
         self._workspace_ok: tuple[Path, str | None] | None = None
-        self._version: str | None = None  # chunksVersion, read at the start of search()
+        # Read at the start of search(): chunksVersion, vectorsVersion, vectorKey.
+        self._version: str | None = None
+        self._versions: tuple[str | None, str | None, str | None] = (None, None, None)
+        self._ready_seen: tuple[object, bool] | None = None
 
     def close(self) -> None:
         self.store.close()
@@ -251,13 +254,19 @@ class MemoryIndex:
 
     def _vector_ready(self) -> bool:
         p = self.provider
-        return (
-            p is not None
-            and self.cfg.hybrid.enabled
-            and self.store.has_vectors()
-            and self.store.meta_get("vectorKey") == p.key()
-            and self.store.any_embedded()
-        )
+        if p is None or not self.cfg.hybrid.enabled:
+            return False
+        # Re-checked when the index file or its chunks, vectors or model change
+        # (every write that could change the answer bumps one of them).
+        seen = (self.store.file, self._versions)
+        if self._ready_seen is None or self._ready_seen[0] != seen:
+            ready = (
+                self.store.has_vectors()
+                and self._versions[2] == p.key()
+                and self.store.any_embedded()
+            )
+            self._ready_seen = (seen, ready)
+        return self._ready_seen[1]
 
     def sync_sessions(self, *, due_only: bool) -> SessionReport:
         return sync_sessions(self.store, self.cfg, due_only=due_only)
@@ -300,7 +309,8 @@ class MemoryIndex:
         else:
             raise InvalidParams("'minScore' must be a number")
         wanted = self._sources(sources)
-        self._version = self.store.meta_get("chunksVersion")
+        self._versions = self.store.change_versions()
+        self._version = self._versions[0]
         self._check_workspace()
         chars = self.cfg.query.maxSnippetChars
         fallback = f"{self.provider_note}: keyword search only"
@@ -345,7 +355,7 @@ class MemoryIndex:
         for part in parts:
             q, found = keyword_search(
                 self.store,
-                query,
+                q,
                 limit=pool,
                 min_score=floor,
                 sources=part,
@@ -396,7 +406,7 @@ class MemoryIndex:
         h = self.cfg.hybrid
         pool = max(limit, limit * h.candidateMultiplier)
         if self.vectors is not None:
-            self.vectors.refresh(self.store)
+            self.vectors.refresh(self.store, self._versions[1])
         parts = self._split_sources(wanted)
         # The query is embedded on a pool thread (llama.cpp and HTTP release the GIL)
         # while this thread does the keyword half; the vector scan comes after it, so
@@ -505,6 +515,8 @@ class MemoryIndex:
         last = s.meta_get("lastSync")
         fp = s.meta_get("fingerprint")
         counts = s.counts()
+        self._versions = s.change_versions()
+        ready = self._vector_ready()
         for src in SOURCES:
             counts.setdefault(src, {"files": 0, "chunks": 0})
         return {
@@ -517,14 +529,14 @@ class MemoryIndex:
             "provider": self.provider.id if self.provider else None,
             "model": self.provider.model if self.provider else None,
             "dims": self.provider.dims if self.provider else None,
-            "mode": "hybrid" if self._vector_ready() else "keyword",
+            "mode": "hybrid" if ready else "keyword",
             "vector": {
-                "enabled": self._vector_ready(),
+                "enabled": ready,
                 "available": s.vec_version is not None,
                 "reason": s.vector_error
                 or (
                     None
-                    if self._vector_ready()
+                    if ready
                     else self.provider_note
                     if self.provider is None
                     else "vectors not built yet"

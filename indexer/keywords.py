@@ -61,11 +61,11 @@ class KeywordIndex:
         self._last_build = 0.0
         self._build_s = 0.0
         self._tok_lock = threading.Lock()
-        self._tok = apsw.Connection(":memory:")
-        self._tok.execute(
-            f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{FTS_TOKENIZER}');"
-            "CREATE VIRTUAL TABLE tv USING fts5vocab(t, 'instance');"
-        )
+        # FTS5's own tokenizer, called directly (about 0.4 us a word, against 55 us
+        # for tokenizing through an in-memory FTS5 table and fts5vocab).
+        self._tok_db = apsw.Connection(":memory:")
+        name, *args = FTS_TOKENIZER.split()
+        self._tok = self._tok_db.fts5_tokenizer(name, args)
         self._tokens: dict[str, tuple[str, ...]] = {}
         self._skipped: str | None = None
 
@@ -177,11 +177,14 @@ class KeywordIndex:
         got = self._tokens.get(word)
         if got is None:
             with self._tok_lock:
-                self._tok.execute("INSERT INTO t(rowid, x) VALUES(1, ?)", (word,))
-                got = tuple(
-                    str(r[0]) for r in self._tok.execute("SELECT term FROM tv ORDER BY offset")
+                found = self._tok(
+                    word.encode("utf-8"),
+                    apsw.FTS5_TOKENIZE_DOCUMENT,
+                    None,
+                    include_offsets=False,
+                    include_colocated=False,
                 )
-                self._tok.execute("DELETE FROM t")
+            got = tuple(str(t) for t in found)
             if len(self._tokens) > 50_000:
                 self._tokens.clear()
             self._tokens[word] = got
@@ -205,8 +208,9 @@ class KeywordIndex:
         snap = self._snap
         if snap is None:
             return None
-        scores = np.zeros(snap.ids.shape[0], dtype=np.float64)
         n = snap.ids.shape[0]
+        scores = np.zeros(n, dtype=np.float64)
+        matched: list[npt.NDArray[np.int64]] = []
         for word in q.terms:
             toks = self._word_tokens(word)
             if len(toks) != 1:
@@ -219,11 +223,22 @@ class KeywordIndex:
             if idf <= 0.0:
                 idf = 1e-6
             scores[docs] += idf * tf
+            matched.append(docs)
+        if not matched:
+            return []
+        # Candidates: the matched rows (a row matching k terms appears k times), not
+        # a pass over every row of the index.
+        cand = matched[0] if len(matched) == 1 else np.concatenate(matched)
         if sources:
             wanted = [snap.codes[s] for s in sources if s in snap.codes]
-            scores[~np.isin(snap.src, wanted)] = 0.0
-        hit = np.flatnonzero(scores > 0)
-        if hit.shape[0] > limit:
-            hit = hit[np.argpartition(-scores[hit], limit - 1)[:limit]]
-        hit = hit[np.argsort(-scores[hit], kind="stable")]
-        return [(int(snap.ids[i]), -float(scores[i])) for i in hit]
+            cand = cand[np.isin(snap.src[cand], wanted)]
+        got = scores[cand]
+        room = limit * len(matched)  # enough to hold ``limit`` distinct rows
+        if cand.shape[0] > room:
+            keep = np.sort(np.argpartition(got, cand.shape[0] - room)[cand.shape[0] - room :])
+            cand, got = cand[keep], got[keep]
+        if len(matched) > 1:
+            cand, first = np.unique(cand, return_index=True)
+            got = got[first]
+        order = np.argsort(-got, kind="stable")[:limit]
+        return list(zip(snap.ids[cand[order]].tolist(), (-got[order]).tolist(), strict=True))

@@ -392,7 +392,7 @@ def _citation(path: str, start: int, end: int) -> str:
     return f"{path}#L{start}" + (f"-L{end}" if end != start else "")
 
 
-@dataclass
+@dataclass(slots=True)
 class SearchHit:
     row: SearchRow
     score: float
@@ -439,7 +439,7 @@ def _classify(row: SearchRow, q: ParsedQuery) -> tuple[bool, bool, int]:
 
 def keyword_search(
     store: Store,
-    query: str,
+    query: str | ParsedQuery,
     *,
     limit: int,
     min_score: float,
@@ -452,7 +452,7 @@ def keyword_search(
 
     A chunk that contains an exact token/phrase, or every query term, is never
     dropped by ``min_score``: the filter is for weak partial matches only."""
-    q = parse_query(query)
+    q = query if isinstance(query, ParsedQuery) else parse_query(query)
     if q.empty():
         return q, []
     pool = candidates if candidates is not None else max(limit * 4, limit)

@@ -8,6 +8,7 @@ the index's ``vectorsVersion`` changes. One-shot CLI searches use sqlite-vec.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Sequence
 
@@ -31,9 +32,10 @@ class VectorMatrix:
     def __len__(self) -> int:
         return int(self._ids.shape[0])
 
-    def refresh(self, store: Store) -> None:
-        """Reload if the index's vectors changed since the last load."""
-        version = store.meta_get("vectorsVersion")
+    def refresh(self, store: Store, version: str | None = None) -> None:
+        """Reload if the index's vectors changed since the last load (``version``:
+        the caller's fresh read of the ``vectorsVersion`` meta)."""
+        version = version or store.meta_get("vectorsVersion")
         if version == self.version:
             return
         with self._lock:
@@ -67,12 +69,16 @@ class VectorMatrix:
         sims = mat @ query.reshape(-1)
         if sources:
             wanted = [codes[s] for s in sources if s in codes]
-            mask = np.isin(src, wanted)
-            sims = np.where(mask, sims, -np.inf)
-        k = min(k, sims.shape[0])
-        top = np.argpartition(-sims, k - 1)[:k]
+            sims[~np.isin(src, wanted)] = -np.inf
+        n = sims.shape[0]
+        k = min(k, n)
+        top = np.argpartition(sims, n - k)[n - k :]
         top = top[np.argsort(-sims[top])]
-        return [(int(ids[i]), float(sims[i])) for i in top if np.isfinite(sims[i])]
+        return [
+            (cid, sim)
+            for cid, sim in zip(ids[top].tolist(), sims[top].tolist(), strict=True)
+            if sim != -math.inf
+        ]
 
 
 def knn_sqlite(
