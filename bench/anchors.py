@@ -76,10 +76,10 @@ def openclaw_search(
         assert idx.provider is not None and idx.vectors is not None
         qvec = idx.provider.embed_query(query)[0]
         idx.vectors.refresh(idx.store)
-        near = idx.vectors.search(qvec, cand, list(sources) if sources else None)
-        rows = idx.store.chunk_rows([cid for cid, _ in near])
+        near = idx.vectors.search(qvec, cand, [list(sources) if sources else None])
+        rows = idx.store.chunk_rows([cid for cid, _, _ in near])
         text = {cid: (ts, res) for cid, ts, res in kw}
-        for cid, sim in near:
+        for cid, sim, _ in near:
             if cid in rows:
                 r = rows[cid]
                 ts = text.get(cid, (0.0, None))[0]

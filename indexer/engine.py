@@ -376,9 +376,8 @@ class MemoryIndex:
         )
         if top is None:
             return None
-        ranks = dict(top)
-        rows = self.store.chunk_rows(list(ranks), ranks)
-        return [rows[cid] for cid, _ in top if cid in rows]
+        # Rows are read only for the hits that need their text or are shown.
+        return [SearchRow.pending(cid, source, rank) for cid, rank, source in top]
 
     def _finish(
         self,
@@ -390,13 +389,15 @@ class MemoryIndex:
     ) -> list[dict[str, Any]]:
         """Decay, source balance and MMR (as configured), then result objects."""
         qc = self.cfg.query
+        if qc.temporalDecay or qc.mmr:  # both read paths or text
+            self.store.load_rows(h.row for h in hits)
         if qc.temporalDecay:
             apply_decay(hits, qc.halfLifeDays)
         if wanted is None:
             hits = balance_sources(hits, limit, qc.memoryShare)
         if qc.mmr:
             hits = mmr(hits, limit, qc.mmrLambda)
-        return render_results(hits, q, limit, chars)
+        return render_results(hits, q, limit, chars, load=self.store.load_rows)
 
     def _hybrid(
         self, query: str, limit: int, floor: float, wanted: list[str] | None, chars: int
@@ -426,12 +427,17 @@ class MemoryIndex:
             )[0]
         except FutureTimeout as exc:
             raise ProviderTimeout(f"query embedding took longer than {limit_s:g}s") from exc
+        known = {h.row.id for h in kw}  # keyword hits carry their rows already
         if self.vectors is not None:
-            near = [hit for part in parts for hit in self.vectors.search(qvec, pool, part)]
+            found = self.vectors.search(qvec, pool, parts)  # one pass for all parts
+            near = [(cid, sim) for cid, sim, _ in found]
+            # Read later, for the neighbours that need their text or are shown.
+            rows = {
+                cid: SearchRow.pending(cid, source) for cid, _, source in found if cid not in known
+            }
         else:
             near = [hit for part in parts for hit in knn_sqlite(self.store, qvec, pool, part)]
-        known = {h.row.id for h in kw}  # keyword hits carry their rows already
-        rows = self.store.chunk_rows([cid for cid, _ in near if cid not in known])
+            rows = self.store.chunk_rows([cid for cid, _ in near if cid not in known])
         fused = fuse(
             q,
             kw,
@@ -442,6 +448,7 @@ class MemoryIndex:
             vector_weight=h.vectorWeight,
             text_weight=h.textWeight,
             rrf_k=h.rrfK,
+            load=self.store.load_rows,
         )
         return {
             "results": self._finish(fused, q, limit, chars, wanted),

@@ -198,9 +198,9 @@ class KeywordIndex:
         sources: list[str] | None,
         *,
         version: str | None = None,
-    ) -> list[tuple[int, float]] | None:
-        """Top ``limit`` (chunk id, FTS5-style rank: negative, lower is better) for a
-        plain-words query, or None when FTS5 has to answer it."""
+    ) -> list[tuple[int, float, str]] | None:
+        """Top ``limit`` (chunk id, FTS5-style rank: negative, lower is better,
+        source) for a plain-words query, or None when FTS5 has to answer it."""
         if q.required or q.exact_parts or q.cjk or not q.terms:
             return None
         if not self.ready(store, version):
@@ -241,4 +241,8 @@ class KeywordIndex:
             cand, first = np.unique(cand, return_index=True)
             got = got[first]
         order = np.argsort(-got, kind="stable")[:limit]
-        return list(zip(snap.ids[cand[order]].tolist(), (-got[order]).tolist(), strict=True))
+        rows = cand[order]
+        names = {code: name for name, code in snap.codes.items()}
+        ids, srcs = snap.ids[rows].tolist(), snap.src[rows].tolist()
+        ranks = (-got[order]).tolist()
+        return [(ids[k], ranks[k], names[srcs[k]]) for k in range(len(ids))]

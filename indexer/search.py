@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -462,8 +462,10 @@ def keyword_search(
     hits: list[SearchHit] = []
     coord: dict[int, int] = {}
     literal = bool(q.literal_needles())
-    for row in rows:
-        ts = bm25_to_score(row.rank)
+    scored = [(row, bm25_to_score(row.rank)) for row in rows]
+    # In-memory candidates are read now only if their text is looked at below.
+    store.load_rows(row for row, ts in scored if literal or ts < min_score)
+    for row, ts in scored:
         if not literal and ts >= min_score:
             # No literal to find and above the floor: the text scan can wait (it
             # only breaks ties below, or tells fuse() about a full match).
@@ -480,6 +482,7 @@ def keyword_search(
     # of ~0, common in small workspaces) by query words present.
     rounded = {h.row.id: round(h.score, 6) for h in hits}
     counts = Counter(rounded.values())
+    store.load_rows(h.row for h in hits if h.row.id not in coord and counts[rounded[h.row.id]] > 1)
     for h in hits:
         if h.row.id not in coord:
             tied = counts[rounded[h.row.id]] > 1
@@ -489,15 +492,27 @@ def keyword_search(
 
 
 def render_results(
-    hits: Sequence[SearchHit], q: ParsedQuery, limit: int, max_chars: int
+    hits: Sequence[SearchHit],
+    q: ParsedQuery,
+    limit: int,
+    max_chars: int,
+    load: Callable[[Iterable[SearchRow]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Result objects for the best ``limit`` hits, one per location. A hit whose best
     line is already shown by a better hit's snippet in the same file (overlapping
     chunks matching in their shared lines) is merged into that result: the line
-    range (and citation) grows to cover both chunks, and no snippet is repeated."""
+    range (and citation) grows to cover both chunks, and no snippet is repeated.
+
+    ``load`` reads pending rows (``SearchRow.pending``), ``limit`` at a time as
+    they come up; a row still pending after it (a deleted chunk) is skipped."""
     out: list[dict[str, Any]] = []
     taken: dict[str, list[dict[str, Any]]] = {}
-    for h in hits:
+    for n, h in enumerate(hits):
+        if not h.row.loaded:
+            if load is not None:
+                load(x.row for x in hits[n : n + limit])
+            if not h.row.loaded:
+                continue
         r = h.to_result(q, max_chars)
         shown = taken.setdefault(r["path"], [])
         same = next(
@@ -527,6 +542,7 @@ def fuse(
     vector_weight: float = 0.7,
     text_weight: float = 0.3,
     rrf_k: int = 60,
+    load: Callable[[Iterable[SearchRow]], None] | None = None,
 ) -> list[SearchHit]:
     """Merge keyword hits and vector neighbours into one ranking.
 
@@ -543,7 +559,8 @@ def fuse(
     kept when its cosine, its keyword score or ``wv * cosine + wt * keyword score``
     reaches it (so neither a strong paraphrase nor a strong keyword hit is lost to
     the weighting), and always when it holds an exact token/phrase or every query
-    word. The fused score only orders results within one query."""
+    word. The fused score only orders results within one query. ``load`` reads
+    the pending rows among those whose text has to be looked at for that."""
     total = (vector_weight + text_weight) or 1.0
     wv, wt = vector_weight / total, text_weight / total
     by_id: dict[int, SearchHit] = {h.row.id: h for h in keyword}
@@ -566,6 +583,7 @@ def fuse(
     top_bm25 = max(bm25.values(), default=0.0) or 1.0
     sims = [max(0.0, min(1.0, s)) for _, s in vector]
     lo, hi = (min(sims), max(sims)) if sims else (0.0, 0.0)
+    weak: list[SearchHit] = []
     for cid, hit in by_id.items():
         v = vec_sim.get(cid)
         hit.vector_score = v
@@ -575,19 +593,25 @@ def fuse(
                 r += 1.0 / (rrf_k + kw_rank[cid] + 1)
             if cid in vec_rank:
                 r += 1.0 / (rrf_k + vec_rank[cid] + 1)
-            score = r / best_rrf
+            hit.score = r / best_rrf
         else:
             t = bm25.get(cid, 0.0) / top_bm25
             scaled = 0.0 if v is None else (v - lo) / (hi - lo) if hi > lo else 1.0
-            score = wv * scaled + wt * t
+            hit.score = wv * scaled + wt * t
         absolute = wv * (v or 0.0) + wt * hit.text_score
-        strong = max(absolute, v or 0.0, hit.text_score) >= min_score
-        if not strong and (cid in unclassified or not hit.classified):
+        if max(absolute, v or 0.0, hit.text_score) >= min_score:
+            out.append(hit)
+        else:
+            weak.append(hit)
+    # Below the floor: kept only if it holds an exact token/phrase or every word.
+    if load is not None:
+        load(h.row for h in weak if h.row.id in unclassified or not h.classified)
+    for hit in weak:
+        if hit.row.id in unclassified or not hit.classified:
             hit.exact, hit.full, _ = _classify(hit.row, q)
             hit.classified = True
-        if not (strong or hit.exact or hit.full):
-            continue
-        hit.score = score
-        out.append(hit)
-    out.sort(key=lambda h: -h.score)
+        if hit.exact or hit.full:
+            out.append(hit)
+    pos = {cid: n for n, cid in enumerate(by_id)}  # ties keep the candidates' order
+    out.sort(key=lambda h: (-h.score, pos[h.row.id]))
     return out

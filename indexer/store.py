@@ -77,7 +77,7 @@ class SessionCursor:
     malformed: int
 
 
-@dataclass(slots=True)  # not frozen: a frozen __init__ costs 1 us more a row
+@dataclass(slots=True)  # not frozen: load_rows fills pending rows in place
 class SearchRow:
     id: int
     path: str
@@ -87,6 +87,14 @@ class SearchRow:
     heading: str
     text: str
     rank: float  # FTS5 bm25: negative, lower is better
+    # False: a candidate from in-memory state (id, source and rank only) whose row
+    # has not been read yet (Store.load_rows); still False after loading if the
+    # chunk was deleted in between.
+    loaded: bool = True
+
+    @classmethod
+    def pending(cls, cid: int, source: str, rank: float = 0.0) -> SearchRow:
+        return cls(cid, "", source, 0, 0, "", "", rank, False)
 
 
 def _vec_path() -> str:
@@ -574,6 +582,22 @@ class Store:
             for i, p, s, a, b, h, t in self.db.execute(q, part):
                 out[i] = SearchRow(i, p, s, a, b, h, t, rank.get(i, 0.0))
         return out
+
+    def load_rows(self, rows: Iterable[SearchRow]) -> None:
+        """Read the pending rows among ``rows`` (one query); deleted chunks stay
+        unloaded."""
+        todo = {r.id: r for r in rows if not r.loaded}
+        ids = list(todo)
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            q = (
+                "SELECT id, path, source, start_line, end_line, heading, text FROM chunks "
+                f"WHERE id IN ({','.join('?' * len(part))})"
+            )
+            for i, p, s, a, b, h, t in self.db.execute(q, part):
+                r = todo[i]
+                r.path, r.source, r.start_line, r.end_line, r.heading, r.text = p, s, a, b, h, t
+                r.loaded = True
 
     # -- embedding cache ------------------------------------------------------------
 

@@ -60,25 +60,37 @@ class VectorMatrix:
             self.version = version
 
     def search(
-        self, query: npt.NDArray[np.float32], k: int, sources: Sequence[str] | None = None
-    ) -> list[tuple[int, float]]:
-        """Top-k (chunk id, cosine similarity); vectors are unit length."""
+        self,
+        query: npt.NDArray[np.float32],
+        k: int,
+        parts: Sequence[Sequence[str] | None] = (None,),
+    ) -> list[tuple[int, float, str]]:
+        """Top-k (chunk id, cosine similarity, source) of each part (a list of
+        sources, or None for all), from one pass over the matrix; vectors are unit
+        length."""
         ids, mat, src, codes = self._ids, self._mat, self._src, self._codes
         if ids.shape[0] == 0 or mat.shape[1] != query.shape[-1]:
             return []
         sims = mat @ query.reshape(-1)
-        if sources:
-            wanted = [codes[s] for s in sources if s in codes]
-            sims[~np.isin(src, wanted)] = -np.inf
-        n = sims.shape[0]
-        k = min(k, n)
-        top = np.argpartition(sims, n - k)[n - k :]
-        top = top[np.argsort(-sims[top])]
-        return [
-            (cid, sim)
-            for cid, sim in zip(ids[top].tolist(), sims[top].tolist(), strict=True)
-            if sim != -math.inf
-        ]
+        names = {code: name for name, code in codes.items()}
+        out: list[tuple[int, float, str]] = []
+        for sources in parts:
+            part = sims
+            if sources:
+                wanted = [codes[s] for s in sources if s in codes]
+                part = np.where(np.isin(src, wanted), sims, -np.inf)
+            n = part.shape[0]
+            kk = min(k, n)
+            top = np.argpartition(part, n - kk)[n - kk :]
+            top = top[np.argsort(-part[top])]
+            out += [
+                (cid, sim, names[code])
+                for cid, sim, code in zip(
+                    ids[top].tolist(), part[top].tolist(), src[top].tolist(), strict=True
+                )
+                if sim != -math.inf
+            ]
+        return out
 
 
 def knn_sqlite(

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import threading
 import time
+import zlib
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import write
 
@@ -15,6 +19,8 @@ from indexer.config import Config, SessionsConfig
 from indexer.engine import MemoryIndex
 from indexer.keywords import KeywordIndex
 from indexer.search import parse_query
+from indexer.vectors import VectorMatrix
+from providers.base import EmbeddingProvider, Vectors, normalize
 
 VOCAB = [
     "heron",
@@ -101,7 +107,9 @@ def _compare(idx: MemoryIndex, query: str, sources: list[str] | None) -> int:
     assert mem is not None, query
     fts = [x for x in fts if x[1] < 0]  # rows matching only a weight-0 column score 0
     assert len(mem) == len(fts), query
-    for (i1, r1), (i2, r2) in zip(fts, mem, strict=True):
+    sources_of = {i: r.source for i, r in idx.store.chunk_rows([i for i, *_ in mem]).items()}
+    assert all(sources_of[i] == src for i, _, src in mem)
+    for (i1, r1), (i2, r2, _) in zip(fts, mem, strict=True):
         assert r1 == pytest.approx(r2, rel=1e-9, abs=1e-12), (query, i1, i2)
     return len(mem)
 
@@ -154,3 +162,71 @@ def test_small_indexes_stay_with_fts5(idx: MemoryIndex) -> None:
         assert not ki.ready(idx.store)
     assert threading.active_count() == threads
     assert ki.search(idx.store, parse_query("heron"), 10, None) is None
+
+
+class WordHash(EmbeddingProvider):
+    """Bag of hashed words: deterministic vectors for comparing two search paths."""
+
+    id = "wordhash"
+
+    def __init__(self) -> None:
+        super().__init__(model="wordhash-64", dims=64)
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        m = np.full((len(texts), 64), 0.01)
+        for i, t in enumerate(texts):
+            for w in re.findall(r"\w+", t.lower()):
+                m[i, zlib.crc32(w.encode()) % 64] += 1.0
+        return normalize(m)
+
+
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_in_memory_candidates_give_the_same_results(idx: MemoryIndex, hybrid: bool) -> None:
+    """The daemon's path (postings and matrix in memory, rows read only for what is
+    looked at or shown) answers exactly as the SQL path (FTS5, rows read up front)."""
+    prov = WordHash() if hybrid else None
+    if prov is not None:
+        with MemoryIndex(idx.cfg, provider=prov) as w:
+            w.sync()
+            assert w.status()["vector"]["pendingChunks"] == 0
+    fast = MemoryIndex(
+        idx.cfg,
+        readonly=True,
+        provider=prov,
+        vectors=VectorMatrix(),
+        keywords=KeywordIndex(min_chunks=0),
+    )
+    plain = MemoryIndex(idx.cfg, readonly=True, provider=prov, vectors=VectorMatrix())
+    assert fast.keywords is not None and fast.keywords.wait_ready(fast.store)
+    rng = random.Random(3)
+    compared = 0
+    for _ in range(40):
+        query = " ".join(rng.sample(VOCAB, rng.randint(1, 3)))
+        for floor in (None, 0.0, 0.6, 0.9):
+            for sources in (None, "memory", "sessions"):
+                for limit in (3, 10):
+                    a = plain.search(query, min_score=floor, sources=sources, max_results=limit)
+                    b = fast.search(query, min_score=floor, sources=sources, max_results=limit)
+                    assert a["mode"] == ("hybrid" if hybrid else "keyword")
+                    assert a == b, (query, floor, sources, limit)
+                    compared += len(a["results"])
+    assert compared > 2000
+    fast.close()
+    plain.close()
+
+
+def test_a_chunk_deleted_after_the_candidates_were_read_is_not_shown(idx: MemoryIndex) -> None:
+    from indexer.search import SearchHit, render_results
+    from indexer.store import SearchRow
+
+    by_path: dict[str, SearchRow] = {}
+    for row in idx.store.chunk_rows(list(range(1, 400))).values():
+        by_path.setdefault(row.path, row)
+    real = list(by_path.values())[:3]
+    pending = [SearchRow.pending(r.id, r.source) for r in real]
+    gone = SearchRow.pending(10**9, "memory")  # no such chunk (deleted since)
+    hits = [SearchHit(r, 1.0 - n / 10, 0.5, False, True) for n, r in enumerate([gone, *pending])]
+    out = render_results(hits, parse_query("heron"), 10, 300, load=idx.store.load_rows)
+    assert not gone.loaded and all(r.loaded for r in pending)
+    assert [o["path"] for o in out] == [r.path for r in real]
+    assert [o["startLine"] for o in out] == [r.start_line for r in real]
