@@ -54,11 +54,12 @@ class FixedQuery(EmbeddingProvider):
         return self._seen[key]
 
 
-def build(path: Path, n: int) -> None:
+def build(path: Path, n: int, sessions_share: float = 0.0) -> None:
     lines = []
     for page in sorted((shared("corpora", "tldr-pages") / "pages").rglob("*.md")):
         lines += [ln for ln in page.read_text(encoding="utf-8").splitlines() if len(ln) > 20]
     rng = random.Random(1)
+    pick = random.Random(3)  # its own stream: the text is the same for every share
     prov = FixedQuery()
     vecs = normalize(np.random.default_rng(2).standard_normal((n, DIMS)))
     with Store(path) as s:
@@ -73,16 +74,11 @@ def build(path: Path, n: int) -> None:
             for k in range(per_file):
                 text = "\n".join(rng.choice(lines) for _ in range(8))
                 rows.append(ChunkRow(k * 8 + 1, k * 8 + 8, "", f"h{f}-{k}", text, index_text(text)))
+            source = "sessions" if pick.random() < sessions_share else "memory"
+            name = f"sessions/s{f:05d}.jsonl" if source == "sessions" else f"memory/f{f:05d}.md"
             with s.transaction():
-                s.replace_file(
-                    f"memory/f{f:05d}.md", "memory", FileState("x", 0, 0), per_file * 8, rows
-                )
-                ids = [
-                    r[0]
-                    for r in s.db.execute(
-                        "SELECT id FROM chunks WHERE path=?", (f"memory/f{f:05d}.md",)
-                    )
-                ]
+                s.replace_file(name, source, FileState("x", 0, 0), per_file * 8, rows)
+                ids = [r[0] for r in s.db.execute("SELECT id FROM chunks WHERE path=?", (name,))]
                 s.put_vectors((i, vecs[cid + j].astype("<f4").tobytes()) for j, i in enumerate(ids))
             cid += per_file
 
@@ -95,6 +91,13 @@ def main() -> None:
         "--common-words",
         action="store_true",
         help="worst case: every query is 3 of the 10 most common words",
+    )
+    ap.add_argument(
+        "--sessions-share",
+        type=float,
+        default=0.0,
+        help="share of chunks from transcripts: with both sources, a search takes the "
+        "best of each (as the daemon does for an agent with sessions)",
     )
     args = ap.parse_args()
     rng = random.Random(5)
@@ -126,7 +129,7 @@ def main() -> None:
         ws = Path(d)
         idx_path = ws / "h.sqlite"
         t0 = time.perf_counter()
-        build(idx_path, args.chunks)
+        build(idx_path, args.chunks, args.sessions_share)
         print(f"built {args.chunks} chunks in {time.perf_counter() - t0:.0f}s")
         cfg = Config(workspace=ws, indexPath=idx_path)
         from indexer.keywords import KeywordIndex
@@ -142,7 +145,7 @@ def main() -> None:
             t0 = time.perf_counter()
             assert ki.wait_ready(idx.store)
             print(f"built the keyword snapshot in {time.perf_counter() - t0:.2f}s")
-            mat = vm._mat
+            mat = vm.matrix
             brute: list[float] = []
             hyb: list[float] = []
             for q in queries[:20]:  # warm-up

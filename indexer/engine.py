@@ -10,7 +10,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
@@ -351,8 +351,19 @@ class MemoryIndex:
     ) -> tuple[ParsedQuery, list[SearchHit]]:
         """Keyword hits from each part of ``_split_sources`` (at least one)."""
         q = parse_query(query)
+        in_memory = None
+        if self.keywords is not None and not q.empty():  # every part from one scoring
+            in_memory = self.keywords.search_parts(
+                self.store, q, pool, parts, version=self._version
+            )
         hits: list[SearchHit] = []
-        for part in parts:
+        for n, part in enumerate(parts):
+            # Rows are read only for the hits that need their text or are shown.
+            rows = (
+                None
+                if in_memory is None
+                else [SearchRow.pending(cid, source, rank) for cid, rank, source in in_memory[n]]
+            )
             q, found = keyword_search(
                 self.store,
                 q,
@@ -360,24 +371,11 @@ class MemoryIndex:
                 min_score=floor,
                 sources=part,
                 candidates=pool,
-                fetch=self._fetch_in_memory if self.keywords is not None else None,
+                fetch=None if rows is None else lambda *_, rows=rows: rows,
             )
             hits.extend(found)
         hits.sort(key=lambda h: -h.score)
         return q, hits
-
-    def _fetch_in_memory(
-        self, q: ParsedQuery, pool: int, sources: Sequence[str] | None
-    ) -> list[SearchRow] | None:
-        """keyword_search's candidates from the in-memory postings, if they can answer."""
-        assert self.keywords is not None
-        top = self.keywords.search(
-            self.store, q, pool, list(sources) if sources else None, version=self._version
-        )
-        if top is None:
-            return None
-        # Rows are read only for the hits that need their text or are shown.
-        return [SearchRow.pending(cid, source, rank) for cid, rank, source in top]
 
     def _finish(
         self,

@@ -20,6 +20,7 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -201,6 +202,20 @@ class KeywordIndex:
     ) -> list[tuple[int, float, str]] | None:
         """Top ``limit`` (chunk id, FTS5-style rank: negative, lower is better,
         source) for a plain-words query, or None when FTS5 has to answer it."""
+        got = self.search_parts(store, q, limit, [sources], version=version)
+        return None if got is None else got[0]
+
+    def search_parts(
+        self,
+        store: Store,
+        q: ParsedQuery,
+        limit: int,
+        parts: Sequence[Sequence[str] | None],
+        *,
+        version: str | None = None,
+    ) -> list[list[tuple[int, float, str]]] | None:
+        """``search`` for each part (a list of sources, or None for all), scoring
+        the query once."""
         if q.required or q.exact_parts or q.cjk or not q.terms:
             return None
         if not self.ready(store, version):
@@ -225,24 +240,32 @@ class KeywordIndex:
             scores[docs] += idf * tf
             matched.append(docs)
         if not matched:
-            return []
+            return [[] for _ in parts]
         # Candidates: the matched rows (a row matching k terms appears k times), not
         # a pass over every row of the index.
-        cand = matched[0] if len(matched) == 1 else np.concatenate(matched)
-        if sources:
-            wanted = [snap.codes[s] for s in sources if s in snap.codes]
-            cand = cand[np.isin(snap.src[cand], wanted)]
-        got = scores[cand]
-        room = limit * len(matched)  # enough to hold ``limit`` distinct rows
-        if cand.shape[0] > room:
-            keep = np.sort(np.argpartition(got, cand.shape[0] - room)[cand.shape[0] - room :])
-            cand, got = cand[keep], got[keep]
-        if len(matched) > 1:
-            cand, first = np.unique(cand, return_index=True)
-            got = got[first]
-        order = np.argsort(-got, kind="stable")[:limit]
-        rows = cand[order]
+        every = matched[0] if len(matched) == 1 else np.concatenate(matched)
         names = {code: name for name, code in snap.codes.items()}
-        ids, srcs = snap.ids[rows].tolist(), snap.src[rows].tolist()
-        ranks = (-got[order]).tolist()
-        return [(ids[k], ranks[k], names[srcs[k]]) for k in range(len(ids))]
+        every_src = snap.src[every] if any(parts) else None
+        out: list[list[tuple[int, float, str]]] = []
+        for sources in parts:
+            cand = every
+            if sources and every_src is not None:
+                wanted = [snap.codes[s] for s in sources if s in snap.codes]
+                if len(wanted) == 1:
+                    cand = cand[every_src == wanted[0]]
+                else:
+                    cand = cand[np.isin(every_src, wanted)]
+            got = scores[cand]
+            room = limit * len(matched)  # enough to hold ``limit`` distinct rows
+            if cand.shape[0] > room:
+                keep = np.sort(np.argpartition(got, cand.shape[0] - room)[cand.shape[0] - room :])
+                cand, got = cand[keep], got[keep]
+            if len(matched) > 1:
+                cand, first = np.unique(cand, return_index=True)
+                got = got[first]
+            order = np.argsort(-got, kind="stable")[:limit]
+            rows = cand[order]
+            ids, srcs = snap.ids[rows].tolist(), snap.src[rows].tolist()
+            ranks = (-got[order]).tolist()
+            out.append([(ids[k], ranks[k], names[srcs[k]]) for k in range(len(ids))])
+        return out

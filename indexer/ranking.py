@@ -56,18 +56,22 @@ def balance_sources(hits: Sequence[SearchHit], limit: int, memory_share: float) 
     """Best ``limit`` hits with up to ``memory_share`` of them from memory files when
     enough memory hits exist; order stays by score."""
     want = min(limit, math.ceil(limit * memory_share))
-    memory = [h for h in hits if h.row.source == "memory"]
     chosen = list(hits[:limit])
     have = sum(1 for h in chosen if h.row.source == "memory")
-    if have >= want or len(memory) <= have:
+    if have >= want:
         return list(hits)
-    extra = [h for h in memory if h not in chosen][: want - have]
+    # Hits by identity: comparing them (dataclass equality, field by field) made
+    # this the costliest step of a search over both sources.
+    taken = {id(h) for h in chosen}
+    extra = [h for h in hits if h.row.source == "memory" and id(h) not in taken][: want - have]
+    if not extra:
+        return list(hits)
     # Replace the weakest non-memory picks, then keep the rest in score order.
-    drop = [h for h in reversed(chosen) if h.row.source != "memory"][: len(extra)]
-    picked = [h for h in chosen if h not in drop] + extra
+    drop = {id(h) for h in [h for h in reversed(chosen) if h.row.source != "memory"][: len(extra)]}
+    picked = [h for h in chosen if id(h) not in drop] + extra
     picked.sort(key=lambda h: -h.score)
-    rest = [h for h in hits if h not in picked]
-    return picked + rest
+    kept = {id(h) for h in picked}
+    return picked + [h for h in hits if id(h) not in kept]
 
 
 def mmr(hits: Sequence[SearchHit], limit: int, lam: float = 0.7) -> list[SearchHit]:

@@ -392,7 +392,7 @@ def _citation(path: str, start: int, end: int) -> str:
     return f"{path}#L{start}" + (f"-L{end}" if end != start else "")
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # a hit is itself: compared by identity
 class SearchHit:
     row: SearchRow
     score: float

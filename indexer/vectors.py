@@ -8,9 +8,9 @@ the index's ``vectorsVersion`` changes. One-shot CLI searches use sqlite-vec.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -20,17 +20,38 @@ from .store import Store
 __all__ = ["VectorMatrix", "knn_sqlite"]
 
 
+@dataclass(frozen=True)
+class _Loaded:
+    """One load of the vectors, swapped in whole so a search never mixes two."""
+
+    ids: npt.NDArray[np.int64]
+    mat: npt.NDArray[np.float32]
+    src: npt.NDArray[np.int8]
+    names: dict[int, str]  # source code -> source
+    rows_of: dict[str, npt.NDArray[np.int64]]  # source -> its rows, in order
+
+
+_EMPTY = _Loaded(
+    np.zeros(0, dtype=np.int64),
+    np.zeros((0, 0), dtype=np.float32),
+    np.zeros(0, dtype=np.int8),
+    {},
+    {},
+)
+
+
 class VectorMatrix:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.version: str | None = None
-        self._ids: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
-        self._mat: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
-        self._src: npt.NDArray[np.int8] = np.zeros(0, dtype=np.int8)
-        self._codes: dict[str, int] = {}
+        self._loaded = _EMPTY
 
     def __len__(self) -> int:
-        return int(self._ids.shape[0])
+        return int(self._loaded.ids.shape[0])
+
+    @property
+    def matrix(self) -> npt.NDArray[np.float32]:
+        return self._loaded.mat
 
     def refresh(self, store: Store, version: str | None = None) -> None:
         """Reload if the index's vectors changed since the last load (``version``:
@@ -53,10 +74,14 @@ class VectorMatrix:
                 mat = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), -1)
             else:
                 mat = np.zeros((0, 0), dtype=np.float32)
-            self._ids = np.asarray(ids, dtype=np.int64)
-            self._mat = np.ascontiguousarray(mat, dtype=np.float32)
-            self._src = np.asarray(srcs, dtype=np.int8)
-            self._codes = codes
+            src = np.asarray(srcs, dtype=np.int8)
+            self._loaded = _Loaded(
+                np.asarray(ids, dtype=np.int64),
+                np.ascontiguousarray(mat, dtype=np.float32),
+                src,
+                {code: name for name, code in codes.items()},
+                {name: np.flatnonzero(src == code) for name, code in codes.items()},
+            )
             self.version = version
 
     def search(
@@ -68,27 +93,30 @@ class VectorMatrix:
         """Top-k (chunk id, cosine similarity, source) of each part (a list of
         sources, or None for all), from one pass over the matrix; vectors are unit
         length."""
-        ids, mat, src, codes = self._ids, self._mat, self._src, self._codes
-        if ids.shape[0] == 0 or mat.shape[1] != query.shape[-1]:
+        v = self._loaded
+        if v.ids.shape[0] == 0 or v.mat.shape[1] != query.shape[-1]:
             return []
-        sims = mat @ query.reshape(-1)
-        names = {code: name for name, code in codes.items()}
+        sims = v.mat @ query.reshape(-1)
         out: list[tuple[int, float, str]] = []
         for sources in parts:
-            part = sims
-            if sources:
-                wanted = [codes[s] for s in sources if s in codes]
-                part = np.where(np.isin(src, wanted), sims, -np.inf)
+            if sources:  # the part's own rows: no masking pass over all of them
+                picked = [v.rows_of[s] for s in sources if s in v.rows_of]
+                if not picked:
+                    continue
+                rows = picked[0] if len(picked) == 1 else np.sort(np.concatenate(picked))
+                part = sims[rows]
+            else:
+                rows, part = None, sims
             n = part.shape[0]
             kk = min(k, n)
             top = np.argpartition(part, n - kk)[n - kk :]
             top = top[np.argsort(-part[top])]
+            at = top if rows is None else rows[top]
             out += [
-                (cid, sim, names[code])
+                (cid, sim, v.names[code])
                 for cid, sim, code in zip(
-                    ids[top].tolist(), part[top].tolist(), src[top].tolist(), strict=True
+                    v.ids[at].tolist(), part[top].tolist(), v.src[at].tolist(), strict=True
                 )
-                if sim != -math.inf
             ]
         return out
 
