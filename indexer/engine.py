@@ -347,7 +347,13 @@ class MemoryIndex:
         return self._sources_seen[1]
 
     def _keyword(
-        self, query: str, pool: int, floor: float, parts: list[list[str] | None]
+        self,
+        query: str,
+        pool: int,
+        floor: float,
+        parts: list[list[str] | None],
+        *,
+        break_ties: bool = True,
     ) -> tuple[ParsedQuery, list[SearchHit]]:
         """Keyword hits from each part of ``_split_sources`` (at least one)."""
         q = parse_query(query)
@@ -371,7 +377,8 @@ class MemoryIndex:
                 min_score=floor,
                 sources=part,
                 candidates=pool,
-                fetch=None if rows is None else lambda *_, rows=rows: rows,
+                rows=rows,
+                break_ties=break_ties,
             )
             hits.extend(found)
         hits.sort(key=lambda h: -h.score)
@@ -418,7 +425,9 @@ class MemoryIndex:
             RetryPolicy(attempts=2, initial=0.2, maximum=1.0),
         )
         deadline = time.monotonic() + limit_s
-        q, kw = self._keyword(query, pool, 0.0, parts)
+        # Weighted fusion scores each side on its own: the keyword order among equal
+        # BM25 scores does not matter to it (rank fusion uses it).
+        q, kw = self._keyword(query, pool, 0.0, parts, break_ties=h.fusion == "rrf")
         try:
             qvec: npt.NDArray[np.float32] = job.result(
                 timeout=max(0.0, deadline - time.monotonic())

@@ -445,19 +445,23 @@ def keyword_search(
     min_score: float,
     sources: Sequence[str] | None = None,
     candidates: int | None = None,
-    fetch: Callable[[ParsedQuery, int, Sequence[str] | None], list[SearchRow] | None] | None = None,
+    rows: list[SearchRow] | None = None,
+    break_ties: bool = True,
 ) -> tuple[ParsedQuery, list[SearchHit]]:
     """Keyword hits from a pool of ``candidates``, exact hits first, filtered by
     ``min_score``; ``render_results`` picks the best ``limit`` distinct ones.
 
     A chunk that contains an exact token/phrase, or every query term, is never
-    dropped by ``min_score``: the filter is for weak partial matches only."""
+    dropped by ``min_score``: the filter is for weak partial matches only.
+
+    ``rows``: the candidates, ranked, from the in-memory postings (keywords.py);
+    None: FTS5 finds them. ``break_ties``: order equal scores by the query words
+    each chunk holds (reads their text; weighted fusion has no use for it)."""
     q = query if isinstance(query, ParsedQuery) else parse_query(query)
     if q.empty():
         return q, []
     pool = candidates if candidates is not None else max(limit * 4, limit)
-    rows = fetch(q, pool, sources) if fetch is not None else None
-    if rows is None:  # no in-memory answer (keywords.py): FTS5
+    if rows is None:
         rows = store.fts_search(q.fts_expression(), pool, sources)
     hits: list[SearchHit] = []
     coord: dict[int, int] = {}
@@ -478,6 +482,9 @@ def keyword_search(
             continue
         coord[row.id] = present
         hits.append(SearchHit(row, ts, ts, exact, full))
+    if not break_ties:
+        hits.sort(key=lambda h: -h.score)
+        return q, hits
     # By score; equal scores (FTS5 gives every term in half the chunks or more an IDF
     # of ~0, common in small workspaces) by query words present.
     rounded = {h.row.id: round(h.score, 6) for h in hits}
