@@ -47,9 +47,10 @@ class _Snapshot:
     ids: npt.NDArray[np.int64]  # chunk ids, sorted
     src: npt.NDArray[np.int8]
     codes: dict[str, int]
-    # term -> (rows, f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avgdl)) per row, rows
-    # holding the term in any column): BM25 less its IDF, computed once per snapshot.
-    postings: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], int]]
+    # term -> (rows, idf * f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avgdl)) per row):
+    # the term's BM25 part in each row, computed once per snapshot (the IDF counts
+    # rows holding the term in any column).
+    postings: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]
 
 
 class KeywordIndex:
@@ -162,7 +163,7 @@ class KeywordIndex:
         if dl is None or dl.sum() == 0:
             return None
         norm = _K1 * (1 - _B + _B * dl / (dl.sum() / n))
-        postings: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], int]] = {}
+        postings: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
         for term, parts in per_term.items():
             docs = np.concatenate([p for p, _ in parts])
             w = np.concatenate([np.full(p.shape[0], wt) for p, wt in parts])
@@ -171,7 +172,11 @@ class KeywordIndex:
             freq = np.bincount(inv, weights=w, minlength=uniq.shape[0]).astype(np.float64)
             keep = freq > 0
             rows, f = uniq[keep], freq[keep]
-            postings[term] = (rows, f * (_K1 + 1) / (f + norm[rows]), int(uniq.shape[0]))
+            hits = uniq.shape[0]
+            idf = math.log((n - hits + 0.5) / (hits + 0.5))
+            if idf <= 0.0:
+                idf = 1e-6
+            postings[term] = (rows, idf * (f * (_K1 + 1) / (f + norm[rows])))
         return _Snapshot(version, ids, src, codes, postings)
 
     def _word_tokens(self, word: str) -> tuple[str, ...]:
@@ -233,11 +238,11 @@ class KeywordIndex:
             post = snap.postings.get(toks[0])
             if post is None:
                 continue
-            docs, tf, hits = post
-            idf = math.log((n - hits + 0.5) / (hits + 0.5))
-            if idf <= 0.0:
-                idf = 1e-6
-            scores[docs] += idf * tf
+            docs, weight = post
+            if matched:
+                np.add.at(scores, docs, weight)  # measured faster than scores[docs] += w
+            else:
+                scores[docs] = weight
             matched.append(docs)
         if not matched:
             return [[] for _ in parts]
