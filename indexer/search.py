@@ -18,6 +18,7 @@ score is ``r / (1 + r)``: 0 for nothing, approaching 1 for strong hits, monotoni
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -326,13 +327,35 @@ def _has_word_with_prefix(text: str, prefix: str) -> bool:
     return False
 
 
-def _line_hits(
-    line_lower: str, needles: Sequence[str], stems: Sequence[str], cjk: Sequence[str]
-) -> int:
-    hits = 2 * sum(1 for n in needles if n in line_lower)
-    hits += sum(1 for p in stems if _has_word_with_prefix(line_lower, p))
-    hits += sum(1 for g in cjk if g in line_lower)
-    return hits
+def _best_line(low: str, needles: Sequence[str], stems: Sequence[str], cjk: Sequence[str]) -> int:
+    """Index of the line of ``low`` (lower-cased text) holding the most of what a
+    query looks for, the first of equals; -1 if no line holds any. A needle counts
+    twice; a stem counts where a word starts with it.
+
+    Each item is found in the whole text and its hits are mapped to lines, rather
+    than every line being lower-cased and searched for every item."""
+    if not (needles or stems or cjk):
+        return -1
+    starts = [0]
+    pos = low.find("\n")
+    while pos >= 0:
+        starts.append(pos + 1)
+        pos = low.find("\n", pos + 1)
+    found: dict[int, int] = {}
+    for items, weight, word_start in ((needles, 2, False), (stems, 1, True), (cjk, 1, False)):
+        for item in items:
+            holding: set[int] = set()
+            pos = low.find(item)
+            while pos >= 0:
+                if not word_start or pos == 0 or not low[pos - 1].isalnum():
+                    holding.add(bisect_right(starts, pos) - 1)
+                pos = low.find(item, pos + 1)
+            for line in holding:
+                found[line] = found.get(line, 0) + weight
+    if not found:
+        return -1
+    top = max(found.values())
+    return min(line for line, hits in found.items() if hits == top)
 
 
 def make_snippet(
@@ -342,17 +365,8 @@ def make_snippet(
 
     Returns (snippet, first line, last line, best line), absolute and 1-based."""
     lines = text.split("\n")
-    best, best_hits = 0, 0
-    # Only what occurs somewhere in the chunk is looked for line by line.
-    low_text = text.lower()
-    needles = [n for n in q.literal_needles() if n in low_text]
-    stems = [p for p in q.word_stems() if p in low_text]
-    cjk = [g for g in q.cjk if g in low_text]
-    for i, line in enumerate(lines):
-        hits = _line_hits(line.lower(), needles, stems, cjk)
-        if hits > best_hits:
-            best, best_hits = i, hits
-    if best_hits == 0:
+    best = _best_line(text.lower(), q.literal_needles(), q.word_stems(), q.cjk)
+    if best < 0:
         best = next((i for i, ln in enumerate(lines) if ln.strip()), 0)
     line = lines[best]
     if len(line) >= max_chars:

@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 from conftest import write
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from indexer.config import Config
 from indexer.engine import MemoryIndex
@@ -183,3 +185,71 @@ def test_min_score_judges_each_side_on_its_own_scale() -> None:
     # 0.3 * 0.9 = 0.27 fused, but a cosine of 0.9 is strong on its own scale.
     assert ids == [1, 2]
     assert out[1].vector_score == 0.9 and out[1].score < 0.35
+
+
+def _best_line_by_lines(text: str, query: str) -> int:
+    """The snippet's line, by definition: each line scored on its own (a needle
+    counts twice, a stem where a word starts with it); the first of equals."""
+    q = parse_query(query)
+    best, best_hits = -1, 0
+    for i, line in enumerate(text.split("\n")):
+        low = line.lower()
+        hits = 2 * sum(1 for n in q.literal_needles() if n in low)
+        hits += sum(
+            1
+            for p in q.word_stems()
+            if any(
+                low.startswith(p, k) and (k == 0 or not low[k - 1].isalnum())
+                for k in range(len(low))
+            )
+        )
+        hits += sum(1 for g in q.cjk if g in low)
+        if hits > best_hits:
+            best, best_hits = i, hits
+    return best
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(
+        st.lists(
+            st.sampled_from(
+                [
+                    "gateway",
+                    "Gateways",
+                    "host",
+                    "x-ray",
+                    "KESTREL-0429",
+                    "re-run",
+                    "東京",
+                    "the",
+                    "ate",
+                    "Ünïcode",
+                    "i̇stanbul",
+                    "-",
+                    "  ",
+                ]
+            ),
+            max_size=8,
+        ).map(" ".join),
+        min_size=1,
+        max_size=12,
+    ),
+    query=st.sampled_from(
+        [
+            "gateway host",
+            "KESTREL-0429 gateway",
+            '"re run" host',
+            "東京 gateway",
+            "unicode",
+            "istanbul",
+            "ate",
+        ]
+    ),
+)
+def test_snippet_line_is_the_best_line(lines: list[str], query: str) -> None:
+    text = "\n".join(lines)
+    want = _best_line_by_lines(text, query)
+    _, _, _, best = make_snippet(text, 1, parse_query(query), 10_000)
+    first_nonblank = next((i for i, ln in enumerate(lines) if ln.strip()), 0)
+    assert best - 1 == (want if want >= 0 else first_nonblank)
