@@ -228,44 +228,34 @@ class KeywordIndex:
         snap = self._snap
         if snap is None:
             return None
-        n = snap.ids.shape[0]
-        scores = np.zeros(n, dtype=np.float64)
-        matched: list[npt.NDArray[np.int64]] = []
+        posts: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = []
         for word in q.terms:
             toks = self._word_tokens(word)
             if len(toks) != 1:
                 return None  # FTS5 would make it a phrase: let FTS5 answer
             post = snap.postings.get(toks[0])
-            if post is None:
-                continue
-            docs, weight = post
-            if matched:
-                np.add.at(scores, docs, weight)  # measured faster than scores[docs] += w
-            else:
-                scores[docs] = weight
-            matched.append(docs)
-        if not matched:
+            if post is not None:
+                posts.append(post)
+        if not posts:
             return [[] for _ in parts]
-        # Candidates: the matched rows (a row matching k terms appears k times), not
-        # a pass over every row of the index.
-        every = matched[0] if len(matched) == 1 else np.concatenate(matched)
+        if len(posts) == 1:  # the term's own rows and scores
+            every, scores_of_every = posts[0]
+        else:
+            every, scores_of_every = _summed(snap.ids.shape[0], posts)
         names = {code: name for name, code in snap.codes.items()}
         every_src = snap.src[every] if any(parts) else None
         out: list[list[tuple[int, float, str]]] = []
         for sources in parts:
-            cand = every
+            cand, got = every, scores_of_every
             if sources and every_src is not None:
                 wanted = [snap.codes[s] for s in sources if s in snap.codes]
-                if len(wanted) == 1:
-                    cand = cand[every_src == wanted[0]]
-                else:
-                    cand = cand[np.isin(every_src, wanted)]
-            got = scores[cand]
-            room = limit * len(matched)  # enough to hold ``limit`` distinct rows
+                mask = every_src == wanted[0] if len(wanted) == 1 else np.isin(every_src, wanted)
+                cand, got = cand[mask], got[mask]
+            room = limit * len(posts)  # enough to hold ``limit`` distinct rows
             if cand.shape[0] > room:
                 keep = np.sort(np.argpartition(got, cand.shape[0] - room)[cand.shape[0] - room :])
                 cand, got = cand[keep], got[keep]
-            if len(matched) > 1:
+            if len(posts) > 1:
                 cand, first = np.unique(cand, return_index=True)
                 got = got[first]
             order = np.argsort(-got, kind="stable")[:limit]
@@ -274,3 +264,16 @@ class KeywordIndex:
             ranks = (-got[order]).tolist()
             out.append([(ids[k], ranks[k], names[srcs[k]]) for k in range(len(ids))])
         return out
+
+
+def _summed(
+    n: int, posts: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """Every matched row (once per term it holds) and its BM25 summed over the
+    terms, in query order (as FTS5 sums them)."""
+    scores = np.zeros(n, dtype=np.float64)
+    scores[posts[0][0]] = posts[0][1]
+    for docs, weight in posts[1:]:
+        np.add.at(scores, docs, weight)  # measured faster than scores[docs] += w
+    every = np.concatenate([docs for docs, _ in posts])
+    return every, scores[every]
