@@ -44,9 +44,12 @@ _COLUMNS = ("body", "heading", "path", "source")
 @dataclass
 class _Snapshot:
     version: str
-    ids: npt.NDArray[np.int64]  # chunk ids, sorted
+    # Per row: its chunk id and source code. Rows are grouped by source (by id
+    # within one), so one source's rows are a range (``spans``) of every posting list.
+    ids: npt.NDArray[np.int64]
     src: npt.NDArray[np.int8]
     codes: dict[str, int]
+    spans: dict[int, tuple[int, int]]  # source code -> its rows [start, end)
     # term -> (rows, idf * f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avgdl)) per row):
     # the term's BM25 part in each row, computed once per snapshot (the IDF counts
     # rows holding the term in any column).
@@ -143,6 +146,9 @@ class KeywordIndex:
                     dtype=np.int8,
                     count=len(got),
                 )
+                order = np.argsort(src, kind="stable")  # rows grouped by source
+                row_of = np.empty(order.shape[0], dtype=np.int64)
+                row_of[order] = np.arange(order.shape[0])
                 db.execute(
                     "CREATE VIRTUAL TABLE IF NOT EXISTS temp.mi_vocab "
                     "USING fts5vocab(main, 'chunks_fts', 'instance')"
@@ -153,11 +159,16 @@ class KeywordIndex:
                 for term, col, docs in db.execute(
                     "SELECT term, col, group_concat(doc) FROM temp.mi_vocab GROUP BY term, col"
                 ):
-                    pos = np.searchsorted(ids, np.fromstring(docs, dtype=np.int64, sep=","))
+                    pos = row_of[np.searchsorted(ids, np.fromstring(docs, dtype=np.int64, sep=","))]
                     every.append(pos)
                     per_term.setdefault(term, []).append((pos, weight.get(col, 0.0)))
             finally:
                 db.execute("COMMIT")
+        ids, src = ids[order], src[order]
+        spans = {
+            code: (int(np.searchsorted(src, code)), int(np.searchsorted(src, code, "right")))
+            for code in codes.values()
+        }
         n = len(ids)
         dl = np.bincount(np.concatenate(every), minlength=n).astype(np.float64) if every else None
         if dl is None or dl.sum() == 0:
@@ -177,7 +188,7 @@ class KeywordIndex:
             if idf <= 0.0:
                 idf = 1e-6
             postings[term] = (rows, idf * (f * (_K1 + 1) / (f + norm[rows])))
-        return _Snapshot(version, ids, src, codes, postings)
+        return _Snapshot(version, ids, src, codes, spans, postings)
 
     def _word_tokens(self, word: str) -> tuple[str, ...]:
         got = self._tokens.get(word)
@@ -238,19 +249,27 @@ class KeywordIndex:
                 posts.append(post)
         if not posts:
             return [[] for _ in parts]
-        if len(posts) == 1:  # the term's own rows and scores
-            every, scores_of_every = posts[0]
-        else:
-            every, scores_of_every = _summed(snap.ids.shape[0], posts)
+        # One term: its own scores. More: summed into one array over every row.
+        scores = None if len(posts) == 1 else _summed(snap.ids.shape[0], posts)
         names = {code: name for name, code in snap.codes.items()}
-        every_src = snap.src[every] if any(parts) else None
         out: list[list[tuple[int, float, str]]] = []
         for sources in parts:
-            cand, got = every, scores_of_every
-            if sources and every_src is not None:
-                wanted = [snap.codes[s] for s in sources if s in snap.codes]
-                mask = every_src == wanted[0] if len(wanted) == 1 else np.isin(every_src, wanted)
-                cand, got = cand[mask], got[mask]
+            wanted = {snap.codes[s] for s in sources if s in snap.codes} if sources else None
+            if wanted is None or wanted == set(snap.spans):
+                pieces = posts
+            elif len(wanted) == 1:  # its rows are a range of every posting list
+                start, end = snap.spans[wanted.pop()]
+                pieces = []
+                for docs, weight in posts:
+                    lo, hi = np.searchsorted(docs, (start, end))
+                    pieces.append((docs[lo:hi], weight[lo:hi]))
+            else:  # no sources of this index, or some of three or more
+                pieces = []
+                for docs, weight in posts:
+                    keep = np.isin(snap.src[docs], list(wanted))
+                    pieces.append((docs[keep], weight[keep]))
+            cand = pieces[0][0] if len(pieces) == 1 else np.concatenate([d for d, _ in pieces])
+            got = pieces[0][1] if scores is None else scores[cand]
             room = limit * len(posts)  # enough to hold ``limit`` distinct rows
             if cand.shape[0] > room:
                 keep = np.sort(np.argpartition(got, cand.shape[0] - room)[cand.shape[0] - room :])
@@ -268,12 +287,10 @@ class KeywordIndex:
 
 def _summed(
     n: int, posts: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-    """Every matched row (once per term it holds) and its BM25 summed over the
-    terms, in query order (as FTS5 sums them)."""
+) -> npt.NDArray[np.float64]:
+    """Every row's BM25 summed over the terms, in query order (as FTS5 sums them)."""
     scores = np.zeros(n, dtype=np.float64)
     scores[posts[0][0]] = posts[0][1]
     for docs, weight in posts[1:]:
         np.add.at(scores, docs, weight)  # measured faster than scores[docs] += w
-    every = np.concatenate([docs for docs, _ in posts])
-    return every, scores[every]
+    return scores

@@ -28,7 +28,7 @@ class _Loaded:
     mat: npt.NDArray[np.float32]
     src: npt.NDArray[np.int8]
     names: dict[int, str]  # source code -> source
-    rows_of: dict[str, npt.NDArray[np.int64]]  # source -> its rows, in order
+    rows_of: dict[str, tuple[int, int]]  # source -> its rows (grouped by source)
 
 
 _EMPTY = _Loaded(
@@ -62,25 +62,33 @@ class VectorMatrix:
         with self._lock:
             if version == self.version:
                 return
-            ids: list[int] = []
-            srcs: list[int] = []
-            blobs: list[bytes] = []
-            codes: dict[str, int] = {}
+            by_source: dict[str, tuple[list[int], list[bytes]]] = {}
             for cid, source, blob in store.all_vectors():
+                ids, blobs = by_source.setdefault(source, ([], []))
                 ids.append(cid)
-                srcs.append(codes.setdefault(source, len(codes)))
                 blobs.append(blob)
-            if blobs:
-                mat = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), -1)
-            else:
-                mat = np.zeros((0, 0), dtype=np.float32)
-            src = np.asarray(srcs, dtype=np.int8)
+            # Rows grouped by source: a search of one source scans a slice.
+            names, rows_of, start = {}, {}, 0
+            for code, (source, (ids, _)) in enumerate(sorted(by_source.items())):
+                names[code] = source
+                rows_of[source] = (start, start + len(ids))
+                start += len(ids)
+            every = [cid for ids, _ in (by_source[s] for s in rows_of) for cid in ids]
+            blob = b"".join(b for _, blobs in (by_source[s] for s in rows_of) for b in blobs)
+            mat = (
+                np.frombuffer(blob, dtype="<f4").reshape(len(every), -1)
+                if every
+                else np.zeros((0, 0), dtype=np.float32)
+            )
             self._loaded = _Loaded(
-                np.asarray(ids, dtype=np.int64),
+                np.asarray(every, dtype=np.int64),
                 np.ascontiguousarray(mat, dtype=np.float32),
-                src,
-                {code: name for name, code in codes.items()},
-                {name: np.flatnonzero(src == code) for name, code in codes.items()},
+                np.repeat(
+                    np.arange(len(rows_of), dtype=np.int8),
+                    [b - a for a, b in rows_of.values()],
+                ),
+                names,
+                rows_of,
             )
             self.version = version
 
@@ -99,19 +107,25 @@ class VectorMatrix:
         sims = v.mat @ query.reshape(-1)
         out: list[tuple[int, float, str]] = []
         for sources in parts:
-            if sources:  # the part's own rows: no masking pass over all of them
-                picked = [v.rows_of[s] for s in sources if s in v.rows_of]
-                if not picked:
+            rows: npt.NDArray[np.int64] | None = None
+            first = 0
+            if sources and set(sources) != set(v.rows_of):
+                spans = [v.rows_of[s] for s in sources if s in v.rows_of]
+                if not spans:
                     continue
-                rows = picked[0] if len(picked) == 1 else np.sort(np.concatenate(picked))
-                part = sims[rows]
+                if len(spans) == 1:  # a slice: no copy, no masking pass
+                    first, end = spans[0]
+                    part = sims[first:end]
+                else:
+                    rows = np.concatenate([np.arange(a, b) for a, b in spans])
+                    part = sims[rows]
             else:
-                rows, part = None, sims
+                part = sims
             n = part.shape[0]
             kk = min(k, n)
             top = np.argpartition(part, n - kk)[n - kk :]
             top = top[np.argsort(-part[top])]
-            at = top if rows is None else rows[top]
+            at = first + top if rows is None else rows[top]
             out += [
                 (cid, sim, v.names[code])
                 for cid, sim, code in zip(
