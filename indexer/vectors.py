@@ -68,13 +68,14 @@ class VectorMatrix:
                 ids.append(cid)
                 blobs.append(blob)
             # Rows grouped by source: a search of one source scans a slice.
-            names, rows_of, start = {}, {}, 0
-            for code, (source, (ids, _)) in enumerate(sorted(by_source.items())):
-                names[code] = source
-                rows_of[source] = (start, start + len(ids))
-                start += len(ids)
-            every = [cid for ids, _ in (by_source[s] for s in rows_of) for cid in ids]
-            blob = b"".join(b for _, blobs in (by_source[s] for s in rows_of) for b in blobs)
+            sources = sorted(by_source)
+            rows_of: dict[str, tuple[int, int]] = {}
+            start = 0
+            for source in sources:
+                rows_of[source] = (start, start + len(by_source[source][0]))
+                start += len(by_source[source][0])
+            every = [cid for source in sources for cid in by_source[source][0]]
+            blob = b"".join(b for source in sources for b in by_source[source][1])
             mat = (
                 np.frombuffer(blob, dtype="<f4").reshape(len(every), -1)
                 if every
@@ -84,10 +85,10 @@ class VectorMatrix:
                 np.asarray(every, dtype=np.int64),
                 np.ascontiguousarray(mat, dtype=np.float32),
                 np.repeat(
-                    np.arange(len(rows_of), dtype=np.int8),
-                    [b - a for a, b in rows_of.values()],
+                    np.arange(len(sources), dtype=np.int8),
+                    [len(by_source[source][0]) for source in sources],
                 ),
-                names,
+                dict(enumerate(sources)),
                 rows_of,
             )
             self.version = version
