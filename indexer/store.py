@@ -570,18 +570,11 @@ class Store:
     def chunk_rows(
         self, ids: Sequence[int], ranks: dict[int, float] | None = None
     ) -> dict[int, SearchRow]:
-        """Rows by id (``ranks``: the rank to give each, else 0)."""
-        out: dict[int, SearchRow] = {}
+        """Rows by id (``ranks``: the rank to give each, else 0); missing ids are left out."""
         rank = ranks or {}
-        for start in range(0, len(ids), 500):
-            part = list(ids[start : start + 500])
-            q = (
-                "SELECT id, path, source, start_line, end_line, heading, text FROM chunks "
-                f"WHERE id IN ({','.join('?' * len(part))})"
-            )
-            for i, p, s, a, b, h, t in self.db.execute(q, part):
-                out[i] = SearchRow(i, p, s, a, b, h, t, rank.get(i, 0.0))
-        return out
+        rows = [SearchRow.pending(i, "", rank.get(i, 0.0)) for i in ids]
+        self.load_rows(rows)
+        return {r.id: r for r in rows if r.loaded}
 
     def load_rows(self, rows: Iterable[SearchRow]) -> None:
         """Read the pending rows among ``rows`` (one query); deleted chunks stay
