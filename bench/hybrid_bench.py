@@ -8,6 +8,7 @@ FTS5 (what one-shot CLI calls use). Query embedding is excluded (a fixed query
 vector). Baseline: numpy brute-force top-10 over the same matrix.
 
     python bench/hybrid_bench.py [--chunks 100000] [--queries 200]
+        [--common-words] [--sessions-share 0.5]
 """
 
 from __future__ import annotations
