@@ -14,6 +14,22 @@ from pathlib import Path
 from typing import Any
 
 
+def daemon_config(
+    root: Path, ws: Path, sessions: Path, sessions_keys: str = "", extra: str = ""
+) -> Path:
+    """``root``/config.toml for agent "main" on ``ws`` with transcripts in
+    ``sessions``; ``sessions_keys``: more ``[sessions]`` lines; ``extra``: more
+    sections."""
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / "config.toml"
+    path.write_text(
+        f'workspace = "{ws}"\nagentId = "main"\n[sessions]\ndir = "{sessions}"\n'
+        f"{sessions_keys}{extra}",
+        encoding="utf-8",
+    )
+    return path
+
+
 def rpc_raw(sock_path: Path, payload: bytes, timeout: float = 10.0) -> list[Any]:
     """Send raw bytes, read reply lines until the server has answered each line."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from conftest import write
-from daemon_util import DaemonProc, child_env, rpc, wait_for
+from daemon_util import DaemonProc, child_env, daemon_config, rpc, wait_for
 
 SECRETS = [
     "sk-proj-abcdefghijklmnop1234",
@@ -44,12 +44,7 @@ def test_transcript_secrets_stay_out_of_index_answers_and_logs(tmp_path: Path) -
         {"type": "message", "role": "user", "content": "Authorization: Bearer abcdef123456789xyz"},
     ]
     (sessions / "s1.jsonl").write_text("".join(json.dumps(m) + "\n" for m in lines))
-    cfg = write(
-        tmp_path,
-        "config.toml",
-        f'workspace = "{ws}"\nagentId = "main"\n[sessions]\ndir = "{sessions}"\n'
-        "idleFlushMs = 0\ndeltaMessages = 1\n",
-    )
+    cfg = daemon_config(tmp_path, ws, sessions, "idleFlushMs = 0\ndeltaMessages = 1\n")
     d = DaemonProc(cfg, tmp_path / "run" / "mi.sock", child_env()).start()
     try:
         hit = wait_for(

@@ -23,7 +23,7 @@ from pathlib import Path
 import apsw
 import pytest
 from conftest import write
-from daemon_util import DaemonProc, child_env, rpc, wait_for
+from daemon_util import DaemonProc, child_env, daemon_config, rpc, wait_for
 
 from indexer.config import Config, SessionsConfig
 from indexer.engine import MemoryIndex
@@ -51,11 +51,11 @@ def write_round(ws: Path, sessions: Path, r: int) -> None:
 
 
 def config_file(tmp: Path, ws: Path, sessions: Path, extra: str = "") -> Path:
-    return write(
+    return daemon_config(
         tmp,
-        "config.toml",
-        f'workspace = "{ws}"\nagentId = "main"\n'
-        f'[sessions]\ndir = "{sessions}"\ndeltaMessages = 1\nidleFlushMs = 0\n'
+        ws,
+        sessions,
+        "deltaMessages = 1\nidleFlushMs = 0\n",
         f"[sync]\nwatchDebounceMs = 100\n{extra}",
     )
 

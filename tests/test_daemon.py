@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 from conftest import write
-from daemon_util import DaemonProc, child_env, rpc, rpc_raw, wait_for
+from daemon_util import DaemonProc, child_env, daemon_config, rpc, rpc_raw, wait_for
 
 
 def make_config(tmp_path: Path, ws: Path, sessions: Path, extra: str = "") -> Path:
-    return write(
+    return daemon_config(
         tmp_path,
-        "config.toml",
-        f'workspace = "{ws}"\nagentId = "main"\n'
-        f'[sessions]\ndir = "{sessions}"\ndeltaMessages = 50\nidleFlushMs = 3600000\n'
+        ws,
+        sessions,
+        "deltaMessages = 50\nidleFlushMs = 3600000\n",
         f"[sync]\nwatchDebounceMs = 200\n{extra}",
     )
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import write
-from daemon_util import DaemonProc, child_env, rpc, wait_for
+from daemon_util import DaemonProc, child_env, daemon_config, rpc, wait_for
 
 from indexer.config import Config
 from indexer.engine import MemoryIndex
@@ -77,11 +77,8 @@ def daemon(tmp_path: Path) -> Iterator[DaemonProc]:
     write(ws, "MEMORY.md", "# Memory\n- first\n")
     write(ws, "memory/2026-01-01.md", "- heron sighting at the pond\n")
     (tmp_path / "sessions").mkdir()
-    cfg = write(
-        tmp_path,
-        "config.toml",
-        f'workspace = "{ws}"\nagentId = "main"\n[sessions]\ndir = "{tmp_path / "sessions"}"\n'
-        "[sync]\nwatchDebounceMs = 100\n",
+    cfg = daemon_config(
+        tmp_path, ws, tmp_path / "sessions", extra="[sync]\nwatchDebounceMs = 100\n"
     )
     d = DaemonProc(cfg, tmp_path / "run" / "mi.sock", child_env()).start()
     yield d

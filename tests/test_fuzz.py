@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 from conftest import write
-from daemon_util import DaemonProc, child_env, rpc
+from daemon_util import DaemonProc, child_env, daemon_config, rpc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -217,12 +217,7 @@ def fuzz_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProc
     ws = root / "ws"
     write(ws, "MEMORY.md", "# Memory\n- Dana likes rye bread.\n")
     (root / "sessions").mkdir()
-    cfg = write(
-        root,
-        "config.toml",
-        f'workspace = "{ws}"\nagentId = "main"\n[sessions]\ndir = "{root / "sessions"}"\n'
-        f"[server]\nmaxRequestBytes = 65536\n",
-    )
+    cfg = daemon_config(root, ws, root / "sessions", extra="[server]\nmaxRequestBytes = 65536\n")
     env = child_env()
     env["XDG_STATE_HOME"] = str(root / "state")
     d = DaemonProc(cfg, root / "run" / "mi.sock", env).start()
