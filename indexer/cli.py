@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import sys
@@ -322,7 +323,14 @@ def _cmd_doctor(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
             return f"not running (no socket at {path})"
         pong = call(path, "ping", timeout=2.0)
         agents = list(pong.get("agents", {}))
-        return f"answering on {path}, version {pong.get('version')}, agents {agents}"
+        problems = []
+        for name in agents:  # a daemon that answers but does not index is a failure
+            st = call(path, "status", {"agent": name}, timeout=10.0)
+            if st.get("stuck") or st.get("lastError"):
+                problems.append(f"agent {name}: {st.get('lastError')}")
+        if problems:
+            raise RuntimeError(f"daemon on {path} reports: {'; '.join(problems)}")
+        return f"answering on {path}, version {pong.get('version')}, agents {agents}, no errors"
 
     check("daemon", daemon)
 
@@ -425,7 +433,27 @@ def main(
     except KeyboardInterrupt:
         err.write("memindex: interrupted\n")
         return 130
+    except BrokenPipeError:  # `memindex search … | head`: the reader has gone
+        _quiet_stdout()
+        return 0
+    except Exception as exc:  # a bug: one line (the traceback with -v), never a crash dump
+        if args.verbose:
+            log.exception("internal error")
+        err.write(
+            f"memindex: internal error: {type(exc).__name__}: {exc} "
+            "(a bug: please report it; -v shows the traceback)\n"
+        )
+        return 2
     return 2
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail too."""
+    import os
+
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ and its default is listed in ``config/memindex.toml``. Unknown keys are an error
 from __future__ import annotations
 
 import hashlib
+import math
 import os
+import re
 import sys
 import tomllib
 from dataclasses import dataclass, field, fields, replace
@@ -74,6 +76,7 @@ class QueryConfig:
 @dataclass(frozen=True)
 class LimitsConfig:
     maxFileBytes: int = 8 * 1024 * 1024
+    maxGetBytes: int = 1024 * 1024  # memory_get returns at most this much text
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,7 @@ class SyncConfig:
 class ServerConfig:
     socket: str = ""  # default $XDG_RUNTIME_DIR/memindex.sock, else <stateDir>/memindex.sock
     maxRequestBytes: int = 1024 * 1024
+    maxReplyBytes: int = 16 * 1024 * 1024  # one reply (and one batch's replies) at most
     maxConnections: int = 256
     idleTimeoutMs: int = 300_000
 
@@ -412,11 +416,64 @@ def _agents(defaults: Config, raw: Any, base: Path, where: str) -> tuple[Config,
     return tuple(out)
 
 
+_AGENT_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,63}$")
+
+
 def _valid_agent_id(value: str) -> bool:
-    return bool(value) and "/" not in value and "\\" not in value and not value.startswith(".")
+    """Letters, digits, ``_ . -``, not starting with a dot: it names a file in the
+    state dir, so ``../x`` or ``a/b`` must never get that far."""
+    return bool(_AGENT_ID.match(value))
+
+
+# Every numeric key's allowed range (inclusive; None = unbounded). Floats must also
+# be finite: NaN compares false with everything and would pass a plain range check.
+_RANGES: dict[str, tuple[float | None, float | None]] = {
+    "chunking.tokens": (16, 8192),
+    "query.maxResults": (1, 200),
+    "query.minScore": (0.0, 1.0),
+    "query.maxSnippetChars": (80, 100_000),
+    "query.memoryShare": (0.0, 1.0),
+    "query.halfLifeDays": (0.001, None),
+    "query.mmrLambda": (0.0, 1.0),
+    "limits.maxFileBytes": (1024, None),
+    "limits.maxGetBytes": (1024, 64 * 1024 * 1024),
+    "sessions.deltaBytes": (1, None),
+    "sessions.deltaMessages": (1, None),
+    "sessions.idleFlushMs": (0, None),
+    "provider.dims": (0, 8192),
+    "provider.local.threads": (0, 1024),
+    "provider.remote.timeoutMs": (1, None),
+    "provider.remote.queryTimeoutMs": (1, None),
+    "provider.remote.batchTimeoutMs": (1, None),
+    "hybrid.vectorWeight": (0.0, 1.0),
+    "hybrid.textWeight": (0.0, 1.0),
+    "hybrid.candidateMultiplier": (1, 20),
+    "hybrid.rrfK": (1, None),
+    "cache.maxEntries": (0, None),
+    "sync.watchDebounceMs": (0, 3_600_000),
+    "sync.pollIntervalMs": (50, 3_600_000),
+    "server.maxRequestBytes": (1024, 64 * 1024 * 1024),
+    "server.maxReplyBytes": (64 * 1024, 1024 * 1024 * 1024),
+    "server.maxConnections": (1, 100_000),
+    "server.idleTimeoutMs": (1000, None),
+}
+
+
+def _check_ranges(cfg: Config, where: str) -> None:
+    for key, (lo, hi) in _RANGES.items():
+        obj: Any = cfg
+        for part in key.split("."):
+            obj = getattr(obj, part)
+        value = float(obj)
+        if not math.isfinite(value) or (lo is not None and value < lo) or (
+            hi is not None and value > hi
+        ):
+            bounds = f"{lo:g} .. {hi:g}" if hi is not None else f">= {lo:g}"
+            raise ConfigError(f"{where}: '{key}' must be {bounds} (got {obj!r})")
 
 
 def _validate(cfg: Config, where: str) -> None:
+    _check_ranges(cfg, where)
     c = cfg.chunking
     if c.tokens < 16:
         raise ConfigError(f"{where}: chunking.tokens must be >= 16")
@@ -481,6 +538,11 @@ def load_settings(
                 data = tomllib.load(fh)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{file}: not valid TOML: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"{file}: not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset "
+                f"{exc.start})"
+            ) from exc
         except OSError as exc:
             raise ConfigError(f"{file}: cannot read: {exc.strerror}") from exc
         cfg, agents = parse_config(data, source=file)
@@ -488,6 +550,11 @@ def load_settings(
         from .openclaw import load_openclaw
 
         agents = load_openclaw(Path(os.path.expanduser(str(openclaw))), cfg)
+    if agent is not None and not _valid_agent_id(agent):
+        raise ConfigError(
+            f"--agent {agent!r}: an agent id is letters, digits, '_', '.' and '-' "
+            "(it names the index file; no '/' and no leading '.')"
+        )
     if agent is not None:  # one of the configured agents, or name the only one
         agents = (Settings(agents).agent(agent),) if agents else (replace(cfg, agentId=agent),)
     if not agents:

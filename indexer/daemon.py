@@ -8,7 +8,15 @@ per agent; transcript deltas are indexed once past ``sessions.deltaBytes`` /
 ``deltaMessages`` (or after ``idleFlushMs`` of quiet).
 
 Signals: SIGTERM/SIGINT stop after the current transaction and remove the socket;
-SIGHUP reloads the config file.
+SIGHUP reloads the config file. Both finish within seconds under file churn: the
+watcher's lock order (watcher.py) keeps the observer and the writer apart, and no
+read in the writer can block (safefs).
+
+Health is never reported better than it is: each task (memory sync, session sync,
+embedding) keeps its own last error, cleared only by a success of that task; a
+failed sync is retried with backoff and ``dirty`` stays true until one succeeds; and
+the writer beats a heartbeat between files, so a task that makes no progress for
+``STUCK_AFTER_S`` shows as ``stuck`` in ``status`` (and fails ``doctor``).
 """
 
 from __future__ import annotations
@@ -42,6 +50,9 @@ log = logging.getLogger(__name__)
 _REFRESH_WATCHES_S = 30.0
 _IDLE_READERS = 8  # read-only connections kept open per agent between requests
 _REINDEX_TIMEOUT_S = 3600.0
+STUCK_AFTER_S = 300.0  # a task with no progress for this long is reported as stuck
+_RETRY_MIN_S, _RETRY_MAX_S = 2.0, 300.0  # backoff of a failed sync
+TASKS = ("memory", "sessions", "embedding")
 
 
 class AgentRuntime:
@@ -67,8 +78,56 @@ class AgentRuntime:
         self.sessions_due: float | None = None
         self.embed_due: float | None = None  # open batch jobs: poll them then
         self.embed_poll = 0.5
-        self.last_error: str | None = None
+        self.errors: dict[str, str | None] = dict.fromkeys(TASKS)  # task -> last error
+        self.error_at: dict[str, float] = {}
+        self.failures: dict[str, int] = dict.fromkeys(TASKS, 0)  # in a row, for backoff
         self.last_report: dict[str, Any] | None = None
+        self.busy: tuple[str, float] | None = None  # (task, monotonic start)
+        self.heartbeat = time.monotonic()  # the writer's last sign of progress
+
+    @property
+    def last_error(self) -> str | None:
+        """The most recent error of any task that has not succeeded since."""
+        live = [(self.error_at.get(t, 0.0), e) for t, e in self.errors.items() if e]
+        return max(live)[1] if live else None
+
+    def failed(self, task: str, exc: BaseException) -> float:
+        """Record a task's failure; returns the seconds to wait before retrying."""
+        self.errors[task] = f"{task}: {type(exc).__name__}: {exc}"[:500]
+        self.error_at[task] = time.time()
+        self.failures[task] += 1
+        return float(min(_RETRY_MAX_S, _RETRY_MIN_S * 2.0 ** (self.failures[task] - 1)))
+
+    def succeeded(self, task: str) -> None:
+        self.errors[task] = None
+        self.failures[task] = 0
+
+    def health(self) -> dict[str, Any]:
+        """dirty / busy / stuck / errors as ``status`` reports them."""
+        now = time.monotonic()
+        busy = None
+        stuck = False
+        if self.busy is not None:
+            task, since = self.busy
+            quiet = now - self.heartbeat
+            stuck = quiet > STUCK_AFTER_S
+            busy = {"task": task, "forS": round(now - since, 1), "noProgressS": round(quiet, 1)}
+        dirty = (
+            self.backfill
+            or self.memory_due is not None
+            or self.sessions_due is not None
+            or any(self.errors[t] for t in ("memory", "sessions"))
+        )
+        last = self.last_error
+        if stuck and busy is not None:
+            last = f"{busy['task']}: no progress for {busy['noProgressS']:.0f}s (stuck?)"
+        return {
+            "dirty": dirty or stuck,
+            "busy": busy,
+            "stuck": stuck,
+            "lastError": last,
+            "errors": dict(self.errors),
+        }
 
     @contextlib.contextmanager
     def reader(self) -> Iterator[MemoryIndex]:
@@ -141,6 +200,7 @@ class Daemon:
             max_request=first.server.maxRequestBytes,
             max_connections=first.server.maxConnections,
             idle_timeout=first.server.idleTimeoutMs / 1000,
+            max_reply=first.server.maxReplyBytes,
         )
         self._indexer: threading.Thread | None = None
         self._reload_requested = threading.Event()
@@ -166,6 +226,9 @@ class Daemon:
         self.watcher.stop()
         if self._indexer is not None:
             self._indexer.join(timeout=30)
+            if self._indexer.is_alive():  # never hang the exit on a stuck writer
+                log.error("the indexer thread did not stop within 30 s; exiting anyway")
+                return
         for a in self.agents.values():
             a.close()
 
@@ -268,33 +331,61 @@ class Daemon:
                         wait = min(wait, max(0.0, due - time.monotonic()))
             if now >= next_refresh:
                 next_refresh = now + _REFRESH_WATCHES_S
-                self.watcher.refresh()
+                self.watcher.request_refresh()  # done on the watcher's own thread
             with self._wake:
                 if self._jobs.empty() and not self._reload_requested.is_set():
                     self._wake.wait(timeout=wait)
 
+    @contextlib.contextmanager
+    def _task(self, rt: AgentRuntime, task: str) -> Iterator[Callable[[], bool]]:
+        """Mark ``rt`` busy with ``task``; yields the should_stop the task must call
+        between units of work, which also beats the heartbeat."""
+
+        def should_stop() -> bool:
+            rt.heartbeat = time.monotonic()
+            return self._stop.is_set()
+
+        rt.busy = (task, time.monotonic())
+        rt.heartbeat = time.monotonic()
+        try:
+            yield should_stop
+        finally:
+            rt.busy = None
+
     def _backfill(self, rt: AgentRuntime) -> None:
         try:
-            rep = rt.writer.sync(should_stop=self._stop.is_set, embed=False)
-            self._embed(rt)
+            with self._task(rt, "memory") as stop:
+                rep = rt.writer.sync(should_stop=stop, embed=False)
             rt.last_report = rep.to_json()
-            rt.last_error = None
+            rt.succeeded("memory")
+            rt.succeeded("sessions")
             rt.backfill = rep.stopped
+            self._embed(rt)
         except Exception as exc:
-            rt.last_error = f"{type(exc).__name__}: {exc}"
+            wait = rt.failed("memory", exc)
             rt.backfill = False
-            log.exception("%s: initial sync failed", rt.cfg.agent_name)
+            rt.memory_due = time.monotonic() + wait  # retried as a memory sync
+            rt.sessions_due = rt.memory_due
+            log.exception("%s: initial sync failed (retry in %.0f s)", rt.cfg.agent_name, wait)
 
     def _embed(self, rt: AgentRuntime) -> None:
         """Vectors for new chunks; open batch jobs are polled again later, so the
         writer never blocks on a job that may take hours."""
-        try:
-            rep = rt.writer.embed(should_stop=self._stop.is_set, wait=False)
-        except Exception as exc:
-            rt.last_error = f"{type(exc).__name__}: {exc}"
-            log.exception("%s: embedding failed", rt.cfg.agent_name)
+        if rt.provider is None:
             return
-        if rep and rep.get("batchJobs"):
+        try:
+            with self._task(rt, "embedding") as stop:
+                rep = rt.writer.embed(should_stop=stop, wait=False)
+            rt.succeeded("embedding")
+        except Exception as exc:
+            wait = rt.failed("embedding", exc)
+            rt.embed_due = time.monotonic() + wait
+            log.exception("%s: embedding failed (retry in %.0f s)", rt.cfg.agent_name, wait)
+            return
+        if rep and rep.get("error"):  # the provider failed; chunks stay pending
+            wait = rt.failed("embedding", RuntimeError(str(rep["error"])))
+            rt.embed_due = time.monotonic() + wait
+        elif rep and rep.get("batchJobs"):
             rt.embed_poll = min(60.0, max(1.0, rt.embed_poll * 2))
             rt.embed_due = time.monotonic() + rt.embed_poll
         else:
@@ -302,28 +393,36 @@ class Daemon:
 
     def _sync_memory(self, rt: AgentRuntime) -> None:
         try:
-            rep = rt.writer.sync_memory(should_stop=self._stop.is_set)
+            with self._task(rt, "memory") as stop:
+                rep = rt.writer.sync_memory(should_stop=stop)
             rt.last_report = rep.to_json()
-            self._embed(rt)
-            rt.last_error = None
+            if rep.stopped:
+                return
+            rt.succeeded("memory")
             log.debug("%s: synced memory (%s)", rt.cfg.agent_name, rt.last_report)
-        except Exception as exc:  # keep serving; status shows it
-            rt.last_error = f"{type(exc).__name__}: {exc}"
-            log.exception("%s: memory sync failed", rt.cfg.agent_name)
+        except Exception as exc:  # keep serving; status shows it; retried with backoff
+            wait = rt.failed("memory", exc)
+            rt.memory_due = time.monotonic() + wait
+            log.exception("%s: memory sync failed (retry in %.0f s)", rt.cfg.agent_name, wait)
+            return
+        self._embed(rt)
 
     def _sync_sessions(self, rt: AgentRuntime) -> None:
         try:
-            rep = rt.writer.sync_sessions(due_only=True)
-            if rep.chunksWritten:
-                self._embed(rt)
-            if rep.deferred:  # below the thresholds: look again when idle flush may apply
-                rt.sessions_due = time.monotonic() + max(
-                    0.5, min(5.0, rt.cfg.sessions.idleFlushMs / 4000)
-                )
-            rt.last_error = None
+            with self._task(rt, "sessions") as stop:
+                rep = rt.writer.sync_sessions(due_only=True, should_stop=stop)
+            rt.succeeded("sessions")
         except Exception as exc:
-            rt.last_error = f"{type(exc).__name__}: {exc}"
-            log.exception("%s: session sync failed", rt.cfg.agent_name)
+            wait = rt.failed("sessions", exc)
+            rt.sessions_due = time.monotonic() + wait
+            log.exception("%s: session sync failed (retry in %.0f s)", rt.cfg.agent_name, wait)
+            return
+        if rep.deferred:  # below the thresholds: look again when idle flush may apply
+            rt.sessions_due = time.monotonic() + max(
+                0.5, min(5.0, rt.cfg.sessions.idleFlushMs / 4000)
+            )
+        if rep.chunksWritten:
+            self._embed(rt)
 
     def _run_jobs(self) -> None:
         while True:
@@ -336,10 +435,17 @@ class Daemon:
                 fut.set_exception(InvalidParams(f"unknown agent '{agent}'"))
                 continue
             try:
-                rep = rt.writer.sync(force=force)
+                with self._task(rt, "memory") as stop:
+                    rep = rt.writer.sync(force=force, should_stop=stop)
                 rt.last_report = rep.to_json()
+                if not rep.stopped:
+                    rt.succeeded("memory")
+                    rt.succeeded("sessions")
+                    if (rep.embedding or {}).get("error") is None:
+                        rt.succeeded("embedding")
                 fut.set_result({"agent": agent, **rep.to_json()})
             except Exception as exc:
+                rt.failed("memory", exc)
                 fut.set_exception(exc)
 
     # -- RPC ----------------------------------------------------------------------------
@@ -397,8 +503,7 @@ class Daemon:
                 "watcher": self.watcher.status(),
                 "refusedConnections": self.server.refused,
             }
-            st["dirty"] = rt.backfill or rt.memory_due is not None or rt.sessions_due is not None
-            st["lastError"] = rt.last_error
+            st.update(rt.health())
             return st
         if method == "reindex":
             rt = self._agent(params)

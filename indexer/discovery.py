@@ -3,7 +3,10 @@
 memory source: ``MEMORY.md``, ``memory.md`` and ``memory/**/*.md`` under the
 workspace, plus ``extraPaths`` (files, directories walked recursively, or
 directory + glob). Only ``.md``; symlinks below a root are never followed; ignored
-directory names are pruned before they are entered.
+directory names are pruned before they are entered. Walking and reading go through
+``safefs`` (descriptors, never a path re-opened by name), so a directory swapped for
+a symlink mid-walk is not followed; names that are not UTF-8 and trees deeper than
+``safefs.MAX_DEPTH`` are passed over with a reason (``on_skip``).
 
 Display paths (what results and memory_get use) are workspace-relative for files in
 the workspace and ``extra/<name>/<rel>`` for extra roots outside it.
@@ -11,17 +14,27 @@ the workspace and ``extra/<name>/<rel>`` for extra roots outside it.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from . import safefs
 from .config import DEFAULT_IGNORE_DIRS, Config
-from .errors import NotFound, PathRefused
+from .errors import PathRefused
 
-__all__ = ["Root", "SourceFile", "discover", "glob_match", "resolve_get_path", "roots_for"]
+__all__ = [
+    "GetTarget",
+    "Root",
+    "SourceFile",
+    "discover",
+    "glob_match",
+    "resolve_get_path",
+    "roots_for",
+]
 
 MEMORY_SOURCE = "memory"
 
@@ -29,10 +42,19 @@ MEMORY_SOURCE = "memory"
 @dataclass(frozen=True, slots=True)
 class SourceFile:
     path: str  # display path, POSIX separators
-    abs: str  # absolute path on disk
+    abs: str  # absolute path on disk (for messages; reads go through root + parts)
     source: str
     mtime_ns: int  # change_stamp() of the lstat taken at discovery
     size: int
+    root: str = ""  # the root directory it was found under
+    parts: tuple[str, ...] = ()  # components below the root
+
+    def open(self) -> int:
+        """A descriptor of this file, opened under its root (see ``safefs``)."""
+        return safefs.open_under(self.root, self.parts)
+
+
+OnSkip = Callable[[str, str], None]  # (display path, reason)
 
 
 def change_stamp(st: os.stat_result) -> int:
@@ -97,72 +119,81 @@ def roots_for(cfg: Config) -> list[Root]:
     return roots
 
 
-def _walk(root: str, rel: str, cfg: Config) -> Iterator[tuple[str, str]]:
-    """Yield (path, rel) for every regular .md file below ``root``, no symlinks."""
-    try:
-        entries = list(os.scandir(root))
-    except OSError:
-        return
-    entries.sort(key=lambda e: e.name)
-    for entry in entries:
-        child_rel = f"{rel}/{entry.name}" if rel else entry.name
-        try:
-            if entry.is_symlink():
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                if not is_ignored(entry.name, child_rel, cfg):
-                    yield from _walk(entry.path, child_rel, cfg)
-            elif (
-                entry.is_file(follow_symlinks=False)
-                and entry.name.lower().endswith(".md")
-                and not is_ignored(entry.name, child_rel, cfg)
-            ):
-                yield entry.path, child_rel
-        except OSError:
-            continue
-
-
 def _join(prefix: str, rel: str) -> str:
     return f"{prefix}/{rel}" if prefix else rel
 
 
-def discover(cfg: Config) -> list[SourceFile]:
-    """Every file of the memory source, de-duplicated by real path, sorted."""
+def discover(cfg: Config, *, on_skip: OnSkip | None = None) -> list[SourceFile]:
+    """Every file of the memory source, de-duplicated by inode, sorted by path.
+    ``on_skip`` hears of files and directories passed over for a reason."""
     found: dict[str, SourceFile] = {}
     seen_real: set[tuple[int, int]] = set()
 
-    def add(path: str, display: str) -> None:
-        try:
-            st = os.lstat(path)
-        except OSError:
-            return
+    def add(root: Path, parts: tuple[str, ...], st: os.stat_result, display: str) -> None:
         if not stat.S_ISREG(st.st_mode):
             return
         key = (st.st_dev, st.st_ino)
         if key in seen_real:
             return  # same file twice (case-insensitive FS, overlapping roots)
         seen_real.add(key)
-        found[display] = SourceFile(display, path, MEMORY_SOURCE, change_stamp(st), st.st_size)
+        found[display] = SourceFile(
+            display,
+            os.path.join(root, *parts),
+            MEMORY_SOURCE,
+            change_stamp(st),
+            st.st_size,
+            str(root),
+            parts,
+        )
+
+    def skipper(prefix: str, drop: int) -> safefs.Skip:
+        def skip(parts: tuple[str, ...], reason: str) -> None:
+            if on_skip is not None:
+                on_skip(safefs.printable(_join(prefix, "/".join(parts[drop:]))), reason)
+
+        return skip
+
+    def md(name: str, rel: str, cfg: Config = cfg) -> bool:
+        return name.lower().endswith(".md") and not is_ignored(name, rel, cfg)
+
+    def prune(name: str, rel: str) -> bool:
+        return is_ignored(name, rel, cfg)
 
     roots = roots_for(cfg)
     ws = roots[0].real
     names = _names(ws)
     for name in ("MEMORY.md", "memory.md"):
         if name in names:
-            add(str(ws / name), name)
-    mem = ws / "memory"
-    if mem.is_dir() and not mem.is_symlink():
-        for path, rel in _walk(str(mem), "memory", cfg):
-            add(path, rel)
+            try:
+                add(ws, (name,), os.lstat(ws / name), name)
+            except OSError:
+                continue
+    for e in safefs.walk(
+        ws,
+        ("memory",),
+        prune=lambda n, r: prune(n, f"memory/{r}"),
+        want=lambda n, r: md(n, f"memory/{r}"),
+        skip=skipper("", 0),
+    ):
+        add(ws, e.parts, e.st, "/".join(e.parts))
     for root in roots[1:]:
         if root.is_file:
-            add(str(root.real), root.display)
+            with contextlib.suppress(OSError):
+                add(root.real.parent, (root.real.name,), os.lstat(root.real), root.display)
             continue
-        for path, rel in _walk(str(root.real), "", cfg):
-            if root.pattern and not glob_match(rel, root.pattern):
-                continue
-            add(path, _join(root.display, rel))
+        for e in safefs.walk(
+            root.real, (), prune=prune, want=_wanted_by(root, md), skip=skipper(root.display, 0)
+        ):
+            add(root.real, e.parts, e.st, _join(root.display, "/".join(e.parts)))
     return sorted(found.values(), key=lambda f: f.path)
+
+
+def _wanted_by(root: Root, md: Callable[[str, str], bool]) -> Callable[[str, str], bool]:
+    """The file filter of an extra root: Markdown, and its glob if it has one."""
+    pattern = root.pattern
+    if not pattern:
+        return md
+    return lambda name, rel: md(name, rel) and glob_match(rel, pattern)
 
 
 def _names(directory: Path) -> set[str]:
@@ -178,19 +209,30 @@ def _in_memory_source(rel: str) -> bool:
     )
 
 
-def resolve_get_path(cfg: Config, raw: str) -> tuple[str, Path]:
-    """Map a memory_get ``path`` to (display path, absolute path), or refuse.
+@dataclass(frozen=True, slots=True)
+class GetTarget:
+    """What ``memory_get`` may read: the display path and where it lives."""
 
-    Accepted: a display path (or an absolute path inside a root) of an existing
-    regular ``.md`` file that discovery would index. Refused with PathRefused:
-    NUL bytes, backslashes, ``..`` or ``.`` components, other extensions, paths
-    outside the roots, ignored directories, and any symlink on the way. A refused
-    path is never opened.
-    """
+    display: str
+    root: Path  # open the file with safefs.open_under(root, parts)
+    parts: tuple[str, ...]
+
+
+def resolve_get_path(cfg: Config, raw: str) -> GetTarget:
+    """Map a memory_get ``path`` to its root and components below it, or refuse.
+
+    Accepted: a display path (or an absolute path inside a root) of a ``.md`` file
+    that discovery would index. Refused with PathRefused: NUL bytes, backslashes,
+    ``..`` or ``.`` components, other extensions, paths outside the roots, ignored
+    directories. Nothing is opened here: the caller opens ``parts`` under ``root``
+    with ``safefs.open_under(..., exact=True)``, which refuses a symlink anywhere on
+    the way (even one swapped in after this check), FIFOs and devices."""
     if not isinstance(raw, str) or not raw.strip():
         raise PathRefused("memory_get needs a 'path': a file of the memory source, e.g. MEMORY.md")
     if "\x00" in raw or "\\" in raw:
         raise PathRefused(f"refused path {raw!r}: contains a NUL byte or a backslash")
+    if not safefs.utf8_name(raw):
+        raise PathRefused(f"refused path {safefs.printable(raw)!r}: not valid Unicode")
     roots = roots_for(cfg)
     display = _display_for_absolute(roots, raw) if os.path.isabs(raw) else raw
     if any(p in ("..", ".") for p in PurePosixPath(raw).parts) or display.startswith("/"):
@@ -217,29 +259,15 @@ def resolve_get_path(cfg: Config, raw: str) -> tuple[str, Path]:
         target, rel = roots[0], display
     elif target.pattern and not glob_match(rel, target.pattern):
         raise PathRefused(f"refused path {raw!r}: does not match the extra path's pattern")
-    rel_parts = PurePosixPath(rel).parts if rel else ()
+    if target.is_file:
+        return GetTarget(display, target.real.parent, (target.real.name,))
+    rel_parts = tuple(p for p in rel.split("/") if p)
+    if len(rel_parts) > safefs.MAX_DEPTH + 2:
+        raise PathRefused(f"refused path {raw!r}: deeper than indexing goes")
     for i, part in enumerate(rel_parts[:-1]):
         if is_ignored(part, "/".join(rel_parts[: i + 1]), cfg):
             raise PathRefused(f"refused path {raw!r}: inside an ignored directory")
-    # Walk component by component: exact names (no case tricks), no symlinks.
-    current = target.real
-    for part in rel_parts:
-        if part not in _names(current):
-            raise NotFound(f"{display}: no such file")
-        current = current / part
-        try:
-            st = current.lstat()
-        except OSError as exc:
-            raise NotFound(f"{display}: no such file") from exc
-        if stat.S_ISLNK(st.st_mode):
-            raise PathRefused(f"refused path {raw!r}: symlinks are not followed")
-    try:
-        st = current.lstat()
-    except OSError as exc:
-        raise NotFound(f"{display}: no such file") from exc
-    if not stat.S_ISREG(st.st_mode):
-        raise PathRefused(f"refused path {raw!r}: not a regular file")
-    return display, current
+    return GetTarget(display, target.real, rel_parts)
 
 
 def _display_for_absolute(roots: list[Root], raw: str) -> str:

@@ -31,7 +31,13 @@ from typing import Any
 
 from .config import Config, state_dir
 from .errors import InvalidParams
-from .sessions import Malformed, list_transcripts, parse_message, read_complete_lines
+from .sessions import (
+    Malformed,
+    list_transcripts,
+    open_transcript,
+    parse_message,
+    read_complete_lines,
+)
 
 __all__ = ["Distiller"]
 
@@ -83,8 +89,11 @@ class Distiller:
 
     @staticmethod
     def _head(path: str, n: int) -> str:
-        with open(path, "rb") as fh:
-            return hashlib.sha256(fh.read(n)).hexdigest()
+        fd = open_transcript(path)
+        try:
+            return hashlib.sha256(os.pread(fd, n, 0)).hexdigest()
+        finally:
+            os.close(fd)
 
     def _start(self, src: _Source, cur: dict[str, Any] | None) -> int:
         """Where to read this file from: its cursor, unless it was truncated or
@@ -132,7 +141,11 @@ class Distiller:
             cur = files.get(s.key)
             start = self._start(s, cur)
             end = start
-            lines, stop, _ = read_complete_lines(s.path, start, MAX_READ_BYTES)
+            fd = open_transcript(s.path)
+            try:
+                lines, stop, _ = read_complete_lines(fd, start, MAX_READ_BYTES)
+            finally:
+                os.close(fd)
             pos = start
             raw_offsets: list[int] = []
             for raw in lines:  # offsets of line ends, to stop exactly after a message
@@ -210,9 +223,11 @@ class Distiller:
 
     @staticmethod
     def _line_ends(path: str, start: int, stop: int) -> list[int]:
-        with open(path, "rb") as fh:
-            fh.seek(start)
-            data = fh.read(stop - start)
+        fd = open_transcript(path)
+        try:
+            data = os.pread(fd, stop - start, start)
+        finally:
+            os.close(fd)
         ends, pos = [], start
         for part in data.split(b"\n")[:-1]:
             pos += len(part) + 1

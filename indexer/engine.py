@@ -25,12 +25,20 @@ from providers.base import EmbeddingProvider
 from providers.errors import ProviderError, ProviderTimeout
 from providers.retry import RetryPolicy, call_with_retries
 
-from . import __version__
+from . import __version__, safefs
 from .chunking import split_lines
 from .config import Config
 from .discovery import resolve_get_path
 from .embedding import embed_pending
-from .errors import IndexMismatch, InvalidParams, MemindexError, NotFound, PathRefused
+from .errors import (
+    FileUnreadable,
+    FileVanished,
+    IndexMismatch,
+    InvalidParams,
+    MemindexError,
+    NotFound,
+    PathRefused,
+)
 from .gating import skip_reason
 from .generations import (
     abandoned,
@@ -42,8 +50,6 @@ from .generations import (
 )
 from .keywords import KeywordIndex
 from .pipeline import (
-    FileUnreadable,
-    FileVanished,
     Progress,
     SyncReport,
     read_text,
@@ -52,8 +58,8 @@ from .pipeline import (
 )
 from .ranking import apply_decay, balance_sources, mmr
 from .search import ParsedQuery, SearchHit, fuse, keyword_search, parse_query, render_results
-from .session_sync import SessionReport, session_path, sync_sessions
-from .sessions import SESSIONS_SOURCE, is_transcript_name, redact
+from .session_sync import SessionReport, sync_sessions
+from .sessions import SESSIONS_SOURCE, is_transcript_name, read_lines, redact
 from .store import SearchRow, Store
 from .vectors import VectorMatrix, knn_sqlite
 
@@ -105,25 +111,38 @@ def select_provider(cfg: Config) -> Selection:
 
 
 def _lines_result(
-    path: str,
-    text: str,
-    first: int,
-    count: int | None,
-    transform: Callable[[str], str] | None = None,
+    path: str, picked: list[str], first: int, total: int, truncated: bool
 ) -> dict[str, Any]:
-    """The memory_get result for lines ``first`` .. ``first + count - 1`` of ``text``."""
-    all_lines = split_lines(text)
-    end = len(all_lines) if count is None else min(len(all_lines), first - 1 + count)
-    picked = all_lines[first - 1 : end]
-    if transform is not None:
-        picked = [transform(ln) for ln in picked]
-    return {
+    """The memory_get result: ``picked`` are lines ``first``.. of a ``total``-line file.
+    ``truncated``: the byte limit stopped it early; ``nextFrom`` says where to go on."""
+    out: dict[str, Any] = {
         "path": path,
         "text": "\n".join(picked),
         "from": first,
         "lines": len(picked),
-        "totalLines": len(all_lines),
+        "totalLines": total,
+        "truncated": truncated,
     }
+    if truncated:
+        out["nextFrom"] = first + len(picked)
+    return out
+
+
+def _slice(
+    path: str, text: str, first: int, count: int | None, max_bytes: int
+) -> dict[str, Any]:
+    """Lines ``first`` .. ``first + count - 1`` of ``text``, at most ``max_bytes``."""
+    all_lines = split_lines(text)
+    end = len(all_lines) if count is None else min(len(all_lines), first - 1 + count)
+    picked: list[str] = []
+    size = 0
+    for line in all_lines[first - 1 : end]:
+        n = len(line.encode("utf-8")) + 1
+        if picked and size + n > max_bytes:
+            return _lines_result(path, picked, first, len(all_lines), True)
+        picked.append(line)
+        size += n
+    return _lines_result(path, picked, first, len(all_lines), False)
 
 
 class MemoryIndex:
@@ -184,7 +203,7 @@ class MemoryIndex:
         t0 = time.monotonic()
         report = sync(self.store, self.cfg, force=force, progress=progress, should_stop=should_stop)
         if not report.stopped:
-            report.sessions = sync_sessions(self.store, self.cfg).to_json()
+            report.sessions = sync_sessions(self.store, self.cfg, should_stop=should_stop).to_json()
         if embed and not report.stopped:
             report.embedding = self.embed(should_stop=should_stop)
         report.seconds = round(time.monotonic() - t0, 3)
@@ -268,8 +287,10 @@ class MemoryIndex:
             self._ready_seen = (seen, ready)
         return self._ready_seen[1]
 
-    def sync_sessions(self, *, due_only: bool) -> SessionReport:
-        return sync_sessions(self.store, self.cfg, due_only=due_only)
+    def sync_sessions(
+        self, *, due_only: bool, should_stop: Callable[[], bool] | None = None
+    ) -> SessionReport:
+        return sync_sessions(self.store, self.cfg, due_only=due_only, should_stop=should_stop)
 
     def search(
         self,
@@ -499,30 +520,32 @@ class MemoryIndex:
         assert first is not None
         if path.startswith(SESSIONS_SOURCE + "/"):
             return self._get_transcript(path, first, count)
-        display, abs_path = resolve_get_path(self.cfg, path)
-        try:
-            text, _ = read_text(abs_path, self.cfg.limits.maxFileBytes)
-        except FileVanished as exc:
-            raise NotFound(f"{display}: no such file") from exc
-        except FileUnreadable as exc:
-            raise PathRefused(f"{display}: {exc.reason}") from exc
-        return _lines_result(display, text, first, count)
+        target = resolve_get_path(self.cfg, path)
+        text, _ = read_text(target.root, target.parts, self.cfg.limits.maxFileBytes, exact=True)
+        return _slice(target.display, text, first, count, self.cfg.limits.maxGetBytes)
 
     def _get_transcript(self, path: str, first: int, count: int | None) -> dict[str, Any]:
-        """Lines of a transcript, secrets redacted; citations use these line numbers."""
+        """Lines of a transcript, secrets redacted; citations use these line numbers.
+        Streamed: any size, and a line that is not UTF-8 spoils only itself."""
         name = path[len(SESSIONS_SOURCE) + 1 :]
-        if "\x00" in name or not is_transcript_name(name, self.cfg.sessions.includeRotated):
+        if (
+            "\x00" in name
+            or not safefs.utf8_name(name)
+            or not is_transcript_name(name, self.cfg.sessions.includeRotated)
+        ):
             raise PathRefused(f"refused path {path!r}: not a session transcript name")
-        file = session_path(self.cfg, path)
-        if file is None:
+        directory = self.cfg.sessions_dir()
+        if directory is None:
             raise PathRefused(f"refused path {path!r}: sessions are disabled for this agent")
         try:
-            text, _ = read_text(file, self.cfg.limits.maxFileBytes * 8)
+            with safefs.opened(directory, (name,), exact=True) as (fd, _):
+                got = read_lines(fd, first, count, self.cfg.limits.maxGetBytes)
         except FileVanished as exc:
             raise NotFound(f"{path}: no such transcript") from exc
         except FileUnreadable as exc:
             raise PathRefused(f"{path}: {exc.reason}") from exc
-        return _lines_result(path, text, first, count, redact)
+        picked = [redact(line) for line in got.lines]
+        return _lines_result(path, picked, first, got.total, got.truncated)
 
     def status(self) -> dict[str, Any]:
         s = self.store

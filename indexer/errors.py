@@ -4,8 +4,14 @@
     ├── ConfigError               the config file or an option is wrong
     ├── WorkspaceError            no workspace, or it is not a directory
     ├── PathRefused               memory_get: a path outside the indexable files
+    │   └── FileUnreadable        a file that is not indexable text (``reason`` says why:
+    │                             a symlink, FIFO or device, binary, not UTF-8, too large)
     ├── NotFound                  memory_get: an indexable path that does not exist
+    │   └── FileVanished          a file that disappeared between listing and reading
     ├── InvalidParams             a request's parameters have the wrong type or range
+    ├── DaemonUnavailable         no daemon answers on the socket (or it went away)
+    ├── ForeignSocket             the socket is served by another user: nothing is sent
+    ├── RemoteError               the daemon answered with a JSON-RPC error
     └── StoreError                the index file cannot be opened, migrated or written
         └── IndexMismatch         the index file belongs to another workspace
 
@@ -18,6 +24,11 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigError",
+    "DaemonUnavailable",
+    "FileUnreadable",
+    "FileVanished",
+    "ForeignSocket",
+    "RemoteError",
     "IndexMismatch",
     "InvalidParams",
     "MemindexError",
@@ -64,3 +75,36 @@ class StoreError(MemindexError):
 
 class IndexMismatch(StoreError):
     code = "index_mismatch"
+
+
+class FileUnreadable(PathRefused):
+    """The file exists but is not indexable text; ``reason`` says why."""
+
+    code = "unreadable"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class FileVanished(NotFound):
+    """The file disappeared between discovery and reading."""
+
+
+class DaemonUnavailable(MemindexError):
+    code = "daemon_unavailable"
+
+
+class ForeignSocket(MemindexError):
+    """The process serving the socket runs as another user (a squatter)."""
+
+    code = "foreign_socket"
+
+
+class RemoteError(MemindexError):
+    """The daemon answered with a JSON-RPC error; ``code`` is its ``data.code``."""
+
+    def __init__(self, message: str, rpc_code: int, code: str) -> None:
+        super().__init__(message)
+        self.rpc_code = rpc_code
+        self.code = code

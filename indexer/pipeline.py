@@ -12,25 +12,26 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import stat
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import safefs
 from .chunking import CHUNKER_VERSION, chunk_markdown, split_lines
 from .config import Config
 from .discovery import MEMORY_SOURCE, SourceFile, change_stamp, discover
+from .errors import FileUnreadable, FileVanished
 from .search import index_text
-from .store import ChunkRow, FileState, Store
+from .store import STORE_ERRORS, ChunkRow, FileState, Store
 from .tokenizer import TOKENIZER_NAME, TokenCounter, get_counter
 
 __all__ = [
     "FileUnreadable",
     "FileVanished",
     "SyncReport",
+    "decode_text",
     "fingerprint",
     "read_text",
     "rebuild_reason",
@@ -46,51 +47,8 @@ _BATCH_SECONDS = 0.5
 Progress = Callable[[int, int], None]
 
 
-class FileUnreadable(Exception):
-    """The file exists but is not indexable text; ``reason`` says why."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class FileVanished(Exception):
-    """The file disappeared between discovery and reading."""
-
-
-def read_text(path: str | Path, max_bytes: int) -> tuple[str, FileState]:
-    """Read a Markdown file as UTF-8 without following a symlink.
-
-    Raises FileVanished, FileUnreadable (binary, invalid UTF-8, too large, not a
-    regular file) or OSError for other I/O failures."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError as exc:
-        raise FileVanished(str(path)) from exc
-    except OSError as exc:
-        if exc.errno == getattr(os, "ELOOP", -1):
-            raise FileUnreadable("is a symlink (not followed)") from exc
-        raise
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise FileUnreadable("not a regular file")
-        if st.st_size > max_bytes:
-            raise FileUnreadable(f"too large: {st.st_size} bytes (limit {max_bytes})")
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            block = os.read(fd, 1 << 20)
-            if not block:
-                break
-            total += len(block)
-            if total > max_bytes:
-                raise FileUnreadable(f"too large: over {max_bytes} bytes")
-            chunks.append(block)
-        data = b"".join(chunks)
-    finally:
-        os.close(fd)
+def decode_text(data: bytes) -> str:
+    """Markdown bytes as text, or FileUnreadable (binary or not UTF-8). A BOM is dropped."""
     if b"\x00" in data:
         raise FileUnreadable("binary file (contains NUL bytes)")
     try:
@@ -99,10 +57,21 @@ def read_text(path: str | Path, max_bytes: int) -> tuple[str, FileState]:
         raise FileUnreadable(
             f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
         ) from exc
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    state = FileState(hashlib.sha256(data).hexdigest(), change_stamp(st), len(data))
-    return text, state
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def read_text(
+    root: str | Path, parts: tuple[str, ...], max_bytes: int, *, exact: bool = False
+) -> tuple[str, FileState]:
+    """Read the Markdown file ``root/parts…`` as UTF-8, opened through ``safefs`` (no
+    symlink anywhere below the root, regular files only, never blocking).
+
+    Raises FileVanished, FileUnreadable (a symlink, FIFO or device, binary, invalid
+    UTF-8, too large) or OSError for other I/O failures."""
+    with safefs.opened(root, parts, exact=exact) as (fd, st):
+        data = safefs.read_all(fd, max_bytes)
+    text = decode_text(data)
+    return text, FileState(hashlib.sha256(data).hexdigest(), change_stamp(st), len(data))
 
 
 def fingerprint(cfg: Config) -> dict[str, Any]:
@@ -201,7 +170,8 @@ def sync(
     t0 = time.monotonic()
     report = SyncReport()
     report.rebuilt = _prepare(store, cfg, force)
-    files = discover(cfg)
+    odd: list[dict[str, str]] = []  # names that are not UTF-8, trees too deep
+    files = discover(cfg, on_skip=lambda path, why: odd.append({"path": path, "reason": why}))
     report.files = len(files)
     known = store.file_states(MEMORY_SOURCE)
     present = {f.path for f in files}
@@ -224,6 +194,13 @@ def sync(
         pending.append(f)
 
     skipped_now: set[str] = set()
+    if odd:
+        with store.transaction():
+            for item in odd:
+                log.warning("skipped %s: %s", item["path"], item["reason"])
+                store.record_skip(item["path"], MEMORY_SOURCE, item["reason"])
+                skipped_now.add(item["path"])
+        report.skipped.extend(odd)
     done = report.unchanged
     total = len(files)
     if progress:
@@ -235,7 +212,17 @@ def sync(
             if should_stop is not None and should_stop():
                 report.stopped = True
                 break
-            _sync_one(store, cfg, f, known.get(f.path), report, skipped_now, count)
+            try:
+                with store.savepoint():  # one file's trouble never rolls back the batch
+                    _sync_one(store, cfg, f, known.get(f.path), report, skipped_now, count)
+            except STORE_ERRORS:
+                raise  # the index itself is in trouble (disk full): the sync fails
+            except Exception as exc:  # a bug for this file only: report it, go on
+                log.exception("error indexing %s", f.path)
+                reason = f"internal error: {type(exc).__name__}: {exc}"[:300]
+                report.errors.append({"path": f.path, "reason": reason})
+                skipped_now.add(f.path)
+                store.record_skip(f.path, f.source, reason)
             in_batch += 1
             done += 1
             if in_batch >= _BATCH_FILES or time.monotonic() - batch_start > _BATCH_SECONDS:
@@ -275,7 +262,7 @@ def _sync_one(
 ) -> None:
     """Index one file inside the caller's transaction (a savepoint keeps it atomic)."""
     try:
-        text, state = read_text(f.abs, cfg.limits.maxFileBytes)
+        text, state = read_text(f.root, f.parts, cfg.limits.maxFileBytes)
     except FileVanished:
         if old is not None:
             report.chunksRemoved += store.delete_file(f.path)
@@ -307,8 +294,7 @@ def _sync_one(
         ChunkRow(c.start_line, c.end_line, c.heading, c.hash, c.text, index_text(c.text))
         for c in chunks
     ]
-    with store.savepoint():
-        removed, written = store.replace_file(f.path, f.source, state, len(split_lines(text)), rows)
+    removed, written = store.replace_file(f.path, f.source, state, len(split_lines(text)), rows)
     report.chunksRemoved += removed
     report.chunksWritten += written
     if old is None:

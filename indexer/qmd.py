@@ -34,12 +34,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
+from .chunking import split_lines
 from .client import DaemonUnavailable, RemoteError, call
 from .config import Config, ExtraPath, HybridConfig, load_config
-from .discovery import glob_match, roots_for
+from .discovery import glob_match, is_ignored, roots_for
 from .engine import MemoryIndex, select_provider
 from .errors import InvalidParams, MemindexError
+from .pipeline import read_text
 from .qmd_entry import emit
+from .store import private_dir, private_file
 
 __all__ = ["main"]
 
@@ -86,7 +89,7 @@ def load_collections() -> list[dict[str, str]]:
 
 def save_collections(cols: list[dict[str, str]]) -> None:
     d = config_dir()
-    d.mkdir(parents=True, exist_ok=True)
+    private_dir(d)
     tmp = d / f".collections.{os.getpid()}.tmp"
     tmp.write_text(json.dumps({"collections": cols}, indent=1), encoding="utf-8")
     os.replace(tmp, d / "collections.json")
@@ -95,8 +98,9 @@ def save_collections(cols: list[dict[str, str]]) -> None:
 def _config(base: Config, cols: list[dict[str, str]]) -> Config:
     """One index over the collections: the workspace is an empty folder of ours, every
     collection an extra path (so only collection files are indexed)."""
+    private_dir(cache_dir() / "memindex-qmd")
     ws = cache_dir() / "memindex-qmd" / "workspace"
-    ws.mkdir(parents=True, exist_ok=True)
+    private_dir(ws)
     extras = tuple(ExtraPath(Path(c["path"]), c.get("pattern") or "**/*.md") for c in cols)
     return replace(
         base,
@@ -140,7 +144,8 @@ class _Locator:
 
 def _catalogue() -> sqlite3.Connection:
     path = cache_dir() / "qmd" / "index.sqlite"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
+    private_file(path)
     db = sqlite3.connect(path, timeout=10, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute(
@@ -315,6 +320,37 @@ def _daemon(base: Config) -> int:
     return d.run()
 
 
+def _get(base: Config, target: str, out: TextIO) -> None:
+    """``get [qmd://]COLLECTION/PATH[:FROM[:COUNT]]``: numbered lines of a document, read
+    under the rules of memory_get (a .md file the collection would index, no symlink
+    anywhere, a regular file, bounded in size)."""
+    m = re.match(r"^(?:qmd://)?(.+?)(?::(\d+))?(?::(\d+))?$", target)
+    if m is None:
+        raise QmdError(f"bad target {target!r}: expected PATH[:FROM[:COUNT]]")
+    coll, _, rel = m.group(1).partition("/")
+    first = int(m.group(2) or 1)
+    count = int(m.group(3)) if m.group(3) else None
+    if first < 1 or count == 0:
+        raise QmdError(f"bad target {target!r}: lines are numbered from 1, COUNT >= 1")
+    match = next((c for c in load_collections() if c["name"] == coll), None)
+    if match is None:
+        raise QmdError(f"Collection not found: {coll}")
+    parts = tuple(rel.split("/"))
+    pattern = match.get("pattern") or "**/*.md"
+    if not rel or any(p in ("", ".", "..") for p in parts) or "\x00" in rel or "\\" in rel:
+        raise QmdError(f"refused path {rel!r}")
+    if not rel.lower().endswith(".md") or not glob_match(rel, pattern):
+        raise QmdError(f"refused path {rel!r}: not a .md file of collection {coll} ({pattern})")
+    for i, part in enumerate(parts[:-1]):
+        if is_ignored(part, "/".join(parts[: i + 1]), base):
+            raise QmdError(f"refused path {rel!r}: inside an ignored directory")
+    root = Path(match["path"]).expanduser().resolve()
+    text, _ = read_text(root, parts, base.limits.maxFileBytes, exact=True)
+    lines = split_lines(text)
+    last = len(lines) if count is None else min(len(lines), first - 1 + count)
+    out.writelines(f"{i}: {lines[i - 1]}\n" for i in range(first, last + 1))
+
+
 def _parser() -> _Parser:
     p = _Parser(
         prog="memindex-qmd",
@@ -389,20 +425,7 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
         if args.cmd in ("search", "vsearch", "query"):
             _search(base, args.cmd, args.query, max(1, args.n), args.collection, out, args.json)
             return 0
-        m = re.match(r"^(?:qmd://)?(.+?)(?::(\d+))?(?::(\d+))?$", args.target)
-        if m is None:
-            raise QmdError(f"bad target {args.target!r}: expected PATH[:FROM[:COUNT]]")
-        coll, _, rel = m.group(1).partition("/")
-        start, count = m.group(2), m.group(3)
-        match = next((c for c in load_collections() if c["name"] == coll), None)
-        if match is None:
-            raise QmdError(f"Collection not found: {coll}")
-        if ".." in Path(rel).parts or Path(rel).is_absolute():
-            raise QmdError(f"refused path {rel!r}")
-        lines = (Path(match["path"]) / rel).read_text(encoding="utf-8").split("\n")
-        first = int(start or 1)
-        last = len(lines) if not count else first - 1 + int(count)
-        out.writelines(f"{i}: {lines[i - 1]}\n" for i in range(first, min(last, len(lines)) + 1))
+        _get(base, args.target, out)
         return 0
     except QmdError as exc:
         err.write(f"Error: {exc}\n")

@@ -1,6 +1,6 @@
 """Entry point of ``memindex-qmd``: searches go to a warm daemon when one serves these
-collections. Standard library only, so a search costs Python's start-up and one
-socket round trip instead of importing the index code (about 0.2 s). Everything else,
+collections. Standard library only (and ``client``), so a search costs Python's
+start-up and one socket round trip instead of importing the index code (~0.2 s). Everything else,
 and a search with no daemon, runs ``indexer.qmd``; such a search also starts the
 daemon for the next ones (``MEMINDEX_QMD_NO_DAEMON=1`` turns that off). The daemon
 exits after 10 idle minutes and whenever the collections change.
@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any, TextIO
+
+from .client import call
+from .errors import DaemonUnavailable, ForeignSocket, RemoteError
 
 __all__ = ["emit", "main"]
 
@@ -72,30 +74,21 @@ def _fast_search(argv: list[str]) -> int | None:
     if params is None or not path.exists():
         return None
     as_json = params.pop("json")
-    req = {"jsonrpc": "2.0", "id": 1, "method": "qmd_search", "params": params}
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(3.0)
-            s.connect(str(path))
-            s.sendall(json.dumps(req).encode() + b"\n")
-            buf = b""
-            while not buf.endswith(b"\n"):
-                data = s.recv(1 << 20)
-                if not data:
-                    return None
-                buf += data
-        reply = json.loads(buf)
-    except (OSError, ValueError):
-        return None
-    if "error" in reply:
-        message = str(reply["error"].get("message", ""))
-        if "Collection not found" in message:
-            sys.stderr.write(f"Error: {message}\n")
+        result = call(path, "qmd_search", params, timeout=3.0)
+    except RemoteError as exc:
+        if "Collection not found" in exc.message:
+            sys.stderr.write(f"Error: {exc.message}\n")
             return 1
         return None  # anything else: let the full CLI answer (and explain)
+    except ForeignSocket as exc:  # never send a query to another user's process
+        sys.stderr.write(f"Error: {exc.message}\n")
+        return 1
+    except DaemonUnavailable:
+        return None
     if os.environ.get("MEMINDEX_QMD_TRACE"):
         sys.stderr.write("memindex-qmd: answered by the daemon\n")
-    emit(reply["result"], sys.stdout, as_json)
+    emit(result, sys.stdout, as_json)
     return 0
 
 
@@ -106,8 +99,9 @@ def _spawn_daemon() -> None:
     config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     if not (Path(config) / "memindex-qmd" / "collections.json").exists():
         return
-    base.mkdir(parents=True, exist_ok=True)
-    with open(base / "daemon.log", "ab") as log:
+    base.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(base / "daemon.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    with open(fd, "ab") as log:
         subprocess.Popen(
             [sys.executable, "-m", "indexer.qmd", "daemon"],
             stdin=subprocess.DEVNULL,

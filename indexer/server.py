@@ -4,8 +4,13 @@ One JSON object (or batch array) per line, UTF-8. The socket is created mode 060
 every connection's peer uid is checked (SO_PEERCRED on Linux, LOCAL_PEERCRED on macOS):
 other uids get an error and are disconnected. A request line over ``max_request``
 bytes, malformed JSON, an unknown method or bad params get JSON-RPC errors, and the
-connection stays usable. Each connection has its own thread; handlers must be
-thread-safe (the daemon gives each request its own read-only SQLite connection).
+connection stays usable. Replies are bounded too: one over ``max_reply`` bytes is
+replaced by an error saying so, and a batch (at most ``MAX_BATCH`` requests) shares one
+``max_reply`` budget, so a small request cannot make the daemon build a huge answer.
+Strings that are not valid Unicode (lone surrogates, which JSON can carry) are
+refused as invalid params and never kill the connection. Each connection has its
+own thread; handlers must be thread-safe (the daemon gives each request its own
+read-only SQLite connection).
 """
 
 from __future__ import annotations
@@ -18,20 +23,19 @@ import os
 import select
 import socket
 import stat
-import struct
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .client import peer_uid
 from .errors import InvalidParams, MemindexError
 
 __all__ = [
+    "MAX_BATCH",
     "DaemonRunning",
     "RpcError",
     "SocketServer",
-    "peer_uid",
 ]
 
 log = logging.getLogger(__name__)
@@ -43,8 +47,12 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 APP_ERROR = -32000  # memindex errors; data.code says which
 TOO_LARGE = -32001
+REPLY_TOO_LARGE = -32002
 FORBIDDEN = -32003
 BUSY = -32004
+
+
+MAX_BATCH = 100  # requests in one batch; a larger batch gets one error, nothing runs
 
 
 class RpcError(Exception):
@@ -60,19 +68,6 @@ class DaemonRunning(MemindexError):
 
 
 Handler = Callable[[str, dict[str, Any]], Any]
-
-
-def peer_uid(conn: socket.socket) -> int | None:
-    """The uid of the process at the other end of a Unix socket, if the OS says."""
-    if hasattr(socket, "SO_PEERCRED"):
-        raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        _pid, uid, _gid = struct.unpack("3i", raw)
-        return int(uid)
-    if sys.platform == "darwin":  # LOCAL_PEERCRED -> struct xucred {u_int version; uid_t uid; …}
-        sol_local, local_peercred = 0, 0x001
-        raw = conn.getsockopt(sol_local, local_peercred, struct.calcsize("IIh16I"))
-        return int(struct.unpack_from("II", raw)[1])
-    return None
 
 
 def _error(id_: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
@@ -93,11 +88,13 @@ class SocketServer:
         max_request: int = 1024 * 1024,
         max_connections: int = 256,
         idle_timeout: float = 300.0,
+        max_reply: int = 16 * 1024 * 1024,
         allowed_uid: int | None = None,
     ) -> None:
         self.path = path
         self.handler = handler
         self.max_request = max_request
+        self.max_reply = max_reply
         self.max_connections = max_connections
         self.idle_timeout = idle_timeout
         self.allowed_uid = os.getuid() if allowed_uid is None else allowed_uid
@@ -219,7 +216,7 @@ class SocketServer:
 
     def _send_and_close(self, conn: socket.socket, obj: dict[str, Any]) -> None:
         with contextlib.suppress(OSError):
-            conn.sendall(json.dumps(obj).encode() + b"\n")
+            conn.sendall(_encode(obj))
         with contextlib.suppress(OSError):
             conn.close()
 
@@ -233,7 +230,7 @@ class SocketServer:
                     conn, _error(None, FORBIDDEN, "connection refused: different user")
                 )
                 return
-            conn.settimeout(self.idle_timeout)
+            conn.settimeout(self.idle_timeout if self.idle_timeout > 0 else None)
             self._read_loop(conn)
         except (OSError, TimeoutError):
             pass
@@ -273,8 +270,7 @@ class SocketServer:
                     conn.sendall(reply)
 
     def _too_large(self) -> bytes:
-        msg = _error(None, TOO_LARGE, f"request larger than {self.max_request} bytes")
-        return json.dumps(msg).encode() + b"\n"
+        return _encode(_error(None, TOO_LARGE, f"request larger than {self.max_request} bytes"))
 
     # -- JSON-RPC ------------------------------------------------------------------
 
@@ -285,17 +281,50 @@ class SocketServer:
         try:
             obj = json.loads(line.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            return (
-                json.dumps(_error(None, PARSE_ERROR, f"parse error: {str(exc)[:200]}")).encode()
-                + b"\n"
-            )
+            return _encode(_error(None, PARSE_ERROR, f"parse error: {str(exc)[:200]}"))
         if isinstance(obj, list):
             if not obj:
-                return json.dumps(_error(None, INVALID_REQUEST, "empty batch")).encode() + b"\n"
-            replies = [r for r in (self._handle_one(o) for o in obj[:100]) if r is not None]
-            return (json.dumps(replies).encode() + b"\n") if replies else None
+                return _encode(_error(None, INVALID_REQUEST, "empty batch"))
+            if len(obj) > MAX_BATCH:
+                return _encode(
+                    _error(
+                        None,
+                        INVALID_REQUEST,
+                        f"a batch of {len(obj)} requests: at most {MAX_BATCH} per batch "
+                        "(nothing was run)",
+                    )
+                )
+            budget = self.max_reply
+            parts: list[bytes] = []
+            for o in obj:
+                if budget <= 0:  # the batch's reply is full: answer the rest briefly
+                    if not (isinstance(o, dict) and "id" not in o):  # not a notification
+                        brief = _error(_id_of(o), REPLY_TOO_LARGE, "batch reply full: not run")
+                        parts.append(_encode(brief)[:-1])
+                    continue
+                one = self._handle_one(o)
+                if one is None:
+                    continue
+                data = self._bounded(one, budget)
+                budget -= len(data)
+                parts.append(data[:-1])
+            return (b"[" + b",".join(parts) + b"]\n") if parts else None
         reply = self._handle_one(obj)
-        return None if reply is None else json.dumps(reply, ensure_ascii=False).encode() + b"\n"
+        return None if reply is None else self._bounded(reply, self.max_reply)
+
+    def _bounded(self, reply: dict[str, Any], limit: int) -> bytes:
+        data = _encode(reply)
+        if len(data) <= limit:
+            return data
+        return _encode(
+            _error(
+                reply.get("id"),
+                REPLY_TOO_LARGE,
+                f"reply of {len(data)} bytes is over the limit of {limit} bytes: ask for fewer "
+                "lines (memory_get 'lines') or results",
+                {"code": "reply_too_large", "bytes": len(data), "limit": limit},
+            )
+        )
 
     def _handle_one(self, obj: Any) -> dict[str, Any] | None:
         if not isinstance(obj, dict):
@@ -304,9 +333,13 @@ class SocketServer:
         is_notification = "id" not in obj
         if not (id_ is None or isinstance(id_, (str, int))) or isinstance(id_, bool):
             return _error(None, INVALID_REQUEST, "id must be a string, a number or null")
+        if isinstance(id_, str) and not _valid_text(id_):
+            return _error(None, INVALID_REQUEST, "id is not valid Unicode (a lone surrogate)")
         method = obj.get("method")
         if obj.get("jsonrpc") != "2.0" or not isinstance(method, str):
             return _error(id_, INVALID_REQUEST, "expected {jsonrpc: '2.0', method, params?, id}")
+        if not _valid_text(method):
+            return _error(id_, INVALID_REQUEST, "method is not valid Unicode (a lone surrogate)")
         params = obj.get("params", {})
         if params is None:
             params = {}
@@ -316,6 +349,17 @@ class SocketServer:
             result = self.handler(method, params)
         except RpcError as exc:
             return None if is_notification else _error(id_, exc.code, exc.message, exc.data)
+        except UnicodeError:  # a lone surrogate reached a path, a query or a name
+            return (
+                None
+                if is_notification
+                else _error(
+                    id_,
+                    INVALID_PARAMS,
+                    "a string parameter is not valid Unicode (a lone surrogate)",
+                    {"code": "invalid_params"},
+                )
+            )
         except InvalidParams as exc:
             return (
                 None
@@ -336,3 +380,25 @@ class SocketServer:
         if is_notification:
             return None
         return {"jsonrpc": "2.0", "id": id_, "result": result}
+
+
+def _encode(obj: Any) -> bytes:
+    """One reply line. UTF-8 as is; a reply carrying a lone surrogate (echoed from a
+    request) falls back to ASCII escapes, which are always valid JSON and UTF-8."""
+    try:
+        return json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(obj).encode("ascii") + b"\n"
+
+
+def _valid_text(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _id_of(obj: Any) -> Any:
+    id_ = obj.get("id") if isinstance(obj, dict) else None
+    return id_ if isinstance(id_, (str, int)) and not isinstance(id_, bool) else None

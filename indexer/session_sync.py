@@ -21,11 +21,13 @@ import hashlib
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .chunking import chunk_markdown
 from .config import Config
+from .errors import FileUnreadable, FileVanished, MemindexError
 from .search import index_text
 from .sessions import (
     MAX_LINE_BYTES,
@@ -63,17 +65,20 @@ class SessionReport:
         return dict(self.__dict__)
 
 
-def _head_hash(path: str, length: int) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.sha256(fh.read(length)).hexdigest()
+def _head_hash(f: TranscriptFile, length: int) -> str:
+    fd = f.open()
+    try:
+        return hashlib.sha256(os.pread(fd, length, 0)).hexdigest()
+    finally:
+        os.close(fd)
 
 
 def _same_file(c: SessionCursor, f: TranscriptFile) -> bool:
     if (c.dev, c.ino) != (f.dev, f.ino) or f.size < c.committed:
         return False
     try:
-        return _head_hash(f.path, c.head_len) == c.head
-    except OSError:
+        return _head_hash(f, c.head_len) == c.head
+    except (OSError, MemindexError):
         return False
 
 
@@ -82,9 +87,11 @@ def pending_delta(f: TranscriptFile, cur: SessionCursor | None) -> tuple[int, in
     start = cur.committed if cur and (cur.dev, cur.ino) == (f.dev, f.ino) else 0
     if f.size <= start:
         return (0, 0) if f.size == start else (f.size, 1)
-    with open(f.path, "rb") as fh:
-        fh.seek(start)
-        data = fh.read(min(f.size - start, 4 * 1024 * 1024))
+    fd = f.open()
+    try:
+        data = os.pread(fd, min(f.size - start, 4 * 1024 * 1024), start)
+    finally:
+        os.close(fd)
     return f.size - start, data.count(b"\n")
 
 
@@ -103,14 +110,22 @@ def sync_sessions(
     *,
     due_only: bool = False,
     counter: TokenCounter | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> SessionReport:
     """Index what is new in every transcript. With ``due_only`` (the watcher), a delta
     is indexed only once it passes ``deltaBytes``/``deltaMessages`` or the file has
-    been quiet for ``idleFlushMs``; ``memindex index`` and ``reindex`` index all."""
+    been quiet for ``idleFlushMs``; ``memindex index`` and ``reindex`` index all.
+    ``should_stop`` is asked between transcripts."""
     report = SessionReport()
     directory = cfg.sessions_dir()
-    files = list_transcripts(directory, cfg.sessions.includeRotated)
+    odd: list[tuple[str, str]] = []
+    files = list_transcripts(
+        directory, cfg.sessions.includeRotated, on_skip=lambda p, why: odd.append((p, why))
+    )
     report.files = len(files)
+    store.sync_skips(SESSIONS_SOURCE, odd)  # names that cannot be indexed: status shows them
+    for path, why in odd:
+        report.errors.append({"path": path, "reason": why})
     count = counter or get_counter()
     now = time.time()
     with store.transaction():
@@ -125,18 +140,25 @@ def sync_sessions(
                 store.delete_session(p)
                 report.removed += 1
     for f in files:
+        if should_stop is not None and should_stop():
+            break
         cur = cursors.get(f.display)
         if due_only:
-            nbytes, nlines = pending_delta(f, cur)
+            try:
+                nbytes, nlines = pending_delta(f, cur)
+            except (OSError, MemindexError):
+                continue  # gone or replaced since the listing: the next sync sees it
             if not _due(cfg, f, nbytes, nlines, now):
                 if nbytes:
                     report.deferred += 1
                 continue
         try:
             _index_file(store, cfg, f, cur, report, count)
+        except FileVanished:
+            continue  # vanished mid-sync: the next sync drops its rows
+        except FileUnreadable as exc:  # replaced by a symlink, FIFO or device meanwhile
+            report.errors.append({"path": f.display, "reason": exc.reason})
         except OSError as exc:
-            if isinstance(exc, FileNotFoundError):
-                continue  # vanished mid-sync: the next sync drops its rows
             report.errors.append({"path": f.display, "reason": str(exc.strerror or exc)})
     return report
 
@@ -177,7 +199,11 @@ def _index_file(
     malformed = cur.malformed if cur else 0
     wrote = False
     while committed < f.size:
-        raw_lines, end, head = read_complete_lines(f.path, committed, _STEP_BYTES)
+        fd = f.open()
+        try:
+            raw_lines, end, head = read_complete_lines(fd, committed, _STEP_BYTES)
+        finally:
+            os.close(fd)
         if end == committed:
             break  # only a partial line is left
         rendered: list[str] = []
@@ -241,11 +267,3 @@ def _index_file(
         wrote = True
     if wrote:
         report.indexed += 1
-
-
-def session_path(cfg: Config, display: str) -> str | None:
-    """The file behind a ``sessions/<name>`` display path, if it names one."""
-    directory = cfg.sessions_dir()
-    if directory is None or not display.startswith(SESSIONS_SOURCE + "/"):
-        return None
-    return os.path.join(directory, display[len(SESSIONS_SOURCE) + 1 :])

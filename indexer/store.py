@@ -27,6 +27,7 @@ from .errors import StoreError
 from .migrations import MIGRATIONS
 
 __all__ = [
+    "STORE_ERRORS",
     "FTS_TOKENIZER",
     "FTS_WEIGHTS",
     "ChunkRow",
@@ -97,6 +98,32 @@ class SearchRow:
         return cls(cid, "", source, 0, 0, "", "", rank, False)
 
 
+# What means the index itself is in trouble (as opposed to one file being odd).
+STORE_ERRORS: tuple[type[BaseException], ...] = (apsw.Error, StoreError)
+
+
+def private_file(path: Path) -> None:
+    """Create ``path`` mode 0600 if missing, and make an existing one 0600: index
+    files hold the agent's memory and transcripts (SQLite gives its -wal and -shm
+    files the database file's mode)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+    real = os.path.realpath(path)
+    for suffix in ("-wal", "-shm"):  # made by an older memindex with the umask's mode
+        with contextlib.suppress(OSError):
+            if os.stat(real + suffix).st_mode & 0o077:
+                os.chmod(real + suffix, 0o600)
+
+
+def private_dir(path: Path) -> None:
+    """``path`` and missing parents, the last one mode 0700 (left as is if it exists)."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+
 def _vec_path() -> str:
     import sqlite_vec
 
@@ -118,7 +145,8 @@ class Store:
             if readonly:
                 flags = apsw.SQLITE_OPEN_READONLY
             else:
-                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                private_dir(path.parent)
+                private_file(path)
                 flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
             self.db = apsw.Connection(str(path), flags=flags)
             self.db.set_busy_timeout(10_000)
@@ -432,6 +460,18 @@ class Store:
         for (p,) in list(self.db.execute("SELECT path FROM skipped WHERE source=?", (source,))):
             if p not in keep:
                 self.clear_skip(str(p))
+
+    def sync_skips(self, source: str, items: Sequence[tuple[str, str]]) -> None:
+        """Make ``source``'s skipped list exactly ``items`` (path, reason), in a
+        transaction of its own, and only when it changes."""
+        rows = self.db.execute("SELECT path, reason FROM skipped WHERE source=?", (source,))
+        old = {str(p): str(r) for p, r in rows}
+        if old == dict(items):
+            return
+        with self.transaction():
+            self.db.execute("DELETE FROM skipped WHERE source=?", (source,))
+            for path, reason in items:
+                self.record_skip(path, source, reason)
 
     def skipped(self) -> list[dict[str, Any]]:
         return [

@@ -9,6 +9,23 @@ directory deleted and created again, a sessions folder that appears later).
 The inotify observer is used where it works. When the OS refuses watches (EMFILE,
 ENOSPC, ENOMEM: inotify limits) or a tree has more than ``max_dirs`` directories,
 the watcher switches to polling and ``status()`` says why.
+
+Locks and threads (the order is the contract; never take them the other way round):
+
+* ``Watcher._lock`` guards the observer and its watches. ``start``, ``stop``,
+  ``refresh`` and ``status`` take it, and only ``refresh``/``start`` call into the
+  observer while holding it (schedule, unschedule: they take the observer's lock).
+  So the one order is ``Watcher._lock`` -> observer lock.
+* watchdog's dispatcher thread holds the observer's lock while it calls ``_event``.
+  ``_event`` therefore takes no lock of ours: it reads ``_targets``, an immutable
+  mapping that ``refresh`` replaces whole, and it never calls the observer. A new or
+  deleted directory only *asks* for a refresh, which the watcher's own refresh
+  thread carries out.
+* ``stop`` joins the refresh thread and the observer without holding ``_lock``.
+
+(Before this order was written down, a SIGHUP under file churn deadlocked: refresh
+held ``_lock`` and waited for the observer's lock, which the dispatcher held while
+waiting for ``_lock`` in ``_event``.)
 """
 
 from __future__ import annotations
@@ -18,7 +35,7 @@ import errno
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +46,7 @@ from watchdog.observers.polling import PollingObserver
 
 from .config import DEFAULT_IGNORE_DIRS, Config
 from .discovery import is_ignored, roots_for
+from .safefs import MAX_DEPTH
 from .sessions import is_transcript_name
 
 __all__ = ["Watcher"]
@@ -77,12 +95,17 @@ class Watcher:
         self._factory = observer_factory or Observer
         self._lock = threading.RLock()
         self._agents: dict[str, Config] = {}
-        self._targets: dict[str, set[_Target]] = {}  # dir -> what it serves
+        # dir -> what it serves; replaced whole by refresh(), read by _event() unlocked
+        self._targets: Mapping[str, frozenset[_Target]] = {}
         self._watches: dict[str, ObservedWatch] = {}
         self._observer: BaseObserver | None = None
         self.backend = "none"
         self.reason: str | None = None
         self._handler = _Handler(self)
+        self._refresh_wanted = threading.Event()
+        self._stopping = threading.Event()
+        self._refresher: threading.Thread | None = None
+        self.refreshes = 0
 
     # -- public --------------------------------------------------------------------
 
@@ -93,14 +116,25 @@ class Watcher:
             self._observer = self._new_observer(polling)
             self._observer.start()
             self.refresh()
+        self._stopping.clear()
+        self._refresher = threading.Thread(
+            target=self._refresh_loop, name="memindex-watch-refresh", daemon=True
+        )
+        self._refresher.start()
 
     def stop(self) -> None:
+        self._stopping.set()
+        self._refresh_wanted.set()
+        if self._refresher is not None:
+            self._refresher.join(timeout=10)
+            self._refresher = None
         with self._lock:
-            if self._observer is not None:
-                self._observer.stop()
-                self._observer.join(timeout=5)
-                self._observer = None
+            observer, self._observer = self._observer, None
             self._watches.clear()
+            self._targets = {}
+        if observer is not None:  # joined outside _lock (see the module docstring)
+            observer.stop()
+            observer.join(timeout=5)
 
     def status(self) -> dict[str, Any]:
         with self._lock:
@@ -113,6 +147,9 @@ class Watcher:
     def refresh(self) -> None:
         """Make the watched set match the directories that hold indexable files."""
         with self._lock:
+            if self._observer is None:
+                return  # stopped
+            self.refreshes += 1
             wanted = self._wanted()
             if len(wanted) > self.max_dirs and self.backend != "polling":
                 self._fall_back(f"{len(wanted)} directories to watch (limit {self.max_dirs})")
@@ -122,6 +159,22 @@ class Watcher:
             for d in sorted(wanted):
                 if d not in self._watches:
                     self._schedule(d)
+
+    def request_refresh(self) -> None:
+        """Ask the refresh thread for a ``refresh()`` (safe from any thread)."""
+        self._refresh_wanted.set()
+
+    def _refresh_loop(self) -> None:
+        while not self._stopping.is_set():
+            self._refresh_wanted.wait()
+            if self._stopping.is_set():
+                return
+            self._stopping.wait(0.05)  # a burst of new directories: one refresh
+            self._refresh_wanted.clear()
+            try:
+                self.refresh()
+            except Exception:  # keep watching what is watched; the next one retries
+                log.exception("watch refresh failed")
 
     # -- internals -------------------------------------------------------------------
 
@@ -144,7 +197,8 @@ class Watcher:
         self._observer.start()
 
     def _schedule(self, directory: str) -> None:
-        assert self._observer is not None
+        if self._observer is None:
+            return
         try:
             self._watches[directory] = self._observer.schedule(
                 self._handler, directory, recursive=False
@@ -164,7 +218,7 @@ class Watcher:
             with contextlib.suppress(KeyError, OSError):
                 self._observer.unschedule(watch)
 
-    def _wanted(self) -> dict[str, set[_Target]]:
+    def _wanted(self) -> dict[str, frozenset[_Target]]:
         wanted: dict[str, set[_Target]] = {}
 
         def add(d: str, t: _Target) -> None:
@@ -190,22 +244,19 @@ class Watcher:
             sdir = cfg.sessions_dir()
             if sdir is not None:
                 add(str(sdir), _Target(name, "sessions", cfg.sessions.includeRotated))
-        return wanted
+        return {d: frozenset(t) for d, t in wanted.items()}
 
     def _event(self, path: str, is_dir: bool, kind: str) -> None:
+        """Called on watchdog's dispatcher thread: takes no lock (module docstring)."""
         parent = os.path.dirname(path)
         name = os.path.basename(path)
-        with self._lock:
-            targets = set(self._targets.get(parent, ())) | set(self._targets.get(path, ()))
-            if (
-                is_dir
-                and kind in ("created", "moved")
-                and targets
-                and name not in DEFAULT_IGNORE_DIRS
-            ):
-                self.refresh()  # a new directory: watch it (and what is below it)
-            elif is_dir and kind == "deleted" and path in self._watches:
-                self._unschedule(path)
+        current = self._targets
+        targets = current.get(parent, frozenset()) | current.get(path, frozenset())
+        if is_dir and targets:
+            if kind in ("created", "moved") and name not in DEFAULT_IGNORE_DIRS:
+                self.request_refresh()  # a new directory: watch it (and what is below it)
+            elif kind == "deleted" and path in current:
+                self.request_refresh()
         for t in targets:
             if t.role == "sessions":
                 if is_transcript_name(name, t.include_rotated):
@@ -225,6 +276,8 @@ def _walk_dirs(top: str, cfg: Config) -> list[str]:
     stack = [(top, "")]
     while stack:
         d, rel = stack.pop()
+        if rel.count("/") + 1 > MAX_DEPTH:
+            continue  # indexing does not go deeper either
         try:
             entries = list(os.scandir(d))
         except OSError:

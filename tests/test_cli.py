@@ -31,6 +31,7 @@ def test_index_search_get_status_json(cli: Runner, workspace: Path) -> None:
         "from": 4,
         "lines": 1,
         "totalLines": 5,
+        "truncated": False,
     }
     st = cli_json(cli, "--workspace", ws, "status", "--json")
     assert st["sources"]["memory"] == {"files": 3, "chunks": 3}

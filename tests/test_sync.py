@@ -108,10 +108,11 @@ def test_file_vanishing_mid_sync(cfg: Config, workspace: Path) -> None:
         target.write_text("# changed\n", encoding="utf-8")
         real_read = pipeline.read_text
 
-        def vanish_then_read(path: Path, max_bytes: int):  # type: ignore[no-untyped-def]
-            if str(path) == str(target):
-                Path(path).unlink()  # the file goes away between listing and reading
-            return real_read(path, max_bytes)
+        def vanish_then_read(root, parts, max_bytes, **kw):  # type: ignore[no-untyped-def]
+            path = Path(root, *parts)
+            if path == target:
+                path.unlink()  # the file goes away between listing and reading
+            return real_read(root, parts, max_bytes, **kw)
 
         pipeline.read_text = vanish_then_read  # type: ignore[assignment]
         try:
