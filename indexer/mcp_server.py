@@ -5,18 +5,68 @@ same objects as the socket methods (memory_get's first line is ``from``, which i
 the low-level server is used: its input schemas are written here, not derived from
 Python signatures). Each call goes through the running daemon when it serves this
 index, else reads the index file directly.
+
+JSON can carry a lone surrogate (``"\\ud800"``) that is not valid Unicode; the SDK's
+parser drops such a message without a reply, so stdin reaches it through
+``_clean_lines``, which replaces lone surrogates with U+FFFD: every request is
+answered.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import sys
+from collections.abc import AsyncIterator
 from typing import Any
 
+from . import __version__
 from .config import Config
 from .errors import MemindexError
 from .reading import read_call
 
-__all__ = ["TOOLS", "run"]
+__all__ = ["TOOLS", "clean_line", "run"]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    if isinstance(value, dict):
+        return {_scrub(k): _scrub(v) for k, v in value.items()}
+    return value
+
+
+def clean_line(raw: bytes) -> str:
+    """One stdin line for the SDK: text, with lone surrogates (in escapes) replaced."""
+    text = raw.decode("utf-8", "replace")
+    if "\\u" not in text and "\\U" not in text:
+        return text  # no escapes: nothing to scrub
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError):
+        return text  # the SDK answers a parse error itself
+    clean = _scrub(obj)
+    return text if clean == obj else json.dumps(clean) + "\n"
+
+
+class _CleanLines:
+    """An async iterable of ``clean_line``s of the process's stdin."""
+
+    def __init__(self) -> None:
+        import anyio
+
+        self._raw = anyio.wrap_file(sys.stdin.buffer)
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        async for raw in self._raw:
+            yield clean_line(raw)
 
 _AGENT = {"type": "string", "description": "agent id (default: the configured agent)"}
 
@@ -90,6 +140,8 @@ def run(cfg: Config) -> int:
             result = await anyio.to_thread.run_sync(read_call, cfg, name, args)
         except MemindexError as exc:
             return _error(exc.message)
+        except Exception as exc:  # a bug: still an answer, never silence
+            return _error(f"internal error: {type(exc).__name__}")
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
             structured_content=result,
@@ -100,10 +152,12 @@ def run(cfg: Config) -> int:
             content=[types.TextContent(type="text", text=message)], is_error=True
         )
 
-    server = Server("memindex", on_list_tools=list_tools, on_call_tool=call_tool)
+    server = Server(
+        "memindex", version=__version__, on_list_tools=list_tools, on_call_tool=call_tool
+    )
 
     async def main() -> None:
-        async with stdio_server() as (read, write):
+        async with stdio_server(stdin=_CleanLines()) as (read, write):  # type: ignore[arg-type]
             await server.run(read, write, server.create_initialization_options())
 
     anyio.run(main)

@@ -69,10 +69,11 @@ _SECRET_PATTERNS = [
     re.compile(
         r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", re.S
     ),
-    # key = value, key: value, "key": "value", key => 'value' (env files, JSON, YAML, logs)
+    # key = value, key: value, "key": "value", key => 'value' (env files, JSON, YAML,
+    # logs; quotes may be backslash-escaped: a raw JSONL line holds JSON inside JSON)
     re.compile(
-        r"(?P<keep>" + _KEY_NAME + r"[\"']?\s*(?:[:=]|=>)\s*)"
-        r"(?:\"[^\"\n]{1,}\"|'[^'\n]{1,}'|[^\s\"',;}\]]{4,})"
+        r"(?P<keep>" + _KEY_NAME + r"\\?[\"']?\s*(?:[:=]|=>)\s*)"
+        r"(?:\\?\"[^\"\n]+?\\?\"|'[^'\n]+'|[^\s\"',;}\]\\]{4,})"
     ),
     re.compile(r"(?P<keep>(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?:[A-Za-z]+\s+)?)[^\s\"']{6,}"),
     re.compile(r"(?P<keep>\b(?i:basic|bearer|token)\s+)[A-Za-z0-9._~+/\-]{16,}=*"),
