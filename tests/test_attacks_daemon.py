@@ -191,6 +191,11 @@ def test_12_client_refuses_a_socket_served_by_another_user(tmp_path: Path, ws: P
     got = shared / "received"
     got.touch()
     os.chmod(got, 0o666)
+    conf = write(tmp_path, "c.toml", f'workspace = "{ws}"\n[server]\nsocket = "{sock_path}"\n')
+    pong = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {
+        "ok": True, "agents": {"main": str(load_config(conf).resolved_index_path())},
+        "results": [], "provider": None, "model": None, "mode": "keyword", "fallback": None}})
+    reply = pong.encode() + b"\n"
     server = subprocess.Popen(
         [sys.executable, "-c", f"""
 import os, socket
@@ -201,13 +206,12 @@ while True:
     c, _ = s.accept()
     data = c.recv(65536)
     with open({str(got)!r}, "ab") as fh: fh.write(data)
-    c.sendall(b'{{"jsonrpc":"2.0","id":1,"result":{{"ok":true,"agents":{{}},"results":[]}}}}\\n')
+    c.sendall({reply!r})
     c.close()
 """],
     )
     try:
         wait_for(sock_path.exists, timeout=10)
-        conf = write(tmp_path, "c.toml", f'workspace = "{ws}"\n[server]\nsocket = "{sock_path}"\n')
         r = subprocess.run(
             [sys.executable, "-m", "indexer.cli", "--config", str(conf), "search", "heron"],
             env=child_env(), capture_output=True, text=True, timeout=60,
@@ -236,6 +240,8 @@ def test_13_a_lone_surrogate_gets_a_reply_and_keeps_the_connection(
     elif where == "query":
         req["method"] = "memory_search"
         req["params"] = {"query": bad}
+    elif where == "path":
+        req["params"] = {"path": f"memory/{bad}.md"}
     else:
         req["params"] = {**req["params"], where: bad}  # type: ignore[dict-item]
     line = json.dumps(req).encode()  # ASCII escapes: "\ud800" on the wire
