@@ -204,6 +204,7 @@ class Daemon:
         )
         self._indexer: threading.Thread | None = None
         self._reload_requested = threading.Event()
+        self.reloads = 0  # completed config reloads (SIGHUP), shown by status
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -281,6 +282,7 @@ class Daemon:
         self.agents = fresh
         self.watcher.stop()
         self.watcher.start([a.cfg for a in fresh.values()])
+        self.reloads += 1
         log.info("config reloaded: %d agent(s)", len(fresh))
 
     # -- watcher -> indexer ------------------------------------------------------------
@@ -502,6 +504,7 @@ class Daemon:
                 "socket": str(self.socket_path),
                 "watcher": self.watcher.status(),
                 "refusedConnections": self.server.refused,
+                "reloads": self.reloads,
             }
             st.update(rt.health())
             return st

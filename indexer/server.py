@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .client import peer_uid
-from .errors import InvalidParams, MemindexError
+from .errors import ConfigError, InvalidParams, MemindexError
 
 __all__ = [
     "MAX_BATCH",
@@ -116,6 +116,13 @@ class SocketServer:
         old_umask = os.umask(0o177)
         try:
             sock.bind(str(self.path))
+        except OSError as exc:
+            sock.close()
+            self._release_lock()
+            raise ConfigError(
+                f"cannot listen on {self.path}: {exc.strerror or exc} (a socket path is at "
+                "most ~107 bytes; set server.socket to a shorter one)"
+            ) from exc
         finally:
             os.umask(old_umask)
         os.chmod(self.path, 0o600)
@@ -141,6 +148,9 @@ class SocketServer:
             for c in list(self._conns):
                 with contextlib.suppress(OSError):
                     c.shutdown(socket.SHUT_RDWR)
+        self._release_lock()
+
+    def _release_lock(self) -> None:
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None

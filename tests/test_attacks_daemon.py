@@ -482,3 +482,12 @@ def test_disk_limit_failure_is_reported_by_status(tmp_path: Path, ws: Path) -> N
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+def test_a_socket_path_too_long_is_a_clear_error(tmp_path: Path, ws: Path) -> None:
+    long_dir = tmp_path / ("x" * 120)
+    conf = write(tmp_path, "c.toml",
+                 f'workspace = "{ws}"\n[server]\nsocket = "{long_dir / "s.sock"}"\n')
+    r = subprocess.run([sys.executable, "-m", "indexer.cli", "--config", str(conf), "serve"],
+                       env=child_env(), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "shorter" in r.stderr and "internal error" not in r.stderr
