@@ -42,12 +42,16 @@ MEMORY_SOURCE = "memory"
 @dataclass(frozen=True, slots=True)
 class SourceFile:
     path: str  # display path, POSIX separators
-    abs: str  # absolute path on disk (for messages; reads go through root + parts)
     source: str
     mtime_ns: int  # change_stamp() of the lstat taken at discovery
     size: int
-    root: str = ""  # the root directory it was found under
-    parts: tuple[str, ...] = ()  # components below the root
+    root: str  # the root directory it was found under
+    parts: tuple[str, ...]  # components below the root
+
+    @property
+    def abs(self) -> str:
+        """The absolute path on disk, for messages (reads go through root + parts)."""
+        return os.path.join(self.root, *self.parts)
 
     def open(self) -> int:
         """A descriptor of this file, opened under its root (see ``safefs``)."""
@@ -130,6 +134,7 @@ def discover(cfg: Config, *, on_skip: OnSkip | None = None) -> list[SourceFile]:
     seen_real: set[tuple[int, int]] = set()
 
     def add(root: Path, parts: tuple[str, ...], st: os.stat_result, display: str) -> None:
+        root_text = str(root)
         if not stat.S_ISREG(st.st_mode):
             return
         key = (st.st_dev, st.st_ino)
@@ -137,13 +142,7 @@ def discover(cfg: Config, *, on_skip: OnSkip | None = None) -> list[SourceFile]:
             return  # same file twice (case-insensitive FS, overlapping roots)
         seen_real.add(key)
         found[display] = SourceFile(
-            display,
-            os.path.join(root, *parts),
-            MEMORY_SOURCE,
-            change_stamp(st),
-            st.st_size,
-            str(root),
-            parts,
+            display, MEMORY_SOURCE, change_stamp(st), st.st_size, root_text, parts
         )
 
     def skipper(prefix: str, drop: int) -> safefs.Skip:
