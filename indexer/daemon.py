@@ -447,7 +447,7 @@ class Daemon:
                         rt.succeeded("embedding")
                 fut.set_result({"agent": agent, **rep.to_json()})
             except Exception as exc:
-                rt.failed("memory", exc)
+                rt.memory_due = time.monotonic() + rt.failed("memory", exc)  # retried
                 fut.set_exception(exc)
 
     # -- RPC ----------------------------------------------------------------------------

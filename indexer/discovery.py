@@ -230,7 +230,7 @@ def resolve_get_path(cfg: Config, raw: str) -> GetTarget:
         raise PathRefused("memory_get needs a 'path': a file of the memory source, e.g. MEMORY.md")
     if "\x00" in raw or "\\" in raw:
         raise PathRefused(f"refused path {raw!r}: contains a NUL byte or a backslash")
-    if not safefs.utf8_name(raw):
+    if not safefs.valid_utf8(raw):
         raise PathRefused(f"refused path {safefs.printable(raw)!r}: not valid Unicode")
     roots = roots_for(cfg)
     display = _display_for_absolute(roots, raw) if os.path.isabs(raw) else raw

@@ -530,7 +530,7 @@ class MemoryIndex:
         name = path[len(SESSIONS_SOURCE) + 1 :]
         if (
             "\x00" in name
-            or not safefs.utf8_name(name)
+            or not safefs.valid_utf8(name)
             or not is_transcript_name(name, self.cfg.sessions.includeRotated)
         ):
             raise PathRefused(f"refused path {path!r}: not a session transcript name")

@@ -14,7 +14,7 @@ deltas, ``memory_get``, ``memindex-qmd get``) goes through ``open_under``:
 * reads are bounded by a byte limit.
 
 File names are bytes on Linux. Python hands a name that is not valid UTF-8 over with
-surrogate escapes; ``utf8_name`` says whether a name can be stored and shown, and
+surrogate escapes; ``valid_utf8`` says whether a name can be stored and shown, and
 ``printable`` gives the text to show for one that cannot.
 
 Directory walks (``walk``) hold one descriptor per level, are iterative and stop at
@@ -42,7 +42,7 @@ __all__ = [
     "opened",
     "printable",
     "read_all",
-    "utf8_name",
+    "valid_utf8",
     "walk",
 ]
 
@@ -57,10 +57,11 @@ _LEAF_FLAGS = (
 )
 
 
-def utf8_name(name: str) -> bool:
-    """True if ``name`` (as ``os`` returned it) is valid UTF-8 on disk."""
+def valid_utf8(text: str) -> bool:
+    """True if ``text`` encodes as UTF-8: a file name (as ``os`` returned it) that is
+    valid UTF-8 on disk, or a string from JSON with no lone surrogate."""
     try:
-        name.encode("utf-8")
+        text.encode("utf-8")
     except UnicodeEncodeError:
         return False
     return True
@@ -257,7 +258,7 @@ def walk(
             if stat.S_ISDIR(st.st_mode):
                 if prune(entry.name, rel_text):
                     continue
-                if not utf8_name(entry.name):
+                if not valid_utf8(entry.name):
                     if skip:
                         skip((*base, *parts), "directory name is not valid UTF-8")
                     continue
@@ -271,7 +272,7 @@ def walk(
                     continue  # gone, or swapped for a symlink: not followed
                 enter(child, parts)
             elif stat.S_ISREG(st.st_mode) and want(entry.name, rel_text):
-                if not utf8_name(entry.name):
+                if not valid_utf8(entry.name):
                     if skip:
                         skip((*base, *parts), "file name is not valid UTF-8")
                     continue

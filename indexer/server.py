@@ -30,6 +30,7 @@ from typing import Any
 
 from .client import peer_uid
 from .errors import ConfigError, InvalidParams, MemindexError
+from .safefs import valid_utf8
 
 __all__ = [
     "MAX_BATCH",
@@ -343,12 +344,12 @@ class SocketServer:
         is_notification = "id" not in obj
         if not (id_ is None or isinstance(id_, (str, int))) or isinstance(id_, bool):
             return _error(None, INVALID_REQUEST, "id must be a string, a number or null")
-        if isinstance(id_, str) and not _valid_text(id_):
+        if isinstance(id_, str) and not valid_utf8(id_):
             return _error(None, INVALID_REQUEST, "id is not valid Unicode (a lone surrogate)")
         method = obj.get("method")
         if obj.get("jsonrpc") != "2.0" or not isinstance(method, str):
             return _error(id_, INVALID_REQUEST, "expected {jsonrpc: '2.0', method, params?, id}")
-        if not _valid_text(method):
+        if not valid_utf8(method):
             return _error(id_, INVALID_REQUEST, "method is not valid Unicode (a lone surrogate)")
         params = obj.get("params", {})
         if params is None:
@@ -399,14 +400,6 @@ def _encode(obj: Any) -> bytes:
         return json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n"
     except UnicodeEncodeError:
         return json.dumps(obj).encode("ascii") + b"\n"
-
-
-def _valid_text(s: str) -> bool:
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _id_of(obj: Any) -> Any:

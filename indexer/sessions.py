@@ -231,7 +231,7 @@ def list_transcripts(
                 if on_skip is not None:
                     on_skip(display, safefs.kind(st.st_mode))
                 continue
-            if not safefs.utf8_name(e.name):
+            if not safefs.valid_utf8(e.name):
                 if on_skip is not None:
                     on_skip(display, "file name is not valid UTF-8")
                 continue
