@@ -366,12 +366,35 @@ def _cmd_distill(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _serve_options(args: argparse.Namespace) -> list[str]:
+    """The global options that select what ``serve`` serves, with absolute paths."""
+    out: list[str] = []
+    for flag, value in (
+        ("--config", args.config),
+        ("--workspace", args.workspace),
+        ("--openclaw-config", args.openclaw_config),
+    ):
+        if value is not None:
+            out += [flag, str(Path(value).expanduser().absolute())]
+    if args.agent is not None:
+        out += ["--agent", args.agent]
+    return out
+
+
 def _cmd_service(args: argparse.Namespace, out: TextIO) -> int:
     kind = args.kind or service.default_kind()
+    options = _serve_options(args)
+    # What the unit will serve must load now: a unit that cannot start would only
+    # restart in a loop.
+    settings = load_settings(
+        args.config, workspace=args.workspace, agent=args.agent, openclaw=args.openclaw_config
+    )
+    for agent in settings.agents:
+        agent.require_workspace()
     if args.action == "print":
-        out.write(service.render(kind))
+        out.write(service.render(kind, args=options))
         return 0
-    path, start = service.install(kind)
+    path, start = service.install(kind, options)
     out.write(f"wrote {path}\nstart it with: {start}\n")
     return 0
 

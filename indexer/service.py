@@ -2,15 +2,20 @@
 
 The unit templates are embedded here so an installed memindex can write them; the
 repository's ``systemd/`` and ``launchd/`` files are the same text with install notes.
-``render`` fills in the path of the running ``memindex`` executable and the home
-directory.
+``render`` fills in the path of the running ``memindex`` executable, the global
+options that select what to serve (``--config``, ``--workspace``, ``--agent``,
+``--openclaw-config``, as absolute paths) and the home directory: the unit runs
+exactly the daemon that ``memindex [those options] serve`` runs in a terminal.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 __all__ = ["default_kind", "install", "render", "target_path", "template"]
 
@@ -90,11 +95,30 @@ def executable() -> str:
     raise FileNotFoundError("cannot find the memindex executable; is memindex installed?")
 
 
-def render(kind: str, exe: str | None = None, home: Path | None = None) -> str:
-    text = template(kind)
-    return text.replace("@MEMINDEX@", exe or executable()).replace(
-        "@HOME@", str(home or Path.home())
-    )
+_PLAIN = re.compile(r"^[A-Za-z0-9_./:=@+,-]+$")
+
+
+def _systemd_word(word: str) -> str:
+    """One ExecStart word: quoted when needed; ``%`` and ``$`` are systemd's
+    specifier and variable marks, so they are doubled."""
+    if not _PLAIN.match(word):
+        word = '"' + word.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return word.replace("%", "%%").replace("$", "$$")
+
+
+def render(
+    kind: str,
+    exe: str | None = None,
+    home: Path | None = None,
+    args: Sequence[str] = (),
+) -> str:
+    """The unit text. ``args``: global options placed before ``serve``."""
+    text = template(kind).replace("@HOME@", str(home or Path.home()))
+    argv = [exe or executable(), *args]
+    if kind == "systemd":
+        return text.replace("@MEMINDEX@", " ".join(_systemd_word(w) for w in argv))
+    strings = "\n    ".join(f"<string>{escape(w)}</string>" for w in argv)
+    return text.replace("<string>@MEMINDEX@</string>", strings)
 
 
 def default_kind() -> str:
@@ -108,11 +132,11 @@ def target_path(kind: str, home: Path | None = None) -> Path:
     return h / "Library" / "LaunchAgents" / "com.memindex.daemon.plist"
 
 
-def install(kind: str) -> tuple[Path, str]:
+def install(kind: str, args: Sequence[str] = ()) -> tuple[Path, str]:
     """Write the unit; returns (where, the command that starts it)."""
     path = target_path(kind)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(kind))
+    path.write_text(render(kind, args=args))
     if kind == "systemd":
         return path, "systemctl --user daemon-reload && systemctl --user enable --now memindex"
     return path, f"launchctl load -w {path}"

@@ -5,7 +5,11 @@ import plistlib
 import shlex
 from pathlib import Path
 
-from conftest import Runner
+import subprocess
+
+import pytest
+from conftest import Runner, write
+from daemon_util import child_env, rpc, wait_for
 
 from indexer import service
 
@@ -42,11 +46,54 @@ def test_launchd_plist_runs_memindex_serve(tmp_path: Path) -> None:
     assert plist["StandardErrorPath"].startswith(str(tmp_path))
 
 
-def test_service_install_writes_the_unit(cli: Runner) -> None:
-    code, out, err = cli("service", "install", "--kind", "systemd")
+def test_service_install_writes_the_unit(cli: Runner, workspace: Path) -> None:
+    code, out, err = cli("--workspace", str(workspace), "service", "install", "--kind", "systemd")
     assert code == 0, err
     path = Path(out.split()[1])
     assert path == Path.home() / ".config/systemd/user/memindex.service"
     assert "serve" in path.read_text() and "@MEMINDEX@" not in path.read_text()
-    code, out, _ = cli("service", "print", "--kind", "launchd")
+    code, out, _ = cli("--workspace", str(workspace), "service", "print", "--kind", "launchd")
     assert code == 0 and "<key>ProgramArguments</key>" in out
+
+
+def test_a_unit_that_could_not_start_is_not_written(cli: Runner, tmp_path: Path) -> None:
+    code, _, err = cli("--workspace", str(tmp_path / "missing"), "service", "install")
+    assert code == 2 and "workspace" in err
+    assert not (Path.home() / ".config/systemd/user/memindex.service").exists()
+
+
+def _serve_argv(kind: str, options: list[str]) -> list[str]:
+    if kind == "systemd":
+        cp = configparser.ConfigParser(strict=False, interpolation=None)
+        cp.read_string(service.render("systemd", args=options))
+        line = cp["Service"]["ExecStart"]
+        assert "%" not in line.replace("%%", "")
+        return shlex.split(line.replace("%%", "%").replace("$$", "$"))
+    plist = plistlib.loads(service.render("launchd", args=options).encode())
+    return list(plist["ProgramArguments"])
+
+
+@pytest.mark.parametrize("kind", ["systemd", "launchd"])
+def test_the_units_command_starts_a_daemon_that_answers(
+    kind: str, tmp_path: Path, cli: Runner
+) -> None:
+    ws = tmp_path / "my notes $HOME 100%"  # spaces, a dollar and a percent sign
+    write(ws, "MEMORY.md", "- the gateway host is pantry-pi\n")
+    sock = tmp_path / "s.sock"
+    conf = write(tmp_path, "c.toml", f'[server]\nsocket = "{sock}"\n')
+    code, out, err = cli("--config", str(conf), "--workspace", str(ws), "--agent", "main",
+                         "service", "print", "--kind", kind)
+    assert code == 0, err
+    argv = _serve_argv(kind, ["--config", str(conf), "--workspace", str(ws), "--agent", "main"])
+    assert argv[1:] == ["--config", str(conf), "--workspace", str(ws), "--agent", "main",
+                        "serve"]
+    assert (argv[0] in out) and Path(argv[0]).is_file()
+    proc = subprocess.Popen(argv, env=child_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        pong = wait_for(lambda: rpc(sock, "ping"), timeout=30)
+        assert pong["ok"] and "main" in pong["agents"]
+        wait_for(lambda: rpc(sock, "memory_search", {"query": "pantry-pi"})["results"])
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
