@@ -16,7 +16,7 @@ from . import __version__, service
 from .client import call
 from .config import Config, Settings, load_config, load_settings
 from .daemon import Daemon
-from .engine import MemoryIndex, select_provider
+from .engine import MemoryIndex, provider_note, select_provider
 from .errors import InvalidParams, MemindexError
 from .reading import daemon_socket, read_call
 
@@ -134,7 +134,7 @@ def _cmd_index(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) 
         index_path = report.pop("indexPath", str(cfg.resolved_index_path()))
     else:
         sel = select_provider(cfg)
-        with MemoryIndex(cfg, provider=sel.provider, provider_note=sel.reason) as idx:
+        with MemoryIndex(cfg, provider=sel.provider, provider_note=provider_note(cfg, sel)) as idx:
             bar = _ProgressBar(err, "indexing")
             try:
                 report = idx.sync(force=args.force, progress=bar).to_json()
@@ -200,7 +200,7 @@ def _cmd_search(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _cmd_get(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
+def _cmd_get(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     params: dict[str, Any] = {"path": args.path}
     if args.start is not None:
         params["from"] = args.start
@@ -209,8 +209,15 @@ def _cmd_get(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
     result = read_call(cfg, "memory_get", params)
     if args.json:
         _print_json(result, out)
-    else:
-        out.write(result["text"] + ("\n" if result["text"] else ""))
+        return 0
+    out.write(result["text"] + ("\n" if result["text"] else ""))
+    first, total = result["from"], result["totalLines"]
+    if first > max(total, 1):  # nothing printed: say why rather than exit quietly
+        raise InvalidParams(f"--from {first} is past the end of {result['path']} ({total} lines)")
+    if result.get("truncated"):
+        err.write(
+            f"memindex: output stopped at the size limit; go on with --from {result['nextFrom']}\n"
+        )
     return 0
 
 
@@ -441,7 +448,7 @@ def main(
         if args.command == "search":
             return _cmd_search(cfg, args, out)
         if args.command == "get":
-            return _cmd_get(cfg, args, out)
+            return _cmd_get(cfg, args, out, err)
         if args.command == "status":
             return _cmd_status(cfg, args, out)
         if args.command == "doctor":

@@ -206,7 +206,11 @@ class Config:
                 "or create ~/.openclaw/workspace"
             )
         if not self.workspace.is_dir():
-            raise WorkspaceError(f"workspace {self.workspace} is not a directory")
+            what = "does not exist" if not self.workspace.exists() else "is not a directory"
+            raise WorkspaceError(
+                f"workspace {self.workspace} {what}: --workspace (or 'workspace' in the "
+                "config) names the folder that holds MEMORY.md and memory/"
+            )
         return self.workspace
 
     def resolved_index_path(self) -> Path:

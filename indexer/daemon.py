@@ -35,7 +35,7 @@ from typing import Any
 
 from . import __version__
 from .config import Config, Settings
-from .engine import MemoryIndex, select_provider
+from .engine import MemoryIndex, provider_note, select_provider
 from .errors import ConfigError, InvalidParams
 from .generations import current_file
 from .keywords import KeywordIndex
@@ -62,7 +62,7 @@ class AgentRuntime:
         self.cfg = cfg
         sel = select_provider(cfg)
         self.provider = sel.provider
-        self.provider_note = sel.reason
+        self.provider_note = provider_note(cfg, sel)
         if sel.provider is None:
             log.info("%s: keyword search only (%s)", cfg.agent_name, sel.reason or "no provider")
         else:
@@ -70,7 +70,7 @@ class AgentRuntime:
         self.vectors = VectorMatrix()
         self.keywords = KeywordIndex()
         # the writer creates and migrates the index file
-        self.writer = MemoryIndex(cfg, provider=sel.provider, provider_note=sel.reason)
+        self.writer = MemoryIndex(cfg, provider=sel.provider, provider_note=self.provider_note)
         self._readers: queue.LifoQueue[MemoryIndex] = queue.LifoQueue()
         self.backfill = True  # first pass: everything, transcripts below thresholds too
         self.memory_due: float | None = None

@@ -63,7 +63,7 @@ from .sessions import SESSIONS_SOURCE, is_transcript_name, read_lines, redact
 from .store import SearchRow, Store
 from .vectors import VectorMatrix, knn_sqlite
 
-__all__ = ["MemoryIndex", "SOURCES", "provider_spec", "select_provider"]
+__all__ = ["MemoryIndex", "SOURCES", "provider_note", "provider_spec", "select_provider"]
 
 SOURCES = ("memory", "sessions")
 
@@ -108,6 +108,18 @@ def provider_spec(cfg: Config) -> ProviderSpec:
 def select_provider(cfg: Config) -> Selection:
     """The embedding provider this config asks for, or None with the reasons."""
     return select(provider_spec(cfg))
+
+
+def provider_note(cfg: Config, sel: Selection) -> str:
+    """What search and status say about the provider. With ``auto`` and nothing set
+    up, the short "no embedding provider configured" (``memindex doctor`` lists what
+    was tried); a provider that was asked for by name says why it is missing."""
+    if sel.provider is None and cfg.provider.name == "auto":
+        return NO_PROVIDER
+    return sel.reason
+
+
+NO_PROVIDER = "no embedding provider configured"
 
 
 def _lines_result(
@@ -161,7 +173,7 @@ class MemoryIndex:
         self.index_path: Path = cfg.resolved_index_path()
         self.store = store or Store(self.index_path, readonly=readonly)
         self.provider = provider
-        self.provider_note = provider_note or "no embedding provider configured"
+        self.provider_note = provider_note or NO_PROVIDER
         self.vectors = vectors
         self.keywords = keywords
         self._sources_seen: tuple[str | None, bool] | None = None
@@ -195,12 +207,14 @@ class MemoryIndex:
         When the chunking, the embedding model or ``force`` call for a rebuild, it is
         built into a new generation file while this one keeps answering, then
         swapped in atomically."""
+        t0 = time.monotonic()
         key = self.provider.key() if self.provider else None
         reason = rebuild_reason(self.store, self.cfg, force=force, provider_key=key)
         if reason is not None:
             with rebuild_lock(self.index_path):  # one rebuild per index at a time
-                return self._rebuild(reason, progress, should_stop, embed)
-        t0 = time.monotonic()
+                rebuilt = self._rebuild(reason, progress, should_stop, embed)
+            rebuilt.seconds = round(time.monotonic() - t0, 3)  # the whole rebuild
+            return rebuilt
         report = sync(self.store, self.cfg, force=force, progress=progress, should_stop=should_stop)
         if not report.stopped:
             report.sessions = sync_sessions(self.store, self.cfg, should_stop=should_stop).to_json()

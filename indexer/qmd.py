@@ -403,11 +403,15 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
                 if new not in cols:
                     save_collections([c for c in cols if c["name"] != args.name] + [new])
                     _stop_daemon()
+                    out.write(f"Added collection '{args.name}': {path} ({args.mask})\n")
+                else:
+                    out.write(f"Collection '{args.name}' is already {path} ({args.mask})\n")
             else:
                 if args.name not in {c["name"] for c in cols}:
                     raise QmdError(f"Collection not found: {args.name}")
                 save_collections([c for c in cols if c["name"] != args.name])
                 _stop_daemon()
+                out.write(f"Removed collection '{args.name}'\n")
             return 0
         if args.cmd == "daemon":
             return _daemon(base)
@@ -417,10 +421,21 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
             sel = select_provider(cfg) if args.cmd == "embed" else None
             with MemoryIndex(cfg, provider=sel.provider if sel else None) as idx:
                 if args.cmd == "update":
-                    idx.sync(embed=False)
-                    refresh_catalogue(cfg, cols, idx)
+                    rep = idx.sync(embed=False)
+                    docs = refresh_catalogue(cfg, cols, idx)
+                    out.write(
+                        f"Updated {len(cols)} collection(s): {docs} documents; {rep.added} "
+                        f"added, {rep.updated} updated, {rep.removed} removed\n"
+                    )
                 else:
-                    idx.embed()
+                    emb = idx.embed()
+                    if emb is None:
+                        out.write("No embedding provider configured: keyword search only\n")
+                    else:
+                        out.write(
+                            f"Embedded {emb['embedded']} chunks ({emb['cacheHits']} from cache, "
+                            f"{emb['pending']} pending)\n"
+                        )
             return 0
         if args.cmd in ("search", "vsearch", "query"):
             _search(base, args.cmd, args.query, max(1, args.n), args.collection, out, args.json)

@@ -11,7 +11,7 @@ from providers.base import EmbeddingProvider
 
 from .client import DaemonUnavailable, call, serves
 from .config import Config
-from .engine import MemoryIndex, select_provider
+from .engine import MemoryIndex, provider_note, select_provider
 from .errors import MemindexError
 from .store import Store
 
@@ -59,4 +59,4 @@ def provider_for_reading(cfg: Config) -> tuple[EmbeddingProvider | None, str]:
     if not has_vectors:
         return None, ""
     sel = select_provider(cfg)
-    return sel.provider, sel.reason
+    return sel.provider, provider_note(cfg, sel)

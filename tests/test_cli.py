@@ -60,7 +60,7 @@ def test_errors_are_one_line_and_exit_2(cli: Runner, workspace: Path, tmp_path: 
     code, _, err = cli("--workspace", ws, "get", "../etc/passwd")
     assert code == 2 and err.startswith("memindex: error: refused path")
     code, _, err = cli("--workspace", str(tmp_path / "nope"), "index")
-    assert code == 2 and "not a directory" in err
+    assert code == 2 and "does not exist" in err
     code, _, err = cli("--config", str(tmp_path / "missing.toml"), "status")
     assert code == 2 and "does not exist" in err
     bad = write(tmp_path, "bad.toml", "chunking = { tokens = 'many' }\n")
@@ -162,3 +162,16 @@ def test_doctor(cli: Runner, workspace: Path, tmp_path: Path) -> None:
     assert code == 1 and "FAIL provider" in out and "does not exist" in out
     code, out, _ = cli("--workspace", str(tmp_path / "nope"), "doctor")
     assert code == 1 and "FAIL workspace" in out
+
+
+def test_small_first_run_defects(cli, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ws = str(workspace)
+    assert cli("--workspace", ws, "index")[0] == 0
+    code, out, err = cli("--workspace", ws, "get", "MEMORY.md", "--from", "50")
+    assert code == 2 and "past the end" in err and "5 lines" in err
+    code, _, err = cli("--workspace", str(tmp_path / "nope"), "status")
+    assert code == 2 and "does not exist" in err and "MEMORY.md" in err
+    forced = cli_json(cli, "--workspace", ws, "index", "--force", "--json")
+    assert forced["rebuilt"] == "forced" and forced["seconds"] > 0
+    direct = cli_json(cli, "--workspace", ws, "search", "rye", "--json")
+    assert direct["fallback"] == "no embedding provider configured: keyword search only"

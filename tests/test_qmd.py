@@ -146,3 +146,18 @@ def test_searches_go_through_a_warm_daemon(qmd_env: dict[str, str], workspace: P
         if sock.exists():  # do not leave a daemon behind, whatever failed
             with contextlib.suppress(Exception):
                 os.kill(int(rpc(sock, "status")["daemon"]["pid"]), signal.SIGTERM)
+
+
+def test_collection_update_and_embed_say_what_they_did(
+    qmd_env: dict[str, str], workspace: Path
+) -> None:
+    r = qmd(qmd_env, workspace, "collection", "add", str(workspace / "memory"), "--name", "m")
+    assert r.returncode == 0 and "Added collection 'm'" in r.stdout
+    again = qmd(qmd_env, workspace, "collection", "add", str(workspace / "memory"), "--name", "m")
+    assert "already" in again.stdout
+    up = qmd(qmd_env, workspace, "update")
+    assert up.returncode == 0 and re.search(r"Updated 1 collection\(s\): 3 documents", up.stdout)
+    emb = qmd(qmd_env, workspace, "embed")
+    assert emb.returncode == 0 and emb.stdout.strip()
+    rm = qmd(qmd_env, workspace, "collection", "remove", "m")
+    assert rm.returncode == 0 and "Removed collection 'm'" in rm.stdout

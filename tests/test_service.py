@@ -3,9 +3,8 @@ from __future__ import annotations
 import configparser
 import plistlib
 import shlex
-from pathlib import Path
-
 import subprocess
+from pathlib import Path
 
 import pytest
 from conftest import Runner, write
