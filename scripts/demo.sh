@@ -4,12 +4,8 @@
 # example workspace shipped in examples/workspace. No keys, no network beyond PyPI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
-"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
-  || { echo "memindex needs Python >= 3.11 (set PYTHON=/path/to/python3.11)" >&2; exit 1; }
-[ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e .
+. scripts/setup_venv.sh
+setup_venv ""
 
 WS=${MEMINDEX_WORKSPACE:-}
 if [ -z "$WS" ]; then

