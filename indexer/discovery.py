@@ -145,14 +145,14 @@ def discover(cfg: Config, *, on_skip: OnSkip | None = None) -> list[SourceFile]:
             display, MEMORY_SOURCE, change_stamp(st), st.st_size, root_text, parts
         )
 
-    def skipper(prefix: str, drop: int) -> safefs.Skip:
+    def skipper(prefix: str) -> safefs.Skip:
         def skip(parts: tuple[str, ...], reason: str) -> None:
             if on_skip is not None:
-                on_skip(safefs.printable(_join(prefix, "/".join(parts[drop:]))), reason)
+                on_skip(safefs.printable(_join(prefix, "/".join(parts))), reason)
 
         return skip
 
-    def md(name: str, rel: str, cfg: Config = cfg) -> bool:
+    def md(name: str, rel: str) -> bool:
         return name.lower().endswith(".md") and not is_ignored(name, rel, cfg)
 
     def prune(name: str, rel: str) -> bool:
@@ -172,7 +172,7 @@ def discover(cfg: Config, *, on_skip: OnSkip | None = None) -> list[SourceFile]:
         ("memory",),
         prune=lambda n, r: prune(n, f"memory/{r}"),
         want=lambda n, r: md(n, f"memory/{r}"),
-        skip=skipper("", 0),
+        skip=skipper(""),
     ):
         add(ws, e.parts, e.st, "/".join(e.parts))
     for root in roots[1:]:
@@ -181,7 +181,7 @@ def discover(cfg: Config, *, on_skip: OnSkip | None = None) -> list[SourceFile]:
                 add(root.real.parent, (root.real.name,), os.lstat(root.real), root.display)
             continue
         for e in safefs.walk(
-            root.real, (), prune=prune, want=_wanted_by(root, md), skip=skipper(root.display, 0)
+            root.real, (), prune=prune, want=_wanted_by(root, md), skip=skipper(root.display)
         ):
             add(root.real, e.parts, e.st, _join(root.display, "/".join(e.parts)))
     return sorted(found.values(), key=lambda f: f.path)

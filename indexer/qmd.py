@@ -37,7 +37,7 @@ from typing import Any, NoReturn, TextIO
 from .chunking import split_lines
 from .client import DaemonUnavailable, RemoteError, call
 from .config import Config, ExtraPath, HybridConfig, load_config
-from .discovery import glob_match, is_ignored, roots_for
+from .discovery import glob_match, resolve_get_path, roots_for
 from .engine import MemoryIndex, select_provider
 from .errors import InvalidParams, MemindexError
 from .pipeline import read_text
@@ -332,20 +332,18 @@ def _get(base: Config, target: str, out: TextIO) -> None:
     count = int(m.group(3)) if m.group(3) else None
     if first < 1 or count == 0:
         raise QmdError(f"bad target {target!r}: lines are numbered from 1, COUNT >= 1")
-    match = next((c for c in load_collections() if c["name"] == coll), None)
+    cols = load_collections()
+    match = next((c for c in cols if c["name"] == coll), None)
     if match is None:
         raise QmdError(f"Collection not found: {coll}")
-    parts = tuple(rel.split("/"))
-    pattern = match.get("pattern") or "**/*.md"
-    if not rel or any(p in ("", ".", "..") for p in parts) or "\x00" in rel or "\\" in rel:
-        raise QmdError(f"refused path {rel!r}")
-    if not rel.lower().endswith(".md") or not glob_match(rel, pattern):
-        raise QmdError(f"refused path {rel!r}: not a .md file of collection {coll} ({pattern})")
-    for i, part in enumerate(parts[:-1]):
-        if is_ignored(part, "/".join(parts[: i + 1]), base):
-            raise QmdError(f"refused path {rel!r}: inside an ignored directory")
-    root = Path(match["path"]).expanduser().resolve()
-    text, _ = read_text(root, parts, base.limits.maxFileBytes, exact=True)
+    # The collection is an extra path of the index: memory_get's rules decide.
+    cfg = _config(base, cols)
+    folder = Path(match["path"]).expanduser().resolve()
+    root = next((r for r in roots_for(cfg)[1:] if r.real == folder and not r.is_file), None)
+    if root is None:
+        raise QmdError(f"collection {coll}: {folder} is not a folder")
+    doc = resolve_get_path(cfg, f"{root.display}/{rel}")
+    text, _ = read_text(doc.root, doc.parts, base.limits.maxFileBytes, exact=True)
     lines = split_lines(text)
     last = len(lines) if count is None else min(len(lines), first - 1 + count)
     out.writelines(f"{i}: {lines[i - 1]}\n" for i in range(first, last + 1))
