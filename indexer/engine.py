@@ -10,7 +10,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
@@ -63,7 +63,14 @@ from .sessions import SESSIONS_SOURCE, is_transcript_name, read_lines, redact
 from .store import SearchRow, Store
 from .vectors import VectorMatrix, knn_sqlite
 
-__all__ = ["MemoryIndex", "SOURCES", "provider_note", "provider_spec", "select_provider"]
+__all__ = [
+    "MemoryIndex",
+    "SOURCES",
+    "provider_note",
+    "provider_spec",
+    "read_document",
+    "select_provider",
+]
 
 SOURCES = ("memory", "sessions")
 
@@ -120,6 +127,26 @@ def provider_note(cfg: Config, sel: Selection) -> str:
 
 
 NO_PROVIDER = "no embedding provider configured"
+
+
+@contextlib.contextmanager
+def _reading(display: str) -> Iterator[None]:
+    """Errors of reading a file the caller named carry its display path."""
+    try:
+        yield
+    except FileVanished as exc:
+        raise NotFound(f"{display}: no such file") from exc
+    except FileUnreadable as exc:
+        raise PathRefused(f"{display}: {exc.reason}") from exc
+
+
+def read_document(cfg: Config, raw: str) -> tuple[str, str]:
+    """(display path, text) of the memory file ``raw`` under memory_get's rules
+    (``resolve_get_path``, then a read through ``safefs``)."""
+    target = resolve_get_path(cfg, raw)
+    with _reading(target.display):
+        text, _ = read_text(target.root, target.parts, cfg.limits.maxFileBytes, exact=True)
+    return target.display, text
 
 
 def _lines_result(
@@ -534,9 +561,8 @@ class MemoryIndex:
         assert first is not None
         if path.startswith(SESSIONS_SOURCE + "/"):
             return self._get_transcript(path, first, count)
-        target = resolve_get_path(self.cfg, path)
-        text, _ = read_text(target.root, target.parts, self.cfg.limits.maxFileBytes, exact=True)
-        return _slice(target.display, text, first, count, self.cfg.limits.maxGetBytes)
+        display, text = read_document(self.cfg, path)
+        return _slice(display, text, first, count, self.cfg.limits.maxGetBytes)
 
     def _get_transcript(self, path: str, first: int, count: int | None) -> dict[str, Any]:
         """Lines of a transcript, secrets redacted; citations use these line numbers.
@@ -551,13 +577,8 @@ class MemoryIndex:
         directory = self.cfg.sessions_dir()
         if directory is None:
             raise PathRefused(f"refused path {path!r}: sessions are disabled for this agent")
-        try:
-            with safefs.opened(directory, (name,), exact=True) as (fd, _):
-                got = read_lines(fd, first, count, self.cfg.limits.maxGetBytes)
-        except FileVanished as exc:
-            raise NotFound(f"{path}: no such transcript") from exc
-        except FileUnreadable as exc:
-            raise PathRefused(f"{path}: {exc.reason}") from exc
+        with _reading(path), safefs.opened(directory, (name,), exact=True) as (fd, _):
+            got = read_lines(fd, first, count, self.cfg.limits.maxGetBytes)
         picked = [redact(line) for line in got.lines]
         return _lines_result(path, picked, first, got.total, got.truncated)
 

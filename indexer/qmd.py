@@ -37,10 +37,9 @@ from typing import Any, NoReturn, TextIO
 from .chunking import split_lines
 from .client import DaemonUnavailable, RemoteError, call
 from .config import Config, ExtraPath, HybridConfig, load_config
-from .discovery import glob_match, resolve_get_path, roots_for
-from .engine import MemoryIndex, select_provider
+from .discovery import glob_match, roots_for
+from .engine import MemoryIndex, read_document, select_provider
 from .errors import InvalidParams, MemindexError
-from .pipeline import read_text
 from .qmd_entry import emit
 from .store import private_dir, private_file
 
@@ -342,8 +341,7 @@ def _get(base: Config, target: str, out: TextIO) -> None:
     root = next((r for r in roots_for(cfg)[1:] if r.real == folder and not r.is_file), None)
     if root is None:
         raise QmdError(f"collection {coll}: {folder} is not a folder")
-    doc = resolve_get_path(cfg, f"{root.display}/{rel}")
-    text, _ = read_text(doc.root, doc.parts, base.limits.maxFileBytes, exact=True)
+    _, text = read_document(cfg, f"{root.display}/{rel}")
     lines = split_lines(text)
     last = len(lines) if count is None else min(len(lines), first - 1 + count)
     out.writelines(f"{i}: {lines[i - 1]}\n" for i in range(first, last + 1))

@@ -499,3 +499,15 @@ def test_17_search_into_a_closed_pipe_is_quiet(tmp_path: Path, workspace: Path) 
                        capture_output=True, text=True, timeout=60)
     assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr, r.stderr
     assert r.returncode == 0, r.stderr
+
+
+def test_refusals_name_the_file(tmp_path: Path, workspace: Path) -> None:
+    os.mkfifo(workspace / "memory" / "pipe.md")
+    cfg = Config(workspace=workspace, indexPath=tmp_path / "index.sqlite")
+    with MemoryIndex(cfg) as idx:
+        with pytest.raises(PathRefused) as refused:
+            idx.get("memory/pipe.md")
+        assert refused.value.message == "memory/pipe.md: a FIFO"
+        with pytest.raises(NotFound) as missing:
+            idx.get("memory/gone.md")
+        assert missing.value.message.startswith("memory/gone.md")
