@@ -258,15 +258,17 @@ class MemoryIndex:
         embed: bool,
     ) -> SyncReport:
         log.info("rebuilding %s into a new generation: %s", self.index_path, reason)
+        # A killed rebuild's generation goes before the new one is made (its vectors
+        # and batch jobs kept in the current one, keyed by model), so a kill at any
+        # point leaves at most one abandoned generation.
+        for old_gen in abandoned(self.index_path):
+            with contextlib.suppress(MemindexError, apsw.Error):
+                self.store.copy_carryover(old_gen)
+            remove_generation(old_gen)
         gen = new_generation(self.index_path)
         fresh = Store(gen)
         try:
             fresh.copy_carryover(self.store.file)
-            for old_gen in abandoned(self.index_path):
-                if old_gen != gen:  # a killed rebuild: keep what it embedded, then drop it
-                    with contextlib.suppress(MemindexError, apsw.Error):
-                        fresh.copy_carryover(old_gen)
-                    remove_generation(old_gen)
             builder = MemoryIndex(self.cfg, provider=self.provider, store=fresh)
             # Vectors too, whatever the caller asked: a generation is published
             # complete, so searches keep the old one (and its vectors) until then.

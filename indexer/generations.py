@@ -10,8 +10,10 @@ removed once they are older than a grace period.
 
 A rebuild killed before it published leaves an *abandoned* generation: newer than
 the current one and never pointed at, so no reader has it open. The next rebuild
-(holding ``.<agent>.rebuild.lock``, so only one runs per index) copies the
-embedding cache out of it, so vectors paid for are not paid again, and deletes it.
+(holding ``.<agent>.rebuild.lock``, so only one runs per index) copies its
+embedding cache and batch jobs into the current generation (vectors paid for are
+not paid again) and deletes it before it makes its own generation, so a kill at any
+point leaves at most one abandoned generation.
 """
 
 from __future__ import annotations
