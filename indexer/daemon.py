@@ -16,7 +16,7 @@ Health is never reported better than it is: each task (memory sync, session sync
 embedding) keeps its own last error, cleared only by a success of that task; a
 failed sync is retried with backoff and ``dirty`` stays true until one succeeds; and
 the writer beats a heartbeat between files, so a task that makes no progress for
-``STUCK_AFTER_S`` shows as ``stuck`` in ``status`` (and fails ``doctor``).
+``health.STUCK_AFTER_S`` shows as ``stuck`` in ``status`` (and fails ``doctor``).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from .config import Config, Settings
 from .engine import MemoryIndex, provider_note, select_provider
 from .errors import ConfigError, InvalidParams
 from .generations import current_file
+from .health import TaskHealth
 from .keywords import KeywordIndex
 from .server import METHOD_NOT_FOUND, RpcError, SocketServer
 from .vectors import VectorMatrix
@@ -50,9 +51,6 @@ log = logging.getLogger(__name__)
 _REFRESH_WATCHES_S = 30.0
 _IDLE_READERS = 8  # read-only connections kept open per agent between requests
 _REINDEX_TIMEOUT_S = 3600.0
-STUCK_AFTER_S = 300.0  # a task with no progress for this long is reported as stuck
-_RETRY_MIN_S, _RETRY_MAX_S = 2.0, 300.0  # backoff of a failed sync
-TASKS = ("memory", "sessions", "embedding")
 
 
 class AgentRuntime:
@@ -78,56 +76,16 @@ class AgentRuntime:
         self.sessions_due: float | None = None
         self.embed_due: float | None = None  # open batch jobs: poll them then
         self.embed_poll = 0.5
-        self.errors: dict[str, str | None] = dict.fromkeys(TASKS)  # task -> last error
-        self.error_at: dict[str, float] = {}
-        self.failures: dict[str, int] = dict.fromkeys(TASKS, 0)  # in a row, for backoff
         self.last_report: dict[str, Any] | None = None
-        self.busy: tuple[str, float] | None = None  # (task, monotonic start)
-        self.heartbeat = time.monotonic()  # the writer's last sign of progress
+        self.health = TaskHealth()
 
-    @property
-    def last_error(self) -> str | None:
-        """The most recent error of any task that has not succeeded since."""
-        live = [(self.error_at.get(t, 0.0), e) for t, e in self.errors.items() if e]
-        return max(live)[1] if live else None
-
-    def failed(self, task: str, exc: BaseException) -> float:
-        """Record a task's failure; returns the seconds to wait before retrying."""
-        self.errors[task] = f"{task}: {type(exc).__name__}: {exc}"[:500]
-        self.error_at[task] = time.time()
-        self.failures[task] += 1
-        return float(min(_RETRY_MAX_S, _RETRY_MIN_S * 2.0 ** (self.failures[task] - 1)))
-
-    def succeeded(self, task: str) -> None:
-        self.errors[task] = None
-        self.failures[task] = 0
-
-    def health(self) -> dict[str, Any]:
-        """dirty / busy / stuck / errors as ``status`` reports them."""
-        now = time.monotonic()
-        busy = None
-        stuck = False
-        if self.busy is not None:
-            task, since = self.busy
-            quiet = now - self.heartbeat
-            stuck = quiet > STUCK_AFTER_S
-            busy = {"task": task, "forS": round(now - since, 1), "noProgressS": round(quiet, 1)}
-        dirty = (
+    def report_health(self) -> dict[str, Any]:
+        pending = (
             self.backfill
             or self.memory_due is not None
             or self.sessions_due is not None
-            or any(self.errors[t] for t in ("memory", "sessions"))
         )
-        last = self.last_error
-        if stuck and busy is not None:
-            last = f"{busy['task']}: no progress for {busy['noProgressS']:.0f}s (stuck?)"
-        return {
-            "dirty": dirty or stuck,
-            "busy": busy,
-            "stuck": stuck,
-            "lastError": last,
-            "errors": dict(self.errors),
-        }
+        return self.health.report(pending)
 
     @contextlib.contextmanager
     def reader(self) -> Iterator[MemoryIndex]:
@@ -338,33 +296,17 @@ class Daemon:
                 if self._jobs.empty() and not self._reload_requested.is_set():
                     self._wake.wait(timeout=wait)
 
-    @contextlib.contextmanager
-    def _task(self, rt: AgentRuntime, task: str) -> Iterator[Callable[[], bool]]:
-        """Mark ``rt`` busy with ``task``; yields the should_stop the task must call
-        between units of work, which also beats the heartbeat."""
-
-        def should_stop() -> bool:
-            rt.heartbeat = time.monotonic()
-            return self._stop.is_set()
-
-        rt.busy = (task, time.monotonic())
-        rt.heartbeat = time.monotonic()
-        try:
-            yield should_stop
-        finally:
-            rt.busy = None
-
     def _backfill(self, rt: AgentRuntime) -> None:
         try:
-            with self._task(rt, "memory") as stop:
+            with rt.health.working("memory", self._stop) as stop:
                 rep = rt.writer.sync(should_stop=stop, embed=False)
             rt.last_report = rep.to_json()
-            rt.succeeded("memory")
-            rt.succeeded("sessions")
+            rt.health.succeeded("memory")
+            rt.health.succeeded("sessions")
             rt.backfill = rep.stopped
             self._embed(rt)
         except Exception as exc:
-            wait = rt.failed("memory", exc)
+            wait = rt.health.failed("memory", exc)
             rt.backfill = False
             rt.memory_due = time.monotonic() + wait  # retried as a memory sync
             rt.sessions_due = rt.memory_due
@@ -376,16 +318,16 @@ class Daemon:
         if rt.provider is None:
             return
         try:
-            with self._task(rt, "embedding") as stop:
+            with rt.health.working("embedding", self._stop) as stop:
                 rep = rt.writer.embed(should_stop=stop, wait=False)
-            rt.succeeded("embedding")
+            rt.health.succeeded("embedding")
         except Exception as exc:
-            wait = rt.failed("embedding", exc)
+            wait = rt.health.failed("embedding", exc)
             rt.embed_due = time.monotonic() + wait
             log.exception("%s: embedding failed (retry in %.0f s)", rt.cfg.agent_name, wait)
             return
         if rep and rep.get("error"):  # the provider failed; chunks stay pending
-            wait = rt.failed("embedding", RuntimeError(str(rep["error"])))
+            wait = rt.health.failed("embedding", RuntimeError(str(rep["error"])))
             rt.embed_due = time.monotonic() + wait
         elif rep and rep.get("batchJobs"):
             rt.embed_poll = min(60.0, max(1.0, rt.embed_poll * 2))
@@ -395,15 +337,15 @@ class Daemon:
 
     def _sync_memory(self, rt: AgentRuntime) -> None:
         try:
-            with self._task(rt, "memory") as stop:
+            with rt.health.working("memory", self._stop) as stop:
                 rep = rt.writer.sync_memory(should_stop=stop)
             rt.last_report = rep.to_json()
             if rep.stopped:
                 return
-            rt.succeeded("memory")
+            rt.health.succeeded("memory")
             log.debug("%s: synced memory (%s)", rt.cfg.agent_name, rt.last_report)
         except Exception as exc:  # keep serving; status shows it; retried with backoff
-            wait = rt.failed("memory", exc)
+            wait = rt.health.failed("memory", exc)
             rt.memory_due = time.monotonic() + wait
             log.exception("%s: memory sync failed (retry in %.0f s)", rt.cfg.agent_name, wait)
             return
@@ -411,11 +353,11 @@ class Daemon:
 
     def _sync_sessions(self, rt: AgentRuntime) -> None:
         try:
-            with self._task(rt, "sessions") as stop:
+            with rt.health.working("sessions", self._stop) as stop:
                 rep = rt.writer.sync_sessions(due_only=True, should_stop=stop)
-            rt.succeeded("sessions")
+            rt.health.succeeded("sessions")
         except Exception as exc:
-            wait = rt.failed("sessions", exc)
+            wait = rt.health.failed("sessions", exc)
             rt.sessions_due = time.monotonic() + wait
             log.exception("%s: session sync failed (retry in %.0f s)", rt.cfg.agent_name, wait)
             return
@@ -437,17 +379,17 @@ class Daemon:
                 fut.set_exception(InvalidParams(f"unknown agent '{agent}'"))
                 continue
             try:
-                with self._task(rt, "memory") as stop:
+                with rt.health.working("memory", self._stop) as stop:
                     rep = rt.writer.sync(force=force, should_stop=stop)
                 rt.last_report = rep.to_json()
                 if not rep.stopped:
-                    rt.succeeded("memory")
-                    rt.succeeded("sessions")
+                    rt.health.succeeded("memory")
+                    rt.health.succeeded("sessions")
                     if (rep.embedding or {}).get("error") is None:
-                        rt.succeeded("embedding")
+                        rt.health.succeeded("embedding")
                 fut.set_result({"agent": agent, **rep.to_json()})
             except Exception as exc:
-                rt.memory_due = time.monotonic() + rt.failed("memory", exc)  # retried
+                rt.memory_due = time.monotonic() + rt.health.failed("memory", exc)  # retried
                 fut.set_exception(exc)
 
     # -- RPC ----------------------------------------------------------------------------
@@ -506,7 +448,7 @@ class Daemon:
                 "refusedConnections": self.server.refused,
                 "reloads": self.reloads,
             }
-            st.update(rt.health())
+            st.update(rt.report_health())
             return st
         if method == "reindex":
             rt = self._agent(params)
