@@ -99,7 +99,9 @@ def start(cfg: Path, sock: Path, log: Path) -> subprocess.Popen[bytes]:
     out = log.open("ab")
     proc = subprocess.Popen(
         [sys.executable, "-m", "indexer.cli", "--config", str(cfg), "serve"],
-        cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
+        cwd=REPO,
+        stdout=out,
+        stderr=subprocess.STDOUT,
     )
     if until(lambda: rpc(sock, "status")["lastSync"] is not None, 120) is None:
         proc.kill()
@@ -119,8 +121,9 @@ def round_(
         reloads.append(took if took is not None else float("inf"))
         time.sleep(max(0.0, 0.5 - (time.monotonic() - t0)))
     (ws / "memory" / f"{probe}.md").write_text(f"- the probe word is {probe}\n")
-    found = until(lambda: rpc(sock, "memory_search", {"query": probe, "minScore": 0})["results"],
-                  30)
+    found = until(
+        lambda: rpc(sock, "memory_search", {"query": probe, "minScore": 0})["results"], 30
+    )
     st = rpc(sock, "status")
     t0 = time.monotonic()
     proc.send_signal(signal.SIGTERM)
@@ -171,8 +174,11 @@ def main() -> None:
     n = 0
     while True:
         proc = start(cfg, sock, log)
-        missing = [p for p in probes if not rpc(sock, "memory_search",
-                                                 {"query": p, "minScore": 0})["results"]]
+        missing = [
+            p
+            for p in probes
+            if not rpc(sock, "memory_search", {"query": p, "minScore": 0})["results"]
+        ]
         if rounds:
             rounds[-1]["missingAfterRestart"] = missing
         if n == 1:
@@ -214,8 +220,10 @@ def main() -> None:
     if any(r["lastError"] or r["stuck"] for r in rounds):
         problems.append("status reported an error")
     print()
-    print(f"churn writes: {churn.writes}; rounds: {len(hot)} churned + 1 idle; "
-          f"SIGHUPs: {sum(len(r['reloads']) for r in rounds)}")
+    print(
+        f"churn writes: {churn.writes}; rounds: {len(hot)} churned + 1 idle; "
+        f"SIGHUPs: {sum(len(r['reloads']) for r in rounds)}"
+    )
     if hot:
         print(
             f"reload  idle p50 {statistics.median(base['reloads']) * 1000:.0f} ms | churn p50 "

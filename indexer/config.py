@@ -469,8 +469,10 @@ def _check_ranges(cfg: Config, where: str) -> None:
         for part in key.split("."):
             obj = getattr(obj, part)
         value = float(obj)
-        if not math.isfinite(value) or (lo is not None and value < lo) or (
-            hi is not None and value > hi
+        if (
+            not math.isfinite(value)
+            or (lo is not None and value < lo)
+            or (hi is not None and value > hi)
         ):
             bounds = f"{lo:g} .. {hi:g}" if hi is not None else f">= {lo:g}"
             raise ConfigError(f"{where}: '{key}' must be {bounds} (got {obj!r})")

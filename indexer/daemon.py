@@ -80,11 +80,7 @@ class AgentRuntime:
         self.health = TaskHealth()
 
     def report_health(self) -> dict[str, Any]:
-        pending = (
-            self.backfill
-            or self.memory_due is not None
-            or self.sessions_due is not None
-        )
+        pending = self.backfill or self.memory_due is not None or self.sessions_due is not None
         return self.health.report(pending)
 
     @contextlib.contextmanager

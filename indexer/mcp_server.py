@@ -68,6 +68,7 @@ class _CleanLines:
         async for raw in self._raw:
             yield clean_line(raw)
 
+
 _AGENT = {"type": "string", "description": "agent id (default: the configured agent)"}
 
 TOOLS: dict[str, dict[str, Any]] = {

@@ -41,7 +41,9 @@ def ws(tmp_path: Path) -> Path:
 
 def _daemon(tmp_path: Path, ws: Path, extra: str = "") -> DaemonProc:
     cfg = daemon_config(
-        tmp_path / "conf", ws, tmp_path / "sessions",
+        tmp_path / "conf",
+        ws,
+        tmp_path / "sessions",
         sessions_keys="deltaMessages = 1\nidleFlushMs = 0\n",
         extra=f'[sync]\nwatchDebounceMs = 100\n[server]\nsocket = "{tmp_path / "d.sock"}"\n'
         + extra,
@@ -124,7 +126,10 @@ def test_10_a_failed_memory_sync_stays_reported_until_it_succeeds(
     assert st["lastError"] and "memory" in st["lastError"] and st["dirty"], st
     doctor = subprocess.run(
         [sys.executable, "-m", "indexer.cli", "--config", str(daemon.config), "doctor"],
-        env=child_env(), capture_output=True, text=True, timeout=60,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert doctor.returncode == 1
     assert any(ln.startswith("FAIL daemon") for ln in doctor.stdout.splitlines()), doctor.stdout
@@ -146,8 +151,9 @@ def _anon_rss_kib(pid: int) -> int:
 
 
 def test_11_a_small_batch_cannot_make_a_huge_reply(daemon: DaemonProc, ws: Path) -> None:
-    body = "".join(f"- line {i} of a big memory file, padded to be long enough\n"
-                   for i in range(130_000))
+    body = "".join(
+        f"- line {i} of a big memory file, padded to be long enough\n" for i in range(130_000)
+    )
     write(ws, "memory/big.md", body[: 8 * 1024 * 1024 - 100])
     wait_for(lambda: rpc(daemon.sock, "memory_get", {"path": "memory/big.md", "lines": 1}))
     assert daemon.proc is not None
@@ -192,12 +198,27 @@ def test_12_client_refuses_a_socket_served_by_another_user(tmp_path: Path, ws: P
     got.touch()
     os.chmod(got, 0o666)
     conf = write(tmp_path, "c.toml", f'workspace = "{ws}"\n[server]\nsocket = "{sock_path}"\n')
-    pong = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {
-        "ok": True, "agents": {"main": str(load_config(conf).resolved_index_path())},
-        "results": [], "provider": None, "model": None, "mode": "keyword", "fallback": None}})
+    pong = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {
+                "ok": True,
+                "agents": {"main": str(load_config(conf).resolved_index_path())},
+                "results": [],
+                "provider": None,
+                "model": None,
+                "mode": "keyword",
+                "fallback": None,
+            },
+        }
+    )
     reply = pong.encode() + b"\n"
     server = subprocess.Popen(
-        [sys.executable, "-c", f"""
+        [
+            sys.executable,
+            "-c",
+            f"""
 import os, socket
 os.setgid(65534); os.setuid(65534)
 s = socket.socket(socket.AF_UNIX); s.bind({str(sock_path)!r}); os.chmod({str(sock_path)!r}, 0o777)
@@ -208,13 +229,17 @@ while True:
     with open({str(got)!r}, "ab") as fh: fh.write(data)
     c.sendall({reply!r})
     c.close()
-"""],
+""",
+        ],
     )
     try:
         wait_for(sock_path.exists, timeout=10)
         r = subprocess.run(
             [sys.executable, "-m", "indexer.cli", "--config", str(conf), "search", "heron"],
-            env=child_env(), capture_output=True, text=True, timeout=60,
+            env=child_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         received = got.read_bytes()
     finally:
@@ -232,8 +257,12 @@ while True:
 def test_13_a_lone_surrogate_gets_a_reply_and_keeps_the_connection(
     daemon: DaemonProc, where: str
 ) -> None:
-    req: dict[str, object] = {"jsonrpc": "2.0", "id": 7, "method": "memory_get",
-                              "params": {"path": "MEMORY.md"}}
+    req: dict[str, object] = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "memory_get",
+        "params": {"path": "MEMORY.md"},
+    }
     bad = "x\ud800y"
     if where in ("id", "method"):
         req[where] = bad
@@ -255,22 +284,45 @@ def test_13_a_lone_surrogate_gets_a_reply_and_keeps_the_connection(
 def test_13_mcp_answers_a_lone_surrogate(tmp_path: Path, ws: Path) -> None:
     pytest.importorskip("mcp")
     conf = write(tmp_path, "m.toml", f'workspace = "{ws}"\n')
-    subprocess.run([sys.executable, "-m", "indexer.cli", "--config", str(conf), "index"],
-                   env=child_env(), capture_output=True, timeout=60, check=True)
+    subprocess.run(
+        [sys.executable, "-m", "indexer.cli", "--config", str(conf), "index"],
+        env=child_env(),
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
     msgs = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-         "params": {"name": "memory_get", "arguments": {"path": "a\ud800.md"}}},
-        {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-         "params": {"name": "memory_search", "arguments": {"query": "q\ud800"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "memory_get", "arguments": {"path": "a\ud800.md"}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "memory_search", "arguments": {"query": "q\ud800"}},
+        },
     ]
     stdin = b"".join(json.dumps(m).encode() + b"\n" for m in msgs)
     p = subprocess.Popen(
         [sys.executable, "-m", "indexer.cli", "--config", str(conf), "mcp"],
-        env=child_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=child_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     assert p.stdin is not None and p.stdout is not None
     p.stdin.write(stdin)
@@ -328,8 +380,13 @@ def test_15_out_of_range_config_is_an_error(tmp_path: Path, toml: str) -> None:
 def test_15_config_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
     conf = tmp_path / "c.toml"
     conf.write_bytes(b'workspace = "caf\xe9"\n')
-    r = subprocess.run([sys.executable, "-m", "indexer.cli", "--config", str(conf), "status"],
-                       env=child_env(), capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "indexer.cli", "--config", str(conf), "status"],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2 and "UTF-8" in r.stderr and "Traceback" not in r.stderr
 
 
@@ -351,9 +408,12 @@ def test_16_a_batch_over_100_gets_an_error_not_silence(daemon: DaemonProc) -> No
 
 def test_17_a_daemon_that_drops_is_one_line_not_a_traceback(tmp_path: Path, ws: Path) -> None:
     sock_path = tmp_path / "fake.sock"
-    conf = write(tmp_path, "c.toml",
-                 f'workspace = "{ws}"\nagentId = "main"\nstateDir = "{tmp_path / "st"}"\n'
-                 f'[server]\nsocket = "{sock_path}"\n')
+    conf = write(
+        tmp_path,
+        "c.toml",
+        f'workspace = "{ws}"\nagentId = "main"\nstateDir = "{tmp_path / "st"}"\n'
+        f'[server]\nsocket = "{sock_path}"\n',
+    )
     index_path = tmp_path / "st" / "main.sqlite"
     srv = socket.socket(socket.AF_UNIX)
     srv.bind(str(sock_path))
@@ -368,15 +428,19 @@ def test_17_a_daemon_that_drops_is_one_line_not_a_traceback(tmp_path: Path, ws: 
             data = c.recv(65536)
             if b'"ping"' in data:
                 pong = {"ok": True, "agents": {"main": str(index_path)}}
-                c.sendall(json.dumps({"jsonrpc": "2.0", "id": 1, "result": pong}).encode()
-                          + b"\n")
+                c.sendall(json.dumps({"jsonrpc": "2.0", "id": 1, "result": pong}).encode() + b"\n")
             c.close()
 
     t = threading.Thread(target=serve, daemon=True)
     t.start()
     try:
-        r = subprocess.run([sys.executable, "-m", "indexer.cli", "--config", str(conf), "index"],
-                           env=child_env(), capture_output=True, text=True, timeout=60)
+        r = subprocess.run(
+            [sys.executable, "-m", "indexer.cli", "--config", str(conf), "index"],
+            env=child_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         srv.close()
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
@@ -404,8 +468,10 @@ SECRETS = [
     ("xoxb-123456789012-abcdefghijkl", "123456789012-abcdefghijkl"),
     ("AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
     ("AIzaSyA1234567890abcdefghijklmnopqrstu", "SyA1234567890abcdefghijklmnop"),
-    ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
-     "dozjgNryP4J3jVmNHl0w5N"),
+    (
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "dozjgNryP4J3jVmNHl0w5N",
+    ),
     ("postgres://admin:pg-pass-1234@db.local:5432/app", "pg-pass-1234"),
     ('"apiKey": "AbC-123-dEf-456-gHi"', "AbC-123-dEf-456-gHi"),
     ("export GITHUB_TOKEN=tok_9f8e7d6c5b4a", "tok_9f8e7d6c5b4a"),
@@ -417,8 +483,10 @@ SECRETS = [
     ("dop_v1_" + "a1b2c3d4e5" * 5, "a1b2c3d4e5a1b2c3d4e5"),
     ("123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw", "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"),
     ("whsec_AbCdEfGhIjKlMnOpQrStUv", "AbCdEfGhIjKlMnOpQrStUv"),
-    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA1234\n-----END RSA PRIVATE KEY-----",
-     "MIIEowIBAAKCAQEA1234"),
+    (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA1234\n-----END RSA PRIVATE KEY-----",
+        "MIIEowIBAAKCAQEA1234",
+    ),
     ("AccountKey=Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MA==;EndpointSuffix=core", "Zm9vYmFyYmF6cXV4"),
     ("my passphrase: 'tr0ub4dor&3 is old'", "tr0ub4dor&3"),
     ("token=abcd1234efgh", "abcd1234efgh"),
@@ -431,8 +499,12 @@ def test_07_redaction_table(text: str, secret: str) -> None:
 
 
 def test_07_redaction_keeps_ordinary_words() -> None:
-    for plain in ("the tokenizer: cl100k is used", "passwords are hard to remember",
-                  "a secret garden", "Basic recipes for bread"):
+    for plain in (
+        "the tokenizer: cl100k is used",
+        "passwords are hard to remember",
+        "a secret garden",
+        "Basic recipes for bread",
+    ):
         assert redact(plain) == plain
 
 
@@ -441,8 +513,9 @@ def test_07_no_secret_reaches_the_index_file(tmp_path: Path, ws: Path) -> None:
 
     from indexer.config import Config, SessionsConfig
 
-    lines = [json.dumps({"type": "message", "role": "user", "content": f"note {t}"})
-             for t, _ in SECRETS]
+    lines = [
+        json.dumps({"type": "message", "role": "user", "content": f"note {t}"}) for t, _ in SECRETS
+    ]
     sdir = tmp_path / "sessions"
     (sdir / "s.jsonl").write_text("\n".join(lines) + "\n")
     index = tmp_path / "i.sqlite"
@@ -468,7 +541,10 @@ def test_disk_limit_failure_is_reported_by_status(tmp_path: Path, ws: Path) -> N
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "indexer.cli", "--config", str(cfg), "serve"],
-        env=child_env(), preexec_fn=limit, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=child_env(),
+        preexec_fn=limit,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         wait_for(lambda: rpc(sock, "status")["lastSync"] is not None, timeout=30)
@@ -486,8 +562,14 @@ def test_disk_limit_failure_is_reported_by_status(tmp_path: Path, ws: Path) -> N
 
 def test_a_socket_path_too_long_is_a_clear_error(tmp_path: Path, ws: Path) -> None:
     long_dir = tmp_path / ("x" * 120)
-    conf = write(tmp_path, "c.toml",
-                 f'workspace = "{ws}"\n[server]\nsocket = "{long_dir / "s.sock"}"\n')
-    r = subprocess.run([sys.executable, "-m", "indexer.cli", "--config", str(conf), "serve"],
-                       env=child_env(), capture_output=True, text=True, timeout=60)
+    conf = write(
+        tmp_path, "c.toml", f'workspace = "{ws}"\n[server]\nsocket = "{long_dir / "s.sock"}"\n'
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "indexer.cli", "--config", str(conf), "serve"],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2 and "shorter" in r.stderr and "internal error" not in r.stderr

@@ -94,8 +94,11 @@ def test_02_non_utf8_names_are_skipped_with_a_reason_and_never_block_a_source(
     with MemoryIndex(cfg) as idx:
         rep = idx.sync()  # raised UnicodeEncodeError and rolled the batch back
         write(workspace, "memory/2026-11-09.md", "- the platypus arrived\n")
-        write(tmp_path / "sessions", "ok.jsonl", '{"type":"message","role":"user",'
-              '"content":"echidna in a fine transcript"}\n')
+        write(
+            tmp_path / "sessions",
+            "ok.jsonl",
+            '{"type":"message","role":"user","content":"echidna in a fine transcript"}\n',
+        )
         idx.sync()
         assert idx.search("platypus", min_score=0)["results"], "later files must be indexed"
         assert idx.search("echidna", min_score=0)["results"]
@@ -112,7 +115,10 @@ def test_02b_cli_index_with_a_non_utf8_name_exits_0(tmp_path: Path, workspace: P
     env = child_env()
     r = subprocess.run(
         [sys.executable, "-m", "indexer.cli", "--workspace", str(workspace), "index"],
-        env=env, capture_output=True, text=True, timeout=60,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr and "x\\xff.md" in r.stdout + r.stderr
@@ -144,12 +150,24 @@ def test_03b_cli_get_of_a_fifo_without_daemon_does_not_hang(tmp_path: Path) -> N
     try:
         subprocess.run(
             [sys.executable, "-m", "indexer.cli", "--config", str(conf), "index"],
-            env=child_env(), capture_output=True, timeout=20,
+            env=child_env(),
+            capture_output=True,
+            timeout=20,
         )
         r = subprocess.run(
-            [sys.executable, "-m", "indexer.cli", "--config", str(conf), "get",
-             "sessions/trap.jsonl"],
-            env=child_env(), capture_output=True, text=True, timeout=20,
+            [
+                sys.executable,
+                "-m",
+                "indexer.cli",
+                "--config",
+                str(conf),
+                "get",
+                "sessions/trap.jsonl",
+            ],
+            env=child_env(),
+            capture_output=True,
+            text=True,
+            timeout=20,
         )
     finally:
         _unblock(sdir / "trap.jsonl")
@@ -196,8 +214,11 @@ def test_04_file_replaced_by_a_fifo_mid_sync_never_hangs_the_writer(
 
 def test_04b_transcript_replaced_by_a_fifo_mid_sync(tmp_path: Path, workspace: Path) -> None:
     cfg = _sessions_cfg(workspace, tmp_path)
-    t = write(tmp_path / "sessions", "a.jsonl",
-              '{"type":"message","role":"user","content":"first line"}\n')
+    t = write(
+        tmp_path / "sessions",
+        "a.jsonl",
+        '{"type":"message","role":"user","content":"first line"}\n',
+    )
     with MemoryIndex(cfg) as idx:
         idx.sync()
         with open(t, "a") as fh:
@@ -326,7 +347,10 @@ def _qmd(home: Path, *args: str, timeout: float = 30) -> subprocess.CompletedPro
     env["MEMINDEX_QMD_NO_DAEMON"] = "1"
     return subprocess.run(
         [sys.executable, "-m", "indexer.qmd", *args],
-        env=env, capture_output=True, text=True, timeout=timeout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -345,8 +369,15 @@ def test_06_qmd_get_applies_the_path_rules(tmp_path: Path) -> None:
     assert good.returncode == 0 and good.stdout == "1: one\n2: two\n", good.stdout
     assert _qmd(home, "get", "n/ok.md:2:1").stdout == "2: two\n"
     try:
-        for target in ("n/passwd.md", "n/notes.txt", "n/node_modules/pkg/readme.md",
-                       "n/zero.md", "n/pipe.md", "n/ok.md:0:1", "n/../outside/target.md"):
+        for target in (
+            "n/passwd.md",
+            "n/notes.txt",
+            "n/node_modules/pkg/readme.md",
+            "n/zero.md",
+            "n/pipe.md",
+            "n/ok.md:0:1",
+            "n/../outside/target.md",
+        ):
             r = _qmd(home, "get", target, timeout=20)
             assert r.returncode != 0, (target, r.stdout[:200])
             assert SECRET not in r.stdout and "Traceback" not in r.stderr, target
@@ -449,9 +480,19 @@ def test_14_symlinked_transcript_is_refused_not_an_internal_error(
 def test_17_index_files_and_directories_are_private(tmp_path: Path, workspace: Path) -> None:
     state = tmp_path / "state"
     r = subprocess.run(
-        [sys.executable, "-m", "indexer.cli", "--workspace", str(workspace), "--agent", "a1",
-         "index"],
-        env={**child_env(), "XDG_STATE_HOME": str(state)}, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "indexer.cli",
+            "--workspace",
+            str(workspace),
+            "--agent",
+            "a1",
+            "index",
+        ],
+        env={**child_env(), "XDG_STATE_HOME": str(state)},
+        capture_output=True,
+        text=True,
         timeout=60,
     )
     assert r.returncode == 0, r.stderr
@@ -478,9 +519,20 @@ def test_17_qmd_cache_is_private(tmp_path: Path) -> None:
 
 def test_17_agent_id_cannot_leave_the_state_dir(tmp_path: Path, workspace: Path) -> None:
     r = subprocess.run(
-        [sys.executable, "-m", "indexer.cli", "--workspace", str(workspace), "--agent",
-         "../../x", "index"],
-        env=child_env(), capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "indexer.cli",
+            "--workspace",
+            str(workspace),
+            "--agent",
+            "../../x",
+            "index",
+        ],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert r.returncode == 2 and "agent" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "x.sqlite").exists()
@@ -489,14 +541,26 @@ def test_17_agent_id_cannot_leave_the_state_dir(tmp_path: Path, workspace: Path)
 def test_17_search_into_a_closed_pipe_is_quiet(tmp_path: Path, workspace: Path) -> None:
     many = "".join(f"- walrus note {i}\n" for i in range(400))
     write(workspace, "memory/many.md", many)
-    assert subprocess.run(
-        [sys.executable, "-m", "indexer.cli", "--workspace", str(workspace), "index"],
-        env=child_env(), capture_output=True, timeout=60,
-    ).returncode == 0
-    cmd = (f"{sys.executable} -m indexer.cli --workspace {workspace} search walrus "
-           "--max-results 50 --min-score 0 | head -1")
-    r = subprocess.run(["bash", "-c", f"set -o pipefail; {cmd}"], env=child_env(),
-                       capture_output=True, text=True, timeout=60)
+    assert (
+        subprocess.run(
+            [sys.executable, "-m", "indexer.cli", "--workspace", str(workspace), "index"],
+            env=child_env(),
+            capture_output=True,
+            timeout=60,
+        ).returncode
+        == 0
+    )
+    cmd = (
+        f"{sys.executable} -m indexer.cli --workspace {workspace} search walrus "
+        "--max-results 50 --min-score 0 | head -1"
+    )
+    r = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {cmd}"],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr, r.stderr
     assert r.returncode == 0, r.stderr
 

@@ -80,15 +80,25 @@ def test_the_units_command_starts_a_daemon_that_answers(
     write(ws, "MEMORY.md", "- the gateway host is pantry-pi\n")
     sock = tmp_path / "s.sock"
     conf = write(tmp_path, "c.toml", f'[server]\nsocket = "{sock}"\n')
-    code, out, err = cli("--config", str(conf), "--workspace", str(ws), "--agent", "main",
-                         "service", "print", "--kind", kind)
+    code, out, err = cli(
+        "--config",
+        str(conf),
+        "--workspace",
+        str(ws),
+        "--agent",
+        "main",
+        "service",
+        "print",
+        "--kind",
+        kind,
+    )
     assert code == 0, err
     argv = _serve_argv(kind, ["--config", str(conf), "--workspace", str(ws), "--agent", "main"])
-    assert argv[1:] == ["--config", str(conf), "--workspace", str(ws), "--agent", "main",
-                        "serve"]
+    assert argv[1:] == ["--config", str(conf), "--workspace", str(ws), "--agent", "main", "serve"]
     assert (argv[0] in out) and Path(argv[0]).is_file()
-    proc = subprocess.Popen(argv, env=child_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        argv, env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         pong = wait_for(lambda: rpc(sock, "ping"), timeout=30)
         assert pong["ok"] and "main" in pong["agents"]
