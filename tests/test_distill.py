@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -176,12 +177,15 @@ class DistillMachine(RuleBasedStateMachine):
             self.pending = None
 
     def teardown(self) -> None:
-        self.commit()
-        for _ in range(100):
-            self.run()
-            if self.pending is None:
-                break
+        try:
             self.commit()
+            for _ in range(100):
+                self.run()
+                if self.pending is None:
+                    break
+                self.commit()
+        finally:
+            shutil.rmtree(self.tmp, ignore_errors=True)
         assert len(self.delivered) == len(set(self.delivered)), "duplicates"
         assert set(self.delivered) == self.written - self.lost, (
             f"lost: {sorted(self.written - self.lost - set(self.delivered))}"
