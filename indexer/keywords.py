@@ -1,12 +1,13 @@
-"""An in-memory BM25 index for long-running processes, exact to FTS5's ranking.
+"""An in-memory BM25 index for long-running processes, exact to the FTS5 path's ranking.
 
-FTS5 ranks an OR query by calling ``bm25()`` on every matching row: at 100k chunks
-a three-word question matching a quarter of them takes 12-20 ms, twice the whole
-vector scan. The daemon therefore keeps, per agent, the FTS5 index's own postings
+FTS5 ranks an OR query by calling the ranking function on every matching row (FTS5's
+C ``bm25()`` took 12-20 ms at 100k chunks for a three-word question matching a
+quarter of them, twice the whole vector scan; bm25.py's Python one takes about
+four times as long). The daemon therefore keeps, per agent, the FTS5 index's own postings
 (read through ``fts5vocab``, so the tokens are exactly FTS5's porter/unicode61
-ones) as numpy arrays and scores a plain-words query with the same formula FTS5's
-``bm25()`` uses (k1 1.2, b 0.75, the column weights of ``Store.fts_search``, IDF
-floored at 1e-6, document length over all columns), in 0.3-0.5 ms at 100k chunks.
+ones) as numpy arrays and scores a plain-words query with the same formula as
+``Store.fts_search`` (bm25.py: k1 1.2, b 0.75, its column weights, Lucene's IDF,
+document length over all columns), in 0.3-0.5 ms at 100k chunks.
 
 It is only a cache: a query with phrases, exact tokens or CJK, a word FTS5 splits
 in two, an index below ``MIN_CHUNKS`` or a snapshot older than the index (the
@@ -17,7 +18,6 @@ rebuilt on a background thread (seconds at 100k chunks) while FTS5 answers.
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections.abc import Sequence
@@ -28,6 +28,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from . import bm25
 from .errors import MemindexError
 from .search import ParsedQuery
 from .store import FTS_TOKENIZER, FTS_WEIGHTS, Store
@@ -37,7 +38,7 @@ __all__ = ["MIN_CHUNKS", "KeywordIndex"]
 log = logging.getLogger(__name__)
 
 MIN_CHUNKS = 5_000  # below this FTS5 answers in a few ms: no snapshot
-_K1, _B = 1.2, 0.75
+_K1, _B = bm25.K1, bm25.B
 _COLUMNS = ("body", "heading", "path", "source")
 
 
@@ -185,10 +186,7 @@ class KeywordIndex:
             freq = np.bincount(inv, weights=w, minlength=uniq.shape[0]).astype(np.float64)
             keep = freq > 0
             rows, f = uniq[keep], freq[keep]
-            hits = uniq.shape[0]
-            idf = math.log((n - hits + 0.5) / (hits + 0.5))
-            if idf <= 0.0:
-                idf = 1e-6
+            idf = bm25.idf(n, uniq.shape[0])
             postings[term] = (rows.astype(np.int32), idf * (f * (_K1 + 1) / (f + norm[rows])))
         return _Snapshot(version, ids, src, codes, spans, postings)
 

@@ -408,6 +408,11 @@ def _citation(path: str, start: int, end: int) -> str:
 
 @dataclass(slots=True, eq=False)  # a hit is itself: compared by identity
 class SearchHit:
+    """A candidate. ``score`` orders the results; ``shown`` (when set) is the
+    result's ``score`` field, the number ``minScore`` judges: in keyword mode the
+    two are the same, in hybrid mode ``score`` is the fused rank key and ``shown``
+    the hit's own relevance (see ``fuse``)."""
+
     row: SearchRow
     score: float
     text_score: float
@@ -416,6 +421,8 @@ class SearchHit:
     vector_score: float | None = None
     best_line: int = 0  # set by to_result: the line the snippet is centred on
     classified: bool = True  # False: exact/full not worked out (not needed so far)
+    shown: float | None = None
+    fused: bool = False  # ranked by fuse(): the result also carries fusedScore
 
     def to_result(self, q: ParsedQuery, max_chars: int) -> dict[str, Any]:
         r = self.row
@@ -427,7 +434,7 @@ class SearchHit:
             "path": r.path,
             "startLine": r.start_line,
             "endLine": r.end_line,
-            "score": round(self.score, 4),
+            "score": round(self.score if self.shown is None else self.shown, 4),
             "snippet": snippet,
             "source": r.source,
             "citation": cite,
@@ -436,6 +443,7 @@ class SearchHit:
             "heading": r.heading,
             "textScore": round(self.text_score, 4),
             **({} if self.vector_score is None else {"vectorScore": round(self.vector_score, 4)}),
+            **({"fusedScore": round(self.score, 4)} if self.fused else {}),
         }
 
 
@@ -495,7 +503,10 @@ def keyword_search(
         if ts < min_score and not (exact or full):
             continue
         coord[row.id] = present
-        hits.append(SearchHit(row, ts, ts, exact, full))
+        # Kept below the floor only for holding an exact token or every word: it
+        # ranks after the hits that reach the floor and is shown at the floor.
+        shown = None if ts >= min_score else min_score
+        hits.append(SearchHit(row, ts, ts, exact, full, shown=shown))
     if not break_ties:
         hits.sort(key=lambda h: -h.score)
         return q, hits
@@ -576,12 +587,13 @@ def fuse(
     and LoCoMo-dev recall@10 from 0.873 to 0.879.) ``rrf``: reciprocal rank fusion,
     ``sum 1 / (k + rank)``, scaled so a chunk ranked first by both lists scores 1.
 
-    ``min_score`` judges absolute scores, each side on its own scale: a chunk is
-    kept when its cosine, its keyword score or ``wv * cosine + wt * keyword score``
+    The fused score only orders results within one query (``fusedScore``). Each
+    hit's ``score`` (``shown``) is its own relevance, ``max(cosine, keyword
+    score)``, and that is what ``min_score`` judges: a hit is kept when either side
     reaches it (so neither a strong paraphrase nor a strong keyword hit is lost to
     the weighting), and always when it holds an exact token/phrase or every query
-    word. The fused score only orders results within one query. ``load`` reads
-    the pending rows among those whose text has to be looked at for that."""
+    word, then shown at ``min_score``. ``load`` reads the pending rows among those
+    whose text has to be looked at for that."""
     total = (vector_weight + text_weight) or 1.0
     wv, wt = vector_weight / total, text_weight / total
     by_id: dict[int, SearchHit] = {h.row.id: h for h in keyword}
@@ -619,8 +631,11 @@ def fuse(
             t = bm25.get(cid, 0.0) / top_bm25
             scaled = 0.0 if v is None else (v - lo) / (hi - lo) if hi > lo else 1.0
             hit.score = wv * scaled + wt * t
-        absolute = wv * (v or 0.0) + wt * hit.text_score
-        if max(absolute, v or 0.0, hit.text_score) >= min_score:
+        hit.fused = True
+        # Its own relevance: the stronger of its cosine and its keyword score (any
+        # weighted mix of the two lies between them).
+        hit.shown = max(v or 0.0, hit.text_score)
+        if hit.shown >= min_score:
             out.append(hit)
         else:
             weak.append(hit)
@@ -632,6 +647,7 @@ def fuse(
             hit.exact, hit.full, _ = _classify(hit.row, q)
             hit.classified = True
         if hit.exact or hit.full:
+            hit.shown = min_score  # kept for its words: shown at the floor
             out.append(hit)
     pos = {cid: n for n, cid in enumerate(by_id)}  # ties keep the candidates' order
     out.sort(key=lambda h: (-h.score, pos[h.row.id]))

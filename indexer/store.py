@@ -23,6 +23,7 @@ from typing import Any
 
 import apsw
 
+from . import bm25
 from .errors import StoreError
 from .migrations import MIGRATIONS
 
@@ -38,7 +39,7 @@ __all__ = [
 ]
 
 MMAP_BYTES = 1 << 30  # PRAGMA mmap_size of every connection
-# The FTS5 tokenizer of chunks_fts (migrations) and bm25() weights of its body,
+# The FTS5 tokenizer of chunks_fts (migrations) and BM25 weights of its body,
 # heading and path columns (source: 0); keywords.py replicates both.
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 FTS_WEIGHTS = (1.0, 1.0, 0.5)
@@ -87,7 +88,7 @@ class SearchRow:
     end_line: int
     heading: str
     text: str
-    rank: float  # FTS5 bm25: negative, lower is better
+    rank: float  # BM25 (bm25.py): negative, lower is better
     # False: a candidate from in-memory state (id, source and rank only) whose row
     # has not been read yet (Store.load_rows); still False after loading if the
     # chunk was deleted in between.
@@ -150,6 +151,7 @@ class Store:
                 flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
             self.db = apsw.Connection(str(path), flags=flags)
             self.db.set_busy_timeout(10_000)
+            bm25.register(self.db)
             # Reads through a memory map, not read() into SQLite's 2 MB page cache:
             # fetching the rows of a search's candidates at 100k chunks took half the
             # time (bench/hybrid_bench.py). The pages are the OS's file cache, shared
@@ -695,8 +697,11 @@ class Store:
         limit: int,
         sources: Sequence[str] | None = None,
         weights: tuple[float, float, float] = FTS_WEIGHTS,
+        *,
+        fts5_idf: bool = False,
     ) -> list[SearchRow]:
-        """Top ``limit`` chunks for an FTS5 MATCH expression, best first.
+        """Top ``limit`` chunks for an FTS5 MATCH expression, best first, ranked by
+        bm25.py's BM25 (``fts5_idf``: FTS5's own ``bm25()``, for the anchors' bench).
 
         Ranks inside the FTS table and joins only the top rows (joining first would
         read every matching chunk's text). A source filter is part of the MATCH, so
@@ -704,9 +709,10 @@ class Store:
         if sources:
             wanted = " OR ".join('source:"' + s.replace('"', '""') + '"' for s in sources)
             match = f"({match}) AND ({wanted})"
+        fn = "bm25" if fts5_idf else bm25.SQL_FUNCTION
         sql = (
             "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.heading, c.text, f.rank "
-            "FROM (SELECT rowid, bm25(chunks_fts, ?, ?, ?, 0.0) AS rank FROM chunks_fts "
+            f"FROM (SELECT rowid, {fn}(chunks_fts, ?, ?, ?, 0.0) AS rank FROM chunks_fts "
             "WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?) f "
             "JOIN chunks c ON c.id = f.rowid ORDER BY f.rank"
         )

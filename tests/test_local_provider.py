@@ -5,7 +5,6 @@ from __future__ import annotations
 import http.server
 import os
 import shutil
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -20,16 +19,6 @@ from indexer.config import Config, LocalProviderConfig, ProviderConfig
 from indexer.engine import MemoryIndex, select_provider
 from providers.errors import MissingCredentials, ProviderTimeout
 from providers.local_gguf import LocalGGUFProvider, resolve_model
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="session")
-def model_path() -> Path:
-    sys.path.insert(0, str(REPO / "scripts"))
-    from build_test_model import build
-
-    return build()
 
 
 @pytest.fixture(scope="session")
