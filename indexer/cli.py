@@ -12,13 +12,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import __version__, service
+from . import __version__
 from .client import call
 from .config import Config, Settings, load_config, load_settings
-from .daemon import Daemon
-from .engine import MemoryIndex, provider_note, select_provider
 from .errors import InvalidParams, MemindexError
 from .reading import daemon_socket, read_call
+
+# Each command imports what it needs when it runs: a search, get or status answered
+# by the daemon needs neither the engine nor numpy (bench/process_bench.py).
 
 __all__ = ["main"]
 
@@ -133,6 +134,8 @@ def _cmd_index(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) 
         report = call(sock, "reindex", {"agent": cfg.agent_name, "force": args.force}, timeout=3600)
         index_path = report.pop("indexPath", str(cfg.resolved_index_path()))
     else:
+        from .engine import MemoryIndex, provider_note, select_provider
+
         sel = select_provider(cfg)
         with MemoryIndex(cfg, provider=sel.provider, provider_note=provider_note(cfg, sel)) as idx:
             bar = _ProgressBar(err, "indexing")
@@ -264,6 +267,7 @@ def _cmd_status(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
 def _cmd_doctor(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
     """Each check: (name, ok, detail). Exit 1 if any failed."""
     from .discovery import discover
+    from .engine import select_provider
     from .store import Store
     from .tokenizer import get_counter
 
@@ -389,6 +393,8 @@ def _serve_options(args: argparse.Namespace) -> list[str]:
 
 
 def _cmd_service(args: argparse.Namespace, out: TextIO) -> int:
+    from . import service
+
     kind = args.kind or service.default_kind()
     options = _serve_options(args)
     # What the unit will serve must load now: a unit that cannot start would only
@@ -407,6 +413,8 @@ def _cmd_service(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    from .daemon import Daemon
+
     def settings() -> Settings:
         return load_settings(
             args.config, workspace=args.workspace, agent=args.agent, openclaw=args.openclaw_config

@@ -9,27 +9,23 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
-import numpy as np
-import numpy.typing as npt
 
 from providers.auto import ProviderSpec, Selection, select
-from providers.base import EmbeddingProvider
 from providers.errors import ProviderError, ProviderTimeout
-from providers.retry import RetryPolicy, call_with_retries
 
 from . import __version__, safefs
 from .chunking import split_lines
 from .config import Config
 from .discovery import resolve_get_path
-from .embedding import embed_pending
 from .errors import (
     FileUnreadable,
     FileVanished,
@@ -48,7 +44,6 @@ from .generations import (
     rebuild_lock,
     remove_generation,
 )
-from .keywords import KeywordIndex
 from .pipeline import (
     Progress,
     SyncReport,
@@ -61,7 +56,15 @@ from .search import ParsedQuery, SearchHit, fuse, keyword_search, parse_query, r
 from .session_sync import SessionReport, sync_sessions
 from .sessions import SESSIONS_SOURCE, is_transcript_name, read_lines, redact
 from .store import SearchRow, Store
-from .vectors import VectorMatrix, knn_sqlite
+
+if TYPE_CHECKING:  # numpy, the providers' base and tenacity load when first used
+    import numpy as np
+    import numpy.typing as npt
+
+    from providers.base import EmbeddingProvider
+
+    from .keywords import KeywordIndex
+    from .vectors import VectorMatrix
 
 __all__ = [
     "MemoryIndex",
@@ -85,9 +88,20 @@ def _int_param(value: Any, name: str, minimum: int, default: int | None) -> int 
     return value
 
 
-# Keyword halves of hybrid queries and query embeddings with a deadline; sized for
-# many concurrent socket clients (the threads mostly wait in SQLite or a provider).
-_POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="memindex-search")
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """Query embeddings with a deadline run here; sized for many concurrent socket
+    clients (the threads mostly wait in a provider). Made on first use."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="memindex-search")
+        return _POOL
+
+
 log = logging.getLogger(__name__)
 
 
@@ -167,9 +181,7 @@ def _lines_result(
     return out
 
 
-def _slice(
-    path: str, text: str, first: int, count: int | None, max_bytes: int
-) -> dict[str, Any]:
+def _slice(path: str, text: str, first: int, count: int | None, max_bytes: int) -> dict[str, Any]:
     """Lines ``first`` .. ``first + count - 1`` of ``text``, at most ``max_bytes``."""
     all_lines = split_lines(text)
     end = len(all_lines) if count is None else min(len(all_lines), first - 1 + count)
@@ -302,6 +314,8 @@ class MemoryIndex:
         jobs on, ``wait`` polls them until done (the CLI); the daemon polls later."""
         if self.provider is None:
             return None
+        from .embedding import embed_pending
+
         remote = self.cfg.provider.remote
         rep = embed_pending(
             self.store,
@@ -482,8 +496,12 @@ class MemoryIndex:
         # while this thread does the keyword half; the vector scan comes after it, so
         # numpy's BLAS threads do not compete with Python for the cores (measured:
         # scanning in parallel with the keyword half was 10-15% slower at 100k).
+        from providers.retry import RetryPolicy, call_with_retries
+
+        from .vectors import knn_sqlite
+
         limit_s = self.cfg.provider.remote.queryTimeoutMs / 1000
-        job = _POOL.submit(
+        job = _pool().submit(
             call_with_retries,
             lambda: provider.embed_query(query),
             RetryPolicy(attempts=2, initial=0.2, maximum=1.0),

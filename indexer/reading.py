@@ -5,15 +5,14 @@ the CLI and the MCP server, so both answer exactly like the socket does."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
-from providers.base import EmbeddingProvider
+from typing import TYPE_CHECKING, Any
 
 from .client import DaemonUnavailable, call, serves
 from .config import Config
-from .engine import MemoryIndex, provider_note, select_provider
 from .errors import MemindexError
-from .store import Store
+
+if TYPE_CHECKING:
+    from providers.base import EmbeddingProvider
 
 __all__ = ["daemon_socket", "provider_for_reading", "read_call"]
 
@@ -32,6 +31,10 @@ def read_call(cfg: Config, method: str, params: dict[str, Any]) -> Any:
             return call(sock, method, {"agent": cfg.agent_name, **params})
         except DaemonUnavailable:
             pass  # it went away: read the file
+    # Imported only now: the engine pulls in numpy, the tokenizer and sqlite-vec,
+    # which a call answered by the daemon does not need.
+    from .engine import MemoryIndex
+
     provider, note = None, ""
     if method in ("memory_search", "status"):
         provider, note = provider_for_reading(cfg)
@@ -51,6 +54,9 @@ def read_call(cfg: Config, method: str, params: dict[str, Any]) -> Any:
 
 def provider_for_reading(cfg: Config) -> tuple[EmbeddingProvider | None, str]:
     """Load the embedding model only when the index holds vectors to search."""
+    from .engine import provider_note, select_provider
+    from .store import Store
+
     try:
         with Store(cfg.resolved_index_path(), readonly=True) as store:
             has_vectors = store.meta_get("vectorKey") is not None

@@ -11,6 +11,7 @@ are replaced in one transaction, so a crash leaves its old or its new version.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import re
@@ -126,9 +127,13 @@ def private_dir(path: Path) -> None:
 
 
 def _vec_path() -> str:
-    import sqlite_vec
-
-    return str(sqlite_vec.loadable_path())
+    """sqlite-vec's loadable extension, found without importing the package (its
+    ``__init__`` imports numpy and sqlite3: 0.16 s, against 0.4 ms for loading the
+    extension itself)."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("the sqlite-vec package is not installed")
+    return os.path.join(next(iter(spec.submodule_search_locations)), "vec0")
 
 
 class Store:

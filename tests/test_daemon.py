@@ -4,8 +4,11 @@ import json
 import os
 import signal
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import write
@@ -193,6 +196,59 @@ def test_cli_goes_through_the_daemon(daemon: DaemonProc, cli) -> None:  # type: 
     assert json.loads(out)["unchanged"] == 3
     code, out, _ = cli(*args, "search", "sourdough", "--json")
     assert json.loads(out)["results"][0]["path"] == "memory/2026-11-02.md"
+
+
+# Run in a fresh interpreter: which modules a command loaded, and its output.
+_PROBE = """
+import io, json, sys
+from indexer.cli import main
+out = io.StringIO()
+code = main(sys.argv[1:], out=out)
+heavy = sorted(m for m in ("numpy", "tiktoken", "tenacity", "indexer.engine",
+                           "indexer.store", "indexer.search") if m in sys.modules)
+print(json.dumps({"code": code, "out": out.getvalue(), "heavy": heavy}))
+"""
+
+
+def _probe(*args: str) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, env=child_env()
+    )
+    assert proc.returncode == 0, proc.stderr
+    result: dict[str, Any] = json.loads(proc.stdout.splitlines()[-1])
+    return result
+
+
+def test_commands_answered_by_the_daemon_load_only_the_client(daemon: DaemonProc) -> None:
+    """search, get, status and index through the daemon import neither the engine
+    nor numpy, the tokenizer or the store (what made each process cost 0.4 s)."""
+    with daemon.config.open("a") as fh:
+        fh.write(f'[server]\nsocket = "{daemon.sock}"\n')
+    conf = ("--config", str(daemon.config))
+    for args in (
+        ("search", "sourdough"),
+        ("get", "memory/2026-11-02.md"),
+        ("status",),
+        ("index",),
+    ):
+        got = _probe(*conf, *args)
+        assert got["code"] == 0 and got["heavy"] == [], (args, got)
+    assert "memory/2026-11-02.md" in _probe(*conf, "search", "sourdough")["out"]
+    # Without the daemon the same command reads the file (and needs the engine).
+    daemon.stop()
+    got = _probe(*conf, "search", "sourdough")
+    assert got["code"] == 0 and "memory/2026-11-02.md" in got["out"]
+    assert "indexer.engine" in got["heavy"]
+
+
+def test_no_change_index_loads_no_tokenizer_or_numpy(tmp_path: Path, workspace: Path) -> None:
+    conf = tmp_path / "c.toml"
+    conf.write_text(f'workspace = "{workspace}"\nindexPath = "{tmp_path / "i.sqlite"}"\n')
+    first = _probe("--config", str(conf), "index")
+    assert first["code"] == 0 and "3 added" in first["out"]
+    again = _probe("--config", str(conf), "index")
+    assert again["code"] == 0 and "3 unchanged" in again["out"]
+    assert "tiktoken" not in again["heavy"] and "numpy" not in again["heavy"], again
 
 
 def test_sighup_reloads_config(daemon: DaemonProc, tmp_path: Path) -> None:
