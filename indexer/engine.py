@@ -489,8 +489,6 @@ class MemoryIndex:
         assert provider is not None
         h = self.cfg.hybrid
         pool = max(limit, limit * h.candidateMultiplier)
-        if self.vectors is not None:
-            self.vectors.refresh(self.store, self._versions[1])
         parts = self._split_sources(wanted)
         # The query is embedded on a pool thread (llama.cpp and HTTP release the GIL)
         # while this thread does the keyword half; the vector scan comes after it, so
@@ -517,8 +515,12 @@ class MemoryIndex:
         except FutureTimeout as exc:
             raise ProviderTimeout(f"query embedding took longer than {limit_s:g}s") from exc
         known = {h.row.id for h in kw}  # keyword hits carry their rows already
-        if self.vectors is not None:
-            found = self.vectors.search(qvec, pool, parts)  # one pass for all parts
+        found = (  # one pass for all parts; never waits for a reload
+            None
+            if self.vectors is None
+            else self.vectors.fresh_search(self.store, self._versions[1], qvec, pool, parts)
+        )
+        if found is not None:
             near = [(cid, sim) for cid, sim, _ in found]
             # Read later, for the neighbours that need their text or are shown.
             rows = {

@@ -242,6 +242,15 @@ class Store:
                 ) from exc
             raise
 
+    @contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        """A read transaction: every query inside sees one committed state."""
+        self.db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self._abort()
+
     def _abort(self) -> None:
         if not self.db.getautocommit():  # SQLite may have rolled back on its own
             self.db.execute("ROLLBACK")
@@ -602,17 +611,26 @@ class Store:
             out.update((int(r), bytes(v)) for r, v in self.db.execute(q, part))
         return out
 
-    def all_vectors(self) -> Iterator[tuple[int, str, bytes]]:
-        """(chunk id, source, vector) for every embedded chunk."""
+    def all_vectors(self) -> Iterator[tuple[int, str, str, bytes]]:
+        """(chunk id, source, chunk hash, vector) for every embedded chunk."""
         if not self.has_vectors():
             return iter(())
         return (
-            (int(i), str(s), bytes(v))
-            for i, s, v in self.db.execute(
-                "SELECT c.id, c.source, v.embedding "
+            (int(i), str(s), str(h), bytes(v))
+            for i, s, h, v in self.db.execute(
+                "SELECT c.id, c.source, c.hash, v.embedding "
                 "FROM chunks_vec v JOIN chunks c ON c.id = v.rowid"
             )
         )
+
+    def chunk_hashes(self, ids: Sequence[int]) -> dict[int, str]:
+        """The text hash of each chunk that still exists."""
+        out: dict[int, str] = {}
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            q = f"SELECT id, hash FROM chunks WHERE id IN ({','.join('?' * len(part))})"
+            out.update((int(i), str(h)) for i, h in self.db.execute(q, part))
+        return out
 
     def chunk_rows(
         self, ids: Sequence[int], ranks: dict[int, float] | None = None

@@ -38,7 +38,7 @@ def store(tmp_path: Path) -> Store:
 def _brute(store: Store, q: np.ndarray, k: int, source: str | None) -> list[int]:
     got = [
         (cid, float(np.frombuffer(blob, dtype="<f4") @ q))
-        for cid, src, blob in store.all_vectors()
+        for cid, src, _, blob in store.all_vectors()
         if source is None or src == source
     ]
     got.sort(key=lambda x: -x[1])
@@ -71,3 +71,64 @@ def test_pending_rows_are_read_in_one_go_and_missing_ones_stay_pending(store: St
     assert rows[0].path == "memory/f1.md" and rows[0].text == "line 1 2" and rows[0].rank == -1.5
     assert rows[1].path == "sessions/s0.jsonl" and rows[1].source == "sessions"
     assert rows[2].path == "" and rows[2].text == ""
+
+
+def test_a_search_never_waits_for_a_reload_and_stale_rows_are_checked(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon's reader threads search the previous load while a new one is read
+    in the background; a neighbour whose chunk is gone or holds new text is dropped."""
+    import threading
+    import time
+
+    import indexer.vectors as vectors
+
+    vm = VectorMatrix()
+    vm.refresh(store)
+    q = normalize(np.random.default_rng(5).standard_normal((1, DIMS)))[0]
+    before = [c for c, _, _ in vm.search(q, 5)]
+    gone, changed = before[0], before[1]
+    # The index changes under the loaded matrix: one chunk deleted, one rewritten in
+    # place (same id, new text), one new chunk with the query's own vector.
+    with store.transaction():
+        store.db.execute("DELETE FROM chunks WHERE id = ?", (gone,))
+        store.db.execute("UPDATE chunks SET hash = 'new' WHERE id = ?", (changed,))
+        store.replace_file(
+            "memory/new.md",
+            "memory",
+            FileState("y", 0, 0),
+            1,
+            [ChunkRow(1, 1, "", "hnew", "brand new", "brand new")],
+        )
+        (new_id,) = store.db.execute("SELECT id FROM chunks WHERE hash = 'hnew'").fetchone()
+        store.put_vectors([(int(new_id), q.astype("<f4").tobytes())])
+    version = store.meta_get("vectorsVersion")
+    assert version != vm.version
+    release = threading.Event()
+    real_load = vectors._load
+
+    def slow_load(s: Store) -> object:
+        assert release.wait(30)
+        return real_load(s)
+
+    monkeypatch.setattr(vectors, "_load", slow_load)
+    t0 = time.monotonic()
+    stale = vm.fresh_search(store, version, q, 5)
+    assert time.monotonic() - t0 < 5  # the reload is blocked: the search did not wait
+    assert stale is not None
+    ids = [c for c, _, _ in stale]
+    assert gone not in ids and changed not in ids and ids == before[2:]
+    release.set()
+    deadline = time.monotonic() + 30
+    while vm.reloads == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert vm.version == version
+    fresh = vm.fresh_search(store, version, q, 5)
+    assert fresh is not None and fresh[0][0] == int(new_id)
+    assert gone not in [c for c, _, _ in fresh]
+
+
+def test_no_load_of_this_file_means_ask_sqlite_vec(store: Store, tmp_path: Path) -> None:
+    vm = VectorMatrix()
+    q = normalize(np.random.default_rng(6).standard_normal((1, DIMS)))[0]
+    assert vm.fresh_search(store, store.meta_get("vectorsVersion"), q, 5) is None
