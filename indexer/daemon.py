@@ -33,7 +33,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from . import __version__, api
 from .config import Config, Settings
 from .engine import MemoryIndex, provider_note, select_provider
 from .errors import ConfigError, InvalidParams
@@ -411,29 +411,14 @@ class Daemon:
                 "version": __version__,
                 "agents": {n: str(a.writer.index_path) for n, a in self.agents.items()},
             }
-        if method == "memory_search":
-            rt = self._agent(params)
-            sources = params.get("sources")
-            if sources is None and isinstance(params.get("corpus"), str):
-                sources = None if params["corpus"] == "all" else [params["corpus"]]
-            with rt.reader() as idx:
-                return idx.search(
-                    params.get("query"),
-                    max_results=params.get("maxResults"),
-                    min_score=params.get("minScore"),
-                    gate=params.get("gate"),
-                    sources=sources,
-                )
-        if method == "memory_get":
+        if method in ("memory_search", "memory_get"):
             rt = self._agent(params)
             with rt.reader() as idx:
-                return idx.get(
-                    params.get("path"), start=params.get("from"), lines=params.get("lines")
-                )
+                return api.read(idx, method, params)
         if method == "status":
             rt = self._agent(params)
             with rt.reader() as idx:
-                st = idx.status()
+                st = api.read(idx, "status", params)
             st["agent"] = rt.cfg.agent_name
             st["agents"] = list(self.agents)
             st["daemon"] = {

@@ -577,7 +577,7 @@ class MemoryIndex:
 
     def get(self, path: Any, *, start: Any = None, lines: Any = None) -> dict[str, Any]:
         if not isinstance(path, str):
-            raise PathRefused("'path' must be a string")
+            raise InvalidParams("'path' must be a string")
         first = _int_param(start, "from", 1, 1)
         count = _int_param(lines, "lines", 1, None)
         assert first is not None

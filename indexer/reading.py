@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import api
 from .client import DaemonUnavailable, call, serves
 from .config import Config
 from .errors import MemindexError
@@ -39,17 +40,7 @@ def read_call(cfg: Config, method: str, params: dict[str, Any]) -> Any:
     if method in ("memory_search", "status"):
         provider, note = provider_for_reading(cfg)
     with MemoryIndex(cfg, readonly=True, provider=provider, provider_note=note) as idx:
-        if method == "memory_search":
-            return idx.search(
-                params["query"],
-                max_results=params.get("maxResults"),
-                min_score=params.get("minScore"),
-                gate=params.get("gate"),
-                sources=params.get("sources"),
-            )
-        if method == "memory_get":
-            return idx.get(params["path"], start=params.get("from"), lines=params.get("lines"))
-        return idx.status()
+        return api.read(idx, method, params)
 
 
 def provider_for_reading(cfg: Config) -> tuple[EmbeddingProvider | None, str]:

@@ -323,3 +323,30 @@ def test_kill9_mid_sync_then_restart_converges(tmp_path: Path) -> None:
         assert fts == len(want)
     finally:
         d.stop()
+
+
+def test_one_method_table_for_the_daemon_and_the_direct_path(
+    daemon: DaemonProc, tmp_path: Path
+) -> None:
+    """The daemon and a reader without it (CLI, MCP) parse parameters in one place:
+    the same errors, the same ``corpus`` alias."""
+    from indexer.config import load_config
+    from indexer.errors import InvalidParams
+    from indexer.reading import read_call
+
+    cfg = load_config(daemon.config)  # names no socket: read_call reads the file
+    for params in ({}, {"query": ""}, {"query": "x", "corpus": "nope"}):
+        with pytest.raises(RuntimeError) as remote:
+            rpc(daemon.sock, "memory_search", params)
+        assert remote.value.args[0]["code"] == -32602, params
+        with pytest.raises(InvalidParams):
+            read_call(cfg, "memory_search", params)
+    with pytest.raises(RuntimeError) as remote:
+        rpc(daemon.sock, "memory_get", {})
+    assert remote.value.args[0]["code"] == -32602
+    for corpus, want in (("memory", {"memory"}), ("all", {"memory"})):
+        params = {"query": "sourdough", "corpus": corpus}
+        over_socket = rpc(daemon.sock, "memory_search", params)["results"]
+        direct = read_call(cfg, "memory_search", params)["results"]
+        assert [r["citation"] for r in over_socket] == [r["citation"] for r in direct]
+        assert {r["source"] for r in direct} == want
