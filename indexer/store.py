@@ -550,13 +550,20 @@ class Store:
             )
         ]
 
+    def _rows_in(
+        self, sql: str, keys: Sequence[Any], before: Sequence[Any] = ()
+    ) -> Iterator[tuple[Any, ...]]:
+        """Rows of ``sql`` for every key, ``{marks}`` in it standing for the ``IN``
+        list; asked 400 keys at a time (SQLite limits a statement's parameters)."""
+        for start in range(0, len(keys), 400):
+            part = list(keys[start : start + 400])
+            yield from self.db.execute(
+                sql.format(marks=",".join("?" * len(part))), [*before, *part]
+            )
+
     def texts_for_hashes(self, hashes: Sequence[str]) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for start in range(0, len(hashes), 400):
-            part = list(hashes[start : start + 400])
-            q = f"SELECT hash, text FROM chunks WHERE hash IN ({','.join('?' * len(part))})"
-            out.update((str(h), str(t)) for h, t in self.db.execute(q, part))
-        return out
+        rows = self._rows_in("SELECT hash, text FROM chunks WHERE hash IN ({marks})", hashes)
+        return {str(h): str(t) for h, t in rows}
 
     # -- batch jobs ------------------------------------------------------------------
 
@@ -601,15 +608,12 @@ class Store:
         return int(row[0]) if row else 0
 
     def vectors_for(self, ids: Sequence[int]) -> dict[int, bytes]:
-        out: dict[int, bytes] = {}
         if not self.has_vectors():
-            return out
-        for start in range(0, len(ids), 500):
-            part = list(ids[start : start + 500])
-            marks = ",".join("?" * len(part))
-            q = f"SELECT rowid, embedding FROM chunks_vec WHERE rowid IN ({marks})"
-            out.update((int(r), bytes(v)) for r, v in self.db.execute(q, part))
-        return out
+            return {}
+        rows = self._rows_in(
+            "SELECT rowid, embedding FROM chunks_vec WHERE rowid IN ({marks})", ids
+        )
+        return {int(r): bytes(v) for r, v in rows}
 
     def all_vectors(self) -> Iterator[tuple[int, str, str, bytes]]:
         """(chunk id, source, chunk hash, vector) for every embedded chunk."""
@@ -625,12 +629,8 @@ class Store:
 
     def chunk_hashes(self, ids: Sequence[int]) -> dict[int, str]:
         """The text hash of each chunk that still exists."""
-        out: dict[int, str] = {}
-        for start in range(0, len(ids), 500):
-            part = list(ids[start : start + 500])
-            q = f"SELECT id, hash FROM chunks WHERE id IN ({','.join('?' * len(part))})"
-            out.update((int(i), str(h)) for i, h in self.db.execute(q, part))
-        return out
+        rows = self._rows_in("SELECT id, hash FROM chunks WHERE id IN ({marks})", ids)
+        return {int(i): str(h) for i, h in rows}
 
     def chunk_rows(
         self, ids: Sequence[int], ranks: dict[int, float] | None = None
@@ -645,30 +645,21 @@ class Store:
         """Read the pending rows among ``rows`` (one query); deleted chunks stay
         unloaded."""
         todo = {r.id: r for r in rows if not r.loaded}
-        ids = list(todo)
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            q = (
-                "SELECT id, path, source, start_line, end_line, heading, text FROM chunks "
-                f"WHERE id IN ({','.join('?' * len(part))})"
-            )
-            for i, p, s, a, b, h, t in self.db.execute(q, part):
-                r = todo[i]
-                r.path, r.source, r.start_line, r.end_line, r.heading, r.text = p, s, a, b, h, t
-                r.loaded = True
+        sql = (
+            "SELECT id, path, source, start_line, end_line, heading, text FROM chunks "
+            "WHERE id IN ({marks})"
+        )
+        for i, p, s, a, b, h, t in self._rows_in(sql, list(todo)):
+            r = todo[i]
+            r.path, r.source, r.start_line, r.end_line, r.heading, r.text = p, s, a, b, h, t
+            r.loaded = True
 
     # -- embedding cache ------------------------------------------------------------
 
     def cache_get(self, provider: str, hashes: Sequence[str]) -> dict[str, bytes]:
-        out: dict[str, bytes] = {}
         now = time.time()
-        for start in range(0, len(hashes), 400):
-            part = list(hashes[start : start + 400])
-            q = (
-                "SELECT hash, vector FROM embedding_cache WHERE provider=? AND hash IN "
-                f"({','.join('?' * len(part))})"
-            )
-            out.update((str(h), bytes(v)) for h, v in self.db.execute(q, [provider, *part]))
+        sql = "SELECT hash, vector FROM embedding_cache WHERE provider=? AND hash IN ({marks})"
+        out = {str(h): bytes(v) for h, v in self._rows_in(sql, hashes, (provider,))}
         if out and not self.readonly:
             self.db.executemany(
                 "UPDATE embedding_cache SET last_used=? WHERE provider=? AND hash=?",
