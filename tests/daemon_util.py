@@ -137,6 +137,20 @@ class DaemonProc:
         return out
 
 
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 60, **kw: Any
+) -> subprocess.CompletedProcess[str]:
+    """``memindex ARGS`` as a process of its own, its output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "indexer.cli", *args],
+        env=child_env() if env is None else env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kw,
+    )
+
+
 def child_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"

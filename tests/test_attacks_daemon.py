@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from conftest import write
-from daemon_util import DaemonProc, child_env, daemon_config, rpc, rpc_raw, wait_for
+from daemon_util import DaemonProc, child_env, daemon_config, rpc, rpc_raw, run_cli, wait_for
 
 from indexer.config import load_config
 from indexer.engine import MemoryIndex
@@ -124,13 +124,7 @@ def test_10_a_failed_memory_sync_stays_reported_until_it_succeeds(
     )
     st = rpc(daemon.sock, "status")
     assert st["lastError"] and "memory" in st["lastError"] and st["dirty"], st
-    doctor = subprocess.run(
-        [sys.executable, "-m", "indexer.cli", "--config", str(daemon.config), "doctor"],
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    doctor = run_cli("--config", str(daemon.config), "doctor")
     assert doctor.returncode == 1
     assert any(ln.startswith("FAIL daemon") for ln in doctor.stdout.splitlines()), doctor.stdout
     os.rename(away, ws)  # back: the retry succeeds and clears the error
@@ -234,13 +228,7 @@ while True:
     )
     try:
         wait_for(sock_path.exists, timeout=10)
-        r = subprocess.run(
-            [sys.executable, "-m", "indexer.cli", "--config", str(conf), "search", "heron"],
-            env=child_env(),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        r = run_cli("--config", str(conf), "search", "heron")
         received = got.read_bytes()
     finally:
         server.kill()
@@ -284,13 +272,7 @@ def test_13_a_lone_surrogate_gets_a_reply_and_keeps_the_connection(
 def test_13_mcp_answers_a_lone_surrogate(tmp_path: Path, ws: Path) -> None:
     pytest.importorskip("mcp")
     conf = write(tmp_path, "m.toml", f'workspace = "{ws}"\n')
-    subprocess.run(
-        [sys.executable, "-m", "indexer.cli", "--config", str(conf), "index"],
-        env=child_env(),
-        capture_output=True,
-        timeout=60,
-        check=True,
-    )
+    run_cli("--config", str(conf), "index", check=True)
     msgs = [
         {
             "jsonrpc": "2.0",
@@ -380,13 +362,7 @@ def test_15_out_of_range_config_is_an_error(tmp_path: Path, toml: str) -> None:
 def test_15_config_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
     conf = tmp_path / "c.toml"
     conf.write_bytes(b'workspace = "caf\xe9"\n')
-    r = subprocess.run(
-        [sys.executable, "-m", "indexer.cli", "--config", str(conf), "status"],
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    r = run_cli("--config", str(conf), "status")
     assert r.returncode == 2 and "UTF-8" in r.stderr and "Traceback" not in r.stderr
 
 
@@ -434,13 +410,7 @@ def test_17_a_daemon_that_drops_is_one_line_not_a_traceback(tmp_path: Path, ws: 
     t = threading.Thread(target=serve, daemon=True)
     t.start()
     try:
-        r = subprocess.run(
-            [sys.executable, "-m", "indexer.cli", "--config", str(conf), "index"],
-            env=child_env(),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        r = run_cli("--config", str(conf), "index")
     finally:
         srv.close()
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
@@ -565,11 +535,5 @@ def test_a_socket_path_too_long_is_a_clear_error(tmp_path: Path, ws: Path) -> No
     conf = write(
         tmp_path, "c.toml", f'workspace = "{ws}"\n[server]\nsocket = "{long_dir / "s.sock"}"\n'
     )
-    r = subprocess.run(
-        [sys.executable, "-m", "indexer.cli", "--config", str(conf), "serve"],
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    r = run_cli("--config", str(conf), "serve")
     assert r.returncode == 2 and "shorter" in r.stderr and "internal error" not in r.stderr

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from conftest import write
-from daemon_util import child_env
+from daemon_util import child_env, run_cli
 
 import indexer.engine as engine_mod
 import indexer.pipeline as pipeline_mod
@@ -113,13 +113,7 @@ def test_02b_cli_index_with_a_non_utf8_name_exits_0(tmp_path: Path, workspace: P
     with open(os.path.join(os.fsencode(workspace / "memory"), b"x\xff.md"), "wb") as fh:
         fh.write(b"numbat\n")
     env = child_env()
-    r = subprocess.run(
-        [sys.executable, "-m", "indexer.cli", "--workspace", str(workspace), "index"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    r = run_cli("--workspace", str(workspace), "index", env=env)
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr and "x\\xff.md" in r.stdout + r.stderr
 
@@ -148,27 +142,8 @@ def test_03b_cli_get_of_a_fifo_without_daemon_does_not_hang(tmp_path: Path) -> N
     os.mkfifo(sdir / "trap.jsonl")
     conf = write(tmp_path, "c.toml", f'workspace = "{ws}"\n[sessions]\ndir = "{sdir}"\n')
     try:
-        subprocess.run(
-            [sys.executable, "-m", "indexer.cli", "--config", str(conf), "index"],
-            env=child_env(),
-            capture_output=True,
-            timeout=20,
-        )
-        r = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "indexer.cli",
-                "--config",
-                str(conf),
-                "get",
-                "sessions/trap.jsonl",
-            ],
-            env=child_env(),
-            capture_output=True,
-            text=True,
-            timeout=20,
-        )
+        run_cli("--config", str(conf), "index", timeout=20)
+        r = run_cli("--config", str(conf), "get", "sessions/trap.jsonl", timeout=20)
     finally:
         _unblock(sdir / "trap.jsonl")
     assert r.returncode == 2 and "FIFO" in r.stderr, r.stderr
@@ -479,21 +454,13 @@ def test_14_symlinked_transcript_is_refused_not_an_internal_error(
 
 def test_17_index_files_and_directories_are_private(tmp_path: Path, workspace: Path) -> None:
     state = tmp_path / "state"
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "indexer.cli",
-            "--workspace",
-            str(workspace),
-            "--agent",
-            "a1",
-            "index",
-        ],
+    r = run_cli(
+        "--workspace",
+        str(workspace),
+        "--agent",
+        "a1",
+        "index",
         env={**child_env(), "XDG_STATE_HOME": str(state)},
-        capture_output=True,
-        text=True,
-        timeout=60,
     )
     assert r.returncode == 0, r.stderr
     d = state / "memindex"
@@ -518,22 +485,7 @@ def test_17_qmd_cache_is_private(tmp_path: Path) -> None:
 
 
 def test_17_agent_id_cannot_leave_the_state_dir(tmp_path: Path, workspace: Path) -> None:
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "indexer.cli",
-            "--workspace",
-            str(workspace),
-            "--agent",
-            "../../x",
-            "index",
-        ],
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    r = run_cli("--workspace", str(workspace), "--agent", "../../x", "index")
     assert r.returncode == 2 and "agent" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "x.sqlite").exists()
 
@@ -541,15 +493,7 @@ def test_17_agent_id_cannot_leave_the_state_dir(tmp_path: Path, workspace: Path)
 def test_17_search_into_a_closed_pipe_is_quiet(tmp_path: Path, workspace: Path) -> None:
     many = "".join(f"- walrus note {i}\n" for i in range(400))
     write(workspace, "memory/many.md", many)
-    assert (
-        subprocess.run(
-            [sys.executable, "-m", "indexer.cli", "--workspace", str(workspace), "index"],
-            env=child_env(),
-            capture_output=True,
-            timeout=60,
-        ).returncode
-        == 0
-    )
+    assert run_cli("--workspace", str(workspace), "index").returncode == 0
     cmd = (
         f"{sys.executable} -m indexer.cli --workspace {workspace} search walrus "
         "--max-results 50 --min-score 0 | head -1"

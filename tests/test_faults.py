@@ -8,14 +8,13 @@ import os
 import resource
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import write
-from daemon_util import DaemonProc, child_env, daemon_config, rpc, wait_for
+from daemon_util import DaemonProc, child_env, daemon_config, rpc, run_cli, wait_for
 
 from indexer.config import Config
 from indexer.engine import MemoryIndex
@@ -36,14 +35,7 @@ def _index_cli(cfg: Path, fsize: int | None) -> subprocess.CompletedProcess[str]
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
             resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
 
-    return subprocess.run(
-        [sys.executable, "-m", "indexer.cli", "--config", str(cfg), "index"],
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        preexec_fn=limit,
-        timeout=120,
-    )
+    return run_cli("--config", str(cfg), "index", timeout=120, preexec_fn=limit)
 
 
 def test_disk_full_is_a_clear_error_and_corrupts_nothing(tmp_path: Path) -> None:
