@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from . import bm25
 from .errors import MemindexError
+from .refresher import Refresher
 from .search import ParsedQuery
 from .store import FTS_TOKENIZER, FTS_WEIGHTS, Store
 
@@ -64,10 +65,7 @@ class KeywordIndex:
         self.min_chunks = min_chunks
         self.min_interval_s = min_interval_s
         self._snap: _Snapshot | None = None
-        self._lock = threading.Lock()
-        self._building = False
-        self._last_build = 0.0
-        self._build_s = 0.0
+        self._refresh = Refresher("keyword-snapshot")
         self._tok_lock = threading.Lock()
         # FTS5's own tokenizer, called directly (about 0.4 us a word, against 55 us
         # for tokenizing through an in-memory FTS5 table and fts5vocab).
@@ -91,15 +89,12 @@ class KeywordIndex:
             return True
         if version == self._skipped:  # too small (or unsuitable) at this version
             return False
-        with self._lock:
-            wait = max(self.min_interval_s, 2 * self._build_s)
-            if self._building or time.monotonic() - self._last_build < wait:
-                return False
-            self._building = True
-        threading.Thread(
-            target=self._build, args=(store.file, version), name="keyword-snapshot", daemon=True
-        ).start()
+        self._refresh.start(self._build, store.file, version, min_interval_s=self.min_interval_s)
         return False
+
+    @property
+    def _building(self) -> bool:
+        return self._refresh.busy
 
     def wait_ready(self, store: Store, timeout: float = 120.0) -> bool:
         """Block until the snapshot matches ``store`` (benchmarks and tests)."""
@@ -112,7 +107,6 @@ class KeywordIndex:
         return False
 
     def _build(self, file: Path, version: str) -> None:
-        t0 = time.monotonic()
         try:
             snap = self._load(file, version)
             if snap is not None:
@@ -121,11 +115,6 @@ class KeywordIndex:
                 self._skipped = version
         except (apsw.Error, OSError, ValueError, MemindexError) as exc:
             log.warning("keyword snapshot of %s failed: %s", file, exc)
-        finally:
-            with self._lock:
-                self._building = False
-                self._build_s = time.monotonic() - t0
-                self._last_build = time.monotonic()
 
     def _load(self, file: Path, version: str) -> _Snapshot | None:
         with Store(file, readonly=True) as store:

@@ -6,8 +6,9 @@ daemon keeps one matrix per agent, shared by its reader threads. One-shot CLI
 searches use sqlite-vec.
 
 No search waits for a reload. When the index's ``vectorsVersion`` changes
-(``fresh_search``), a background thread loads the new vectors (1.2 s at 100k x 384)
-while searches go on over the previous load, whose answers are checked against the
+(``fresh_search``), a background thread loads the new vectors (1.2 s at 100k x
+384; one load at a time, spaced by twice the last one's time: refresher.py) while
+searches go on over the previous load, whose answers are checked against the
 index: a neighbour whose chunk is gone or now holds other text (a reused id) is
 dropped. Chunks embedded since that load are missing from the vector side until the
 reload is swapped in; the keyword side finds them meanwhile. With no usable load
@@ -17,7 +18,6 @@ reload is swapped in; the keyword side finds them meanwhile. With no usable load
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from .refresher import Refresher
 from .store import STORE_ERRORS, Store
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,10 @@ class _Loaded:
     hashes: dict[int, str]  # chunk id -> the hash of the text its vector embeds
     file: str = ""  # the index (generation) file it was read from
     version: str | None = None  # that file's vectorsVersion when it was read
+
+    def of(self, store: Store, version: str | None) -> bool:
+        """Whether this is a load of ``store``'s file at ``version``."""
+        return self.file == str(store.file) and self.version == version
 
 
 _EMPTY = _Loaded(
@@ -99,10 +104,9 @@ def _load(store: Store) -> _Loaded:
 
 class VectorMatrix:
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._loading = False
+        self._refresh = Refresher("vector-matrix")
         self._loaded = _EMPTY
-        self.reloads = 0  # background reloads finished (status, tests)
+        self.reloads = 0  # background reloads that succeeded (tests)
 
     def __len__(self) -> int:
         return int(self._loaded.ids.shape[0])
@@ -119,10 +123,8 @@ class VectorMatrix:
         """Load now if the index's vectors changed since the last load (benchmarks,
         tests; searches use ``fresh_search``, which never waits)."""
         version = version or store.meta_get("vectorsVersion")
-        cur = self._loaded
-        if cur.file == str(store.file) and cur.version == version:
-            return
-        self._loaded = _load(store)
+        if not self._loaded.of(store, version):
+            self._loaded = _load(store)
 
     def fresh_search(
         self,
@@ -136,23 +138,14 @@ class VectorMatrix:
         than ``version`` (and a reload started); None if there is no load of this
         index file to search (the caller asks sqlite-vec)."""
         cur = self._loaded
-        if cur.file == str(store.file) and cur.version == version:
+        if cur.of(store, version):
             return self.search(query, k, parts, cur)
-        self._reload_soon(store.file)
+        self._refresh.start(self._reload, store.file)
         if cur.file != str(store.file):
             return None
         found = self.search(query, k, parts, cur)
         now = store.chunk_hashes([cid for cid, _, _ in found])
         return [hit for hit in found if now.get(hit[0]) == cur.hashes.get(hit[0])]
-
-    def _reload_soon(self, file: Path) -> None:
-        with self._lock:
-            if self._loading:
-                return
-            self._loading = True
-        threading.Thread(
-            target=self._reload, args=(file,), name="vector-matrix", daemon=True
-        ).start()
 
     def _reload(self, file: Path) -> None:
         try:
@@ -161,9 +154,6 @@ class VectorMatrix:
             self.reloads += 1
         except STORE_ERRORS as exc:  # the file was replaced or removed: next search retries
             log.warning("loading the vectors of %s failed: %s", file, exc)
-        finally:
-            with self._lock:
-                self._loading = False
 
     def search(
         self,
