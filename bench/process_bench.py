@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import contextlib
+import json
 import os
 import shutil
 import statistics
@@ -88,7 +89,8 @@ def daemon(config: Path, env: dict[str, str]) -> Iterator[None]:
                 capture_output=True,
                 text=True,
             )
-            if '"daemon": {' in out.stdout and '"dirty": false' in out.stdout:
+            st = json.loads(out.stdout) if out.returncode == 0 else {}
+            if st.get("daemon") and st.get("lastSync") and not st.get("dirty"):
                 break
             time.sleep(0.3)
         else:

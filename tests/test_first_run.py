@@ -16,7 +16,7 @@ from indexer.config import Config, LocalProviderConfig, ProviderConfig
 from indexer.engine import MemoryIndex, select_provider
 
 REPO = Path(__file__).resolve().parent.parent
-FLOOR = Config.__dataclass_fields__["query"].default_factory().minScore  # type: ignore[misc]
+FLOOR = Config().query.minScore  # the default floor, 0.35
 
 MEMORY = """# Long-term memory
 
