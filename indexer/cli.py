@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import logging
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -19,11 +19,13 @@ from .errors import InvalidParams, MemindexError
 from .reading import daemon_socket, read_call
 
 # Each command imports what it needs when it runs: a search, get or status answered
-# by the daemon needs neither the engine nor numpy (bench/process_bench.py).
+# by the daemon needs neither the engine nor numpy (bench/process_bench.py), nor
+# logging (~10 ms): these commands set it up only when they read the file themselves.
 
 __all__ = ["main"]
 
-log = logging.getLogger("memindex")
+# Commands that ask the daemon when one serves the index.
+_DAEMON_COMMANDS = frozenset({"index", "search", "get", "status"})
 
 
 class _ProgressBar:
@@ -55,8 +57,41 @@ class _ProgressBar:
             self.stream.flush()
 
 
+def _columns() -> int:
+    """The terminal's width, as shutil.get_terminal_size() gives it."""
+    with contextlib.suppress(KeyError, ValueError):
+        return int(os.environ["COLUMNS"])
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):  # no stdout, or not a terminal
+        return 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's own formatter, minus its ``import shutil`` (with bz2 and lzma, ~3 ms
+    of every process) for the terminal width."""
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        width = _columns() - 2 if width is None else width
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser using _Formatter; the subcommands' parsers are of this class too."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="memindex",
         description="Index an agent's Markdown memory and search it (BM25 keyword search, "
         "line-range citations).",
@@ -128,12 +163,26 @@ def _print_json(obj: Any, out: TextIO) -> None:
     out.write(json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
 
 
+def _setup_logging(args: argparse.Namespace, err: TextIO) -> None:
+    import logging
+
+    serve = args.command == "serve"
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO if serve else logging.WARNING,
+        format="%(asctime)s memindex %(levelname)s %(name)s: %(message)s"
+        if serve
+        else "memindex: %(levelname)s %(name)s: %(message)s",
+        stream=err,
+    )
+
+
 def _cmd_index(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     sock = daemon_socket(cfg)
     if sock is not None:  # the daemon is the one writer: let it do the work
         report = call(sock, "reindex", {"agent": cfg.agent_name, "force": args.force}, timeout=3600)
         index_path = report.pop("indexPath", str(cfg.resolved_index_path()))
     else:
+        _setup_logging(args, err)
         from .engine import MemoryIndex, provider_note, select_provider
 
         sel = select_provider(cfg)
@@ -175,7 +224,7 @@ def _cmd_index(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) 
     return 0
 
 
-def _cmd_search(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
+def _cmd_search(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     params: dict[str, Any] = {"query": args.query}
     if args.max_results is not None:
         params["maxResults"] = args.max_results
@@ -185,7 +234,7 @@ def _cmd_search(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
         params["sources"] = [args.source]
     if args.gate:
         params["gate"] = True
-    result = read_call(cfg, "memory_search", params)
+    result = read_call(cfg, "memory_search", params, direct=lambda: _setup_logging(args, err))
     if args.json:
         _print_json(result, out)
         return 0
@@ -209,7 +258,7 @@ def _cmd_get(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) ->
         params["from"] = args.start
     if args.lines is not None:
         params["lines"] = args.lines
-    result = read_call(cfg, "memory_get", params)
+    result = read_call(cfg, "memory_get", params, direct=lambda: _setup_logging(args, err))
     if args.json:
         _print_json(result, out)
         return 0
@@ -224,8 +273,8 @@ def _cmd_get(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) ->
     return 0
 
 
-def _cmd_status(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
-    st = read_call(cfg, "status", {})
+def _cmd_status(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    st = read_call(cfg, "status", {}, direct=lambda: _setup_logging(args, err))
     if args.json:
         _print_json(st, out)
         return 0
@@ -430,17 +479,8 @@ def main(
     out = out or sys.stdout
     err = err or sys.stderr
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG
-        if args.verbose
-        else logging.INFO
-        if args.command == "serve"
-        else logging.WARNING,
-        format="%(asctime)s memindex %(levelname)s %(name)s: %(message)s"
-        if args.command == "serve"
-        else "memindex: %(levelname)s %(name)s: %(message)s",
-        stream=err,
-    )
+    if args.command not in _DAEMON_COMMANDS:
+        _setup_logging(args, err)
     try:
         if args.command == "serve":
             return _cmd_serve(args)
@@ -454,11 +494,11 @@ def main(
         if args.command == "index":
             return _cmd_index(cfg, args, out, err)
         if args.command == "search":
-            return _cmd_search(cfg, args, out)
+            return _cmd_search(cfg, args, out, err)
         if args.command == "get":
             return _cmd_get(cfg, args, out, err)
         if args.command == "status":
-            return _cmd_status(cfg, args, out)
+            return _cmd_status(cfg, args, out, err)
         if args.command == "doctor":
             return _cmd_doctor(cfg, args, out)
         if args.command == "mcp":
@@ -476,7 +516,10 @@ def main(
         return 0
     except Exception as exc:  # a bug: one line (the traceback with -v), never a crash dump
         if args.verbose:
-            log.exception("internal error")
+            import logging
+
+            _setup_logging(args, err)  # a no-op when the command set it up already
+            logging.getLogger("memindex").exception("internal error")
         err.write(
             f"memindex: internal error: {type(exc).__name__}: {exc} "
             "(a bug: please report it; -v shows the traceback)\n"

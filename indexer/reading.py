@@ -4,6 +4,7 @@ the CLI and the MCP server, so both answer exactly like the socket does."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,14 +25,22 @@ def daemon_socket(cfg: Config) -> Path | None:
     return path if serves(path, cfg.agent_name, cfg.resolved_index_path()) else None
 
 
-def read_call(cfg: Config, method: str, params: dict[str, Any]) -> Any:
-    """Ask the daemon when it serves this index, else read the index file directly."""
+def read_call(
+    cfg: Config,
+    method: str,
+    params: dict[str, Any],
+    direct: Callable[[], None] | None = None,
+) -> Any:
+    """Ask the daemon when it serves this index, else read the index file directly
+    (calling ``direct`` first: the CLI sets up its logging only then)."""
     sock = daemon_socket(cfg)
     if sock is not None:
         try:
             return call(sock, method, {"agent": cfg.agent_name, **params})
         except DaemonUnavailable:
             pass  # it went away: read the file
+    if direct is not None:
+        direct()
     # Imported only now: the engine pulls in numpy, the tokenizer and sqlite-vec,
     # which a call answered by the daemon does not need.
     from .engine import MemoryIndex

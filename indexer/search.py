@@ -17,6 +17,7 @@ score is ``r / (1 + r)``: 0 for nothing, approaching 1 for strong hits, monotoni
 
 from __future__ import annotations
 
+import functools
 import re
 from bisect import bisect_right
 from collections import Counter
@@ -39,8 +40,16 @@ __all__ = [
 ]
 
 _CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_CJK = re.compile(f"[{_CJK_CHARS}]")
-_CJK_RUN = re.compile(f"[{_CJK_CHARS}]+")
+
+
+@functools.cache
+def _cjk(run: bool = False) -> re.Pattern[str]:
+    """One CJK character (or a run of them). Compiled on first use: these wide
+    character classes take ~8 ms to compile, which a process that never reads text
+    (a no-change ``memindex index``) should not pay."""
+    return re.compile(f"[{_CJK_CHARS}]" + ("+" if run else ""))
+
+
 _WORD = re.compile(r"[^\W_]+")
 _PHRASE = re.compile(r'"([^"]*)"')
 _EXACT_PIECE = re.compile(r"^[^\W_]+(?:[-_./:#@+][^\W_]+)+$")
@@ -200,9 +209,9 @@ STOP_WORDS = frozenset(
 
 def index_text(text: str) -> str:
     """Text as handed to the FTS tokenizer: CJK characters become separate tokens."""
-    if not _CJK.search(text):
+    if not _cjk().search(text):
         return text
-    return _CJK.sub(lambda m: f" {m.group(0)} ", text)
+    return _cjk().sub(lambda m: f" {m.group(0)} ", text)
 
 
 def _fts_phrase(words: Sequence[str]) -> str:
@@ -251,8 +260,8 @@ class ParsedQuery:
 
 def _split_words(text: str) -> tuple[list[str], list[str]]:
     """(latin-ish words, CJK runs) of ``text``, lower-cased."""
-    cjk = _CJK_RUN.findall(text)
-    rest = _CJK_RUN.sub(" ", text)
+    cjk = _cjk(run=True).findall(text)
+    rest = _cjk(run=True).sub(" ", text)
     return [w.lower() for w in _WORD.findall(rest)], cjk
 
 
@@ -273,7 +282,7 @@ def parse_query(query: str) -> ParsedQuery:
         piece = piece.strip(_TRIM).rstrip(".")
         if not piece:
             continue
-        if _EXACT_PIECE.match(piece) and not _CJK.search(piece):
+        if _EXACT_PIECE.match(piece) and not _cjk().search(piece):
             parts = [w.lower() for w in _WORD.findall(piece)]
             q.exact.append(piece.lower())
             q.exact_parts.append(parts)

@@ -15,6 +15,7 @@ never opened, and no read blocks).
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import os
 import re
@@ -65,45 +66,54 @@ _KEY_NAME = (
     + _SECRET_WORDS
     + r"(?:[_.\-][A-Za-z0-9]+|[A-Z][a-z0-9]+)*"
 )
-_SECRET_PATTERNS = [
-    re.compile(
-        r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", re.S
-    ),
-    # key = value, key: value, "key": "value", key => 'value' (env files, JSON, YAML,
-    # logs; quotes may be backslash-escaped: a raw JSONL line holds JSON inside JSON)
-    re.compile(
-        r"(?P<keep>" + _KEY_NAME + r"\\?[\"']?\s*(?:[:=]|=>)\s*)"
-        r"(?:\\?\"[^\"\n]+?\\?\"|'[^'\n]+'|[^\s\"',;}\]\\]{4,})"
-    ),
-    re.compile(r"(?P<keep>(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?:[A-Za-z]+\s+)?)[^\s\"']{6,}"),
-    re.compile(r"(?P<keep>\b(?i:basic|bearer|token)\s+)[A-Za-z0-9._~+/\-]{16,}=*"),
-    re.compile(
-        r"\b(?:sk|pk|rk)-(?:proj-|live-|test-|ant-[a-z0-9]*-?|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}"
-    ),
-    re.compile(r"\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),  # Stripe
-    re.compile(r"\bwhsec_[A-Za-z0-9]{16,}"),  # Stripe webhooks
-    re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}"),  # GitHub
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
-    re.compile(r"\bglpat-[A-Za-z0-9_\-]{16,}"),  # GitLab
-    re.compile(r"\bhf_[A-Za-z0-9]{20,}"),  # Hugging Face
-    re.compile(r"\bpa-[A-Za-z0-9_\-]{20,}"),  # Voyage AI
-    re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}"),  # Slack
-    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),  # AWS access key ids
-    re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"),  # Google
-    re.compile(r"\bnpm_[A-Za-z0-9]{30,}"),  # npm
-    re.compile(r"\bpypi-[A-Za-z0-9_\-]{40,}"),  # PyPI
-    re.compile(r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"),  # SendGrid
-    re.compile(r"\bdop_v1_[a-f0-9]{40,}"),  # DigitalOcean
-    re.compile(r"\b\d{8,10}:AA[A-Za-z0-9_\-]{30,}"),  # Telegram bot tokens
-    re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),  # JWT
-    re.compile(r"(?P<keep>\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:)[^\s@/]+(?=@)"),  # URL passwords
-]
+
+
+@functools.cache
+def _secret_patterns() -> list[re.Pattern[str]]:
+    """Compiled on first use (~4 ms; a process with no transcripts to read skips it)."""
+    return [
+        re.compile(
+            r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", re.S
+        ),
+        # key = value, key: value, "key": "value", key => 'value' (env files, JSON, YAML,
+        # logs; quotes may be backslash-escaped: a raw JSONL line holds JSON inside JSON)
+        re.compile(
+            r"(?P<keep>" + _KEY_NAME + r"\\?[\"']?\s*(?:[:=]|=>)\s*)"
+            r"(?:\\?\"[^\"\n]+?\\?\"|'[^'\n]+'|[^\s\"',;}\]\\]{4,})"
+        ),
+        re.compile(
+            r"(?P<keep>(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?:[A-Za-z]+\s+)?)[^\s\"']{6,}"
+        ),
+        re.compile(r"(?P<keep>\b(?i:basic|bearer|token)\s+)[A-Za-z0-9._~+/\-]{16,}=*"),
+        re.compile(
+            r"\b(?:sk|pk|rk)-(?:proj-|live-|test-|ant-[a-z0-9]*-?|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}"
+        ),
+        re.compile(r"\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),  # Stripe
+        re.compile(r"\bwhsec_[A-Za-z0-9]{16,}"),  # Stripe webhooks
+        re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}"),  # GitHub
+        re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
+        re.compile(r"\bglpat-[A-Za-z0-9_\-]{16,}"),  # GitLab
+        re.compile(r"\bhf_[A-Za-z0-9]{20,}"),  # Hugging Face
+        re.compile(r"\bpa-[A-Za-z0-9_\-]{20,}"),  # Voyage AI
+        re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}"),  # Slack
+        re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),  # AWS access key ids
+        re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"),  # Google
+        re.compile(r"\bnpm_[A-Za-z0-9]{30,}"),  # npm
+        re.compile(r"\bpypi-[A-Za-z0-9_\-]{40,}"),  # PyPI
+        re.compile(r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"),  # SendGrid
+        re.compile(r"\bdop_v1_[a-f0-9]{40,}"),  # DigitalOcean
+        re.compile(r"\b\d{8,10}:AA[A-Za-z0-9_\-]{30,}"),  # Telegram bot tokens
+        re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),  # JWT
+        re.compile(r"(?P<keep>\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:)[^\s@/]+(?=@)"),  # URL passwords
+    ]
+
+
 REDACTED = "[REDACTED]"
 
 
 def redact(text: str) -> str:
     """Replace API keys, bearer tokens, URL passwords and similar with [REDACTED]."""
-    for pattern in _SECRET_PATTERNS:
+    for pattern in _secret_patterns():
         text = pattern.sub(
             lambda m: (m.group("keep") if "keep" in m.re.groupindex else "") + REDACTED, text
         )

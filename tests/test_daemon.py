@@ -205,8 +205,10 @@ from indexer.cli import main
 out = io.StringIO()
 code = main(sys.argv[1:], out=out)
 heavy = sorted(m for m in ("numpy", "tiktoken", "tenacity", "indexer.engine",
-                           "indexer.store", "indexer.search") if m in sys.modules)
-print(json.dumps({"code": code, "out": out.getvalue(), "heavy": heavy}))
+                           "indexer.store", "indexer.search", "logging", "shutil")
+               if m in sys.modules)
+logs = "logging" in sys.modules and bool(sys.modules["logging"].getLogger().handlers)
+print(json.dumps({"code": code, "out": out.getvalue(), "heavy": heavy, "logs": logs}))
 """
 
 
@@ -221,7 +223,8 @@ def _probe(*args: str) -> dict[str, Any]:
 
 def test_commands_answered_by_the_daemon_load_only_the_client(daemon: DaemonProc) -> None:
     """search, get, status and index through the daemon import neither the engine
-    nor numpy, the tokenizer or the store (what made each process cost 0.4 s)."""
+    nor numpy, the tokenizer or the store (what made each process cost 0.4 s), nor
+    logging and shutil (~13 ms)."""
     with daemon.config.open("a") as fh:
         fh.write(f'[server]\nsocket = "{daemon.sock}"\n')
     conf = ("--config", str(daemon.config))
@@ -239,6 +242,7 @@ def test_commands_answered_by_the_daemon_load_only_the_client(daemon: DaemonProc
     got = _probe(*conf, "search", "sourdough")
     assert got["code"] == 0 and "memory/2026-11-02.md" in got["out"]
     assert "indexer.engine" in got["heavy"]
+    assert got["logs"], "reading the file itself, the command logs as memindex does"
 
 
 def test_no_change_index_loads_no_tokenizer_or_numpy(tmp_path: Path, workspace: Path) -> None:
