@@ -10,9 +10,13 @@ ones) as numpy arrays and scores a plain-words query with the same formula as
 document length over all columns), in 0.3-0.5 ms at 100k chunks.
 
 It is only a cache: a query with phrases, exact tokens or CJK, a word FTS5 splits
-in two, an index below ``MIN_CHUNKS`` or a snapshot older than the index (the
-``chunksVersion`` meta changes with every write) goes to FTS5. A stale snapshot is
-rebuilt on a background thread (seconds at 100k chunks) while FTS5 answers.
+in two, or an index below ``MIN_CHUNKS`` goes to FTS5. A snapshot older than the
+index (the ``chunksVersion`` meta changes with every write) is rebuilt on a
+background thread (seconds at 100k chunks) and meanwhile still answers, caught up
+per query: its hits whose chunk is gone are dropped, and the chunks added since
+(chunk ids only grow: every id above the snapshot's highest is new) are ranked by
+FTS5 with the same formula and merged in. A writer committing all the time thus
+never sends every search to FTS5's per-row Python ranking (bench/writer_bench.py).
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ _COLUMNS = ("body", "heading", "path", "source")
 @dataclass
 class _Snapshot:
     version: str
+    file: str
+    max_id: int  # the highest chunk id it holds: every higher one was added after it
     # Per row: its chunk id and source code. Rows are grouped by source (by id
     # within one), so one source's rows are a range (``spans``) of every posting list.
     ids: npt.NDArray[np.int64]
@@ -58,6 +64,7 @@ class _Snapshot:
     # Rows as int32: a quarter less memory (90 -> 67 MB at 100k short chunks) for
     # about 3% more scoring time.
     postings: dict[str, tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]]
+    idfs: dict[str, float]  # each term's IDF (what FTS5 would count row by row)
 
 
 class KeywordIndex:
@@ -167,6 +174,7 @@ class KeywordIndex:
             return None
         norm = _K1 * (1 - _B + _B * dl / (dl.sum() / n))
         postings: dict[str, tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]] = {}
+        idfs: dict[str, float] = {}
         for term, parts in per_term.items():
             docs = np.concatenate([p for p, _ in parts])
             w = np.concatenate([np.full(p.shape[0], wt) for p, wt in parts])
@@ -175,9 +183,10 @@ class KeywordIndex:
             freq = np.bincount(inv, weights=w, minlength=uniq.shape[0]).astype(np.float64)
             keep = freq > 0
             rows, f = uniq[keep], freq[keep]
-            idf = bm25.idf(n, uniq.shape[0])
+            idf = idfs[term] = bm25.idf(n, uniq.shape[0])
             postings[term] = (rows.astype(np.int32), idf * (f * (_K1 + 1) / (f + norm[rows])))
-        return _Snapshot(version, ids, src, codes, spans, postings)
+        max_id = int(ids.max()) if n else 0
+        return _Snapshot(version, str(file), max_id, ids, src, codes, spans, postings, idfs)
 
     def _word_tokens(self, word: str) -> tuple[str, ...]:
         got = self._tokens.get(word)
@@ -223,11 +232,54 @@ class KeywordIndex:
         the query once."""
         if q.required or q.exact_parts or q.cjk or not q.terms:
             return None
-        if not self.ready(store, version):
-            return None
+        current = self.ready(store, version)  # if not, a rebuild has started
         snap = self._snap
-        if snap is None:
+        if snap is None or snap.file != str(store.file):
             return None
+        if not current and self._skipped == self.version(store, version):
+            return None  # too small now: FTS5 alone is fast
+        got = self._score(snap, q, limit if current else 2 * limit, parts)
+        if got is None or current:
+            return got
+        return self._catch_up(store, snap, q, limit, parts, got)
+
+    def _catch_up(
+        self,
+        store: Store,
+        snap: _Snapshot,
+        q: ParsedQuery,
+        limit: int,
+        parts: Sequence[Sequence[str] | None],
+        got: list[list[tuple[int, float, str]]],
+    ) -> list[list[tuple[int, float, str]]]:
+        """A stale snapshot's hits made current: those whose chunk is gone dropped
+        (an id that still exists still names the same text), the chunks added since
+        ranked by FTS5 and merged in by rank."""
+        alive = store.chunk_hashes(sorted({cid for hits in got for cid, _, _ in hits}))
+        # The snapshot's IDFs (FTS5 would count every row holding the term again).
+        idfs = {t: snap.idfs[t] for w in q.terms for t in self._word_tokens(w) if t in snap.idfs}
+        out = []
+        for hits, sources in zip(got, parts, strict=True):
+            new = store.fts_search(
+                q.fts_expression(),
+                limit,
+                list(sources) if sources else None,
+                after_id=snap.max_id,
+                idfs=idfs,
+            )
+            merged = [h for h in hits if h[0] in alive]
+            merged += [(r.id, r.rank, r.source) for r in new]
+            merged.sort(key=lambda h: h[1])
+            out.append(merged[:limit])
+        return out
+
+    def _score(
+        self,
+        snap: _Snapshot,
+        q: ParsedQuery,
+        limit: int,
+        parts: Sequence[Sequence[str] | None],
+    ) -> list[list[tuple[int, float, str]]] | None:
         posts: list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]] = []
         for word in q.terms:
             toks = self._word_tokens(word)

@@ -16,7 +16,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -347,22 +347,31 @@ class Store:
         self.db.executemany("DELETE FROM chunks WHERE id=?", ((i,) for i in ids))
 
     def _insert_chunks(self, path: str, source: str, chunks: Iterable[ChunkRow]) -> int:
-        n = 0
+        """Insert chunks under new ids. Ids only grow, never reused (the ``chunkIdHigh``
+        meta remembers the highest ever given, as deleting the newest rows would let
+        SQLite hand their ids out again): a reader holding an older snapshot knows
+        every chunk above its highest id is new, and that an id it knows still names
+        the same text if it still exists (keywords.py)."""
         self._bump_chunks()
+        (top,) = self.db.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone() or (0,)
+        rowid = max(int(self.meta_get("chunkIdHigh") or 0), int(top))
         insert = (
-            "INSERT INTO chunks(path, source, start_line, end_line, heading, hash, text) "
-            "VALUES(?, ?, ?, ?, ?, ?, ?)"
+            "INSERT INTO chunks(id, path, source, start_line, end_line, heading, hash, text) "
+            "VALUES(?, ?, ?, ?, ?, ?, ?, ?)"
         )
+        n = 0
         for c in chunks:
+            rowid += 1
             self.db.execute(
-                insert, (path, source, c.start_line, c.end_line, c.heading, c.hash, c.text)
+                insert, (rowid, path, source, c.start_line, c.end_line, c.heading, c.hash, c.text)
             )
-            rowid = self.db.last_insert_rowid()
             self.db.execute(
                 "INSERT INTO chunks_fts(rowid, body, heading, path, source) VALUES(?, ?, ?, ?, ?)",
                 (rowid, c.fts_body, c.heading, path, source),
             )
             n += 1
+        if n:
+            self.meta_set("chunkIdHigh", str(rowid))
         return n
 
     def append_chunks(
@@ -713,9 +722,13 @@ class Store:
         weights: tuple[float, float, float] = FTS_WEIGHTS,
         *,
         fts5_idf: bool = False,
+        after_id: int | None = None,
+        idfs: Mapping[str, float] | None = None,
     ) -> list[SearchRow]:
         """Top ``limit`` chunks for an FTS5 MATCH expression, best first, ranked by
         bm25.py's BM25 (``fts5_idf``: FTS5's own ``bm25()``, for the anchors' bench).
+        ``after_id``: only chunks with a higher id (those added since a snapshot);
+        ``idfs``: IDFs of tokens known already (bm25.py), not counted again.
 
         Ranks inside the FTS table and joins only the top rows (joining first would
         read every matching chunk's text). A source filter is part of the MATCH, so
@@ -723,15 +736,23 @@ class Store:
         if sources:
             wanted = " OR ".join('source:"' + s.replace('"', '""') + '"' for s in sources)
             match = f"({match}) AND ({wanted})"
-        fn = "bm25" if fts5_idf else bm25.SQL_FUNCTION
+        rank = (
+            "bm25(chunks_fts, ?, ?, ?, 0.0"
+            if fts5_idf
+            else f"{bm25.SQL_FUNCTION}(chunks_fts, ?, ?, ?, 0.0"
+        )
+        extra: tuple[str, ...] = ()
+        if idfs and not fts5_idf:
+            rank, extra = rank + ", ?", (json.dumps(dict(idfs)),)
         sql = (
             "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.heading, c.text, f.rank "
-            f"FROM (SELECT rowid, {fn}(chunks_fts, ?, ?, ?, 0.0) AS rank FROM chunks_fts "
-            "WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?) f "
+            f"FROM (SELECT rowid, {rank}) AS rank FROM chunks_fts "
+            "WHERE chunks_fts MATCH ? AND rowid > ? ORDER BY rank LIMIT ?) f "
             "JOIN chunks c ON c.id = f.rowid ORDER BY f.rank"
         )
+        args = (*weights, *extra, match, -1 if after_id is None else after_id, limit)
         try:
-            rows: list[tuple[Any, ...]] = self.db.execute(sql, (*weights, match, limit)).fetchall()
+            rows: list[tuple[Any, ...]] = self.db.execute(sql, args).fetchall()
         except apsw.SQLError as exc:  # a MATCH expression FTS5 rejects
             raise StoreError(f"keyword query rejected: {exc}") from exc
         return [

@@ -133,20 +133,40 @@ def test_falls_back_to_fts5_when_it_cannot_answer(idx: MemoryIndex) -> None:
     assert idx.search('"heron pond"', min_score=0)["results"]
 
 
-def test_a_write_makes_the_snapshot_stale_until_rebuilt(idx: MemoryIndex, tmp_path: Path) -> None:
-    assert idx.keywords is not None and idx.keywords.wait_ready(idx.store)
+def test_a_stale_snapshot_answers_caught_up_until_rebuilt(idx: MemoryIndex) -> None:
+    """After a write the old snapshot still answers (no search waits for a rebuild,
+    none is sent to FTS5's per-row ranking), and its answer is current: chunks
+    added since are found, deleted and edited ones are gone."""
+    ki = idx.keywords
+    assert ki is not None and ki.wait_ready(idx.store)
     ws = idx.cfg.workspace
     assert ws is not None
+    heron = parse_query("heron")
+    before = {cid for cid, _, _ in ki.search(idx.store, heron, 1000, None) or []}
+    gone = sorted((ws / "memory").iterdir())[:10]
+    for f in gone[:5]:
+        f.unlink()
+    for f in gone[5:]:  # edited: every old chunk of the file is replaced
+        f.write_text("# Rewritten\n- nothing about birds here\n")
     write(ws, "memory/new.md", "- a quokka visited the heron pond\n")
     with MemoryIndex(idx.cfg) as w:
         w.sync()
-    q = parse_query("quokka")
-    idx.keywords.min_interval_s = 3600.0  # no rebuild yet: FTS5 answers, and finds it
-    assert idx.keywords.search(idx.store, q, 10, None) is None
+    ki.min_interval_s = 3600.0  # no rebuild for the rest of the test
+    got = ki.search(idx.store, parse_query("quokka"), 10, None)
+    assert got is not None, "a stale snapshot still answers"
+    assert ki._snap is not None and not ki._snap.version.endswith(
+        str(idx.store.meta_get("chunksVersion"))
+    ), "the snapshot is the old one"
+    fts = idx.store.fts_search(parse_query("quokka").fts_expression(), 10)
+    assert [(r.id, r.rank) for r in fts] == [(cid, rank) for cid, rank, _ in got]
+    after = ki.search(idx.store, heron, 1000, None)
+    assert after is not None
+    alive = idx.store.chunk_hashes(sorted(before))
+    now = {cid for cid, _, _ in after}
+    assert now - before == {fts[0].id}, "the one new heron chunk is found"
+    assert before - now == set(before) - set(alive) != set(), "deleted and edited chunks dropped"
     assert idx.search("quokka", min_score=0)["results"][0]["path"] == "memory/new.md"
-    assert idx.keywords.wait_ready(idx.store)
-    got = idx.keywords.search(idx.store, q, 10, None)
-    assert got is not None and len(got) == 1
+    assert ki.wait_ready(idx.store)  # the rebuilt snapshot agrees with FTS5 again
     assert _compare(idx, "quokka heron", None) > 1
 
 

@@ -95,3 +95,28 @@ def test_reads_do_not_wait_for_a_writer(tmp_path: Path) -> None:
                 assert res and time.monotonic() - t0 < 1.0  # busy timeout is 10 s
         finally:
             writer.store.db.execute("ROLLBACK")
+
+
+def test_chunk_ids_are_never_reused(tmp_path: Path) -> None:
+    """Replacing or deleting the newest chunks must not hand their ids out again:
+    a reader's older keyword snapshot takes every id above its highest as new."""
+
+    def rows(*texts: str) -> list[ChunkRow]:
+        return [ChunkRow(i + 1, i + 1, "", f"h-{t}", t, t) for i, t in enumerate(texts)]
+
+    def ids(s: Store, path: str) -> list[int]:
+        return [int(r[0]) for r in s.db.execute("SELECT id FROM chunks WHERE path=?", (path,))]
+
+    with Store(tmp_path / "a.sqlite") as s:
+        with s.transaction():
+            s.replace_file("a.md", "memory", FileState("1", 0, 0), 2, rows("one", "two"))
+            s.replace_file("b.md", "memory", FileState("1", 0, 0), 2, rows("three", "four"))
+        high = max(ids(s, "b.md"))
+        with s.transaction():  # the newest file edited: its chunks replaced
+            s.replace_file("b.md", "memory", FileState("2", 0, 0), 1, rows("five"))
+        assert min(ids(s, "b.md")) > high
+        high = max(ids(s, "b.md"))
+        with s.transaction():
+            s.delete_file("b.md")
+            s.replace_file("c.md", "memory", FileState("1", 0, 0), 1, rows("six"))
+        assert ids(s, "c.md") == [high + 1]
