@@ -1,0 +1,243 @@
+"""Files, chunks and their FTS rows, transcript cursors, skipped files."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from .base import StoreBase
+from .records import ChunkRow, FileState, SearchRow, SessionCursor
+
+
+class ChunkTables(StoreBase):
+    """The files and chunks tables (and chunks_fts, session_cursors, skipped)."""
+
+    def file_states(self, source: str | None = None) -> dict[str, FileState]:
+        sql = "SELECT path, hash, mtime_ns, size FROM files"
+        args: tuple[Any, ...] = ()
+        if source is not None:
+            sql += " WHERE source=?"
+            args = (source,)
+        return {
+            str(p): FileState(str(h), int(m), int(s)) for p, h, m, s in self.db.execute(sql, args)
+        }
+
+    def file_lines(self, path: str) -> int | None:
+        row = self.db.execute("SELECT lines FROM files WHERE path=?", (path,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def touch_file(self, path: str, mtime_ns: int, size: int) -> None:
+        self.db.execute("UPDATE files SET mtime_ns=?, size=? WHERE path=?", (mtime_ns, size, path))
+
+    def delete_file(self, path: str) -> int:
+        """Remove a file and its chunks; returns the number of chunks removed."""
+        ids = [r[0] for r in self.db.execute("SELECT id FROM chunks WHERE path=?", (path,))]
+        self._delete_chunks(ids)
+        self.db.execute("DELETE FROM files WHERE path=?", (path,))
+        return len(ids)
+
+    def _delete_chunks(self, ids: Sequence[int]) -> None:
+        if not ids:
+            return
+        self._bump_chunks()
+        self.db.executemany("DELETE FROM chunks_fts WHERE rowid=?", ((i,) for i in ids))
+        if self.has_vectors():
+            self._bump_vectors()
+            self.db.executemany("DELETE FROM chunks_vec WHERE rowid=?", ((i,) for i in ids))
+        self.db.executemany("DELETE FROM chunks WHERE id=?", ((i,) for i in ids))
+
+    def _insert_chunks(self, path: str, source: str, chunks: Iterable[ChunkRow]) -> int:
+        """Insert chunks under new ids. Ids only grow, never reused (the ``chunkIdHigh``
+        meta remembers the highest ever given, as deleting the newest rows would let
+        SQLite hand their ids out again): a reader holding an older snapshot knows
+        every chunk above its highest id is new, and that an id it knows still names
+        the same text if it still exists (keywords.py)."""
+        self._bump_chunks()
+        (top,) = self.db.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone() or (0,)
+        rowid = max(int(self.meta_get("chunkIdHigh") or 0), int(top))
+        insert = (
+            "INSERT INTO chunks(id, path, source, start_line, end_line, heading, hash, text) "
+            "VALUES(?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+        n = 0
+        for c in chunks:
+            rowid += 1
+            self.db.execute(
+                insert, (rowid, path, source, c.start_line, c.end_line, c.heading, c.hash, c.text)
+            )
+            self.db.execute(
+                "INSERT INTO chunks_fts(rowid, body, heading, path, source) VALUES(?, ?, ?, ?, ?)",
+                (rowid, c.fts_body, c.heading, path, source),
+            )
+            n += 1
+        if n:
+            self.meta_set("chunkIdHigh", str(rowid))
+        return n
+
+    def append_chunks(
+        self, path: str, source: str, state: FileState, lines: int, chunks: Iterable[ChunkRow]
+    ) -> int:
+        """Add chunks to ``path`` (a growing transcript) and record its new state."""
+        self.db.execute(
+            "INSERT INTO files(path, source, hash, mtime_ns, size, lines, indexed_at) "
+            "VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
+            "hash=excluded.hash, mtime_ns=excluded.mtime_ns, size=excluded.size, "
+            "lines=excluded.lines, indexed_at=excluded.indexed_at",
+            (path, source, state.hash, state.mtime_ns, state.size, lines, time.time()),
+        )
+        return self._insert_chunks(path, source, chunks)
+
+    def rename_path(self, old: str, new: str, prepare: Callable[[str], str]) -> None:
+        """Move every row of ``old`` to ``new`` (a rotated transcript keeps its rows).
+        ``prepare`` maps chunk text to its FTS body."""
+        rows = self.db.execute(
+            "SELECT id, heading, text, source FROM chunks WHERE path=?", (old,)
+        ).fetchall()
+        self.db.execute("UPDATE chunks SET path=? WHERE path=?", (new, old))
+        self._bump_chunks()
+        for cid, heading, text, source in rows:
+            self.db.execute("DELETE FROM chunks_fts WHERE rowid=?", (cid,))
+            self.db.execute(
+                "INSERT INTO chunks_fts(rowid, body, heading, path, source) VALUES(?, ?, ?, ?, ?)",
+                (cid, prepare(str(text)), heading, new, source),
+            )
+        self.db.execute("UPDATE files SET path=? WHERE path=?", (new, old))
+        self.db.execute("UPDATE session_cursors SET path=? WHERE path=?", (new, old))
+
+    def session_cursors(self) -> dict[str, SessionCursor]:
+        return {
+            str(p): SessionCursor(str(p), int(d), int(i), int(c), int(n), str(h), int(hl), int(m))
+            for p, d, i, c, n, h, hl, m in self.db.execute(
+                "SELECT path, dev, ino, committed, lines, head, head_len, malformed "
+                "FROM session_cursors"
+            )
+        }
+
+    def put_session_cursor(self, c: SessionCursor) -> None:
+        self.db.execute(
+            "INSERT INTO session_cursors(path, dev, ino, committed, lines, updated_at, head, "
+            "head_len, malformed) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE "
+            "SET dev=excluded.dev, ino=excluded.ino, committed=excluded.committed, "
+            "lines=excluded.lines, updated_at=excluded.updated_at, head=excluded.head, "
+            "head_len=excluded.head_len, malformed=excluded.malformed",
+            (
+                c.path,
+                c.dev,
+                c.ino,
+                c.committed,
+                c.lines,
+                time.time(),
+                c.head,
+                c.head_len,
+                c.malformed,
+            ),
+        )
+
+    def delete_session(self, path: str) -> int:
+        """Forget a transcript: its chunks, file row and cursor."""
+        self.db.execute("DELETE FROM session_cursors WHERE path=?", (path,))
+        return self.delete_file(path)
+
+    def replace_file(
+        self,
+        path: str,
+        source: str,
+        state: FileState,
+        lines: int,
+        chunks: Iterable[ChunkRow],
+    ) -> tuple[int, int]:
+        """Replace every row of ``path``; call inside ``transaction()``.
+
+        Returns (chunks removed, chunks written)."""
+        removed = self.delete_file(path)
+        self.db.execute(
+            "INSERT INTO files(path, source, hash, mtime_ns, size, lines, indexed_at) "
+            "VALUES(?, ?, ?, ?, ?, ?, ?)",
+            (path, source, state.hash, state.mtime_ns, state.size, lines, time.time()),
+        )
+        return removed, self._insert_chunks(path, source, chunks)
+
+    def clear(self) -> None:
+        """Remove every file, chunk and vector (keeps the embedding cache)."""
+        self._bump_chunks()
+        self.db.execute("DELETE FROM chunks_fts")
+        if self.has_vectors():
+            self.db.execute("DROP TABLE chunks_vec")
+            self._bump_vectors()
+        self.db.execute("DELETE FROM chunks")
+        self.db.execute("DELETE FROM files")
+        self.db.execute("DELETE FROM skipped")
+        self.db.execute("DELETE FROM session_cursors")
+
+    def record_skip(self, path: str, source: str, reason: str) -> None:
+        self.db.execute(
+            "INSERT INTO skipped(path, source, reason, at) VALUES(?, ?, ?, ?) "
+            "ON CONFLICT(path) DO UPDATE SET reason=excluded.reason, at=excluded.at",
+            (path, source, reason, time.time()),
+        )
+
+    def clear_skip(self, path: str) -> None:
+        self.db.execute("DELETE FROM skipped WHERE path=?", (path,))
+
+    def prune_skips(self, keep: set[str], source: str) -> None:
+        for (p,) in list(self.db.execute("SELECT path FROM skipped WHERE source=?", (source,))):
+            if p not in keep:
+                self.clear_skip(str(p))
+
+    def sync_skips(self, source: str, items: Sequence[tuple[str, str]]) -> None:
+        """Make ``source``'s skipped list exactly ``items`` (path, reason), in a
+        transaction of its own, and only when it changes."""
+        rows = self.db.execute("SELECT path, reason FROM skipped WHERE source=?", (source,))
+        old = {str(p): str(r) for p, r in rows}
+        if old == dict(items):
+            return
+        with self.transaction():
+            self.db.execute("DELETE FROM skipped WHERE source=?", (source,))
+            for path, reason in items:
+                self.record_skip(path, source, reason)
+
+    def skipped(self) -> list[dict[str, Any]]:
+        return [
+            {"path": p, "source": s, "reason": r, "at": a}
+            for p, s, r, a in self.db.execute(
+                "SELECT path, source, reason, at FROM skipped ORDER BY path"
+            )
+        ]
+
+    def has_source(self, source: str) -> bool:
+        row = self.db.execute(
+            "SELECT EXISTS(SELECT 1 FROM files WHERE source=?)", (source,)
+        ).fetchone()
+        return bool(row and row[0])
+
+    def chunk_hashes(self, ids: Sequence[int]) -> dict[int, str]:
+        """The text hash of each chunk that still exists."""
+        rows = self._rows_in("SELECT id, hash FROM chunks WHERE id IN ({marks})", ids)
+        return {int(i): str(h) for i, h in rows}
+
+    def chunk_rows(
+        self, ids: Sequence[int], ranks: dict[int, float] | None = None
+    ) -> dict[int, SearchRow]:
+        """Rows by id (``ranks``: the rank to give each, else 0); missing ids are left out."""
+        rank = ranks or {}
+        rows = [SearchRow.pending(i, "", rank.get(i, 0.0)) for i in ids]
+        self.load_rows(rows)
+        return {r.id: r for r in rows if r.loaded}
+
+    def load_rows(self, rows: Iterable[SearchRow]) -> None:
+        """Read the pending rows among ``rows`` (one query); deleted chunks stay
+        unloaded."""
+        todo = {r.id: r for r in rows if not r.loaded}
+        sql = (
+            "SELECT id, path, source, start_line, end_line, heading, text FROM chunks "
+            "WHERE id IN ({marks})"
+        )
+        for i, p, s, a, b, h, t in self._rows_in(sql, list(todo)):
+            r = todo[i]
+            r.path, r.source, r.start_line, r.end_line, r.heading, r.text = p, s, a, b, h, t
+            r.loaded = True
+
+    def texts_for_hashes(self, hashes: Sequence[str]) -> dict[str, str]:
+        rows = self._rows_in("SELECT hash, text FROM chunks WHERE hash IN ({marks})", hashes)
+        return {str(h): str(t) for h, t in rows}

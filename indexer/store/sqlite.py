@@ -1,0 +1,168 @@
+"""The SQLite store: every table, plus keyword search and the health checks."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from .. import bm25
+from ..errors import StoreError
+from .chunks import ChunkTables
+from .records import FTS_WEIGHTS, SearchRow
+from .vectors import VectorTables
+
+
+class Store(ChunkTables, VectorTables):
+    """An open index file."""
+
+    def fts_search(
+        self,
+        match: str,
+        limit: int,
+        sources: Sequence[str] | None = None,
+        weights: tuple[float, float, float] = FTS_WEIGHTS,
+        *,
+        fts5_idf: bool = False,
+        after_id: int | None = None,
+        idfs: Mapping[str, float] | None = None,
+    ) -> list[SearchRow]:
+        """Top ``limit`` chunks for an FTS5 MATCH expression, best first, ranked by
+        bm25.py's BM25 (``fts5_idf``: FTS5's own ``bm25()``, for the anchors' bench).
+        ``after_id``: only chunks with a higher id (those added since a snapshot);
+        ``idfs``: IDFs of tokens known already (bm25.py), not counted again.
+
+        Ranks inside the FTS table and joins only the top rows (joining first would
+        read every matching chunk's text). A source filter is part of the MATCH, so
+        it applies before the LIMIT."""
+        if sources:
+            wanted = " OR ".join('source:"' + s.replace('"', '""') + '"' for s in sources)
+            match = f"({match}) AND ({wanted})"
+        rank = (
+            "bm25(chunks_fts, ?, ?, ?, 0.0"
+            if fts5_idf
+            else f"{bm25.SQL_FUNCTION}(chunks_fts, ?, ?, ?, 0.0"
+        )
+        extra: tuple[str, ...] = ()
+        if idfs and not fts5_idf:
+            rank, extra = rank + ", ?", (json.dumps(dict(idfs)),)
+        sql = (
+            "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.heading, c.text, f.rank "
+            f"FROM (SELECT rowid, {rank}) AS rank FROM chunks_fts "
+            "WHERE chunks_fts MATCH ? AND rowid > ? ORDER BY rank LIMIT ?) f "
+            "JOIN chunks c ON c.id = f.rowid ORDER BY f.rank"
+        )
+        args = (*weights, *extra, match, -1 if after_id is None else after_id, limit)
+        try:
+            rows: list[tuple[Any, ...]] = self.db.execute(sql, args).fetchall()
+        except apsw.SQLError as exc:  # a MATCH expression FTS5 rejects
+            raise StoreError(f"keyword query rejected: {exc}") from exc
+        return [
+            SearchRow(int(i), str(p), str(s), int(a), int(b), str(h), str(t), float(r))
+            for i, p, s, a, b, h, t, r in rows
+        ]
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for source, n in self.db.execute("SELECT source, count(*) FROM files GROUP BY source"):
+            out.setdefault(str(source), {"files": 0, "chunks": 0})["files"] = int(n)
+        for source, n in self.db.execute("SELECT source, count(*) FROM chunks GROUP BY source"):
+            out.setdefault(str(source), {"files": 0, "chunks": 0})["chunks"] = int(n)
+        return out
+
+    def versions(self) -> dict[str, str | None]:
+        return {
+            "binding": f"apsw {apsw.apsw_version()}",
+            "sqlite": apsw.sqlite_lib_version(),
+            "sqliteVec": self.vec_version,
+        }
+
+    def copy_carryover(self, other: Path) -> int:
+        """Copy the embedding cache and open batch jobs of another index file (a
+        rebuild keeps every vector already paid for). Returns cache rows copied."""
+        self.db.execute("ATTACH DATABASE ? AS old", (str(other),))
+        try:
+            with self.transaction():
+                self.db.execute(
+                    "INSERT OR IGNORE INTO main.embedding_cache "
+                    "SELECT provider, hash, dims, vector, last_used FROM old.embedding_cache"
+                )
+                self.db.execute(
+                    "INSERT OR IGNORE INTO main.batch_jobs "
+                    "SELECT id, provider, hashes, created_at, polled_at FROM old.batch_jobs"
+                )
+        finally:
+            self.db.execute("DETACH DATABASE old")
+        return self.cache_count()
+
+    def checkpoint(self) -> None:
+        """Fold the WAL into the database file (before a generation is published)."""
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def integrity(self) -> str:
+        row = self.db.execute("PRAGMA integrity_check").fetchone()
+        return str(row[0]) if row else "unknown"
+
+    def consistency(self) -> list[str]:
+        """Problems that a crash or a bug could leave behind, [] when there are none:
+        SQLite's integrity check, chunks of no indexed file or transcript, duplicate
+        chunks, FTS rows without a chunk (or the reverse), vectors without a chunk and
+        chunks marked embedded that have no vector."""
+        problems: list[str] = []
+        ok = self.integrity()
+        if ok != "ok":
+            problems.append(f"integrity_check: {ok}")
+
+        def count(sql: str) -> int:
+            row = self.db.execute(sql).fetchone()
+            return int(row[0]) if row else 0
+
+        checks = [
+            (
+                "chunks of no indexed file or transcript",
+                "SELECT count(*) FROM chunks c WHERE c.path NOT IN (SELECT path FROM files) "
+                "AND c.path NOT IN (SELECT path FROM session_cursors)",
+            ),
+            (
+                "duplicate chunks (same path and lines)",
+                "SELECT count(*) FROM (SELECT 1 FROM chunks GROUP BY path, start_line, end_line "
+                "HAVING count(*) > 1)",
+            ),
+            (
+                "FTS rows without a chunk",
+                "SELECT count(*) FROM chunks_fts_docsize WHERE id NOT IN (SELECT id FROM chunks)",
+            ),
+            (
+                "chunks missing from FTS",
+                "SELECT count(*) FROM chunks WHERE id NOT IN (SELECT id FROM chunks_fts_docsize)",
+            ),
+        ]
+        if self.has_vectors():
+            checks += [
+                (
+                    "vectors without a chunk",
+                    "SELECT count(*) FROM chunks_vec WHERE rowid NOT IN (SELECT id FROM chunks)",
+                ),
+                (
+                    "chunks marked embedded without a vector",
+                    "SELECT count(*) FROM chunks WHERE embedded = 1 "
+                    "AND id NOT IN (SELECT rowid FROM chunks_vec)",
+                ),
+            ]
+        for what, sql in checks:
+            n = count(sql)
+            if n:
+                problems.append(f"{n} {what}")
+        return problems
+
+    def size_bytes(self) -> int:
+        total = 0
+        for suffix in ("", "-wal"):
+            with contextlib.suppress(OSError):
+                total += os.path.getsize(str(self.file) + suffix)
+        return total
