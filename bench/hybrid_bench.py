@@ -55,6 +55,20 @@ class FixedQuery(EmbeddingProvider):
         return self._seen[key]
 
 
+def questions(n: int, rng: random.Random) -> list[str]:
+    """``n`` queries of three words from real tldr sentences."""
+    from index_bench import real_sentences
+
+    sents = real_sentences()
+    out: list[str] = []
+    while len(out) < n:
+        ws = [w.strip(".,()`'\"") for w in rng.choice(sents).lower().split()]
+        ws = [w for w in ws if len(w) > 3 and w.isalpha()]
+        if len(ws) >= 3:
+            out.append(" ".join(rng.sample(ws, 3)))
+    return out
+
+
 def build(path: Path, n: int, sessions_share: float = 0.0) -> None:
     lines = []
     for page in sorted((shared("corpora", "tldr-pages") / "pages").rglob("*.md")):
@@ -116,16 +130,8 @@ def main() -> None:
             "user",
         ]
         queries = [" ".join(rng.sample(words, 3)) for _ in range(args.queries)]
-    else:  # questions made of words from real tldr sentences
-        from index_bench import real_sentences
-
-        sents = real_sentences()
-        queries = []
-        while len(queries) < args.queries:
-            ws = [w.strip(".,()`'\"") for w in rng.choice(sents).lower().split()]
-            ws = [w for w in ws if len(w) > 3 and w.isalpha()]
-            if len(ws) >= 3:
-                queries.append(" ".join(rng.sample(ws, 3)))
+    else:
+        queries = questions(args.queries, rng)
     with tempfile.TemporaryDirectory() as d:
         ws = Path(d)
         idx_path = ws / "h.sqlite"

@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import percentile  # noqa: E402
-from hybrid_bench import DIMS, FixedQuery, build  # noqa: E402
+from hybrid_bench import DIMS, FixedQuery, build, questions  # noqa: E402
 from index_bench import real_sentences  # noqa: E402
 
 from indexer.config import Config  # noqa: E402
@@ -109,13 +109,7 @@ def main() -> None:
     ap.add_argument("--write-gap-ms", type=float, default=20.0)
     args = ap.parse_args()
     sents = real_sentences()
-    rng = random.Random(5)
-    queries: list[str] = []
-    while len(queries) < args.queries:
-        ws = [w.strip(".,()`'\"") for w in rng.choice(sents).lower().split()]
-        ws = [w for w in ws if len(w) > 3 and w.isalpha()]
-        if len(ws) >= 3:
-            queries.append(" ".join(rng.sample(ws, 3)))
+    queries = questions(args.queries, random.Random(5))
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "w.sqlite"
         t0 = time.perf_counter()
