@@ -530,8 +530,6 @@ def main(
 
 def _quiet_stdout() -> None:
     """Point stdout at /dev/null so the interpreter's final flush does not fail too."""
-    import os
-
     with contextlib.suppress(OSError, ValueError):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
