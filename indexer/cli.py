@@ -125,6 +125,12 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--gate", action="store_true", help="answer small talk and /commands with no search"
     )
+    s.add_argument(
+        "--mode",
+        choices=["keyword", "vector", "hybrid"],
+        default=None,
+        help="search mode (default: hybrid when vectors are built, else keyword)",
+    )
     s.add_argument("--json", action="store_true", help="print the memory_search result as JSON")
 
     s = sub.add_parser("get", help="print lines of a memory file")
@@ -183,16 +189,18 @@ def _cmd_index(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) 
         index_path = report.pop("indexPath", str(cfg.resolved_index_path()))
     else:
         _setup_logging(args, err)
-        from .engine import MemoryIndex, provider_note, select_provider
+        from .indexing import Indexer
+        from .selection import select_provider
+        from .store import Store
 
-        sel = select_provider(cfg)
-        with MemoryIndex(cfg, provider=sel.provider, provider_note=provider_note(cfg, sel)) as idx:
-            bar = _ProgressBar(err, "indexing")
-            try:
-                report = idx.sync(force=args.force, progress=bar).to_json()
-            finally:
-                bar.close()
-            index_path = str(idx.index_path)
+        writer = Indexer(cfg, Store(cfg.resolved_index_path()), select_provider(cfg).provider)
+        bar = _ProgressBar(err, "indexing")
+        try:
+            report = writer.sync(force=args.force, progress=bar).to_json()
+        finally:
+            bar.close()
+            writer.store.close()
+        index_path = str(writer.index_path)
     if args.json:
         _print_json({"indexPath": index_path, **report}, out)
         return 0
@@ -234,6 +242,8 @@ def _cmd_search(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO)
         params["sources"] = [args.source]
     if args.gate:
         params["gate"] = True
+    if args.mode is not None:
+        params["mode"] = args.mode
     result = read_call(cfg, "memory_search", params, direct=lambda: _setup_logging(args, err))
     if args.json:
         _print_json(result, out)
@@ -316,7 +326,7 @@ def _cmd_status(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO)
 def _cmd_doctor(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
     """Each check: (name, ok, detail). Exit 1 if any failed."""
     from .discovery import discover
-    from .engine import select_provider
+    from .selection import select_provider
     from .store import Store
     from .tokenizer import get_counter
 

@@ -35,12 +35,15 @@ from typing import Any
 
 from . import __version__, api
 from .config import Config, Settings
-from .engine import MemoryIndex, provider_note, select_provider
 from .errors import ConfigError, InvalidParams
 from .generations import current_file
 from .health import TaskHealth
+from .indexing import Indexer
 from .keywords import KeywordIndex
+from .searcher import Searcher
+from .selection import provider_note, select_provider
 from .server import METHOD_NOT_FOUND, RpcError, SocketServer
+from .store import Store
 from .vectors import VectorMatrix
 from .watcher import ObserverFactory, Watcher
 
@@ -54,7 +57,8 @@ _REINDEX_TIMEOUT_S = 3600.0
 
 
 class AgentRuntime:
-    """One agent: its writer index (indexer thread only) and a reader pool."""
+    """One agent: its ``Indexer`` (the indexer thread's only) and a pool of
+    ``Searcher``s on read-only connections (the request threads')."""
 
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
@@ -68,8 +72,8 @@ class AgentRuntime:
         self.vectors = VectorMatrix()
         self.keywords = KeywordIndex()
         # the writer creates and migrates the index file
-        self.writer = MemoryIndex(cfg, provider=sel.provider, provider_note=self.provider_note)
-        self._readers: queue.LifoQueue[MemoryIndex] = queue.LifoQueue()
+        self.writer = Indexer(cfg, Store(cfg.resolved_index_path()), sel.provider)
+        self._readers: queue.LifoQueue[Searcher] = queue.LifoQueue()
         self.backfill = True  # first pass: everything, transcripts below thresholds too
         self.memory_due: float | None = None
         self.memory_first: float | None = None
@@ -84,17 +88,17 @@ class AgentRuntime:
         return self.health.report(pending)
 
     @contextlib.contextmanager
-    def reader(self) -> Iterator[MemoryIndex]:
+    def reader(self) -> Iterator[Searcher]:
         current = current_file(self.writer.index_path)
         try:
             idx = self._readers.get_nowait()
             if idx.store.file != current:  # a rebuild swapped generations: reopen
-                idx.close()
+                idx.store.close()
                 raise queue.Empty
         except queue.Empty:
-            idx = MemoryIndex(
+            idx = Searcher(
                 self.cfg,
-                readonly=True,
+                Store(self.writer.index_path, readonly=True),
                 provider=self.provider,
                 provider_note=self.provider_note,
                 vectors=self.vectors,
@@ -106,15 +110,15 @@ class AgentRuntime:
             if self._readers.qsize() < _IDLE_READERS:
                 self._readers.put(idx)
             else:  # a burst of clients is over: do not keep its connections
-                idx.close()
+                idx.store.close()
 
     def close(self) -> None:
         while True:
             try:
-                self._readers.get_nowait().close()
+                self._readers.get_nowait().store.close()
             except queue.Empty:
                 break
-        self.writer.close()
+        self.writer.store.close()
         if self.provider is not None:
             self.provider.close()
 
@@ -405,20 +409,28 @@ class Daemon:
         self.last_request = time.monotonic()
         if method in self.extra_methods:
             return self.extra_methods[method](self, params)
-        if method == "ping":
+        if method not in api.METHODS:
+            raise RpcError(
+                METHOD_NOT_FOUND, f"unknown method '{method}'", {"methods": list(api.METHODS)}
+            )
+        req = api.parse(method, params)
+        if isinstance(req, api.PingRequest):
             return {
                 "ok": True,
                 "version": __version__,
                 "agents": {n: str(a.writer.index_path) for n, a in self.agents.items()},
             }
-        if method in ("memory_search", "memory_get"):
-            rt = self._agent(params)
-            with rt.reader() as idx:
-                return api.read(idx, method, params)
-        if method == "status":
-            rt = self._agent(params)
-            with rt.reader() as idx:
-                st = api.read(idx, "status", params)
+        rt = self._agent(params)
+        if isinstance(req, api.ReindexRequest):
+            fut: Future[dict[str, Any]] = Future()
+            self._jobs.put((rt.cfg.agent_name, req.force, fut))
+            with self._wake:
+                self._wake.notify_all()
+            return fut.result(timeout=_REINDEX_TIMEOUT_S)
+        with rt.reader() as searcher:
+            answer = searcher.answer(req)
+        if isinstance(req, api.StatusRequest):
+            st: dict[str, Any] = dict(answer)
             st["agent"] = rt.cfg.agent_name
             st["agents"] = list(self.agents)
             st["daemon"] = {
@@ -431,18 +443,4 @@ class Daemon:
             }
             st.update(rt.report_health())
             return st
-        if method == "reindex":
-            rt = self._agent(params)
-            force = params.get("force", False)
-            if not isinstance(force, bool):
-                raise InvalidParams("'force' must be true or false")
-            fut: Future[dict[str, Any]] = Future()
-            self._jobs.put((rt.cfg.agent_name, force, fut))
-            with self._wake:
-                self._wake.notify_all()
-            return fut.result(timeout=_REINDEX_TIMEOUT_S)
-        raise RpcError(
-            METHOD_NOT_FOUND,
-            f"unknown method '{method}'",
-            {"methods": ["memory_search", "memory_get", "status", "reindex", "ping"]},
-        )
+        return answer

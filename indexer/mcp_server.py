@@ -1,9 +1,10 @@
 """``memindex mcp``: an MCP server over stdio (official ``mcp`` SDK, optional extra).
 
-Tools memory_search, memory_get and status take the same parameters and return the
-same objects as the socket methods (memory_get's first line is ``from``, which is why
-the low-level server is used: its input schemas are written here, not derived from
-Python signatures). Each call goes through the running daemon when it serves this
+Tools memory_search, memory_get and status are the read methods of ``api.METHODS``:
+the same parameters (their input schemas are made from the request types' ``Param``
+lists; memory_get's first line is ``from``, which is why the low-level server is
+used rather than schemas derived from Python signatures) and the same result objects
+as the socket's. Each call goes through the running daemon when it serves this
 index, else reads the index file directly.
 
 JSON can carry a lone surrogate (``"\\ud800"``) that is not valid Unicode; the SDK's
@@ -21,6 +22,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from . import __version__
+from .api import METHODS, input_schema
 from .config import Config
 from .errors import MemindexError
 from .reading import read_call
@@ -69,48 +71,10 @@ class _CleanLines:
             yield clean_line(raw)
 
 
-_AGENT = {"type": "string", "description": "agent id (default: the configured agent)"}
-
 TOOLS: dict[str, dict[str, Any]] = {
-    "memory_search": {
-        "description": "Search the agent's memory (Markdown notes and session transcripts). "
-        "Words are OR-ed and ranked; quote phrases; IDs and paths match as written. "
-        "Each result has path, startLine, endLine, score, snippet, source, citation.",
-        "schema": {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "what to look for"},
-                "maxResults": {"type": "integer", "minimum": 1, "maximum": 200},
-                "minScore": {"type": "number", "minimum": 0, "maximum": 1},
-                "sources": {"type": "array", "items": {"enum": ["memory", "sessions"]}},
-                "gate": {
-                    "type": "boolean",
-                    "description": "skip small talk, slash commands and emoji-only input",
-                },
-                "agent": _AGENT,
-            },
-            "required": ["query"],
-        },
-    },
-    "memory_get": {
-        "description": "Read lines of a memory file or transcript, e.g. from a search "
-        "result's citation: path plus from (1-based first line) and lines.",
-        "schema": {
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "e.g. memory/2026-11-21.md"},
-                "from": {"type": "integer", "minimum": 1},
-                "lines": {"type": "integer", "minimum": 1},
-                "agent": _AGENT,
-            },
-            "required": ["path"],
-        },
-    },
-    "status": {
-        "description": "What the index holds: files and chunks per source, provider, "
-        "vector state, last sync, skipped files.",
-        "schema": {"type": "object", "properties": {"agent": _AGENT}},
-    },
+    name: {"description": m.description, "schema": input_schema(name)}
+    for name, m in METHODS.items()
+    if m.read
 }
 
 

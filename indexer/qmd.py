@@ -34,14 +34,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
+from .api import Mode, SearchRequest
 from .chunking import split_lines
 from .client import DaemonUnavailable, RemoteError, call
-from .config import Config, ExtraPath, HybridConfig, load_config
+from .config import Config, ExtraPath, load_config
 from .discovery import glob_match, roots_for
-from .engine import MemoryIndex, read_document, select_provider
+from .documents import read_document
+from .engine import MemoryIndex
 from .errors import InvalidParams, MemindexError
 from .qmd_entry import emit
-from .store import private_dir, private_file
+from .searcher import Searcher
+from .selection import select_provider
+from .store import Store, private_dir, private_file
 
 __all__ = ["main"]
 
@@ -156,8 +160,8 @@ def _catalogue() -> sqlite3.Connection:
     return db
 
 
-def refresh_catalogue(cfg: Config, cols: list[dict[str, str]], idx: MemoryIndex) -> int:
-    states = idx.store.file_states("memory")
+def refresh_catalogue(cfg: Config, cols: list[dict[str, str]], store: Store) -> int:
+    states = store.file_states("memory")
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     locate = _Locator(cfg, cols)
     rows = []
@@ -202,6 +206,10 @@ def qmd_socket() -> Path:
     return cache_dir() / "memindex-qmd" / "daemon.sock"
 
 
+# QMD's commands as memindex search modes: BM25 only, vectors only, both fused.
+_MODES: dict[str, Mode] = {"search": "keyword", "vsearch": "vector", "query": "hybrid"}
+
+
 def search_items(
     cfg: Config,
     cols: list[dict[str, str]],
@@ -209,21 +217,17 @@ def search_items(
     query: str,
     n: int,
     names: list[str],
-    idx: MemoryIndex,
+    searcher: Searcher,
 ) -> list[dict[str, Any]]:
     """QMD's result objects for a search on an open index (the process or the daemon)."""
     known = {c["name"] for c in cols}
     for name in names:
         if name not in known:
             raise QmdError(f"Collection not found: {name}")
-    if mode == "search":  # keyword only, whatever the provider
-        idx = MemoryIndex(cfg, readonly=True, store=idx.store)
-    elif mode == "vsearch":
-        vcfg = replace(cfg, hybrid=HybridConfig(vectorWeight=0.9, textWeight=0.1))
-        idx = MemoryIndex(
-            vcfg, readonly=True, provider=idx.provider, store=idx.store, vectors=idx.vectors
-        )
-    res = idx.search(query, max_results=min(200, n * 4), min_score=0.0)["results"]
+    if mode not in _MODES:
+        raise QmdError(f"Unknown search mode: {mode}")
+    params = {"query": query, "maxResults": min(200, max(1, n) * 4), "minScore": 0.0}
+    res = searcher.search(SearchRequest.parse({**params, "mode": _MODES[mode]}))["results"]
     locate = _Locator(cfg, cols)
     items: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
@@ -267,8 +271,9 @@ def _search(
         emit([], out, as_json)
         return
     provider = None if mode == "search" else select_provider(cfg).provider
-    with MemoryIndex(cfg, readonly=True, provider=provider) as idx:
-        items = search_items(cfg, cols, mode, query, n, names, idx)
+    with Store(cfg.resolved_index_path(), readonly=True) as store:
+        searcher = Searcher(cfg, store, provider=provider)
+        items = search_items(cfg, cols, mode, query, n, names, searcher)
     emit(items, out, as_json)
 
 
@@ -296,7 +301,7 @@ def _daemon(base: Config) -> int:
     def qmd_search(daemon: Daemon, params: dict[str, Any]) -> Any:
         rt = next(iter(daemon.agents.values()))
         names = [str(x) for x in params.get("collections") or []]
-        with rt.reader() as idx:
+        with rt.reader() as searcher:
             try:
                 return search_items(
                     cfg,
@@ -305,7 +310,7 @@ def _daemon(base: Config) -> int:
                     str(params.get("query", "")),
                     int(params.get("n", 5)),
                     names,
-                    idx,
+                    searcher,
                 )
             except QmdError as exc:
                 raise InvalidParams(str(exc)) from exc
@@ -418,7 +423,7 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
             with MemoryIndex(cfg, provider=sel.provider if sel else None) as idx:
                 if args.cmd == "update":
                     rep = idx.sync(embed=False)
-                    docs = refresh_catalogue(cfg, cols, idx)
+                    docs = refresh_catalogue(cfg, cols, idx.store)
                     out.write(
                         f"Updated {len(cols)} collection(s): {docs} documents; {rep.added} "
                         f"added, {rep.updated} updated, {rep.removed} removed\n"

@@ -31,30 +31,33 @@ def read_call(
     params: dict[str, Any],
     direct: Callable[[], None] | None = None,
 ) -> Any:
-    """Ask the daemon when it serves this index, else read the index file directly
-    (calling ``direct`` first: the CLI sets up its logging only then)."""
+    """Ask the daemon when it serves this index, else answer the read method
+    ``method`` (``api.METHODS``) from the index file directly (calling ``direct``
+    first: the CLI sets up its logging only then)."""
     sock = daemon_socket(cfg)
     if sock is not None:
         try:
             return call(sock, method, {"agent": cfg.agent_name, **params})
         except DaemonUnavailable:
             pass  # it went away: read the file
+    req = api.parse(method, params)  # a bad parameter fails before any file is opened
     if direct is not None:
         direct()
-    # Imported only now: the engine pulls in numpy, the tokenizer and sqlite-vec,
+    # Imported only now: the read path pulls in numpy, the tokenizer and sqlite-vec,
     # which a call answered by the daemon does not need.
-    from .engine import MemoryIndex
+    from .searcher import Searcher
+    from .store import Store
 
     provider, note = None, ""
     if method in ("memory_search", "status"):
         provider, note = provider_for_reading(cfg)
-    with MemoryIndex(cfg, readonly=True, provider=provider, provider_note=note) as idx:
-        return api.read(idx, method, params)
+    with Store(cfg.resolved_index_path(), readonly=True) as store:
+        return Searcher(cfg, store, provider=provider, provider_note=note).answer(req)
 
 
 def provider_for_reading(cfg: Config) -> tuple[EmbeddingProvider | None, str]:
     """Load the embedding model only when the index holds vectors to search."""
-    from .engine import provider_note, select_provider
+    from .selection import provider_note, select_provider
     from .store import Store
 
     try:

@@ -23,8 +23,8 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from .api import SearchResult
 from .store import SearchRow, Store
 
 __all__ = [
@@ -433,13 +433,13 @@ class SearchHit:
     shown: float | None = None
     fused: bool = False  # ranked by fuse(): the result also carries fusedScore
 
-    def to_result(self, q: ParsedQuery, max_chars: int) -> dict[str, Any]:
+    def to_result(self, q: ParsedQuery, max_chars: int) -> SearchResult:
         r = self.row
         snippet, s0, s1, self.best_line = make_snippet(r.text, r.start_line, q, max_chars)
         cite = f"{r.path}#L{r.start_line}" + (
             f"-L{r.end_line}" if r.end_line != r.start_line else ""
         )
-        return {
+        out: SearchResult = {
             "path": r.path,
             "startLine": r.start_line,
             "endLine": r.end_line,
@@ -451,9 +451,12 @@ class SearchHit:
             "snippetEndLine": s1,
             "heading": r.heading,
             "textScore": round(self.text_score, 4),
-            **({} if self.vector_score is None else {"vectorScore": round(self.vector_score, 4)}),
-            **({"fusedScore": round(self.score, 4)} if self.fused else {}),
         }
+        if self.vector_score is not None:
+            out["vectorScore"] = round(self.vector_score, 4)
+        if self.fused:
+            out["fusedScore"] = round(self.score, 4)
+        return out
 
 
 def _classify(row: SearchRow, q: ParsedQuery) -> tuple[bool, bool, int]:
@@ -538,7 +541,7 @@ def render_results(
     limit: int,
     max_chars: int,
     load: Callable[[Iterable[SearchRow]], None] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[SearchResult]:
     """Result objects for the best ``limit`` hits, one per location. A hit whose best
     line is already shown by a better hit's snippet in the same file (overlapping
     chunks matching in their shared lines) is merged into that result: the line
@@ -546,8 +549,8 @@ def render_results(
 
     ``load`` reads pending rows (``SearchRow.pending``), ``limit`` at a time as
     they come up; a row still pending after it (a deleted chunk) is skipped."""
-    out: list[dict[str, Any]] = []
-    taken: dict[str, list[dict[str, Any]]] = {}
+    out: list[SearchResult] = []
+    taken: dict[str, list[SearchResult]] = {}
     for n, h in enumerate(hits):
         if not h.row.loaded:
             if load is not None:

@@ -24,7 +24,7 @@ import pytest
 from conftest import write
 from daemon_util import child_env, run_cli
 
-import indexer.engine as engine_mod
+import indexer.documents as documents_mod
 import indexer.pipeline as pipeline_mod
 from indexer.config import Config
 from indexer.engine import MemoryIndex
@@ -227,7 +227,7 @@ def test_05_memory_get_never_follows_a_directory_swapped_after_the_check(
     out = _outside(tmp_path)
     race = workspace / "memory" / "race"
     write(race, "target.md", "# mine\nharmless\n")
-    real = engine_mod.resolve_get_path
+    real = documents_mod.resolve_get_path
 
     def check_then_swap(cfg: Config, raw: str):  # type: ignore[no-untyped-def]
         got = real(cfg, raw)
@@ -235,7 +235,7 @@ def test_05_memory_get_never_follows_a_directory_swapped_after_the_check(
         os.symlink(out, race)  # the check passed; now the directory is a link outside
         return got
 
-    monkeypatch.setattr(engine_mod, "resolve_get_path", check_then_swap)
+    monkeypatch.setattr(documents_mod, "resolve_get_path", check_then_swap)
     cfg = Config(workspace=workspace, indexPath=tmp_path / "index.sqlite")
     with MemoryIndex(cfg) as idx, pytest.raises((PathRefused, NotFound)):
         res = idx.get("memory/race/target.md")

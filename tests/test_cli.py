@@ -22,6 +22,8 @@ def test_index_search_get_status_json(cli: Runner, workspace: Path) -> None:
     for key in ("path", "startLine", "endLine", "score", "snippet", "source", "citation"):
         assert key in top
     assert top["path"] == "MEMORY.md" and top["source"] == "memory"
+    kw = cli_json(cli, "--workspace", ws, "search", "rye bread", "--mode", "keyword", "--json")
+    assert kw["mode"] == "keyword" and kw["fallback"] is None and kw["results"] == res["results"]
     got = cli_json(
         cli, "--workspace", ws, "get", "MEMORY.md", "--from", "4", "--lines", "1", "--json"
     )

@@ -204,8 +204,9 @@ import io, json, sys
 from indexer.cli import main
 out = io.StringIO()
 code = main(sys.argv[1:], out=out)
-heavy = sorted(m for m in ("numpy", "tiktoken", "tenacity", "indexer.engine",
-                           "indexer.store", "indexer.search", "logging", "shutil")
+heavy = sorted(m for m in ("numpy", "tiktoken", "tenacity", "indexer.searcher",
+                           "indexer.indexing", "indexer.store", "indexer.search", "logging",
+                           "shutil")
                if m in sys.modules)
 logs = "logging" in sys.modules and bool(sys.modules["logging"].getLogger().handlers)
 print(json.dumps({"code": code, "out": out.getvalue(), "heavy": heavy, "logs": logs}))
@@ -222,9 +223,9 @@ def _probe(*args: str) -> dict[str, Any]:
 
 
 def test_commands_answered_by_the_daemon_load_only_the_client(daemon: DaemonProc) -> None:
-    """search, get, status and index through the daemon import neither the engine
-    nor numpy, the tokenizer or the store (what made each process cost 0.4 s), nor
-    logging and shutil (~13 ms)."""
+    """search, get, status and index through the daemon import neither the read
+    nor the write path, nor numpy, the tokenizer or the store (what made each
+    process cost 0.4 s), nor logging and shutil (~13 ms)."""
     with daemon.config.open("a") as fh:
         fh.write(f'[server]\nsocket = "{daemon.sock}"\n')
     conf = ("--config", str(daemon.config))
@@ -237,11 +238,11 @@ def test_commands_answered_by_the_daemon_load_only_the_client(daemon: DaemonProc
         got = _probe(*conf, *args)
         assert got["code"] == 0 and got["heavy"] == [], (args, got)
     assert "memory/2026-11-02.md" in _probe(*conf, "search", "sourdough")["out"]
-    # Without the daemon the same command reads the file (and needs the engine).
+    # Without the daemon the same command reads the file (and needs the read path).
     daemon.stop()
     got = _probe(*conf, "search", "sourdough")
     assert got["code"] == 0 and "memory/2026-11-02.md" in got["out"]
-    assert "indexer.engine" in got["heavy"]
+    assert "indexer.searcher" in got["heavy"] and "indexer.indexing" not in got["heavy"]
     assert got["logs"], "reading the file itself, the command logs as memindex does"
 
 
@@ -334,12 +335,14 @@ def test_one_method_table_for_the_daemon_and_the_direct_path(
 ) -> None:
     """The daemon and a reader without it (CLI, MCP) parse parameters in one place:
     the same errors, the same ``corpus`` alias."""
+    from indexer import api
     from indexer.config import load_config
     from indexer.errors import InvalidParams
     from indexer.reading import read_call
 
     cfg = load_config(daemon.config)  # names no socket: read_call reads the file
-    for params in ({}, {"query": ""}, {"query": "x", "corpus": "nope"}):
+    bad = ({}, {"query": ""}, {"query": "x", "corpus": "nope"}, {"query": "x", "mode": "dense"})
+    for params in bad:
         with pytest.raises(RuntimeError) as remote:
             rpc(daemon.sock, "memory_search", params)
         assert remote.value.args[0]["code"] == -32602, params
@@ -348,6 +351,13 @@ def test_one_method_table_for_the_daemon_and_the_direct_path(
     with pytest.raises(RuntimeError) as remote:
         rpc(daemon.sock, "memory_get", {})
     assert remote.value.args[0]["code"] == -32602
+    with pytest.raises(RuntimeError) as remote:
+        rpc(daemon.sock, "memory_forget", {})
+    assert remote.value.args[0]["code"] == -32601
+    assert remote.value.args[0]["data"]["methods"] == list(api.METHODS)
+    assert rpc(daemon.sock, "memory_search", {"query": "sourdough", "mode": "keyword"})["mode"] == (
+        "keyword"
+    )
     for corpus, want in (("memory", {"memory"}), ("all", {"memory"})):
         params = {"query": "sourdough", "corpus": corpus}
         over_socket = rpc(daemon.sock, "memory_search", params)["results"]

@@ -13,6 +13,8 @@ from conftest import Runner
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from indexer import api
+
 
 def session_calls(
     workspace: Path, calls: list[tuple[str, dict[str, Any]]]
@@ -54,6 +56,15 @@ def test_mcp_tools_and_results(cli: Runner, workspace: Path) -> None:
         "lines",
         "agent",
     }
+    for name, tool in by_name.items():  # the socket's request types, as JSON Schema
+        assert tool.input_schema == api.input_schema(name)
+        assert tool.description == api.METHODS[name].description
+    assert by_name["memory_search"].input_schema["required"] == ["query"]
+    assert by_name["memory_search"].input_schema["properties"]["mode"]["enum"] == [
+        "keyword",
+        "vector",
+        "hybrid",
+    ]
     search = json.loads(results[0].content[0].text)
     top = search["results"][0]
     assert top["path"] == "MEMORY.md" and top["citation"].startswith("MEMORY.md#L")

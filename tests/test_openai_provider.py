@@ -20,6 +20,7 @@ from fake_openai import FakeOpenAI
 
 from indexer.config import Config, ProviderConfig, RemoteProviderConfig
 from indexer.engine import MemoryIndex, select_provider
+from indexer.errors import InvalidParams
 from providers.errors import PermanentError, ProviderTimeout, RateLimited, TransientError
 from providers.openai_provider import OpenAIProvider
 from providers.retry import RetryPolicy, call_with_retries
@@ -220,3 +221,29 @@ def test_slow_query_embedding_falls_back_to_keywords(cfg: Config, fake: FakeOpen
         assert time.monotonic() - t0 < 2.0
         assert res["mode"] == "keyword" and "longer than 0.5s" in res["fallback"]
         assert res["results"][0]["path"] == "MEMORY.md"
+
+
+def test_search_mode_is_a_request_parameter(cfg: Config, fake: FakeOpenAI) -> None:
+    """keyword / vector / hybrid on one open index, no engine per mode: a query
+    sharing no word with the notes finds nothing by keywords and its nearest chunks
+    by vectors."""
+    c = openai_cfg(cfg, fake)
+    with MemoryIndex(c, provider=select_provider(c).provider) as idx:
+        idx.sync()
+        default = idx.search("rye bread")
+        assert default["mode"] == "hybrid" and default["fallback"] is None
+        kw = idx.search("rye bread", mode="keyword")
+        assert kw["mode"] == "keyword" and kw["fallback"] is None  # asked for: no excuse
+        assert kw["results"] and all("vectorScore" not in r for r in kw["results"])
+        assert idx.search("qqzx vvwy", mode="keyword")["results"] == []
+        vec = idx.search("qqzx vvwy", mode="vector", min_score=0.0)
+        assert vec["mode"] == "vector" and vec["results"]
+        sims = [r["vectorScore"] for r in vec["results"]]
+        assert sims == sorted(sims, reverse=True)  # ranked by cosine alone
+        assert all(r["textScore"] == 0 for r in vec["results"])
+        with pytest.raises(InvalidParams, match="'mode' must be one of"):
+            idx.search("rye", mode="semantic")
+    fake.stop()  # vector mode without a provider answers from keywords and says why
+    with MemoryIndex(c, provider=select_provider(c).provider) as idx:
+        res = idx.search("rye bread", mode="vector")
+        assert res["mode"] == "keyword" and "failed" in res["fallback"] and res["results"]
