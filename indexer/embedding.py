@@ -20,7 +20,7 @@ from providers.batch import PollBackoff
 from providers.errors import ProviderError
 from providers.retry import call_with_retries
 
-from .store import Store
+from .store import IndexStore
 
 __all__ = ["EmbedReport", "embed_pending"]
 
@@ -45,7 +45,7 @@ class EmbedReport:
 
 
 def embed_pending(
-    store: Store,
+    store: IndexStore,
     provider: EmbeddingProvider,
     *,
     max_cache_entries: int = 50_000,
@@ -128,7 +128,7 @@ def embed_pending(
 
 
 def _run_batches(
-    store: Store,
+    store: IndexStore,
     provider: EmbeddingProvider,
     key: str,
     rep: EmbedReport,

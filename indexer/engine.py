@@ -17,7 +17,7 @@ from .documents import read_document
 from .indexing import Indexer
 from .searcher import Searcher
 from .selection import NO_PROVIDER, provider_note, provider_spec, select_provider
-from .store import Store
+from .store import IndexStore, Store
 
 if TYPE_CHECKING:
     from providers.base import EmbeddingProvider
@@ -47,7 +47,7 @@ class MemoryIndex(Indexer):
         provider: EmbeddingProvider | None = None,
         provider_note: str = "",
         vectors: VectorMatrix | None = None,
-        store: Store | None = None,
+        store: IndexStore | None = None,
         keywords: KeywordIndex | None = None,
     ) -> None:
         store = store or Store(cfg.resolved_index_path(), readonly=readonly)
@@ -61,7 +61,7 @@ class MemoryIndex(Indexer):
             keywords=keywords,
         )
 
-    def _follow(self, store: Store) -> None:
+    def _follow(self, store: IndexStore) -> None:
         self.searcher.store = store
 
     @property

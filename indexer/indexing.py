@@ -30,7 +30,7 @@ from .generations import (
 )
 from .pipeline import Progress, SyncReport, rebuild_reason, sync
 from .session_sync import SessionReport, sync_sessions
-from .store import Store
+from .store import IndexStore, Store
 
 if TYPE_CHECKING:
     from providers.base import EmbeddingProvider
@@ -51,9 +51,9 @@ class Indexer:
     def __init__(
         self,
         cfg: Config,
-        store: Store,
+        store: IndexStore,
         provider: EmbeddingProvider | None = None,
-        published: Callable[[Store], None] | None = None,
+        published: Callable[[IndexStore], None] | None = None,
     ) -> None:
         self.cfg = cfg
         self.index_path: Path = cfg.resolved_index_path()

@@ -36,7 +36,7 @@ from . import bm25
 from .errors import MemindexError
 from .refresher import Refresher
 from .search import ParsedQuery
-from .store import FTS_TOKENIZER, FTS_WEIGHTS, Store
+from .store import FTS_TOKENIZER, FTS_WEIGHTS, IndexStore, Store
 
 __all__ = ["MIN_CHUNKS", "KeywordIndex"]
 
@@ -83,10 +83,10 @@ class KeywordIndex:
         self._skipped: str | None = None
 
     @staticmethod
-    def version(store: Store, chunks_version: str | None = None) -> str:
+    def version(store: IndexStore, chunks_version: str | None = None) -> str:
         return f"{store.file}:{chunks_version or store.meta_get('chunksVersion')}"
 
-    def ready(self, store: Store, chunks_version: str | None = None) -> bool:
+    def ready(self, store: IndexStore, chunks_version: str | None = None) -> bool:
         """True if the snapshot matches ``store`` now; otherwise start (re)building
         one in the background and return False (the caller uses FTS5).
         ``chunks_version``: the caller's fresh read of the ``chunksVersion`` meta."""
@@ -103,7 +103,7 @@ class KeywordIndex:
     def _building(self) -> bool:
         return self._refresh.busy
 
-    def wait_ready(self, store: Store, timeout: float = 120.0) -> bool:
+    def wait_ready(self, store: IndexStore, timeout: float = 120.0) -> bool:
         """Block until the snapshot matches ``store`` (benchmarks and tests)."""
         deadline = time.monotonic() + timeout
         self.min_interval_s = 0.0
@@ -124,45 +124,25 @@ class KeywordIndex:
             log.warning("keyword snapshot of %s failed: %s", file, exc)
 
     def _load(self, file: Path, version: str) -> _Snapshot | None:
-        with Store(file, readonly=True) as store:
-            db = store.db
-            db.execute("BEGIN")  # one consistent read of ids, postings and version
-            try:
-                if self.version(store) != version:
-                    return None
-                row = db.execute(
-                    "SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'"
-                ).fetchone()
-                if not row or FTS_TOKENIZER not in str(row[0]):
-                    return None
-                got = db.execute("SELECT id, source FROM chunks ORDER BY id").fetchall()
-                if len(got) < self.min_chunks:
-                    return None
-                ids = np.fromiter((r[0] for r in got), dtype=np.int64, count=len(got))
-                codes: dict[str, int] = {}
-                src = np.fromiter(
-                    (codes.setdefault(str(r[1]), len(codes)) for r in got),
-                    dtype=np.int8,
-                    count=len(got),
-                )
-                order = np.argsort(src, kind="stable")  # rows grouped by source
-                row_of = np.empty(order.shape[0], dtype=np.int64)
-                row_of[order] = np.arange(order.shape[0])
-                db.execute(
-                    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.mi_vocab "
-                    "USING fts5vocab(main, 'chunks_fts', 'instance')"
-                )
-                weight = dict(zip(_COLUMNS, (*FTS_WEIGHTS, 0.0), strict=True))
-                per_term: dict[str, list[tuple[npt.NDArray[np.int64], float]]] = {}
-                every: list[npt.NDArray[np.int64]] = []
-                for term, col, docs in db.execute(
-                    "SELECT term, col, group_concat(doc) FROM temp.mi_vocab GROUP BY term, col"
-                ):
-                    pos = row_of[np.searchsorted(ids, np.fromstring(docs, dtype=np.int64, sep=","))]
-                    every.append(pos)
-                    per_term.setdefault(term, []).append((pos, weight.get(col, 0.0)))
-            finally:
-                db.execute("COMMIT")
+        with Store(file, readonly=True) as store, store.keyword_postings(self.min_chunks) as got:
+            if got is None or f"{file}:{got.chunks_version}" != version:
+                return None
+            n = len(got.chunks)
+            ids = np.fromiter((c[0] for c in got.chunks), dtype=np.int64, count=n)
+            codes: dict[str, int] = {}
+            src = np.fromiter(
+                (codes.setdefault(c[1], len(codes)) for c in got.chunks), dtype=np.int8, count=n
+            )
+            order = np.argsort(src, kind="stable")  # rows grouped by source
+            row_of = np.empty(order.shape[0], dtype=np.int64)
+            row_of[order] = np.arange(order.shape[0])
+            weight = dict(zip(_COLUMNS, (*FTS_WEIGHTS, 0.0), strict=True))
+            per_term: dict[str, list[tuple[npt.NDArray[np.int64], float]]] = {}
+            every: list[npt.NDArray[np.int64]] = []
+            for term, col, docs in got.terms:
+                pos = row_of[np.searchsorted(ids, docs)]
+                every.append(pos)
+                per_term.setdefault(term, []).append((pos, weight.get(col, 0.0)))
         ids, src = ids[order], src[order]
         spans = {
             code: (int(np.searchsorted(src, code)), int(np.searchsorted(src, code, "right")))
@@ -207,7 +187,7 @@ class KeywordIndex:
 
     def search(
         self,
-        store: Store,
+        store: IndexStore,
         q: ParsedQuery,
         limit: int,
         sources: list[str] | None,
@@ -221,7 +201,7 @@ class KeywordIndex:
 
     def search_parts(
         self,
-        store: Store,
+        store: IndexStore,
         q: ParsedQuery,
         limit: int,
         parts: Sequence[Sequence[str] | None],
@@ -245,7 +225,7 @@ class KeywordIndex:
 
     def _catch_up(
         self,
-        store: Store,
+        store: IndexStore,
         snap: _Snapshot,
         q: ParsedQuery,
         limit: int,

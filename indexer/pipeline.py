@@ -24,7 +24,7 @@ from .config import Config
 from .discovery import MEMORY_SOURCE, SourceFile, change_stamp, discover
 from .errors import FileUnreadable, FileVanished
 from .search import index_text
-from .store import STORE_ERRORS, ChunkRow, FileState, Store
+from .store import STORE_ERRORS, ChunkRow, FileState, IndexStore
 from .tokenizer import TOKENIZER_NAME, TokenCounter, get_counter
 
 __all__ = [
@@ -110,7 +110,7 @@ class SyncReport:
 
 
 def rebuild_reason(
-    store: Store, cfg: Config, *, force: bool = False, provider_key: str | None = None
+    store: IndexStore, cfg: Config, *, force: bool = False, provider_key: str | None = None
 ) -> str | None:
     """Why this index must be rebuilt into a new generation, or None.
 
@@ -130,7 +130,7 @@ def rebuild_reason(
     return None
 
 
-def _prepare(store: Store, cfg: Config, force: bool) -> str | None:
+def _prepare(store: IndexStore, cfg: Config, force: bool) -> str | None:
     """Check the index belongs to this workspace and settings; clear it if not.
 
     Returns why the index was cleared, or None."""
@@ -155,7 +155,7 @@ def _prepare(store: Store, cfg: Config, force: bool) -> str | None:
 
 
 def sync(
-    store: Store,
+    store: IndexStore,
     cfg: Config,
     *,
     force: bool = False,
@@ -252,7 +252,7 @@ def _summary(r: SyncReport) -> dict[str, Any]:
 
 
 def _sync_one(
-    store: Store,
+    store: IndexStore,
     cfg: Config,
     f: SourceFile,
     old: FileState | None,

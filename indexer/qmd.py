@@ -26,9 +26,7 @@ import json
 import os
 import re
 import signal
-import sqlite3
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -45,7 +43,8 @@ from .errors import InvalidParams, MemindexError
 from .qmd_entry import emit
 from .searcher import Searcher
 from .selection import select_provider
-from .store import Store, private_dir, private_file
+from .store import IndexStore, Store, private_dir
+from .store.qmd_catalogue import Catalogue
 
 __all__ = ["main"]
 
@@ -145,58 +144,21 @@ class _Locator:
 # -- the documents catalogue the manager reads --------------------------------------
 
 
-def _catalogue() -> sqlite3.Connection:
-    path = cache_dir() / "qmd" / "index.sqlite"
-    private_dir(path.parent)
-    private_file(path)
-    db = sqlite3.connect(path, timeout=10, isolation_level=None)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS documents(id INTEGER PRIMARY KEY, collection TEXT NOT NULL,"
-        " path TEXT NOT NULL, title TEXT, hash TEXT NOT NULL, created_at TEXT, modified_at TEXT,"
-        " active INTEGER NOT NULL DEFAULT 1, UNIQUE(collection, path))"
-    )
-    db.execute("CREATE INDEX IF NOT EXISTS documents_hash ON documents(hash)")
-    return db
+def _catalogue() -> Catalogue:
+    return Catalogue(cache_dir() / "qmd" / "index.sqlite")
 
 
-def refresh_catalogue(cfg: Config, cols: list[dict[str, str]], store: Store) -> int:
+def refresh_catalogue(cfg: Config, cols: list[dict[str, str]], store: IndexStore) -> int:
     states = store.file_states("memory")
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     locate = _Locator(cfg, cols)
     rows = []
     for display, st in states.items():
         where = locate(display)
         if where is not None:
             rows.append((where[0], where[1], Path(where[1]).stem, st.hash))
-    db = _catalogue()
-    try:
-        db.execute("BEGIN IMMEDIATE")
-        db.execute("UPDATE documents SET active=0")
-        for start in range(0, len(rows), 500):  # short transactions
-            if start:
-                db.execute("COMMIT")
-                db.execute("BEGIN IMMEDIATE")
-            for coll, rel, title, h in rows[start : start + 500]:
-                db.execute(
-                    "INSERT INTO documents(collection, path, title, hash, created_at, modified_at,"
-                    " active) VALUES(?, ?, ?, ?, ?, ?, 1) ON CONFLICT(collection, path) DO UPDATE"
-                    " SET hash=excluded.hash, title=excluded.title, active=1,"
-                    " modified_at=excluded.modified_at",
-                    (coll, rel, title, h, now, now),
-                )
-        db.execute("COMMIT")
-    finally:
-        db.close()
+    with _catalogue() as catalogue:
+        catalogue.replace_all(rows)
     return len(rows)
-
-
-def _docid(db: sqlite3.Connection, collection: str, path: str) -> str | None:
-    row = db.execute(
-        "SELECT hash FROM documents WHERE collection=? AND path=? AND active=1",
-        (collection, path),
-    ).fetchone()
-    return None if row is None else "#" + str(row[0])[:6]
 
 
 # -- commands ------------------------------------------------------------------------
@@ -231,13 +193,12 @@ def search_items(
     locate = _Locator(cfg, cols)
     items: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
-    db = _catalogue()  # one connection for the whole result list
-    try:
+    with _catalogue() as catalogue:  # one connection for the whole result list
         for r in res:
             where = locate(r["path"])
             if where is None or (names and where[0] not in names) or where in seen:
                 continue  # one entry per document (its best chunk), as QMD does
-            docid = _docid(db, *where)
+            docid = catalogue.docid(*where)
             if docid is None:
                 continue
             seen.add(where)
@@ -255,8 +216,6 @@ def search_items(
             )
             if len(items) >= n:
                 break
-    finally:
-        db.close()
     return items
 
 

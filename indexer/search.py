@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .api import SearchResult
-from .store import SearchRow, Store
+from .store import IndexStore, SearchRow
 
 __all__ = [
     "ParsedQuery",
@@ -472,7 +472,7 @@ def _classify(row: SearchRow, q: ParsedQuery) -> tuple[bool, bool, int]:
 
 
 def keyword_search(
-    store: Store,
+    store: IndexStore,
     query: str | ParsedQuery,
     *,
     limit: int,

@@ -39,7 +39,7 @@ from .gating import skip_reason
 from .ranking import apply_decay, balance_sources, mmr
 from .search import ParsedQuery, SearchHit, fuse, keyword_search, parse_query, render_results
 from .selection import NO_PROVIDER
-from .store import SearchRow, Store
+from .store import IndexStore, SearchRow
 
 if TYPE_CHECKING:  # numpy, the providers' base and tenacity load when first used
     import numpy as np
@@ -73,7 +73,7 @@ class Searcher:
     def __init__(
         self,
         cfg: Config,
-        store: Store,
+        store: IndexStore,
         *,
         provider: EmbeddingProvider | None = None,
         provider_note: str = "",

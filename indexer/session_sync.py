@@ -38,7 +38,7 @@ from .sessions import (
     parse_message,
     read_complete_lines,
 )
-from .store import ChunkRow, FileState, SessionCursor, Store
+from .store import ChunkRow, FileState, IndexStore, SessionCursor
 from .tokenizer import TokenCounter, get_counter
 
 __all__ = ["SessionReport", "pending_delta", "sync_sessions"]
@@ -105,7 +105,7 @@ def _due(cfg: Config, f: TranscriptFile, nbytes: int, nlines: int, now: float) -
 
 
 def sync_sessions(
-    store: Store,
+    store: IndexStore,
     cfg: Config,
     *,
     due_only: bool = False,
@@ -163,7 +163,7 @@ def sync_sessions(
     return report
 
 
-def _follow_renames(store: Store, files: list[TranscriptFile], report: SessionReport) -> None:
+def _follow_renames(store: IndexStore, files: list[TranscriptFile], report: SessionReport) -> None:
     """Move cursors (and rows) whose inode now lives under another name."""
     cursors = store.session_cursors()
     by_inode = {(c.dev, c.ino): c for c in cursors.values()}
@@ -181,7 +181,7 @@ def _follow_renames(store: Store, files: list[TranscriptFile], report: SessionRe
 
 
 def _index_file(
-    store: Store,
+    store: IndexStore,
     cfg: Config,
     f: TranscriptFile,
     cur: SessionCursor | None,

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .refresher import Refresher
-from .store import STORE_ERRORS, Store
+from .store import STORE_ERRORS, IndexStore, Store
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ class _Loaded:
     file: str = ""  # the index (generation) file it was read from
     version: str | None = None  # that file's vectorsVersion when it was read
 
-    def of(self, store: Store, version: str | None) -> bool:
+    def of(self, store: IndexStore, version: str | None) -> bool:
         """Whether this is a load of ``store``'s file at ``version``."""
         return self.file == str(store.file) and self.version == version
 
@@ -61,7 +61,7 @@ _EMPTY = _Loaded(
 )
 
 
-def _load(store: Store) -> _Loaded:
+def _load(store: IndexStore) -> _Loaded:
     """Every vector of ``store`` and the version they are at, in one read
     transaction (so the version names exactly what was read)."""
     by_source: dict[str, tuple[list[int], list[bytes]]] = {}
@@ -119,7 +119,7 @@ class VectorMatrix:
     def matrix(self) -> npt.NDArray[np.float32]:
         return self._loaded.mat
 
-    def refresh(self, store: Store, version: str | None = None) -> None:
+    def refresh(self, store: IndexStore, version: str | None = None) -> None:
         """Load now if the index's vectors changed since the last load (benchmarks,
         tests; searches use ``fresh_search``, which never waits)."""
         version = version or store.meta_get("vectorsVersion")
@@ -128,7 +128,7 @@ class VectorMatrix:
 
     def fresh_search(
         self,
-        store: Store,
+        store: IndexStore,
         version: str | None,
         query: npt.NDArray[np.float32],
         k: int,
@@ -200,7 +200,7 @@ class VectorMatrix:
 
 
 def knn_sqlite(
-    store: Store, query: npt.NDArray[np.float32], k: int, sources: Sequence[str] | None = None
+    store: IndexStore, query: npt.NDArray[np.float32], k: int, sources: Sequence[str] | None = None
 ) -> list[tuple[int, float]]:
     """Top-k through sqlite-vec (cosine distance -> similarity), source-filtered."""
     if not store.has_vectors():

@@ -4,7 +4,9 @@ Split by concern, each a class the next builds on: ``base`` (connection, pragmas
 migrations, transactions, meta), ``chunks`` (files, chunks and their FTS rows,
 transcript cursors, skipped files), ``vectors`` (sqlite-vec, the embedding cache,
 batch jobs) and ``sqlite`` (``Store``: all of them, keyword search, health checks).
-``records`` holds the row types every caller uses.
+``records`` holds the row types every caller uses; ``interface`` the ``IndexStore``
+protocol the write and read paths are written against (``Store`` implements it);
+``qmd_catalogue`` QMD's documents table for ``memindex-qmd``.
 
 Opened through apsw (a binding that bundles a current SQLite with FTS5 and can load
 extensions on Linux and macOS), in WAL mode. sqlite-vec is loaded when it can be;
@@ -15,6 +17,7 @@ are replaced in one transaction, so a crash leaves its old or its new version.
 """
 
 from .base import private_dir, private_file
+from .interface import IndexStore
 from .records import (
     FTS_TOKENIZER,
     FTS_WEIGHTS,
@@ -22,6 +25,7 @@ from .records import (
     STORE_ERRORS,
     ChunkRow,
     FileState,
+    KeywordPostings,
     SearchRow,
     SessionCursor,
 )
@@ -34,6 +38,8 @@ __all__ = [
     "STORE_ERRORS",
     "ChunkRow",
     "FileState",
+    "IndexStore",
+    "KeywordPostings",
     "SearchRow",
     "SessionCursor",
     "Store",

@@ -2,17 +2,35 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import apsw
 
 from ..errors import StoreError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 MMAP_BYTES = 1 << 30  # PRAGMA mmap_size of every connection
 # The FTS5 tokenizer of chunks_fts (migrations) and BM25 weights of its body,
 # heading and path columns (source: 0); keywords.py replicates both.
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 FTS_WEIGHTS = (1.0, 1.0, 0.5)
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordPostings:
+    """What an in-memory BM25 index is built from, read in one snapshot: every chunk
+    (id, source) by id, and for each term and column the ids of the chunks holding
+    it once per occurrence (tokens exactly as the keyword search's tokenizer makes
+    them). ``terms`` is read as it is consumed (one term at a time in memory)."""
+
+    chunks_version: str | None
+    chunks: list[tuple[int, str]]
+    terms: Iterator[tuple[str, str, npt.NDArray[np.int64]]]  # (term, column, chunk ids)
 
 
 @dataclass(frozen=True, slots=True)

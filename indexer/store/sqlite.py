@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,8 @@ import apsw
 from .. import bm25
 from ..errors import StoreError
 from .chunks import ChunkTables
-from .records import FTS_WEIGHTS, SearchRow
+from .interface import IndexStore
+from .records import FTS_TOKENIZER, FTS_WEIGHTS, KeywordPostings, SearchRow
 from .vectors import VectorTables
 
 
@@ -66,6 +67,37 @@ class Store(ChunkTables, VectorTables):
             SearchRow(int(i), str(p), str(s), int(a), int(b), str(h), str(t), float(r))
             for i, p, s, a, b, h, t, r in rows
         ]
+
+    @contextlib.contextmanager
+    def keyword_postings(self, min_chunks: int = 0) -> Iterator[KeywordPostings | None]:
+        """The FTS index's postings (through ``fts5vocab``, so the tokens are FTS5's
+        own), read in one transaction that lasts while the caller goes through
+        ``terms``; None when the FTS table was made with another tokenizer, or it
+        holds fewer than ``min_chunks`` chunks (not worth it)."""
+        import numpy as np
+
+        db = self.db
+        with self.read_snapshot():
+            version = self.meta_get("chunksVersion")
+            row = db.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()
+            chunks: list[tuple[int, str]] = []
+            if row and FTS_TOKENIZER in str(row[0]):
+                sql = "SELECT id, source FROM chunks ORDER BY id"
+                chunks = [(int(i), str(src)) for i, src in db.execute(sql)]
+            if not chunks or len(chunks) < min_chunks:
+                yield None
+                return
+            db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.mi_vocab "
+                "USING fts5vocab(main, 'chunks_fts', 'instance')"
+            )
+            terms = (
+                (str(term), str(col), np.fromstring(docs, dtype=np.int64, sep=","))
+                for term, col, docs in db.execute(
+                    "SELECT term, col, group_concat(doc) FROM temp.mi_vocab GROUP BY term, col"
+                )
+            )
+            yield KeywordPostings(version, chunks, terms)
 
     def counts(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}
@@ -166,3 +198,7 @@ class Store(ChunkTables, VectorTables):
             with contextlib.suppress(OSError):
                 total += os.path.getsize(str(self.file) + suffix)
         return total
+
+
+def _conforms(store: Store) -> IndexStore:
+    return store  # mypy checks here that Store implements the whole protocol
