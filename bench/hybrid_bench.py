@@ -29,7 +29,7 @@ from common import percentile, shared  # noqa: E402
 
 from indexer.config import Config  # noqa: E402
 from indexer.engine import MemoryIndex  # noqa: E402
-from indexer.search import index_text  # noqa: E402
+from indexer.query import index_text  # noqa: E402
 from indexer.store import ChunkRow, FileState, Store  # noqa: E402
 from providers.base import EmbeddingProvider, Vectors, normalize  # noqa: E402
 

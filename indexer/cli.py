@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import __version__
+from .cli_parts import ProgressBar, parser
 from .client import call
-from .config import Config, Settings, load_config, load_settings
+from .config import Config, Settings
+from .config_file import load_config, load_settings
 from .errors import InvalidParams, MemindexError
 from .reading import daemon_socket, read_call
 
@@ -26,143 +27,6 @@ __all__ = ["main"]
 
 # Commands that ask the daemon when one serves the index.
 _DAEMON_COMMANDS = frozenset({"index", "search", "get", "status"})
-
-
-class _ProgressBar:
-    """A one-line progress bar on a terminal; silent otherwise."""
-
-    def __init__(self, stream: TextIO, label: str) -> None:
-        self.stream = stream
-        self.label = label
-        self.enabled = stream.isatty()
-        self.last = 0.0
-        self.shown = False
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled or total < 50:
-            return
-        now = time.monotonic()
-        if now - self.last < 0.1 and done < total:
-            return
-        self.last = now
-        width = 30
-        filled = int(width * done / total) if total else width
-        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
-        self.stream.flush()
-        self.shown = True
-
-    def close(self) -> None:
-        if self.shown:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
-
-
-def _columns() -> int:
-    """The terminal's width, as shutil.get_terminal_size() gives it."""
-    with contextlib.suppress(KeyError, ValueError):
-        return int(os.environ["COLUMNS"])
-    try:
-        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
-    except (AttributeError, ValueError, OSError):  # no stdout, or not a terminal
-        return 80
-
-
-class _Formatter(argparse.HelpFormatter):
-    """argparse's own formatter, minus its ``import shutil`` (with bz2 and lzma, ~3 ms
-    of every process) for the terminal width."""
-
-    def __init__(
-        self,
-        prog: str,
-        indent_increment: int = 2,
-        max_help_position: int = 24,
-        width: int | None = None,
-    ) -> None:
-        width = _columns() - 2 if width is None else width
-        super().__init__(prog, indent_increment, max_help_position, width)
-
-
-class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser using _Formatter; the subcommands' parsers are of this class too."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", _Formatter)
-        super().__init__(*args, **kwargs)
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = _Parser(
-        prog="memindex",
-        description="Index an agent's Markdown memory and search it (BM25 keyword search, "
-        "line-range citations).",
-    )
-    p.add_argument(
-        "--config", type=Path, help="config file (default ~/.config/memindex/config.toml)"
-    )
-    p.add_argument("--workspace", type=Path, help="agent workspace holding MEMORY.md and memory/")
-    p.add_argument("--agent", help="agent id: names the index file <state dir>/<agent>.sqlite")
-    p.add_argument(
-        "--openclaw-config",
-        type=Path,
-        help="take agents, workspaces and memorySearch settings from an openclaw.json",
-    )
-    p.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
-    p.add_argument("--version", action="version", version=f"memindex {__version__}")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
-
-    s = sub.add_parser("index", help="index new and changed files, drop deleted ones")
-    s.add_argument("--force", action="store_true", help="rebuild the whole index")
-    s.add_argument("--json", action="store_true", help="print the sync report as JSON")
-
-    s = sub.add_parser("search", help="search the index")
-    s.add_argument("query", help='words, "quoted phrases", IDs, paths')
-    s.add_argument("--max-results", type=int, default=None, help="number of results (default 6)")
-    s.add_argument("--min-score", type=float, default=None, help="drop weaker results (0..1)")
-    s.add_argument(
-        "--source", choices=["memory", "sessions", "all"], default="all", help="which source"
-    )
-    s.add_argument(
-        "--gate", action="store_true", help="answer small talk and /commands with no search"
-    )
-    s.add_argument(
-        "--mode",
-        choices=["keyword", "vector", "hybrid"],
-        default=None,
-        help="search mode (default: hybrid when vectors are built, else keyword)",
-    )
-    s.add_argument("--json", action="store_true", help="print the memory_search result as JSON")
-
-    s = sub.add_parser("get", help="print lines of a memory file")
-    s.add_argument("path", help="path as shown in search results, e.g. memory/2026-11-21.md")
-    s.add_argument("--from", dest="start", type=int, default=None, help="first line (1-based)")
-    s.add_argument("--lines", type=int, default=None, help="number of lines (default: all)")
-    s.add_argument("--json", action="store_true", help="print the memory_get result as JSON")
-
-    s = sub.add_parser("status", help="show what the index holds and its health")
-    s.add_argument("--json", action="store_true", help="print the status object as JSON")
-
-    s = sub.add_parser("distill", help="transcript batches for a distiller (init | run | commit)")
-    s.add_argument("action", choices=["init", "run", "commit"], help="what to do")
-    s.add_argument("--batch-file", help="with commit: the batch file that was consumed")
-
-    s = sub.add_parser("mcp", help="serve memory_search / memory_get / status over MCP (stdio)")
-
-    s = sub.add_parser("doctor", help="check config, index, extensions, provider and daemon")
-    s.add_argument("--json", action="store_true", help="print the checks as JSON")
-
-    s = sub.add_parser("serve", help="run the daemon: watch files, answer on the Unix socket")
-    s.add_argument("--socket", type=Path, default=None, help="socket path (default from config)")
-
-    s = sub.add_parser("service", help="install the daemon as a systemd / launchd user service")
-    s.add_argument("action", choices=["install", "print"], help="write the unit, or print it")
-    s.add_argument(
-        "--kind",
-        choices=["systemd", "launchd"],
-        default=None,
-        help="service manager (default: launchd on macOS, else systemd)",
-    )
-    return p
 
 
 def _print_json(obj: Any, out: TextIO) -> None:
@@ -194,7 +58,7 @@ def _cmd_index(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) 
         from .store import Store
 
         writer = Indexer(cfg, Store(cfg.resolved_index_path()), select_provider(cfg).provider)
-        bar = _ProgressBar(err, "indexing")
+        bar = ProgressBar(err, "indexing")
         try:
             report = writer.sync(force=args.force, progress=bar).to_json()
         finally:
@@ -324,92 +188,15 @@ def _cmd_status(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO)
 
 
 def _cmd_doctor(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
-    """Each check: (name, ok, detail). Exit 1 if any failed."""
-    from .discovery import discover
-    from .selection import select_provider
-    from .store import Store
-    from .tokenizer import get_counter
+    from .doctor import checks
 
-    checks: list[tuple[str, bool, str]] = []
-
-    def check(name: str, fn: Any) -> None:
-        try:
-            detail = fn()
-            checks.append((name, True, str(detail)))
-        except Exception as exc:  # a doctor reports, it does not crash
-            msg = exc.message if isinstance(exc, MemindexError) else f"{type(exc).__name__}: {exc}"
-            checks.append((name, False, msg))
-
-    check("config", lambda: str(cfg.source or "defaults (no config file)"))
-    check("workspace", lambda: f"{cfg.require_workspace()} ({len(discover(cfg))} memory files)")
-    check(
-        "tokenizer",
-        lambda: f"cl100k_base offline, 'hello world' = {get_counter()(['hello world'])[0]} tokens",
-    )
-
-    def index() -> str:
-        path = cfg.resolved_index_path()
-        if not path.exists():
-            return f"{path} not built yet: run 'memindex index'"
-        with Store(path, readonly=True) as st:
-            problems = st.consistency()
-            if problems:
-                raise RuntimeError(
-                    f"{path}: {'; '.join(problems)}; run 'memindex index --force' to rebuild it"
-                )
-            v = st.versions()
-            return (
-                f"{path}: integrity ok, tables consistent, SQLite {v['sqlite']} via {v['binding']}"
-            )
-
-    check("index", index)
-
-    def vec() -> str:
-        import tempfile
-
-        with tempfile.TemporaryDirectory() as d, Store(Path(d) / "probe.sqlite") as st:
-            if st.vec_version is None:
-                raise RuntimeError(st.vector_error or "sqlite-vec not loaded")
-            return f"sqlite-vec {st.vec_version} loads"
-
-    check("sqlite-vec", vec)
-
-    def provider() -> str:
-        sel = select_provider(cfg)
-        if sel.provider is None:
-            if cfg.provider.name not in ("auto", "none"):  # asked for, and not there
-                raise RuntimeError(f"provider '{cfg.provider.name}' unavailable: {sel.reason}")
-            return f"none: keyword search only ({sel.reason})"
-        desc = f"{sel.provider.id} {sel.provider.model} ({sel.provider.dims} dims)"
-        sel.provider.embed_query("memindex doctor")
-        sel.provider.close()
-        return desc + ", answered a test query"
-
-    check("provider", provider)
-
-    def daemon() -> str:
-        path = cfg.socket_path()
-        if not path.exists():
-            return f"not running (no socket at {path})"
-        pong = call(path, "ping", timeout=2.0)
-        agents = list(pong.get("agents", {}))
-        problems = []
-        for name in agents:  # a daemon that answers but does not index is a failure
-            st = call(path, "status", {"agent": name}, timeout=10.0)
-            if st.get("stuck") or st.get("lastError"):
-                problems.append(f"agent {name}: {st.get('lastError')}")
-        if problems:
-            raise RuntimeError(f"daemon on {path} reports: {'; '.join(problems)}")
-        return f"answering on {path}, version {pong.get('version')}, agents {agents}, no errors"
-
-    check("daemon", daemon)
-
+    got = checks(cfg)
     if args.json:
-        _print_json([{"check": n, "ok": ok, "detail": d} for n, ok, d in checks], out)
+        _print_json([{"check": n, "ok": ok, "detail": d} for n, ok, d in got], out)
     else:
-        for n, ok, d in checks:
+        for n, ok, d in got:
             out.write(f"{'ok  ' if ok else 'FAIL'} {n:<11} {d}\n")
-    return 0 if all(ok for _, ok, _ in checks) else 1
+    return 0 if all(ok for _, ok, _ in got) else 1
 
 
 def _cmd_distill(args: argparse.Namespace, out: TextIO) -> int:
@@ -488,7 +275,7 @@ def main(
 ) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     if args.command not in _DAEMON_COMMANDS:
         _setup_logging(args, err)
     try:

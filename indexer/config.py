@@ -1,4 +1,5 @@
-"""Configuration: TOML file + command-line overrides -> one immutable ``Config``.
+"""Configuration types: one immutable ``Config`` per agent, its sections, and
+``Settings`` (every agent a daemon serves). Read by ``config_file.py``.
 
 Key names follow OpenClaw's ``memorySearch`` settings where they overlap; every key
 and its default is listed in ``config/memindex.toml``. Unknown keys are an error
@@ -8,13 +9,10 @@ and its default is listed in ``config/memindex.toml``. Unknown keys are an error
 from __future__ import annotations
 
 import hashlib
-import math
 import os
-import re
 import sys
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from .errors import ConfigError, WorkspaceError
 
@@ -23,15 +21,12 @@ __all__ = [
     "SessionsConfig",
     "Settings",
     "SyncConfig",
-    "load_settings",
-    "parse_config",
     "ChunkingConfig",
     "Config",
     "ExtraPath",
     "LimitsConfig",
     "QueryConfig",
     "default_config_path",
-    "load_config",
     "state_dir",
 ]
 
@@ -242,270 +237,6 @@ def default_config_path() -> Path:
     return base / "memindex" / "config.toml"
 
 
-def _expand(value: str, base: Path | None) -> Path:
-    p = Path(os.path.expandvars(os.path.expanduser(value)))
-    if not p.is_absolute() and base is not None:
-        p = base / p
-    return p
-
-
-def _section(data: dict[str, Any], name: str, cls: type[Any], where: str) -> Any:
-    raw = data.pop(name, {})
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{where}: [{name}] must be a table")
-    known = {f.name: f for f in fields(cls)}
-    kwargs: dict[str, Any] = {}
-    defaults = cls()
-    for key, value in raw.items():
-        if key not in known:
-            raise ConfigError(f"{where}: unknown key '{name}.{key}' (known: {', '.join(known)})")
-        want = type(getattr(defaults, key))
-        if want is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if not isinstance(value, want) or isinstance(value, bool) != (want is bool):
-            raise ConfigError(
-                f"{where}: '{name}.{key}' must be {want.__name__}, got {type(value).__name__}"
-            )
-        kwargs[key] = value
-    return cls(**kwargs)
-
-
-def _extra_paths(raw: Any, base: Path | None, where: str) -> tuple[ExtraPath, ...]:
-    if not isinstance(raw, list):
-        raise ConfigError(f"{where}: 'extraPaths' must be a list")
-    out: list[ExtraPath] = []
-    for item in raw:
-        if isinstance(item, str):
-            out.append(ExtraPath(_expand(item, base)))
-        elif isinstance(item, dict) and isinstance(item.get("path"), str):
-            pattern = item.get("pattern")
-            if pattern is not None and not isinstance(pattern, str):
-                raise ConfigError(f"{where}: extraPaths pattern must be a string")
-            unknown = set(item) - {"path", "pattern"}
-            if unknown:
-                raise ConfigError(f"{where}: unknown extraPaths keys {sorted(unknown)}")
-            out.append(ExtraPath(_expand(item["path"], base), pattern))
-        else:
-            raise ConfigError(f"{where}: extraPaths entries are strings or {{path, pattern}}")
-    return tuple(out)
-
-
-def parse_config(
-    data: dict[str, Any], *, source: Path | None = None
-) -> tuple[Config, tuple[Config, ...]]:
-    """Build (defaults, agents) from parsed TOML; relative paths are relative to the
-    file. ``agents`` is empty when the file has no ``[[agents]]`` list."""
-    where = str(source) if source else "config"
-    data = dict(data)
-    base = source.parent if source else Path.cwd()
-    chunking = _section(data, "chunking", ChunkingConfig, where)
-    query = _section(data, "query", QueryConfig, where)
-    limits = _section(data, "limits", LimitsConfig, where)
-    sessions = _section(data, "sessions", SessionsConfig, where)
-    if sessions.dir:
-        sessions = replace(sessions, dir=str(_expand(sessions.dir, base)))
-    sync = _section(data, "sync", SyncConfig, where)
-    if sync.watcher not in ("auto", "inotify", "polling"):
-        raise ConfigError(f"{where}: sync.watcher must be auto, inotify or polling")
-    server = _section(data, "server", ServerConfig, where)
-    provider_raw = data.pop("provider", {})
-    if not isinstance(provider_raw, dict):
-        raise ConfigError(f"{where}: [provider] must be a table")
-    provider_raw = dict(provider_raw)
-    local = _section(provider_raw, "local", LocalProviderConfig, where)
-    if local.modelPath and not local.modelPath.startswith("hf:"):
-        local = replace(local, modelPath=str(_expand(local.modelPath, base)))
-    remote = _section(provider_raw, "remote", RemoteProviderConfig, where)
-    provider = replace(
-        _section({"provider": provider_raw}, "provider", ProviderConfig, where),
-        local=local,
-        remote=remote,
-    )
-    if provider.fallback not in ("local", "openai", "gemini", "voyage", "none"):
-        raise ConfigError(
-            f"{where}: provider.fallback must be local, openai, gemini, voyage or none"
-        )
-    if provider.name not in ("auto", "local", "openai", "gemini", "voyage", "none"):
-        raise ConfigError(
-            f"{where}: provider.name must be auto, local, openai, gemini, voyage or none"
-        )
-    hybrid = _section(data, "hybrid", HybridConfig, where)
-    if hybrid.fusion not in ("weighted", "rrf"):
-        raise ConfigError(f"{where}: hybrid.fusion must be weighted or rrf")
-    cache = _section(data, "cache", CacheConfig, where)
-    if server.socket:
-        server = replace(server, socket=str(_expand(server.socket, base)))
-    kwargs: dict[str, Any] = {
-        "chunking": chunking,
-        "query": query,
-        "limits": limits,
-        "sessions": sessions,
-        "sync": sync,
-        "server": server,
-        "provider": provider,
-        "hybrid": hybrid,
-        "cache": cache,
-    }
-    for key in ("workspace", "stateDir", "indexPath"):
-        if key in data:
-            value = data.pop(key)
-            if not isinstance(value, str):
-                raise ConfigError(f"{where}: '{key}' must be a string path")
-            kwargs[key] = _expand(value, base)
-    if "agentId" in data:
-        value = data.pop("agentId")
-        if not isinstance(value, str) or not _valid_agent_id(value):
-            raise ConfigError(f"{where}: 'agentId' must be a plain name")
-        kwargs["agentId"] = value
-    if "extraPaths" in data:
-        kwargs["extraPaths"] = _extra_paths(data.pop("extraPaths"), base, where)
-    if "ignore" in data:
-        value = data.pop("ignore")
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{where}: 'ignore' must be a list of glob strings")
-        kwargs["ignore"] = tuple(value)
-    agents_raw = data.pop("agents", None)
-    if data:
-        raise ConfigError(f"{where}: unknown key(s): {', '.join(sorted(data))}")
-    cfg = Config(source=source, **kwargs)
-    _validate(cfg, where)
-    return cfg, _agents(cfg, agents_raw, base, where)
-
-
-_AGENT_KEYS = {"id", "workspace", "indexPath", "extraPaths", "ignore", "sessionsDir"}
-
-
-def _agents(defaults: Config, raw: Any, base: Path, where: str) -> tuple[Config, ...]:
-    """``[[agents]]`` entries: each inherits every top-level setting it does not set."""
-    if raw is None:
-        return ()
-    if not isinstance(raw, list) or not all(isinstance(a, dict) for a in raw):
-        raise ConfigError(f"{where}: 'agents' must be a list of tables ([[agents]])")
-    out: list[Config] = []
-    seen: set[str] = set()
-    for entry in raw:
-        unknown = set(entry) - _AGENT_KEYS
-        if unknown:
-            raise ConfigError(f"{where}: unknown agents key(s) {sorted(unknown)}")
-        aid = entry.get("id")
-        if not isinstance(aid, str) or not _valid_agent_id(aid):
-            raise ConfigError(f"{where}: every [[agents]] entry needs a plain 'id'")
-        if aid in seen:
-            raise ConfigError(f"{where}: agent '{aid}' is listed twice")
-        seen.add(aid)
-        agent = replace(defaults, agentId=aid)
-        paths: dict[str, Any] = {}
-        for key in ("workspace", "indexPath"):
-            if key in entry:
-                if not isinstance(entry[key], str):
-                    raise ConfigError(f"{where}: agents.{key} must be a string path")
-                paths[key] = _expand(entry[key], base)
-        agent = replace(agent, **paths)
-        if "sessionsDir" in entry:
-            if not isinstance(entry["sessionsDir"], str):
-                raise ConfigError(f"{where}: agents.sessionsDir must be a string path")
-            agent = replace(
-                agent,
-                sessions=replace(agent.sessions, dir=str(_expand(entry["sessionsDir"], base))),
-            )
-        if "extraPaths" in entry:
-            agent = replace(agent, extraPaths=_extra_paths(entry["extraPaths"], base, where))
-        if "ignore" in entry:
-            value = entry["ignore"]
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise ConfigError(f"{where}: agents.ignore must be a list of glob strings")
-            agent = replace(agent, ignore=tuple(value))
-        out.append(agent)
-    return tuple(out)
-
-
-_AGENT_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,63}$")
-
-
-def _valid_agent_id(value: str) -> bool:
-    """Letters, digits, ``_ . -``, not starting with a dot: it names a file in the
-    state dir, so ``../x`` or ``a/b`` must never get that far."""
-    return bool(_AGENT_ID.match(value))
-
-
-# Every numeric key's allowed range (inclusive; None = unbounded). Floats must also
-# be finite: NaN compares false with everything and would pass a plain range check.
-_RANGES: dict[str, tuple[float | None, float | None]] = {
-    "chunking.tokens": (16, 8192),
-    "query.maxResults": (1, 200),
-    "query.minScore": (0.0, 1.0),
-    "query.maxSnippetChars": (80, 100_000),
-    "query.memoryShare": (0.0, 1.0),
-    "query.halfLifeDays": (0.001, None),
-    "query.mmrLambda": (0.0, 1.0),
-    "limits.maxFileBytes": (1024, None),
-    "limits.maxGetBytes": (1024, 64 * 1024 * 1024),
-    "sessions.deltaBytes": (1, None),
-    "sessions.deltaMessages": (1, None),
-    "sessions.idleFlushMs": (0, None),
-    "provider.dims": (0, 8192),
-    "provider.local.threads": (0, 1024),
-    "provider.remote.timeoutMs": (1, None),
-    "provider.remote.queryTimeoutMs": (1, None),
-    "provider.remote.batchTimeoutMs": (1, None),
-    "hybrid.vectorWeight": (0.0, 1.0),
-    "hybrid.textWeight": (0.0, 1.0),
-    "hybrid.candidateMultiplier": (1, 20),
-    "hybrid.rrfK": (1, None),
-    "cache.maxEntries": (0, None),
-    "sync.watchDebounceMs": (0, 3_600_000),
-    "sync.pollIntervalMs": (50, 3_600_000),
-    "server.maxRequestBytes": (1024, 64 * 1024 * 1024),
-    "server.maxReplyBytes": (64 * 1024, 1024 * 1024 * 1024),
-    "server.maxConnections": (1, 100_000),
-    "server.idleTimeoutMs": (1000, None),
-}
-
-
-def _check_ranges(cfg: Config, where: str) -> None:
-    for key, (lo, hi) in _RANGES.items():
-        obj: Any = cfg
-        for part in key.split("."):
-            obj = getattr(obj, part)
-        value = float(obj)
-        if (
-            not math.isfinite(value)
-            or (lo is not None and value < lo)
-            or (hi is not None and value > hi)
-        ):
-            bounds = f"{lo:g} .. {hi:g}" if hi is not None else f">= {lo:g}"
-            raise ConfigError(f"{where}: '{key}' must be {bounds} (got {obj!r})")
-
-
-def _validate(cfg: Config, where: str) -> None:
-    _check_ranges(cfg, where)
-    c = cfg.chunking
-    if c.tokens < 16:
-        raise ConfigError(f"{where}: chunking.tokens must be >= 16")
-    if not 0 <= c.overlap < c.tokens:
-        raise ConfigError(f"{where}: chunking.overlap must be >= 0 and below chunking.tokens")
-    if cfg.query.maxResults < 1:
-        raise ConfigError(f"{where}: query.maxResults must be >= 1")
-    if not 0.0 <= cfg.query.minScore <= 1.0:
-        raise ConfigError(f"{where}: query.minScore must be between 0 and 1")
-    if not 0.0 <= cfg.query.memoryShare <= 1.0 or not 0.0 <= cfg.query.mmrLambda <= 1.0:
-        raise ConfigError(f"{where}: query.memoryShare and query.mmrLambda must be 0..1")
-    if cfg.query.halfLifeDays <= 0:
-        raise ConfigError(f"{where}: query.halfLifeDays must be > 0")
-    if cfg.query.maxSnippetChars < 80:
-        raise ConfigError(f"{where}: query.maxSnippetChars must be >= 80")
-    if cfg.limits.maxFileBytes < 1024:
-        raise ConfigError(f"{where}: limits.maxFileBytes must be >= 1024")
-    if cfg.sessions.deltaBytes < 1 or cfg.sessions.deltaMessages < 1:
-        raise ConfigError(f"{where}: sessions.deltaBytes and deltaMessages must be >= 1")
-    if cfg.sync.watchDebounceMs < 0 or cfg.sync.pollIntervalMs < 50:
-        raise ConfigError(f"{where}: sync.watchDebounceMs >= 0 and pollIntervalMs >= 50")
-    if not 1024 <= cfg.server.maxRequestBytes <= 64 * 1024 * 1024:
-        raise ConfigError(f"{where}: server.maxRequestBytes must be 1 KiB .. 64 MiB")
-    if cfg.server.maxConnections < 1:
-        raise ConfigError(f"{where}: server.maxConnections must be >= 1")
-
-
 @dataclass(frozen=True)
 class Settings:
     """Everything the daemon serves: one Config per agent (the first is the default)."""
@@ -520,69 +251,3 @@ class Settings:
                 return a
         known = ", ".join(a.agent_name for a in self.agents)
         raise ConfigError(f"unknown agent '{agent_id}' (configured: {known})")
-
-
-def load_settings(
-    path: Path | None = None,
-    *,
-    workspace: Path | None = None,
-    agent: str | None = None,
-    openclaw: Path | None = None,
-) -> Settings:
-    """Read the config file (explicit ``path``, else the default one if it exists) and
-    apply command-line overrides. With no workspace anywhere, OpenClaw's default
-    workspace ``~/.openclaw/workspace`` is used when it exists."""
-    cfg = Config()
-    agents: tuple[Config, ...] = ()
-    file = path if path is not None else default_config_path()
-    if path is not None and not file.is_file():
-        raise ConfigError(f"config file {file} does not exist")
-    if file.is_file():
-        import tomllib  # only with a config file: 10 ms of every CLI process otherwise
-
-        try:
-            with file.open("rb") as fh:
-                data = tomllib.load(fh)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{file}: not valid TOML: {exc}") from exc
-        except UnicodeDecodeError as exc:
-            raise ConfigError(
-                f"{file}: not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset "
-                f"{exc.start})"
-            ) from exc
-        except OSError as exc:
-            raise ConfigError(f"{file}: cannot read: {exc.strerror}") from exc
-        cfg, agents = parse_config(data, source=file)
-    if openclaw is not None:  # OpenClaw's agents and memorySearch settings on top
-        from .openclaw import load_openclaw
-
-        agents = load_openclaw(Path(os.path.expanduser(str(openclaw))), cfg)
-    if agent is not None and not _valid_agent_id(agent):
-        raise ConfigError(
-            f"--agent {agent!r}: an agent id is letters, digits, '_', '.' and '-' "
-            "(it names the index file; no '/' and no leading '.')"
-        )
-    if agent is not None:  # one of the configured agents, or name the only one
-        agents = (Settings(agents).agent(agent),) if agents else (replace(cfg, agentId=agent),)
-    if not agents:
-        agents = (cfg,)
-    if workspace is not None:
-        ws = Path(os.path.expanduser(str(workspace))).absolute()
-        agents = (replace(agents[0], workspace=ws),) + agents[1:]
-    openclaw = Path.home() / ".openclaw" / "workspace"
-    agents = tuple(
-        replace(a, workspace=openclaw) if a.workspace is None and openclaw.is_dir() else a
-        for a in agents
-    )
-    return Settings(agents)
-
-
-def load_config(
-    path: Path | None = None,
-    *,
-    workspace: Path | None = None,
-    agent: str | None = None,
-    openclaw: Path | None = None,
-) -> Config:
-    """The Config of one agent (``agent``, else the first configured)."""
-    return load_settings(path, workspace=workspace, agent=agent, openclaw=openclaw).agents[0]

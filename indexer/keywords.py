@@ -34,8 +34,8 @@ import numpy.typing as npt
 
 from . import bm25
 from .errors import MemindexError
+from .query import ParsedQuery
 from .refresher import Refresher
-from .search import ParsedQuery
 from .store import FTS_TOKENIZER, FTS_WEIGHTS, IndexStore, Store
 
 __all__ = ["MIN_CHUNKS", "KeywordIndex"]

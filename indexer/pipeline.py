@@ -23,7 +23,7 @@ from .chunking import CHUNKER_VERSION, chunk_markdown, split_lines
 from .config import Config
 from .discovery import MEMORY_SOURCE, SourceFile, change_stamp, discover
 from .errors import FileUnreadable, FileVanished
-from .search import index_text
+from .query import index_text
 from .store import STORE_ERRORS, ChunkRow, FileState, IndexStore
 from .tokenizer import TOKENIZER_NAME, TokenCounter, get_counter
 

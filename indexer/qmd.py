@@ -32,34 +32,22 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from .api import Mode, SearchRequest
+from .api import SearchRequest
 from .chunking import split_lines
 from .client import DaemonUnavailable, RemoteError, call
-from .config import Config, ExtraPath, load_config
+from .config import Config, ExtraPath
+from .config_file import load_config
 from .discovery import glob_match, roots_for
 from .documents import read_document
 from .engine import MemoryIndex
 from .errors import InvalidParams, MemindexError
-from .qmd_entry import emit
+from .qmd_common import MODES, cache_dir, config_dir, emit, qmd_socket
 from .searcher import Searcher
 from .selection import select_provider
 from .store import IndexStore, Store, private_dir
 from .store.qmd_catalogue import Catalogue
 
 __all__ = ["main"]
-
-
-def _xdg(var: str, default: str) -> Path:
-    value = os.environ.get(var)
-    return Path(value) if value else Path.home() / default
-
-
-def config_dir() -> Path:
-    return _xdg("XDG_CONFIG_HOME", ".config") / "memindex-qmd"
-
-
-def cache_dir() -> Path:
-    return _xdg("XDG_CACHE_HOME", ".cache")
 
 
 class QmdError(Exception):
@@ -164,14 +152,6 @@ def refresh_catalogue(cfg: Config, cols: list[dict[str, str]], store: IndexStore
 # -- commands ------------------------------------------------------------------------
 
 
-def qmd_socket() -> Path:
-    return cache_dir() / "memindex-qmd" / "daemon.sock"
-
-
-# QMD's commands as memindex search modes: BM25 only, vectors only, both fused.
-_MODES: dict[str, Mode] = {"search": "keyword", "vsearch": "vector", "query": "hybrid"}
-
-
 def search_items(
     cfg: Config,
     cols: list[dict[str, str]],
@@ -186,10 +166,10 @@ def search_items(
     for name in names:
         if name not in known:
             raise QmdError(f"Collection not found: {name}")
-    if mode not in _MODES:
+    if mode not in MODES:
         raise QmdError(f"Unknown search mode: {mode}")
     params = {"query": query, "maxResults": min(200, max(1, n) * 4), "minScore": 0.0}
-    res = searcher.search(SearchRequest.parse({**params, "mode": _MODES[mode]}))["results"]
+    res = searcher.search(SearchRequest.parse({**params, "mode": MODES[mode]}))["results"]
     locate = _Locator(cfg, cols)
     items: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()

@@ -1,42 +1,23 @@
 """Entry point of ``memindex-qmd``: searches go to a warm daemon when one serves these
 collections. Standard library only (and ``client``), so a search costs Python's
-start-up and one socket round trip instead of importing the index code (~0.2 s). Everything else,
-and a search with no daemon, runs ``indexer.qmd``; such a search also starts the
+start-up and one socket round trip instead of importing the index code (~0.2 s).
+Everything else, and a search with no daemon, runs ``indexer.qmd``; such a search also starts the
 daemon for the next ones (``MEMINDEX_QMD_NO_DAEMON=1`` turns that off). The daemon
 exits after 10 idle minutes and whenever the collections change.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from .client import call
 from .errors import DaemonUnavailable, ForeignSocket, RemoteError
+from .qmd_common import MODES, cache_dir, config_dir, emit, qmd_socket
 
-__all__ = ["emit", "main"]
-
-_MODES = ("search", "vsearch", "query")
-
-
-def _base() -> Path:
-    value = os.environ.get("XDG_CACHE_HOME")
-    return (Path(value) if value else Path.home() / ".cache") / "memindex-qmd"
-
-
-def emit(items: list[dict[str, Any]], out: TextIO, as_json: bool) -> None:
-    """Print search results as QMD does."""
-    if as_json:
-        out.write(json.dumps(items, ensure_ascii=False) + "\n")
-    elif not items:
-        out.write("No results found\n")
-    else:
-        for it in items:
-            out.write(f"{it['file']} {it['score']:.2f} {it['docid']}\n{it['snippet']}\n\n")
+__all__ = ["main"]
 
 
 def _parse(argv: list[str]) -> dict[str, Any] | None:
@@ -70,7 +51,7 @@ def _parse(argv: list[str]) -> dict[str, Any] | None:
 
 def _fast_search(argv: list[str]) -> int | None:
     params = _parse(argv)
-    path = _base() / "daemon.sock"
+    path = qmd_socket()
     if params is None or not path.exists():
         return None
     as_json = params.pop("json")
@@ -93,11 +74,10 @@ def _fast_search(argv: list[str]) -> int | None:
 
 
 def _spawn_daemon() -> None:
-    base = _base()
-    if os.environ.get("MEMINDEX_QMD_NO_DAEMON") or (base / "daemon.sock").exists():
+    base = cache_dir() / "memindex-qmd"
+    if os.environ.get("MEMINDEX_QMD_NO_DAEMON") or qmd_socket().exists():
         return
-    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    if not (Path(config) / "memindex-qmd" / "collections.json").exists():
+    if not (config_dir() / "collections.json").exists():
         return
     base.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd = os.open(base / "daemon.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -113,7 +93,7 @@ def _spawn_daemon() -> None:
 
 def main() -> None:
     argv = sys.argv[1:]
-    if argv and argv[0] in _MODES:
+    if argv and argv[0] in MODES:
         rc = _fast_search(argv)
         if rc is not None:
             sys.exit(rc)

@@ -36,8 +36,9 @@ from .config import Config
 from .documents import get_lines
 from .errors import IndexMismatch, InvalidParams
 from .gating import skip_reason
+from .query import ParsedQuery, parse_query
 from .ranking import apply_decay, balance_sources, mmr
-from .search import ParsedQuery, SearchHit, fuse, keyword_search, parse_query, render_results
+from .search import SearchHit, fuse, keyword_search, render_results
 from .selection import NO_PROVIDER
 from .store import IndexStore, SearchRow
 

@@ -28,7 +28,7 @@ from typing import Any
 from .chunking import chunk_markdown
 from .config import Config
 from .errors import FileUnreadable, FileVanished, MemindexError
-from .search import index_text
+from .query import index_text
 from .sessions import (
     MAX_LINE_BYTES,
     SESSIONS_SOURCE,

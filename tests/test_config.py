@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from indexer.config import parse_config
+from indexer.config_file import parse_config
 from indexer.errors import ConfigError
 
 REPO = Path(__file__).resolve().parent.parent

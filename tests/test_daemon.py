@@ -205,8 +205,8 @@ from indexer.cli import main
 out = io.StringIO()
 code = main(sys.argv[1:], out=out)
 heavy = sorted(m for m in ("numpy", "tiktoken", "tenacity", "indexer.searcher",
-                           "indexer.indexing", "indexer.store", "indexer.search", "logging",
-                           "shutil")
+                           "indexer.indexing", "indexer.store", "indexer.query",
+                           "indexer.search", "logging", "shutil")
                if m in sys.modules)
 logs = "logging" in sys.modules and bool(sys.modules["logging"].getLogger().handlers)
 print(json.dumps({"code": code, "out": out.getvalue(), "heavy": heavy, "logs": logs}))
@@ -336,7 +336,7 @@ def test_one_method_table_for_the_daemon_and_the_direct_path(
     """The daemon and a reader without it (CLI, MCP) parse parameters in one place:
     the same errors, the same ``corpus`` alias."""
     from indexer import api
-    from indexer.config import load_config
+    from indexer.config_file import load_config
     from indexer.errors import InvalidParams
     from indexer.reading import read_call
 

@@ -29,7 +29,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from indexer.chunking import chunk_markdown, split_lines
-from indexer.config import Config, parse_config
+from indexer.config import Config
+from indexer.config_file import parse_config
 from indexer.engine import MemoryIndex
 from indexer.errors import ConfigError
 from indexer.sessions import Malformed, parse_message

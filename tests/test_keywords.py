@@ -18,7 +18,7 @@ from conftest import write
 from indexer.config import Config, SessionsConfig
 from indexer.engine import MemoryIndex
 from indexer.keywords import KeywordIndex
-from indexer.search import parse_query
+from indexer.query import parse_query
 from indexer.vectors import VectorMatrix
 from providers.base import EmbeddingProvider, Vectors, normalize
 

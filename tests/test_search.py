@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from indexer.config import Config
 from indexer.engine import MemoryIndex
 from indexer.errors import InvalidParams
-from indexer.search import bm25_to_score, make_snippet, parse_query
+from indexer.query import parse_query
+from indexer.search import bm25_to_score, make_snippet
 
 
 @pytest.fixture
