@@ -11,6 +11,8 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
+from providers.names import ORDER as PROVIDERS
+
 from .config import (
     CacheConfig,
     ChunkingConfig,
@@ -112,14 +114,12 @@ def parse_config(
         local=local,
         remote=remote,
     )
-    if provider.fallback not in ("local", "openai", "gemini", "voyage", "none"):
-        raise ConfigError(
-            f"{where}: provider.fallback must be local, openai, gemini, voyage or none"
-        )
-    if provider.name not in ("auto", "local", "openai", "gemini", "voyage", "none"):
-        raise ConfigError(
-            f"{where}: provider.name must be auto, local, openai, gemini, voyage or none"
-        )
+    for key, value, allowed in (
+        ("fallback", provider.fallback, (*PROVIDERS, "none")),
+        ("name", provider.name, ("auto", *PROVIDERS, "none")),
+    ):
+        if value not in allowed:
+            raise ConfigError(f"{where}: provider.{key} must be one of {', '.join(allowed)}")
     hybrid = _section(data, "hybrid", HybridConfig, where)
     if hybrid.fusion not in ("weighted", "rrf"):
         raise ConfigError(f"{where}: hybrid.fusion must be weighted or rrf")

@@ -26,7 +26,14 @@ from . import safefs
 from .config import DEFAULT_IGNORE_DIRS, Config
 from .errors import PathRefused
 
+# The workspace's root memory files; everything else of the memory source is under
+# ``memory/``. (The watcher watches the same names.)
+ROOT_FILES = ("MEMORY.md", "memory.md")
+MEMORY_DIR = "memory"
+
 __all__ = [
+    "MEMORY_DIR",
+    "ROOT_FILES",
     "GetTarget",
     "Root",
     "SourceFile",
@@ -161,7 +168,7 @@ def discover(cfg: Config, *, on_skip: OnSkip | None = None) -> list[SourceFile]:
     roots = roots_for(cfg)
     ws = roots[0].real
     names = _names(ws)
-    for name in ("MEMORY.md", "memory.md"):
+    for name in ROOT_FILES:
         if name in names:
             try:
                 add(ws, (name,), os.lstat(ws / name), name)
@@ -203,9 +210,7 @@ def _names(directory: Path) -> set[str]:
 
 
 def _in_memory_source(rel: str) -> bool:
-    return rel in ("MEMORY.md", "memory.md") or (
-        rel.startswith("memory/") and rel.lower().endswith(".md")
-    )
+    return rel in ROOT_FILES or (rel.startswith(MEMORY_DIR + "/") and rel.lower().endswith(".md"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -153,9 +153,7 @@ class SearchHit:
     def to_result(self, q: ParsedQuery, max_chars: int) -> SearchResult:
         r = self.row
         snippet, s0, s1, self.best_line = make_snippet(r.text, r.start_line, q, max_chars)
-        cite = f"{r.path}#L{r.start_line}" + (
-            f"-L{r.end_line}" if r.end_line != r.start_line else ""
-        )
+        cite = _citation(r.path, r.start_line, r.end_line)
         out: SearchResult = {
             "path": r.path,
             "startLine": r.start_line,
@@ -299,10 +297,10 @@ def fuse(
     vector_rows: dict[int, SearchRow],
     *,
     min_score: float,
-    fusion: str = "weighted",
-    vector_weight: float = 0.7,
-    text_weight: float = 0.3,
-    rrf_k: int = 60,
+    fusion: str,
+    vector_weight: float,
+    text_weight: float,
+    rrf_k: int,
     load: Callable[[Iterable[SearchRow]], None] | None = None,
 ) -> list[SearchHit]:
     """Merge keyword hits and vector neighbours into one ranking.

@@ -45,7 +45,7 @@ from watchdog.observers.api import BaseObserver, ObservedWatch
 from watchdog.observers.polling import PollingObserver
 
 from .config import DEFAULT_IGNORE_DIRS, Config
-from .discovery import is_ignored, roots_for
+from .discovery import MEMORY_DIR, ROOT_FILES, is_ignored, roots_for
 from .safefs import MAX_DEPTH
 from .sessions import is_transcript_name
 
@@ -262,7 +262,7 @@ class Watcher:
                 if is_transcript_name(name, t.include_rotated):
                     self.on_change(t.agent, "sessions", path)
             elif t.role == "root":
-                if name in ("MEMORY.md", "memory.md") or (is_dir and name == "memory"):
+                if name in ROOT_FILES or (is_dir and name == MEMORY_DIR):
                     self.on_change(t.agent, "memory", path)
             elif is_dir or name.lower().endswith(".md"):
                 self.on_change(t.agent, "memory", path)

@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import MissingCredentials, ProviderError
+from .names import ORDER
 
 if TYPE_CHECKING:
     from .base import EmbeddingProvider
 
 __all__ = ["ProviderSpec", "Selection", "select"]
 
-ORDER = ("local", "openai", "gemini", "voyage")
+
 REMOTE = {  # name -> (module, class), imported only when chosen
     "openai": (".openai_provider", "OpenAIProvider"),
     "gemini": (".gemini_provider", "GeminiProvider"),

@@ -14,7 +14,10 @@ caught, with ``raise … from exc``; nothing else escapes a provider.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
+    "retry_after_seconds",
     "MissingCredentials",
     "PermanentError",
     "ProviderError",
@@ -50,3 +53,31 @@ class RateLimited(TransientError):
 
 class ProviderTimeout(TransientError):
     pass
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """A response's ``Retry-After`` in seconds (delta-seconds or an HTTP date), or
+    None when it is missing or unreadable. ``headers``: any mapping with ``get``
+    (httpx's and requests' are case-insensitive; a plain dict is tried both ways)."""
+    if headers is None:
+        return None
+    try:
+        value = headers.get("retry-after") or headers.get("Retry-After")
+    except (AttributeError, TypeError):
+        return None
+    if value is None:
+        return None
+    text = str(value).strip()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    import time
+
+    return max(0.0, when.timestamp() - time.time())

@@ -20,6 +20,7 @@ from .errors import (
     ProviderTimeout,
     RateLimited,
     TransientError,
+    retry_after_seconds,
 )
 
 __all__ = ["GeminiProvider"]
@@ -35,15 +36,8 @@ def translate(exc: Exception) -> ProviderError:
     if isinstance(exc, ge.APIError):
         code = int(getattr(exc, "code", 0) or 0)
         if code == 429:
-            retry = None
-            response = getattr(exc, "response", None)
-            headers = getattr(response, "headers", None)
-            try:
-                value = headers.get("retry-after") if headers is not None else None
-                retry = float(value) if value is not None else None
-            except (TypeError, ValueError, AttributeError):
-                retry = None
-            return RateLimited(f"rate limited: {exc}", retry)
+            headers = getattr(getattr(exc, "response", None), "headers", None)
+            return RateLimited(f"rate limited: {exc}", retry_after_seconds(headers))
         if code in (401, 403):
             return MissingCredentials(f"rejected credentials: {exc}")
         if code in (408, 409) or code >= 500:

@@ -20,6 +20,7 @@ from .errors import (
     ProviderTimeout,
     RateLimited,
     TransientError,
+    retry_after_seconds,
 )
 
 __all__ = ["OpenAIProvider"]
@@ -32,20 +33,12 @@ DEFAULT_DIMS = {
 }
 
 
-def _retry_after(headers: Any) -> float | None:
-    try:
-        value = headers.get("retry-after") if headers is not None else None
-        return float(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
 def translate(exc: Exception) -> ProviderError:
     """Map an ``openai`` exception to our error tree (by class, never by message)."""
     import openai
 
     if isinstance(exc, openai.RateLimitError):
-        return RateLimited(f"rate limited: {exc}", _retry_after(exc.response.headers))
+        return RateLimited(f"rate limited: {exc}", retry_after_seconds(exc.response.headers))
     if isinstance(exc, openai.APITimeoutError):
         return ProviderTimeout(f"timed out: {exc}")
     if isinstance(exc, openai.APIConnectionError):

@@ -19,6 +19,7 @@ from .errors import (
     ProviderTimeout,
     RateLimited,
     TransientError,
+    retry_after_seconds,
 )
 
 __all__ = ["VoyageProvider"]
@@ -38,13 +39,7 @@ def translate(exc: Exception) -> ProviderError:
     import voyageai.error as ve
 
     if isinstance(exc, ve.RateLimitError):
-        retry = None
-        try:
-            value = (exc.headers or {}).get("retry-after") or (exc.headers or {}).get("Retry-After")
-            retry = float(value) if value is not None else None
-        except (TypeError, ValueError):
-            retry = None
-        return RateLimited(f"rate limited: {exc}", retry)
+        return RateLimited(f"rate limited: {exc}", retry_after_seconds(exc.headers))
     if isinstance(exc, ve.Timeout):
         return ProviderTimeout(f"timed out: {exc}")
     if isinstance(
@@ -126,8 +121,7 @@ class VoyageProvider(RemoteProvider):
         except requests.RequestException as exc:
             raise TransientError(f"connection failed: {exc}") from exc
         if r.status_code == 429:
-            retry = r.headers.get("retry-after")
-            raise RateLimited("rate limited", float(retry) if retry and retry.isdigit() else None)
+            raise RateLimited("rate limited", retry_after_seconds(r.headers))
         if r.status_code in (401, 403):
             raise MissingCredentials(f"rejected credentials: HTTP {r.status_code}")
         if r.status_code >= 500 or r.status_code in (408, 409):

@@ -247,3 +247,17 @@ def test_search_mode_is_a_request_parameter(cfg: Config, fake: FakeOpenAI) -> No
     with MemoryIndex(c, provider=select_provider(c).provider) as idx:
         res = idx.search("rye bread", mode="vector")
         assert res["mode"] == "keyword" and "failed" in res["fallback"] and res["results"]
+
+
+def test_retry_after_in_seconds_or_as_a_date() -> None:
+    from email.utils import formatdate
+
+    from providers.errors import retry_after_seconds
+
+    assert retry_after_seconds({"retry-after": "5"}) == 5.0
+    assert retry_after_seconds({"Retry-After": "1.5"}) == 1.5
+    assert retry_after_seconds({"retry-after": "-3"}) == 0.0
+    later = retry_after_seconds({"retry-after": formatdate(time.time() + 60, usegmt=True)})
+    assert later is not None and 55 <= later <= 61
+    for bad in (None, {}, {"retry-after": "soon"}, {"retry-after": ""}, object()):
+        assert retry_after_seconds(bad) is None, bad

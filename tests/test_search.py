@@ -179,8 +179,10 @@ def test_min_score_judges_each_side_on_its_own_scale() -> None:
         [(2, 0.9), (3, 0.1)],
         vector_rows,
         min_score=0.35,
+        fusion="weighted",
         vector_weight=0.3,
         text_weight=0.7,
+        rrf_k=60,
     )
     ids = [h.row.id for h in out]
     # 0.3 * 0.9 = 0.27 fused, but a cosine of 0.9 is strong on its own scale.
