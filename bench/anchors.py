@@ -20,8 +20,8 @@ import re
 from collections.abc import Sequence
 
 from indexer.engine import MemoryIndex
+from indexer.errors import StoreError
 from indexer.search import bm25_to_score
-from indexer.store import StoreError
 
 __all__ = ["openclaw_search", "qmd_search"]
 
