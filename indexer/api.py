@@ -21,6 +21,7 @@ from .errors import InvalidParams
 __all__ = [
     "GetRequest",
     "GetResponse",
+    "MAX_RESULTS",
     "METHODS",
     "MODES",
     "Method",

@@ -13,10 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from .api import GetRequest, GetResponse, SearchRequest, SearchResponse, StatusResponse
 from .config import Config
-from .documents import read_document
 from .indexing import Indexer
 from .searcher import Searcher
-from .selection import NO_PROVIDER, provider_note, provider_spec, select_provider
 from .store import IndexStore, Store
 
 if TYPE_CHECKING:
@@ -25,14 +23,7 @@ if TYPE_CHECKING:
     from .keywords import KeywordIndex
     from .vectors import VectorMatrix
 
-__all__ = [
-    "MemoryIndex",
-    "NO_PROVIDER",
-    "provider_note",
-    "provider_spec",
-    "read_document",
-    "select_provider",
-]
+__all__ = ["MemoryIndex"]
 
 
 class MemoryIndex(Indexer):

@@ -168,7 +168,8 @@ def search_items(
             raise QmdError(f"Collection not found: {name}")
     if mode not in MODES:
         raise QmdError(f"Unknown search mode: {mode}")
-    params = {"query": query, "maxResults": min(200, max(1, n) * 4), "minScore": 0.0}
+    # Four chunks per document asked for (SearchRequest caps it at MAX_RESULTS).
+    params = {"query": query, "maxResults": max(1, n) * 4, "minScore": 0.0}
     res = searcher.search(SearchRequest.parse({**params, "mode": MODES[mode]}))["results"]
     locate = _Locator(cfg, cols)
     items: list[dict[str, Any]] = []

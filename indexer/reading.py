@@ -49,7 +49,7 @@ def read_call(
     from .store import Store
 
     provider, note = None, ""
-    if method in ("memory_search", "status"):
+    if isinstance(req, (api.SearchRequest, api.StatusRequest)):  # memory_get needs none
         provider, note = provider_for_reading(cfg)
     with Store(cfg.resolved_index_path(), readonly=True) as store:
         return Searcher(cfg, store, provider=provider, provider_note=note).answer(req)

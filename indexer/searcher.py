@@ -22,6 +22,7 @@ from providers.errors import ProviderError, ProviderTimeout
 
 from . import __version__
 from .api import (
+    MAX_RESULTS,
     SOURCES,
     GetRequest,
     GetResponse,
@@ -90,7 +91,6 @@ class Searcher:
         self._sources_seen: tuple[str | None, bool] | None = None
         self._workspace_ok: tuple[Path, str | None] | None = None
         # Read at the start of search(): chunksVersion, vectorsVersion, vectorKey.
-        self._version: str | None = None
         self._versions: tuple[str | None, str | None, str | None] = (None, None, None)
         self._ready_seen: tuple[object, bool] | None = None
 
@@ -128,11 +128,10 @@ class Searcher:
             out = self._envelope([], "skipped", None)
             out["skipped"] = why
             return out
-        limit = min(req.max_results or self.cfg.query.maxResults, 200)
+        limit = min(req.max_results or self.cfg.query.maxResults, MAX_RESULTS)
         floor = self.cfg.query.minScore if req.min_score is None else req.min_score
         wanted = list(req.sources) if req.sources else None
         self._versions = self.store.change_versions()
-        self._version = self._versions[0]
         self._check_workspace()
         chars = self.cfg.query.maxSnippetChars
         fallback: str | None = f"{self.provider_note}: keyword search only"
@@ -173,7 +172,7 @@ class Searcher:
 
     def _both_sources(self) -> bool:
         """Whether the index holds both sources, re-read when its chunks change."""
-        version = self._version
+        version = self._versions[0]
         if self._sources_seen is None or self._sources_seen[0] != version:
             both = self.store.has_source("sessions") and self.store.has_source("memory")
             self._sources_seen = (version, both)
@@ -193,7 +192,7 @@ class Searcher:
         in_memory = None
         if self.keywords is not None and not q.empty():  # every part from one scoring
             in_memory = self.keywords.search_parts(
-                self.store, q, pool, parts, version=self._version
+                self.store, q, pool, parts, version=self._versions[0]
             )
         hits: list[SearchHit] = []
         for n, part in enumerate(parts):
@@ -306,7 +305,7 @@ class Searcher:
         return self._envelope(results, "vector" if vector_only else "hybrid", None)
 
     def _check_workspace(self) -> None:
-        if self._workspace_ok == (self.store.file, self._version):
+        if self._workspace_ok == (self.store.file, self._versions[0]):
             return  # a clear (a new workspace) changes the version
         indexed = self.store.meta_get("workspace")
         current = str(self.cfg.require_workspace().resolve())
@@ -316,7 +315,7 @@ class Searcher:
                 f"{current}: run 'memindex index' to rebuild it for this workspace"
             )
         if indexed is not None:
-            self._workspace_ok = (self.store.file, self._version)
+            self._workspace_ok = (self.store.file, self._versions[0])
 
     # -- status -----------------------------------------------------------------------
 

@@ -13,7 +13,8 @@ import pytest
 from conftest import write
 
 from indexer.config import Config, LocalProviderConfig, ProviderConfig
-from indexer.engine import MemoryIndex, select_provider
+from indexer.engine import MemoryIndex
+from indexer.selection import select_provider
 
 REPO = Path(__file__).resolve().parent.parent
 FLOOR = Config().query.minScore  # the default floor, 0.35

@@ -16,7 +16,8 @@ import pytest
 from conftest import Runner, cli_json, write
 
 from indexer.config import Config, LocalProviderConfig, ProviderConfig
-from indexer.engine import MemoryIndex, select_provider
+from indexer.engine import MemoryIndex
+from indexer.selection import select_provider
 from providers.errors import MissingCredentials, ProviderTimeout
 from providers.local_gguf import LocalGGUFProvider, resolve_model
 

@@ -19,8 +19,9 @@ from daemon_util import wait_for
 from fake_openai import FakeOpenAI
 
 from indexer.config import Config, ProviderConfig, RemoteProviderConfig
-from indexer.engine import MemoryIndex, select_provider
+from indexer.engine import MemoryIndex
 from indexer.errors import InvalidParams
+from indexer.selection import select_provider
 from providers.errors import PermanentError, ProviderTimeout, RateLimited, TransientError
 from providers.openai_provider import OpenAIProvider
 from providers.retry import RetryPolicy, call_with_retries

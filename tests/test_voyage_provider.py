@@ -12,7 +12,8 @@ import pytest
 from fake_openai import FakeOpenAI
 
 from indexer.config import Config, ProviderConfig, RemoteProviderConfig
-from indexer.engine import MemoryIndex, select_provider
+from indexer.engine import MemoryIndex
+from indexer.selection import select_provider
 from providers.errors import PermanentError, RateLimited, TransientError
 from providers.retry import call_with_retries
 from providers.voyage_provider import VoyageProvider
