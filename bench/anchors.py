@@ -73,10 +73,12 @@ def openclaw_search(
         for cid, ts, res in kw:
             scored[cid] = (ts, res)
     else:
-        assert idx.provider is not None and idx.vectors is not None
+        assert idx.provider is not None and idx.live is not None
         qvec = idx.provider.embed_query(query)[0]
-        idx.vectors.refresh(idx.store)
-        near = idx.vectors.search(qvec, cand, [list(sources) if sources else None])
+        idx.live.wait_ready(idx.store)
+        snap = idx.live.snapshot
+        assert snap is not None and snap.vectors is not None
+        near = snap.vectors.search(qvec, cand, [list(sources) if sources else None])[0]
         rows = idx.store.chunk_rows([cid for cid, _, _ in near])
         text = {cid: (ts, res) for cid, ts, res in kw}
         for cid, sim, _ in near:

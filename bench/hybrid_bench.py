@@ -139,20 +139,20 @@ def main() -> None:
         build(idx_path, args.chunks, args.sessions_share)
         print(f"built {args.chunks} chunks in {time.perf_counter() - t0:.0f}s")
         cfg = Config(workspace=ws, indexPath=idx_path)
-        from indexer.keywords import KeywordIndex
-        from indexer.vectors import VectorMatrix
+        from indexer.live import LiveIndex
 
         prov = FixedQuery()
-        vm = VectorMatrix()
-        ki = KeywordIndex()
-        with MemoryIndex(cfg, readonly=True, provider=prov, vectors=vm, keywords=ki) as idx:
+        live = LiveIndex()
+        with MemoryIndex(cfg, readonly=True, provider=prov, live=live) as idx:
             t0 = time.perf_counter()
-            vm.refresh(idx.store)
-            print(f"loaded the matrix ({len(vm)} x {DIMS}) in {time.perf_counter() - t0:.2f}s")
-            t0 = time.perf_counter()
-            assert ki.wait_ready(idx.store)
-            print(f"built the keyword snapshot in {time.perf_counter() - t0:.2f}s")
-            mat = vm.matrix
+            assert live.wait_ready(idx.store)
+            snap = live.snapshot
+            assert snap is not None and snap.vectors is not None and snap.keywords is not None
+            print(
+                f"read the snapshot ({len(snap.vectors)} x {DIMS} vectors and the keyword "
+                f"postings) in {time.perf_counter() - t0:.2f}s"
+            )
+            mat = snap.vectors.segments[0].mat
             brute: list[float] = []
             hyb: list[float] = []
             for q in queries[:20]:  # warm-up

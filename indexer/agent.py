@@ -12,11 +12,10 @@ from .config import Config
 from .generations import current_file
 from .health import TaskHealth
 from .indexing import Indexer
-from .keywords import KeywordIndex
+from .live import LiveIndex
 from .searcher import Searcher
 from .selection import provider_note, select_provider
-from .store import Store
-from .vectors import VectorMatrix
+from .store import IndexStore, Store
 
 __all__ = ["AgentRuntime"]
 
@@ -38,10 +37,14 @@ class AgentRuntime:
             log.info("%s: keyword search only (%s)", cfg.agent_name, sel.reason or "no provider")
         else:
             log.info("%s: embeddings by %s %s", cfg.agent_name, sel.provider.id, sel.provider.model)
-        self.vectors = VectorMatrix()
-        self.keywords = KeywordIndex()
+        self.live = LiveIndex()  # shared by the readers, caught up by the writer
         # the writer creates and migrates the index file
-        self.writer = Indexer(cfg, Store(cfg.resolved_index_path()), sel.provider)
+        self.writer = Indexer(
+            cfg,
+            Store(cfg.resolved_index_path()),
+            sel.provider,
+            changed=self._caught_up,
+        )
         self._readers: queue.LifoQueue[Searcher] = queue.LifoQueue()
         self.backfill = True  # first pass: everything, transcripts below thresholds too
         self.memory_due: float | None = None
@@ -51,6 +54,10 @@ class AgentRuntime:
         self.embed_poll = 0.5
         self.last_report: dict[str, Any] | None = None
         self.health = TaskHealth()
+
+    def _caught_up(self, store: IndexStore) -> None:
+        """After each writer task: the readers' snapshot takes in what it wrote."""
+        self.live.update(store, full=False)
 
     def report_health(self) -> dict[str, Any]:
         pending = self.backfill or self.memory_due is not None or self.sessions_due is not None
@@ -70,8 +77,7 @@ class AgentRuntime:
                 Store(self.writer.index_path, readonly=True),
                 provider=self.provider,
                 provider_note=self.provider_note,
-                vectors=self.vectors,
-                keywords=self.keywords,
+                live=self.live,
             )
         try:
             yield idx

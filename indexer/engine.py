@@ -20,8 +20,7 @@ from .store import IndexStore, Store
 if TYPE_CHECKING:
     from providers.base import EmbeddingProvider
 
-    from .keywords import KeywordIndex
-    from .vectors import VectorMatrix
+    from .live import LiveIndex
 
 __all__ = ["MemoryIndex"]
 
@@ -37,31 +36,24 @@ class MemoryIndex(Indexer):
         readonly: bool = False,
         provider: EmbeddingProvider | None = None,
         provider_note: str = "",
-        vectors: VectorMatrix | None = None,
         store: IndexStore | None = None,
-        keywords: KeywordIndex | None = None,
+        live: LiveIndex | None = None,
     ) -> None:
         store = store or Store(cfg.resolved_index_path(), readonly=readonly)
-        super().__init__(cfg, store, provider, published=self._follow)
+        super().__init__(cfg, store, provider, changed=self._follow)
         self.searcher = Searcher(
-            cfg,
-            store,
-            provider=provider,
-            provider_note=provider_note,
-            vectors=vectors,
-            keywords=keywords,
+            cfg, store, provider=provider, provider_note=provider_note, live=live
         )
 
     def _follow(self, store: IndexStore) -> None:
+        """After a write: search the published store, with the snapshot caught up."""
         self.searcher.store = store
+        if self.searcher.live is not None:
+            self.searcher.live.update(store, full=False)
 
     @property
-    def vectors(self) -> VectorMatrix | None:
-        return self.searcher.vectors
-
-    @property
-    def keywords(self) -> KeywordIndex | None:
-        return self.searcher.keywords
+    def live(self) -> LiveIndex | None:
+        return self.searcher.live
 
     def close(self) -> None:
         self.store.close()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,22 +44,26 @@ class _Abandon(Exception):
     """A rebuild stopped before it finished: the new generation is discarded."""
 
 
+CHANGES_KEPT = 200_000  # change feed entries kept for snapshots catching up (live.py)
+
+
 class Indexer:
-    """The one writer of an agent's index. ``store`` is the published generation; a
-    rebuild replaces it and calls ``published`` with the new one."""
+    """The one writer of an agent's index. ``store`` is the published generation (a
+    rebuild replaces it). ``changed`` is called with it after every task that may
+    have written (a sync, an embedding pass, a rebuild's publication)."""
 
     def __init__(
         self,
         cfg: Config,
         store: IndexStore,
         provider: EmbeddingProvider | None = None,
-        published: Callable[[IndexStore], None] | None = None,
+        changed: Callable[[IndexStore], None] | None = None,
     ) -> None:
         self.cfg = cfg
         self.index_path: Path = cfg.resolved_index_path()
         self.store = store
         self.provider = provider
-        self.published = published
+        self.changed = changed
 
     def sync(
         self,
@@ -70,6 +74,32 @@ class Indexer:
         embed: bool = True,
     ) -> SyncReport:
         """Memory files, then every transcript delta (a full backfill), then vectors."""
+        with self._task():
+            return self._sync(force=force, progress=progress, should_stop=should_stop, embed=embed)
+
+    @contextlib.contextmanager
+    def _task(self) -> Iterator[None]:
+        """A write task: afterwards (whatever happened) the change feed is pruned and
+        ``changed`` told."""
+        try:
+            yield
+        finally:
+            try:
+                if not self.store.readonly:
+                    self.store.prune_changes(CHANGES_KEPT)
+                if self.changed is not None:
+                    self.changed(self.store)
+            except (apsw.Error, MemindexError) as exc:
+                log.warning("after a write task on %s: %s", self.index_path, exc)
+
+    def _sync(
+        self,
+        *,
+        force: bool,
+        progress: Progress | None,
+        should_stop: Callable[[], bool] | None,
+        embed: bool,
+    ) -> SyncReport:
         t0 = time.monotonic()
         key = self.provider.key() if self.provider else None
         reason = rebuild_reason(self.store, self.cfg, force=force, provider_key=key)
@@ -123,20 +153,20 @@ class Indexer:
         publish(self.index_path, gen)
         old, self.store = self.store, fresh
         old.close()
-        if self.published is not None:
-            self.published(fresh)
         cleanup(self.index_path)
         report.rebuilt = reason
         return report
 
     def sync_memory(self, *, should_stop: Callable[[], bool] | None = None) -> SyncReport:
         """Memory files only (what the watcher triggers)."""
-        return sync(self.store, self.cfg, should_stop=should_stop)
+        with self._task():
+            return sync(self.store, self.cfg, should_stop=should_stop)
 
     def sync_sessions(
         self, *, due_only: bool, should_stop: Callable[[], bool] | None = None
     ) -> SessionReport:
-        return sync_sessions(self.store, self.cfg, due_only=due_only, should_stop=should_stop)
+        with self._task():
+            return sync_sessions(self.store, self.cfg, due_only=due_only, should_stop=should_stop)
 
     def embed(
         self, *, should_stop: Callable[[], bool] | None = None, wait: bool = True
@@ -148,13 +178,14 @@ class Indexer:
         from .embedding import embed_pending
 
         remote = self.cfg.provider.remote
-        rep = embed_pending(
-            self.store,
-            self.provider,
-            max_cache_entries=self.cfg.cache.maxEntries,
-            should_stop=should_stop,
-            use_batch=remote.batch,
-            wait=wait,
-            batch_timeout=remote.batchTimeoutMs / 1000,
-        )
+        with self._task():
+            rep = embed_pending(
+                self.store,
+                self.provider,
+                max_cache_entries=self.cfg.cache.maxEntries,
+                should_stop=should_stop,
+                use_batch=remote.batch,
+                wait=wait,
+                batch_timeout=remote.batchTimeoutMs / 1000,
+            )
         return dict(rep.__dict__)

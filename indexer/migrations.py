@@ -111,4 +111,29 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "0006_chunk_changes",
+        """
+        -- What in-memory snapshots (live.py) catch up from: chunks deleted (kind 0),
+        -- embedded or re-embedded (1) and moved to another path (2), in commit order.
+        -- New chunks need no entry: chunk ids only grow (chunkIdHigh). The writer
+        -- prunes old entries (meta changesPrunedTo); a snapshot older than that
+        -- reloads in full.
+        CREATE TABLE chunk_changes(
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            chunk INTEGER NOT NULL,
+            kind INTEGER NOT NULL
+        );
+        CREATE TRIGGER chunks_deleted AFTER DELETE ON chunks BEGIN
+            INSERT INTO chunk_changes(chunk, kind) VALUES(old.id, 0);
+        END;
+        CREATE TRIGGER chunks_embedded AFTER UPDATE OF embedded ON chunks
+        WHEN new.embedded = 1 BEGIN
+            INSERT INTO chunk_changes(chunk, kind) VALUES(new.id, 1);
+        END;
+        CREATE TRIGGER chunks_moved AFTER UPDATE OF path ON chunks BEGIN
+            INSERT INTO chunk_changes(chunk, kind) VALUES(new.id, 2);
+        END;
+        """,
+    ),
 ]

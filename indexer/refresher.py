@@ -1,7 +1,6 @@
-"""One background rebuild at a time, spaced out: the daemon's in-memory keyword
-postings (keywords.py) and vector matrix (vectors.py) are rebuilt this way while
-searches go on over what is there, so a request never waits for a rebuild and a
-busy writer does not keep a core rebuilding."""
+"""One background run at a time, spaced out: the daemon's in-memory snapshot
+(live.py) is caught up this way while searches go on over what is there, so a
+request never waits for it and a busy writer does not keep a core busy with it."""
 
 from __future__ import annotations
 

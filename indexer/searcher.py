@@ -1,9 +1,9 @@
 """The read path: ``Searcher`` answers memory_search, memory_get and status on one
 agent's index (an open store, read-only in the daemon's reader threads).
 
-A search: keyword candidates (the in-memory postings of ``keywords.KeywordIndex``,
-else FTS5) and, when vectors are built for the provider, the query's vector
-neighbours (the in-memory ``vectors.VectorMatrix``, else sqlite-vec) → fusion → the
+A search: keyword candidates (the in-memory postings of the daemon's snapshot,
+live.py, else FTS5) and, when vectors are built for the provider, the query's vector
+neighbours (the snapshot's vectors, else sqlite-vec) → fusion → the
 floor → decay, source balance, MMR → result objects (``search.render_results``).
 Nothing here writes to the index.
 """
@@ -49,8 +49,7 @@ if TYPE_CHECKING:  # numpy, the providers' base and tenacity load when first use
 
     from providers.base import EmbeddingProvider
 
-    from .keywords import KeywordIndex
-    from .vectors import VectorMatrix
+    from .live import LiveIndex, Snapshot
 
 __all__ = ["Searcher"]
 
@@ -69,8 +68,8 @@ def _pool() -> ThreadPoolExecutor:
 
 
 class Searcher:
-    """The read methods on ``store``. ``vectors`` and ``keywords`` are the daemon's
-    shared in-memory snapshots (None: read SQLite for each search)."""
+    """The read methods on ``store``. ``live``: the daemon's shared in-memory snapshot
+    (None: read SQLite for each search)."""
 
     def __init__(
         self,
@@ -79,15 +78,14 @@ class Searcher:
         *,
         provider: EmbeddingProvider | None = None,
         provider_note: str = "",
-        vectors: VectorMatrix | None = None,
-        keywords: KeywordIndex | None = None,
+        live: LiveIndex | None = None,
     ) -> None:
         self.cfg = cfg
         self.store = store
         self.provider = provider
         self.provider_note = provider_note or NO_PROVIDER
-        self.vectors = vectors
-        self.keywords = keywords
+        self.live = live
+        self._snap: Snapshot | None = None  # the snapshot this search reads
         self._sources_seen: tuple[str | None, bool] | None = None
         self._workspace_ok: tuple[Path, str | None] | None = None
         # Read at the start of search(): chunksVersion, vectorsVersion, vectorKey.
@@ -132,6 +130,7 @@ class Searcher:
         floor = self.cfg.query.minScore if req.min_score is None else req.min_score
         wanted = list(req.sources) if req.sources else None
         self._versions = self.store.change_versions()
+        self._snap = None if self.live is None else self.live.get(self.store, self._versions)
         self._check_workspace()
         chars = self.cfg.query.maxSnippetChars
         fallback: str | None = f"{self.provider_note}: keyword search only"
@@ -190,10 +189,9 @@ class Searcher:
         """Keyword hits from each part of ``_split_sources`` (at least one)."""
         q = parse_query(query)
         in_memory = None
-        if self.keywords is not None and not q.empty():  # every part from one scoring
-            in_memory = self.keywords.search_parts(
-                self.store, q, pool, parts, version=self._versions[0]
-            )
+        snap = self._snap
+        if snap is not None and snap.keywords is not None and self.live is not None:
+            in_memory = snap.keywords.search(self.live.tokens, q, pool, parts)
         hits: list[SearchHit] = []
         for n, part in enumerate(parts):
             # Rows are read only for the hits that need their text or are shown.
@@ -275,10 +273,11 @@ class Searcher:
         except FutureTimeout as exc:
             raise ProviderTimeout(f"query embedding took longer than {limit_s:g}s") from exc
         known = {h.row.id for h in kw}  # keyword hits carry their rows already
+        vec = None if self._snap is None else self._snap.vectors
         found = (  # one pass for all parts; never waits for a reload
-            None
-            if self.vectors is None
-            else self.vectors.fresh_search(self.store, self._versions[1], qvec, pool, parts)
+            [hit for part in vec.search(qvec, pool, parts) for hit in part]
+            if vec is not None and vec.key == self._versions[2]
+            else None
         )
         if found is not None:
             near = [(cid, sim) for cid, sim, _ in found]

@@ -1,4 +1,5 @@
-"""The in-memory keyword postings rank exactly as FTS5's bm25() does."""
+"""The in-memory keyword postings rank exactly as FTS5's bm25() does, read afresh
+or caught up from the change feed."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import json
 import random
 import re
 import threading
-import time
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,9 +17,8 @@ from conftest import write
 
 from indexer.config import Config, SessionsConfig
 from indexer.engine import MemoryIndex
-from indexer.keywords import KeywordIndex
+from indexer.live import LiveIndex
 from indexer.query import parse_query
-from indexer.vectors import VectorMatrix
 from providers.base import EmbeddingProvider, Vectors, normalize
 
 VOCAB = [
@@ -96,14 +95,23 @@ def idx(tmp_path: Path) -> MemoryIndex:
         for f in files[15:40]:
             f.write_text(f.read_text() + "- appended heron pond line\n")
         w.sync()
-    return MemoryIndex(cfg, readonly=True, keywords=KeywordIndex(min_chunks=0))
+    return MemoryIndex(cfg, readonly=True, live=LiveIndex(min_chunks=0))
+
+
+def _in_memory(
+    idx: MemoryIndex, query: str, limit: int, sources: list[str] | None
+) -> list[tuple[int, float, str]] | None:
+    assert idx.live is not None and idx.live.snapshot is not None
+    kw = idx.live.snapshot.keywords
+    assert kw is not None
+    got = kw.search(idx.live.tokens, parse_query(query), limit, [sources])
+    return None if got is None else got[0]
 
 
 def _compare(idx: MemoryIndex, query: str, sources: list[str] | None) -> int:
     q = parse_query(query)
     fts = [(r.id, r.rank) for r in idx.store.fts_search(q.fts_expression(), 30, sources)]
-    assert idx.keywords is not None
-    mem = idx.keywords.search(idx.store, q, 30, sources)
+    mem = _in_memory(idx, query, 30, sources)
     assert mem is not None, query
     fts = [x for x in fts if x[1] < 0]  # rows matching only a weight-0 column score 0
     assert len(mem) == len(fts), query
@@ -114,74 +122,119 @@ def _compare(idx: MemoryIndex, query: str, sources: list[str] | None) -> int:
     return len(mem)
 
 
-def test_in_memory_ranks_equal_fts5(idx: MemoryIndex) -> None:
-    assert idx.keywords is not None and idx.keywords.wait_ready(idx.store)
-    rng = random.Random(11)
+def _compare_many(idx: MemoryIndex, seed: int, n: int = 150) -> int:
+    rng = random.Random(seed)
     compared = 0
-    for _ in range(150):
+    for _ in range(n):
         query = " ".join(rng.sample(VOCAB, rng.randint(1, 4)))
         for sources in (None, ["memory"], ["sessions"]):
             compared += _compare(idx, query, sources)
-    assert compared > 1000
+    return compared
+
+
+def test_in_memory_ranks_equal_fts5(idx: MemoryIndex) -> None:
+    assert idx.live is not None and idx.live.wait_ready(idx.store)
+    assert _compare_many(idx, 11) > 1000
 
 
 def test_falls_back_to_fts5_when_it_cannot_answer(idx: MemoryIndex) -> None:
-    assert idx.keywords is not None and idx.keywords.wait_ready(idx.store)
+    assert idx.live is not None and idx.live.wait_ready(idx.store)
     for query in ('"heron pond"', "KESTREL-0429", "東京", "src/app.py"):
-        assert idx.keywords.search(idx.store, parse_query(query), 10, None) is None
+        assert _in_memory(idx, query, 10, None) is None
     # The engine answers them all the same (through FTS5).
     assert idx.search('"heron pond"', min_score=0)["results"]
 
 
-def test_a_stale_snapshot_answers_caught_up_until_rebuilt(idx: MemoryIndex) -> None:
-    """After a write the old snapshot still answers (no search waits for a rebuild,
-    none is sent to FTS5's per-row ranking), and its answer is current: chunks
-    added since are found, deleted and edited ones are gone."""
-    ki = idx.keywords
-    assert ki is not None and ki.wait_ready(idx.store)
+def _edit(idx: MemoryIndex, rng: random.Random, round_: int) -> None:
+    """Deletions, rewrites, appends, a new file and transcript lines, then a sync."""
     ws = idx.cfg.workspace
     assert ws is not None
-    heron = parse_query("heron")
-    before = {cid for cid, _, _ in ki.search(idx.store, heron, 1000, None) or []}
-    gone = sorted((ws / "memory").iterdir())[:10]
-    for f in gone[:5]:
+    files = sorted((ws / "memory").iterdir())
+    for f in rng.sample(files, 3):
         f.unlink()
-    for f in gone[5:]:  # edited: every old chunk of the file is replaced
-        f.write_text("# Rewritten\n- nothing about birds here\n")
-    write(ws, "memory/new.md", "- a quokka visited the heron pond\n")
+    for f in rng.sample([f for f in files if f.exists()], 4):
+        f.write_text(f.read_text() + f"- round {round_} quokka {rng.choice(VOCAB)}\n")
+    write(ws, f"memory/new-{round_}.md", f"# New\n- a quokka at the heron pond {round_}\n")
+    sessions = idx.cfg.sessions_dir()
+    assert sessions is not None
+    with (sessions / "s.jsonl").open("a") as fh:
+        text = " ".join(rng.choice(VOCAB) for _ in range(8))
+        fh.write(json.dumps({"type": "message", "role": "user", "content": text}) + "\n")
     with MemoryIndex(idx.cfg) as w:
         w.sync()
-    ki.min_interval_s = 3600.0  # no rebuild for the rest of the test
-    got = ki.search(idx.store, parse_query("quokka"), 10, None)
-    assert got is not None, "a stale snapshot still answers"
-    assert ki._snap is not None and not ki._snap.version.endswith(
-        str(idx.store.meta_get("chunksVersion"))
-    ), "the snapshot is the old one"
-    fts = idx.store.fts_search(parse_query("quokka").fts_expression(), 10)
-    assert [(r.id, r.rank) for r in fts] == [(cid, rank) for cid, rank, _ in got]
-    after = ki.search(idx.store, heron, 1000, None)
-    assert after is not None
-    alive = idx.store.chunk_hashes(sorted(before))
-    now = {cid for cid, _, _ in after}
-    assert now - before == {fts[0].id}, "the one new heron chunk is found"
-    assert before - now == set(before) - set(alive) != set(), "deleted and edited chunks dropped"
-    assert idx.search("quokka", min_score=0)["results"][0]["path"] == "memory/new.md"
-    assert ki.wait_ready(idx.store)  # the rebuilt snapshot agrees with FTS5 again
-    assert _compare(idx, "quokka heron", None) > 1
+
+
+def test_a_snapshot_caught_up_from_the_change_feed_ranks_as_fts5(idx: MemoryIndex) -> None:
+    """After writes the snapshot is brought up to date from the change feed (new
+    segments, dead rows, merges), never read again in full, and ranks exactly as
+    FTS5 over the edited index; until then the old one answers at once."""
+    live = idx.live
+    assert live is not None and live.wait_ready(idx.store)
+    old = live.snapshot
+    full = live.full_loads
+    rng = random.Random(5)
+    _edit(idx, rng, 0)
+    versions = idx.store.change_versions()
+    assert old is not None and old.versions != versions
+    # A search meanwhile reads the old snapshot (an update starts in the background).
+    live._refresh.start = lambda *a, **k: False  # type: ignore[method-assign]
+    assert live.get(idx.store, versions) is old
+    quokka = idx.search("quokka", min_score=0)["results"]
+    assert all(r["path"] for r in quokka)  # rows read by id: nothing deleted is shown
+    del live._refresh.start
+    for round_ in range(1, 8):
+        assert live.wait_ready(idx.store)
+        _edit(idx, rng, round_)
+    assert live.wait_ready(idx.store)
+    assert live.full_loads == full and live.updates >= 8
+    snap = live.snapshot
+    assert snap is not None and snap.keywords is not None
+    assert 1 < len(snap.keywords.segments) < 8  # merged as they came
+    assert snap.keywords.live == sum(c["chunks"] for c in idx.store.counts().values())
+    assert _compare_many(idx, 12, 80) > 500
+    assert _compare(idx, "quokka heron", None) > 5
+    assert idx.search("quokka pond", min_score=0)["results"][0]["path"].startswith("memory/new-")
+
+
+def test_a_moved_transcript_is_reindexed_under_its_new_path(idx: MemoryIndex) -> None:
+    live = idx.live
+    assert live is not None and live.wait_ready(idx.store)
+    sessions = idx.cfg.sessions_dir()
+    assert sessions is not None
+    (sessions / "s.jsonl").rename(sessions / "zigbee-log.jsonl")  # rotated: same inode
+    with MemoryIndex(idx.cfg) as w:
+        w.sync()
+    changes = idx.store.changes_since(0)
+    assert changes is not None and changes.moved, "the rename is in the change feed"
+    full = live.full_loads
+    assert live.wait_ready(idx.store) and live.full_loads == full
+    assert _compare(idx, "zigbee jsonl", ["sessions"]) > 0
+    assert _compare_many(idx, 13, 40) > 200
+
+
+def test_a_pruned_change_feed_means_a_full_read(idx: MemoryIndex) -> None:
+    live = idx.live
+    assert live is not None and live.wait_ready(idx.store)
+    _edit(idx, random.Random(8), 0)
+    with MemoryIndex(idx.cfg) as w:
+        assert w.store.prune_changes(0) > 0
+    full = live.full_loads
+    assert live.wait_ready(idx.store) and live.full_loads == full + 1
+    assert _compare_many(idx, 14, 40) > 200
 
 
 def test_small_indexes_stay_with_fts5(idx: MemoryIndex) -> None:
-    ki = KeywordIndex(min_chunks=10**6, min_interval_s=0.0)
-    assert not ki.ready(idx.store)
-    deadline = time.monotonic() + 30
-    while ki._building and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert ki._snap is None and ki._skipped is not None
+    live = LiveIndex(min_chunks=10**6)
+    assert live.wait_ready(idx.store)
+    snap = live.snapshot
+    assert snap is not None and snap.keywords is None
     threads = threading.active_count()
-    for _ in range(20):  # no new snapshot attempt until the index changes
-        assert not ki.ready(idx.store)
+    for _ in range(20):  # nothing to do until the index changes
+        assert live.get(idx.store, idx.store.change_versions()) is snap
     assert threading.active_count() == threads
-    assert ki.search(idx.store, parse_query("heron"), 10, None) is None
+    ms = MemoryIndex(idx.cfg, readonly=True, live=live)
+    assert ms.search("heron", min_score=0)["results"]
+    ms.close()
 
 
 class WordHash(EmbeddingProvider):
@@ -209,15 +262,14 @@ def test_in_memory_candidates_give_the_same_results(idx: MemoryIndex, hybrid: bo
         with MemoryIndex(idx.cfg, provider=prov) as w:
             w.sync()
             assert w.status()["vector"]["pendingChunks"] == 0
-    fast = MemoryIndex(
-        idx.cfg,
-        readonly=True,
-        provider=prov,
-        vectors=VectorMatrix(),
-        keywords=KeywordIndex(min_chunks=0),
-    )
-    plain = MemoryIndex(idx.cfg, readonly=True, provider=prov, vectors=VectorMatrix())
-    assert fast.keywords is not None and fast.keywords.wait_ready(fast.store)
+    fast = MemoryIndex(idx.cfg, readonly=True, provider=prov, live=LiveIndex(min_chunks=0))
+    # Keywords by FTS5, the same in-memory vectors:
+    plain = MemoryIndex(idx.cfg, readonly=True, provider=prov, live=LiveIndex(min_chunks=10**9))
+    assert plain.live is not None and plain.live.wait_ready(plain.store)
+    assert fast.live is not None and fast.live.wait_ready(fast.store)
+    snap = fast.live.snapshot
+    assert snap is not None and snap.keywords is not None
+    assert (snap.vectors is not None) == hybrid
     rng = random.Random(3)
     compared = 0
     for _ in range(40):

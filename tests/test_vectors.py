@@ -1,5 +1,5 @@
-"""The in-memory matrix's neighbours are numpy's exact top-k, per source part, and
-agree with sqlite-vec's."""
+"""The in-memory vectors' neighbours are numpy's exact top-k, per source part, agree
+with sqlite-vec's, and stay exact as the snapshot is caught up from the change feed."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from indexer.live import LiveIndex
 from indexer.store import ChunkRow, FileState, SearchRow, Store
-from indexer.vectors import VectorMatrix, knn_sqlite
+from indexer.vectors import VectorPart, knn_sqlite
 from providers.base import normalize
 
 DIMS = 24
@@ -45,20 +46,23 @@ def _brute(store: Store, q: np.ndarray, k: int, source: str | None) -> list[int]
     return [cid for cid, _ in got[:k]]
 
 
+def _part(store: Store) -> VectorPart:
+    got = VectorPart.build(store, "key")
+    assert got is not None
+    return got
+
+
 def test_one_pass_gives_each_parts_exact_top_k(store: Store) -> None:
-    vm = VectorMatrix()
-    vm.refresh(store)
+    vm = _part(store)
     assert len(vm) == 300
     q = normalize(np.random.default_rng(9).standard_normal((1, DIMS)))[0]
-    alone = vm.search(q, 12)
+    (alone,) = vm.search(q, 12)
     assert [c for c, _, _ in alone] == _brute(store, q, 12, None)
-    both = vm.search(q, 12, [["memory"], ["sessions"]])
-    assert [c for c, _, _ in both[:12]] == _brute(store, q, 12, "memory")
-    assert [c for c, _, _ in both[12:]] == _brute(store, q, 12, "sessions")
-    assert {s for _, _, s in both[:12]} == {"memory"} and {s for _, _, s in both[12:]} == {
-        "sessions"
-    }
-    sims = [s for _, s, _ in both[:12]]
+    mem, ses = vm.search(q, 12, [["memory"], ["sessions"]])
+    assert [c for c, _, _ in mem] == _brute(store, q, 12, "memory")
+    assert [c for c, _, _ in ses] == _brute(store, q, 12, "sessions")
+    assert {s for _, _, s in mem} == {"memory"} and {s for _, _, s in ses} == {"sessions"}
+    sims = [s for _, s, _ in mem]
     assert sims == sorted(sims, reverse=True)
     # sqlite-vec (the one-shot CLI path) finds the same neighbours.
     assert [c for c, _ in knn_sqlite(store, q, 12)] == [c for c, _, _ in alone]
@@ -73,26 +77,12 @@ def test_pending_rows_are_read_in_one_go_and_missing_ones_stay_pending(store: St
     assert rows[2].path == "" and rows[2].text == ""
 
 
-def test_a_search_never_waits_for_a_reload_and_stale_rows_are_checked(
-    store: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The daemon's reader threads search the previous load while a new one is read
-    in the background; a neighbour whose chunk is gone or holds new text is dropped."""
-    import threading
-    import time
-
-    import indexer.vectors as vectors
-
-    vm = VectorMatrix()
-    vm.refresh(store)
-    q = normalize(np.random.default_rng(5).standard_normal((1, DIMS)))[0]
-    before = [c for c, _, _ in vm.search(q, 5)]
-    gone, changed = before[0], before[1]
-    # The index changes under the loaded matrix: one chunk deleted, one rewritten in
-    # place (same id, new text), one new chunk with the query's own vector.
+def _change(store: Store, q: np.ndarray, gone: int, again: int) -> int:
+    """One chunk deleted, one embedded again (a new vector), one new chunk holding the
+    query's own vector; returns the new chunk's id."""
     with store.transaction():
         store.db.execute("DELETE FROM chunks WHERE id = ?", (gone,))
-        store.db.execute("UPDATE chunks SET hash = 'new' WHERE id = ?", (changed,))
+        store.put_vectors([(again, (-q).astype("<f4").tobytes())])
         store.replace_file(
             "memory/new.md",
             "memory",
@@ -102,33 +92,64 @@ def test_a_search_never_waits_for_a_reload_and_stale_rows_are_checked(
         )
         (new_id,) = store.db.execute("SELECT id FROM chunks WHERE hash = 'hnew'").fetchone()
         store.put_vectors([(int(new_id), q.astype("<f4").tobytes())])
-    version = store.meta_get("vectorsVersion")
-    assert version != vm.version
+    return int(new_id)
+
+
+def test_a_search_never_waits_for_an_update_and_updates_read_only_the_changes(
+    store: Store,
+) -> None:
+    """The daemon's reader threads search the snapshot they have while it is caught up
+    in the background; the update applies the change feed (no full read) and then
+    answers exactly as a full read of the changed index."""
+    import threading
+    import time
+
+    live = LiveIndex()
+    with store.transaction():
+        store.meta_set("vectorKey", "key")
+    assert live.wait_ready(store)
+    old = live.snapshot
+    assert old is not None and old.vectors is not None and old.keywords is None  # small
+    q = normalize(np.random.default_rng(5).standard_normal((1, DIMS)))[0]
+    (before,) = old.vectors.search(q, 5)
+    gone, again = before[0][0], before[1][0]
+    new_id = _change(store, q, gone, again)
+    versions = store.change_versions()
     release = threading.Event()
-    real_load = vectors._load
+    real_apply = live._apply
 
-    def slow_load(s: Store) -> object:
+    def slow_apply(*args: object) -> object:
         assert release.wait(30)
-        return real_load(s)
+        return real_apply(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(vectors, "_load", slow_load)
+    live._apply = slow_apply  # type: ignore[method-assign]
     t0 = time.monotonic()
-    stale = vm.fresh_search(store, version, q, 5)
-    assert time.monotonic() - t0 < 5  # the reload is blocked: the search did not wait
-    assert stale is not None
-    ids = [c for c, _, _ in stale]
-    assert gone not in ids and changed not in ids and ids == before[2:]
+    assert live.get(store, versions) is old  # the update is blocked: the search did not wait
+    assert time.monotonic() - t0 < 5
     release.set()
     deadline = time.monotonic() + 30
-    while vm.reloads == 0 and time.monotonic() < deadline:
+    while live.updates == 0 and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert vm.version == version
-    fresh = vm.fresh_search(store, version, q, 5)
-    assert fresh is not None and fresh[0][0] == int(new_id)
-    assert gone not in [c for c, _, _ in fresh]
+    del live._apply
+    assert live.wait_ready(store) and live.full_loads == 1
+    snap = live.snapshot
+    assert snap is not None and snap.vectors is not None and snap.versions == versions
+    assert len(snap.vectors) == 300  # one gone, one new; the re-embedded one once
+    (after,) = snap.vectors.search(q, 300)
+    assert after[0][0] == new_id and after[-1][0] == again and gone not in {c for c, _, _ in after}
+    (full,) = _part(store).search(q, 300)
+    assert [(c, round(s, 5)) for c, s, _ in after] == [(c, round(s, 5)) for c, s, _ in full]
 
 
-def test_no_load_of_this_file_means_ask_sqlite_vec(store: Store, tmp_path: Path) -> None:
-    vm = VectorMatrix()
-    q = normalize(np.random.default_rng(6).standard_normal((1, DIMS)))[0]
-    assert vm.fresh_search(store, store.meta_get("vectorsVersion"), q, 5) is None
+def test_no_snapshot_of_this_file_means_ask_sqlite(store: Store, tmp_path: Path) -> None:
+    live = LiveIndex()
+    with store.transaction():
+        store.meta_set("vectorKey", "key")
+    live._refresh.start = lambda *a, **k: False  # type: ignore[method-assign]
+    assert live.get(store, store.change_versions()) is None
+    assert live.update(store, full=False) is None  # the writer leaves full reads to a thread
+    del live._refresh.start
+    assert live.wait_ready(store)
+    other = Store(tmp_path / "other.sqlite")
+    assert live.get(other, other.change_versions()) is None  # another file: not this one's
+    other.close()

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .base import StoreBase
-from .records import ChunkRow, FileState, SearchRow, SessionCursor
+from .records import ChunkChanges, ChunkRow, FileState, NewChunk, SearchRow, SessionCursor
 
 
 class ChunkTables(StoreBase):
@@ -237,6 +237,51 @@ class ChunkTables(StoreBase):
             r = todo[i]
             r.path, r.source, r.start_line, r.end_line, r.heading, r.text = p, s, a, b, h, t
             r.loaded = True
+
+    # -- the change feed (migration 0006) ----------------------------------------------
+
+    def change_seq(self) -> int:
+        """The change feed's position: the last entry ever written (0: none)."""
+        row = self.db.execute(
+            "SELECT seq FROM sqlite_sequence WHERE name='chunk_changes'"
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def changes_since(self, after: int) -> ChunkChanges | None:
+        """Every change after position ``after``; None when some of them were pruned
+        (the reader reloads in full)."""
+        if after < int(self.meta_get("changesPrunedTo") or 0):
+            return None
+        kinds: tuple[list[int], list[int], list[int]] = ([], [], [])
+        seq = after
+        for s, cid, kind in self.db.execute(
+            "SELECT seq, chunk, kind FROM chunk_changes WHERE seq > ? ORDER BY seq", (after,)
+        ):
+            seq = int(s)
+            if 0 <= kind <= 2:
+                kinds[kind].append(int(cid))
+        return ChunkChanges(max(seq, self.change_seq()), *kinds)
+
+    def prune_changes(self, keep: int) -> int:
+        """Drop all but the last ``keep`` entries of the change feed; returns how many."""
+        high = self.change_seq() - keep
+        if high <= int(self.meta_get("changesPrunedTo") or 0):
+            return 0
+        with self.transaction():
+            n = self.db.execute("SELECT count(*) FROM chunk_changes WHERE seq <= ?", (high,))
+            (dropped,) = n.fetchone() or (0,)
+            self.db.execute("DELETE FROM chunk_changes WHERE seq <= ?", (high,))
+            self.meta_set("changesPrunedTo", str(high))
+        return int(dropped)
+
+    def new_chunks(self, after_id: int, also: Sequence[int] = ()) -> list[NewChunk]:
+        """Chunks with an id above ``after_id``, and the chunks ``also`` that still
+        exist, by id."""
+        sql = "SELECT id, source, path, heading, text FROM chunks WHERE "
+        got = list(self.db.execute(sql + "id > ?", (after_id,)))
+        got += self._rows_in(sql + "id <= ? AND id IN ({marks})", also, (after_id,))
+        rows = (NewChunk(int(i), str(s), str(p), str(h), str(t)) for i, s, p, h, t in got)
+        return sorted(rows, key=lambda c: c.id)
 
     def texts_for_hashes(self, hashes: Sequence[str]) -> dict[str, str]:
         rows = self._rows_in("SELECT hash, text FROM chunks WHERE hash IN ({marks})", hashes)

@@ -7,6 +7,8 @@ Rules every implementation keeps:
 - a file's rows (its chunks, their keyword rows and vectors) change inside one
   ``transaction()``, so a reader and a crash see the old or the new version;
 - chunk ids only grow: an id names one chunk text for the life of the index;
+- the change feed (``changes_since``) lists every chunk deleted, (re-)embedded or
+  moved, in commit order, so a snapshot catches up without reading everything;
 - ``change_versions()`` changes with every commit that could change a search;
 - writes come from one writer per index; reads never block on it.
 """
@@ -18,7 +20,16 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
-from .records import FTS_WEIGHTS, ChunkRow, FileState, KeywordPostings, SearchRow, SessionCursor
+from .records import (
+    FTS_WEIGHTS,
+    ChunkChanges,
+    ChunkRow,
+    FileState,
+    KeywordPostings,
+    NewChunk,
+    SearchRow,
+    SessionCursor,
+)
 
 __all__ = ["IndexStore"]
 
@@ -28,6 +39,7 @@ class IndexStore(Protocol):
     path: Path  # the index as configured
     vec_version: str | None  # the vector extension's version; None: keyword only
     vector_error: str | None  # why vectors are unavailable
+    readonly: bool  # opened for reading only
 
     def close(self) -> None: ...
 
@@ -64,6 +76,16 @@ class IndexStore(Protocol):
     ) -> dict[int, SearchRow]: ...
     def load_rows(self, rows: Iterable[SearchRow]) -> None: ...
     def texts_for_hashes(self, hashes: Sequence[str]) -> dict[str, str]: ...
+
+    # -- the change feed: what in-memory snapshots catch up from -----------------------
+
+    def change_seq(self) -> int: ...
+    def changes_since(self, after: int) -> ChunkChanges | None:
+        """Chunks deleted, (re-)embedded and moved after ``after``; None: pruned."""
+        ...
+
+    def prune_changes(self, keep: int) -> int: ...
+    def new_chunks(self, after_id: int, also: Sequence[int] = ()) -> list[NewChunk]: ...
     def counts(self) -> dict[str, dict[str, int]]: ...
 
     # -- transcript cursors and skipped files ----------------------------------------
@@ -106,6 +128,7 @@ class IndexStore(Protocol):
     def pending_count(self) -> int: ...
     def vectors_for(self, ids: Sequence[int]) -> dict[int, bytes]: ...
     def all_vectors(self) -> Iterable[tuple[int, str, str, bytes]]: ...
+    def vector_rows(self, ids: Sequence[int]) -> list[tuple[int, str, bytes]]: ...
     def knn(self, query: bytes, k: int) -> list[tuple[int, float]]: ...
     def cache_get(self, provider: str, hashes: Sequence[str]) -> dict[str, bytes]: ...
     def cache_put(self, provider: str, dims: int, items: Iterable[tuple[str, bytes]]) -> None: ...

@@ -29,8 +29,33 @@ class KeywordPostings:
     them). ``terms`` is read as it is consumed (one term at a time in memory)."""
 
     chunks_version: str | None
+    seq: int  # the change feed's position they were read at (``change_seq``)
     chunks: list[tuple[int, str]]
     terms: Iterator[tuple[str, str, npt.NDArray[np.int64]]]  # (term, column, chunk ids)
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkChanges:
+    """The change feed after some position, up to ``seq``: chunks deleted, chunks
+    embedded or re-embedded, chunks moved to another path (in that order of kinds;
+    a chunk may be in several). Chunks added need no entry: their ids are above
+    every id a reader has seen."""
+
+    seq: int
+    deleted: list[int]
+    embedded: list[int]
+    moved: list[int]
+
+
+@dataclass(frozen=True, slots=True)
+class NewChunk:
+    """What a keyword snapshot indexes of a chunk: its FTS columns' sources."""
+
+    id: int
+    source: str
+    path: str
+    heading: str
+    text: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,6 +79,7 @@ class Store(ChunkTables, VectorTables):
         db = self.db
         with self.read_snapshot():
             version = self.meta_get("chunksVersion")
+            seq = self.change_seq()
             row = db.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()
             chunks: list[tuple[int, str]] = []
             if row and FTS_TOKENIZER in str(row[0]):
@@ -97,7 +98,7 @@ class Store(ChunkTables, VectorTables):
                     "SELECT term, col, group_concat(doc) FROM temp.mi_vocab GROUP BY term, col"
                 )
             )
-            yield KeywordPostings(version, chunks, terms)
+            yield KeywordPostings(version, seq, chunks, terms)
 
     def counts(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}

@@ -101,6 +101,16 @@ class VectorTables(StoreBase):
         )
         return {int(r): bytes(v) for r, v in rows}
 
+    def vector_rows(self, ids: Sequence[int]) -> list[tuple[int, str, bytes]]:
+        """(chunk id, source, vector) of each of ``ids`` that has one, by id."""
+        if not self.has_vectors():
+            return []
+        sql = (
+            "SELECT c.id, c.source, v.embedding FROM chunks c JOIN chunks_vec v "
+            "ON v.rowid = c.id WHERE c.id IN ({marks})"
+        )
+        return sorted((int(i), str(s), bytes(v)) for i, s, v in self._rows_in(sql, ids))
+
     def all_vectors(self) -> Iterator[tuple[int, str, str, bytes]]:
         """(chunk id, source, chunk hash, vector) for every embedded chunk."""
         if not self.has_vectors():
