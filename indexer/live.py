@@ -52,6 +52,7 @@ class LiveIndex:
         self._snap: Snapshot | None = None
         self._lock = threading.Lock()  # one update at a time
         self._refresh = Refresher("live-snapshot")
+        self.error: str | None = None  # why the last update failed
         self.full_loads = 0  # reads of everything (tests, benches)
         self.updates = 0  # incremental updates
 
@@ -87,38 +88,54 @@ class LiveIndex:
 
     def update(self, store: IndexStore, *, full: bool = True) -> Snapshot | None:
         """Catch the snapshot up with ``store``. ``full=False`` (the writer's call): if
-        that needs reading everything, leave it to a background thread."""
+        that needs reading everything, leave it to a background thread.
+
+        Never raises: the snapshot is a cache, not worth failing a writer task for,
+        and never kept stale either. If catching up fails, it is dropped (searches
+        read SQLite, which is always current, until a background read succeeds) and
+        the error logged and kept in ``error``."""
         with self._lock:
-            old = self._snap
-            versions = store.change_versions()  # read first: the parts are at least this new
-            if old is not None and old.file == str(store.file) and old.versions == versions:
-                return old
-            same = old if old is not None and old.file == str(store.file) else None
-            if same is None and not full:
+            try:
+                snap = self._update(store, full)
+            except Exception as exc:  # noqa: BLE001 - see above
+                self._snap = None
+                self.error = f"{type(exc).__name__}: {exc}"
+                log.exception("in-memory snapshot of %s dropped", store.file)
+                return None
+            self.error = None
+            return snap
+
+    def _update(self, store: IndexStore, full: bool) -> Snapshot | None:
+        old = self._snap
+        versions = store.change_versions()  # read first: the parts are at least this new
+        if old is not None and old.file == str(store.file) and old.versions == versions:
+            return old
+        same = old if old is not None and old.file == str(store.file) else None
+        if same is None and not full:
+            self._refresh.start(self._update_file, store.file)
+            return old
+        kw = same.keywords if same is not None else None
+        vec = same.vectors if same is not None else None
+        key = versions[2]
+        if vec is not None and (key != vec.key or not store.has_vectors()):
+            vec = None  # another model: the old vectors answer nothing
+        read_all = same is None or (vec is None and key is not None and store.has_vectors())
+        if not read_all and (kw is not None or vec is not None):
+            got = self._apply(store, kw, vec)
+            if got is None:
+                read_all = True
+            else:
+                kw, vec = got
+        if read_all:
+            if not full:
                 self._refresh.start(self._update_file, store.file)
                 return old
-            kw = same.keywords if same is not None else None
-            vec = same.vectors if same is not None else None
-            key = versions[2]
-            if vec is not None and (key != vec.key or not store.has_vectors()):
-                vec = None  # another model: the old vectors answer nothing
-            read_all = same is None or (vec is None and key is not None and store.has_vectors())
-            if not read_all and (kw is not None or vec is not None):
-                got = self._apply(store, kw, vec)
-                if got is None:
-                    read_all = True
-                else:
-                    kw, vec = got
-            if read_all:
-                if not full:
-                    self._refresh.start(self._update_file, store.file)
-                    return old
-                kw, vec = self._read_all(store, kw if same is not None else None, key)
-            elif kw is None:
-                kw = self._keywords(store)  # grown past min_chunks since?
-            snap = Snapshot(str(store.file), versions, kw, vec)
-            self._snap = snap
-            return snap
+            kw, vec = self._read_all(store, kw if same is not None else None, key)
+        elif kw is None:
+            kw = self._keywords(store)  # grown past min_chunks since?
+        snap = Snapshot(str(store.file), versions, kw, vec)
+        self._snap = snap
+        return snap
 
     def _apply(
         self, store: IndexStore, kw: KeywordPart | None, vec: VectorPart | None

@@ -17,6 +17,7 @@ from conftest import write
 
 from indexer.config import Config, SessionsConfig
 from indexer.engine import MemoryIndex
+from indexer.keywords import KeywordPart
 from indexer.live import LiveIndex
 from indexer.query import parse_query
 from providers.base import EmbeddingProvider, Vectors, normalize
@@ -221,6 +222,31 @@ def test_a_pruned_change_feed_means_a_full_read(idx: MemoryIndex) -> None:
     full = live.full_loads
     assert live.wait_ready(idx.store) and live.full_loads == full + 1
     assert _compare_many(idx, 14, 40) > 200
+
+
+def test_a_failed_update_drops_the_snapshot_and_searches_stay_current(
+    idx: MemoryIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The snapshot is a cache: if catching it up fails, the writer's task still
+    succeeds, the snapshot is dropped (never kept stale) and searches read SQLite."""
+    live = idx.live
+    assert live is not None and live.wait_ready(idx.store)
+    ws = idx.cfg.workspace
+    assert ws is not None
+
+    def boom(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("postings on fire")
+
+    monkeypatch.setattr(KeywordPart, "apply", boom)
+    write(ws, "memory/late.md", "- a wombat crossed the garden\n")
+    with MemoryIndex(idx.cfg, live=live) as w:  # the writer catches the snapshot up
+        report = w.sync()
+    assert report.added == 1
+    assert live.snapshot is None and live.error is not None and "on fire" in live.error
+    assert idx.search("wombat", min_score=0)["results"][0]["path"] == "memory/late.md"
+    monkeypatch.undo()
+    assert live.wait_ready(idx.store) and live.error is None
+    assert _compare(idx, "wombat garden", None) > 1
 
 
 def test_small_indexes_stay_with_fts5(idx: MemoryIndex) -> None:
