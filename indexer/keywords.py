@@ -35,7 +35,7 @@ import numpy.typing as npt
 
 from . import bm25
 from .query import ParsedQuery, index_text
-from .segments import Rows, group_rows, kill_rows, settle
+from .segments import Rows, group_rows, kill_rows, settle, with_codes
 from .store import FTS_TOKENIZER, FTS_WEIGHTS, KeywordPostings, NewChunk
 
 __all__ = ["MIN_CHUNKS", "KeywordPart", "Tokenizer"]
@@ -281,10 +281,7 @@ class KeywordPart:
             segments.append(seg)
         codes = self.codes
         if new:
-            if any(c.source not in codes for c in new):
-                codes = dict(codes)
-                for c in new:
-                    codes.setdefault(c.source, len(codes))
+            codes = with_codes(codes, (c.source for c in new))
             seg = _from_chunks(new, codes, tokens)
             segments.append(seg)
             live += seg.ids.shape[0]

@@ -11,14 +11,22 @@ times), which also drops their dead rows.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["MAX_SEGMENTS", "Rows", "find_rows", "group_rows", "kill_rows", "settle"]
+__all__ = [
+    "MAX_SEGMENTS",
+    "Rows",
+    "find_rows",
+    "group_rows",
+    "kill_rows",
+    "settle",
+    "with_codes",
+]
 
 MAX_SEGMENTS = 12
 
@@ -79,6 +87,18 @@ def kill_rows(seg: S, ids: Sequence[int]) -> tuple[S, npt.NDArray[np.int64]] | N
     alive = seg.alive.copy()
     alive[rows] = False
     return replace(seg, alive=alive, dead=seg.dead + int(rows.shape[0])), rows
+
+
+def with_codes(codes: dict[str, int], sources: Iterable[str]) -> dict[str, int]:
+    """``codes`` (source -> code) with a code for each of ``sources``: a new dict if
+    any is new (older snapshots keep reading the one they share), else ``codes``."""
+    sources = list(sources)
+    if all(s in codes for s in sources):
+        return codes
+    out = dict(codes)
+    for s in sources:
+        out.setdefault(s, len(out))
+    return out
 
 
 def settle(segments: list[S], merge: Callable[[S, S], S]) -> list[S]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from .segments import Rows, group_rows, kill_rows, settle
+from .segments import Rows, group_rows, kill_rows, settle, with_codes
 from .store import IndexStore
 
 __all__ = ["VectorPart", "knn_sqlite"]
@@ -100,10 +100,7 @@ class VectorPart:
         codes = self.codes
         rows = [r for r in rows if len(r[2]) == 4 * self.dims]
         if rows:
-            if any(r[1] not in codes for r in rows):
-                codes = dict(codes)
-                for r in rows:
-                    codes.setdefault(r[1], len(codes))
+            codes = with_codes(codes, (r[1] for r in rows))
             segments.append(_segment(rows, codes, self.dims))
         return replace(
             self, segments=tuple(settle(segments, _merge)), codes=codes, seq=max(seq, self.seq)
