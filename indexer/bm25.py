@@ -9,19 +9,17 @@ every ``n``, close to FTS5's for rare terms. Everything else is FTS5's: ``k1`` 1
 hits, the row length counts all columns, ``avgdl`` is over all rows.
 
 ``rank`` is registered on every connection of the store as the FTS5 auxiliary
-function ``mi_bm25(chunks_fts, w_body, w_heading, w_path, w_source[, idfs])``,
+function ``mi_bm25(chunks_fts, w_body, w_heading, w_path, w_source)``,
 negative like ``bm25()`` (lower is better) so ``ORDER BY`` stays ascending;
 keywords.py scores its in-memory postings with ``idf`` and the same constants.
 
 A phrase's IDF needs the number of rows holding it, which FTS5 only tells by
 visiting each of them (``query_phrase``: a Python call per row, ~2 ms for a common
-word at 20k chunks). ``idfs``, a JSON object of token -> IDF, supplies known ones:
-keywords.py passes its snapshot's when it ranks only the rows added since.
+word at 20k chunks).
 """
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -42,27 +40,23 @@ def _count(_api: apsw.FTS5ExtensionApi, box: list[int]) -> None:
     box[0] += 1
 
 
-def _idfs(api: apsw.FTS5ExtensionApi, known: dict[str, float]) -> list[float]:
+def _idfs(api: apsw.FTS5ExtensionApi) -> list[float]:
     rows = api.row_count
     out = []
-    for phrase, tokens in enumerate(api.phrases):
-        if len(tokens) == 1 and tokens[0] in known:
-            out.append(known[tokens[0]])
-        else:
-            box = [0]
-            api.query_phrase(phrase, _count, box)
-            out.append(idf(rows, box[0]))
+    for phrase in range(len(api.phrases)):
+        box = [0]
+        api.query_phrase(phrase, _count, box)
+        out.append(idf(rows, box[0]))
     return out
 
 
-def _rank(api: apsw.FTS5ExtensionApi, *args: float | str | None) -> float:
+def _rank(api: apsw.FTS5ExtensionApi, *args: float | None) -> float:
     state: tuple[list[float], float, tuple[float, ...]] | None = api.aux_data
     if state is None:
         rows = api.row_count
         avgdl = (api.column_total_size(-1) / rows) if rows else 1.0
         weights = tuple(float(a) for a in args if isinstance(a, int | float))
-        known: dict[str, float] = next((json.loads(a) for a in args if isinstance(a, str)), {})
-        state = (_idfs(api, known), avgdl or 1.0, weights)
+        state = (_idfs(api), avgdl or 1.0, weights)
         api.aux_data = state
     idfs, avgdl, w = state
     norm = K1 * (1.0 - B + B * api.column_size(-1) / avgdl)

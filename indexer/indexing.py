@@ -112,7 +112,7 @@ class Indexer:
         if not report.stopped:
             report.sessions = sync_sessions(self.store, self.cfg, should_stop=should_stop).to_json()
         if embed and not report.stopped:
-            report.embedding = self.embed(should_stop=should_stop)
+            report.embedding = self._embed(should_stop, wait=True)  # inside sync's task
         report.seconds = round(time.monotonic() - t0, 3)
         return report
 
@@ -175,17 +175,24 @@ class Indexer:
         jobs on, ``wait`` polls them until done (the CLI); the daemon polls later."""
         if self.provider is None:
             return None
+        with self._task():
+            return self._embed(should_stop, wait=wait)
+
+    def _embed(
+        self, should_stop: Callable[[], bool] | None, *, wait: bool
+    ) -> dict[str, Any] | None:
+        if self.provider is None:
+            return None
         from .embedding import embed_pending
 
         remote = self.cfg.provider.remote
-        with self._task():
-            rep = embed_pending(
-                self.store,
-                self.provider,
-                max_cache_entries=self.cfg.cache.maxEntries,
-                should_stop=should_stop,
-                use_batch=remote.batch,
-                wait=wait,
-                batch_timeout=remote.batchTimeoutMs / 1000,
-            )
+        rep = embed_pending(
+            self.store,
+            self.provider,
+            max_cache_entries=self.cfg.cache.maxEntries,
+            should_stop=should_stop,
+            use_batch=remote.batch,
+            wait=wait,
+            batch_timeout=remote.batchTimeoutMs / 1000,
+        )
         return dict(rep.__dict__)

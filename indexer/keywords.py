@@ -35,7 +35,7 @@ import numpy.typing as npt
 
 from . import bm25
 from .query import ParsedQuery, index_text
-from .segments import Rows, group_rows, kill_rows, settle, with_codes
+from .segments import Rows, group_rows, kill_rows, merged_rows, settle, with_codes
 from .store import FTS_TOKENIZER, FTS_WEIGHTS, KeywordPostings, NewChunk
 
 __all__ = ["MIN_CHUNKS", "KeywordPart", "Tokenizer"]
@@ -112,9 +112,14 @@ def _csr(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float64]]:
     """(indptr, rows, freq) from unordered (term, row, freq) entries, one per pair."""
     order = np.lexsort((rows, term_of))
+    return _indptr(term_of, n_terms), rows[order].astype(np.int32), freq[order]
+
+
+def _indptr(term_of: npt.NDArray[np.int64], n_terms: int) -> npt.NDArray[np.int64]:
+    """Where each term's entries start in term order (one past the last at the end)."""
     indptr = np.zeros(n_terms + 1, dtype=np.int64)
     np.cumsum(np.bincount(term_of, minlength=n_terms), out=indptr[1:])
-    return indptr, rows[order].astype(np.int32), freq[order]
+    return indptr
 
 
 Occurrences = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]
@@ -151,9 +156,7 @@ def _segment(
         rows.append(rr[~only].astype(np.int32))
         freq.append(f[~only])
     cat = np.concatenate
-    every = cat(term_of) if term_of else np.zeros(0, np.int64)
-    indptr = np.zeros(len(terms) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(every, minlength=len(terms)), out=indptr[1:])
+    indptr = _indptr(cat(term_of) if term_of else np.zeros(0, np.int64), len(terms))
     return KeywordSegment(
         ids[order],
         src[order],
@@ -172,10 +175,8 @@ def _segment(
 def _merge(a: KeywordSegment, b: KeywordSegment) -> KeywordSegment:
     """One segment holding the live rows of ``a`` then ``b`` (all numpy but the
     union of the two vocabularies)."""
-    ids = np.concatenate([a.ids[a.alive], b.ids[b.alive]])
-    src = np.concatenate([a.src[a.alive], b.src[b.alive]])
-    dl = np.concatenate([a.dl[a.alive], b.dl[b.alive]])
-    order, spans = group_rows(ids, src)
+    ids, src, order, spans = merged_rows(a, b)
+    dl = np.concatenate([a.dl[a.alive], b.dl[b.alive]])[order]
     inv = np.empty(order.shape[0], dtype=np.int64)
     inv[order] = np.arange(order.shape[0])
     na = int(a.alive.sum())
@@ -204,7 +205,7 @@ def _merge(a: KeywordSegment, b: KeywordSegment) -> KeywordSegment:
             zero[term] = np.concatenate([zero.get(term, np.zeros(0, np.int32)), moved[moved >= 0]])
     zero = {t: np.sort(r).astype(np.int32) for t, r in zero.items() if r.shape[0]}
     return KeywordSegment(
-        ids[order], src[order], spans, np.ones(ids.shape[0], dtype=bool), 0, dl[order],
+        ids, src, spans, np.ones(ids.shape[0], dtype=bool), 0, dl,
         terms, indptr, crow, cfreq, zero,
     )  # fmt: skip
 

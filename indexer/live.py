@@ -24,10 +24,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import apsw
+
 from .errors import MemindexError
 from .keywords import MIN_CHUNKS, KeywordPart, Tokenizer
 from .refresher import Refresher
-from .store import STORE_ERRORS, IndexStore, Store
+from .store import IndexStore, Store
 from .vectors import VectorPart
 
 __all__ = ["LiveIndex", "Snapshot"]
@@ -81,9 +83,9 @@ class LiveIndex:
         try:
             with Store(file, readonly=True) as store:
                 self.update(store)
-        except STORE_ERRORS as exc:  # the file was replaced or removed: a search retries
-            log.warning("updating the in-memory snapshot of %s failed: %s", file, exc)
-        except (OSError, ValueError, MemindexError) as exc:
+        except (apsw.Error, OSError, ValueError, MemindexError) as exc:
+            # ``update`` never raises: opening the file failed (replaced or removed
+            # by a rebuild); the next search tries again.
             log.warning("updating the in-memory snapshot of %s failed: %s", file, exc)
 
     def update(self, store: IndexStore, *, full: bool = True) -> Snapshot | None:

@@ -24,6 +24,7 @@ __all__ = [
     "find_rows",
     "group_rows",
     "kill_rows",
+    "merged_rows",
     "settle",
     "with_codes",
 ]
@@ -59,6 +60,21 @@ def group_rows(
         for code in np.unique(by)
     }
     return order, spans
+
+
+def merged_rows(
+    a: Rows, b: Rows
+) -> tuple[
+    npt.NDArray[np.int64], npt.NDArray[np.int8], npt.NDArray[np.int64], dict[int, tuple[int, int]]
+]:
+    """The rows of merging ``a`` and ``b``: the live rows of ``a`` then ``b``, put in
+    ``group_rows`` order. Returns their ids and sources in that order, the order
+    itself (over the concatenated live rows, for the segment's other arrays) and
+    each source's span."""
+    ids = np.concatenate([a.ids[a.alive], b.ids[b.alive]])
+    src = np.concatenate([a.src[a.alive], b.src[b.alive]])
+    order, spans = group_rows(ids, src)
+    return ids[order], src[order], order, spans
 
 
 def find_rows(seg: Rows, ids: Sequence[int] | npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:

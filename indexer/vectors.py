@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from .segments import Rows, group_rows, kill_rows, settle, with_codes
+from .segments import Rows, group_rows, kill_rows, merged_rows, settle, with_codes
 from .store import IndexStore
 
 __all__ = ["VectorPart", "knn_sqlite"]
@@ -54,11 +54,9 @@ def _segment(
 
 
 def _merge(a: VectorSegment, b: VectorSegment) -> VectorSegment:
-    ids = np.concatenate([a.ids[a.alive], b.ids[b.alive]])
-    src = np.concatenate([a.src[a.alive], b.src[b.alive]])
-    order, spans = group_rows(ids, src)
+    ids, src, order, spans = merged_rows(a, b)
     mat = np.concatenate([a.mat[a.alive], b.mat[b.alive]])[order]
-    return VectorSegment(ids[order], src[order], spans, np.ones(ids.shape[0], bool), 0, mat)
+    return VectorSegment(ids, src, spans, np.ones(ids.shape[0], bool), 0, mat)
 
 
 @dataclass(frozen=True)

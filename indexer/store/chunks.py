@@ -211,11 +211,6 @@ class ChunkTables(StoreBase):
         ).fetchone()
         return bool(row and row[0])
 
-    def chunk_hashes(self, ids: Sequence[int]) -> dict[int, str]:
-        """The text hash of each chunk that still exists."""
-        rows = self._rows_in("SELECT id, hash FROM chunks WHERE id IN ({marks})", ids)
-        return {int(i): str(h) for i, h in rows}
-
     def chunk_rows(
         self, ids: Sequence[int], ranks: dict[int, float] | None = None
     ) -> dict[int, SearchRow]:

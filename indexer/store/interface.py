@@ -15,7 +15,7 @@ Rules every implementation keeps:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
@@ -70,7 +70,6 @@ class IndexStore(Protocol):
     def rename_path(self, old: str, new: str, prepare: Callable[[str], str]) -> None: ...
     def clear(self) -> None: ...
     def has_source(self, source: str) -> bool: ...
-    def chunk_hashes(self, ids: Sequence[int]) -> dict[int, str]: ...
     def chunk_rows(
         self, ids: Sequence[int], ranks: dict[int, float] | None = None
     ) -> dict[int, SearchRow]: ...
@@ -109,8 +108,6 @@ class IndexStore(Protocol):
         weights: tuple[float, float, float] = FTS_WEIGHTS,
         *,
         fts5_idf: bool = False,
-        after_id: int | None = None,
-        idfs: Mapping[str, float] | None = None,
     ) -> list[SearchRow]: ...
     def keyword_postings(
         self, min_chunks: int = 0

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +29,9 @@ class Store(ChunkTables, VectorTables):
         weights: tuple[float, float, float] = FTS_WEIGHTS,
         *,
         fts5_idf: bool = False,
-        after_id: int | None = None,
-        idfs: Mapping[str, float] | None = None,
     ) -> list[SearchRow]:
         """Top ``limit`` chunks for an FTS5 MATCH expression, best first, ranked by
         bm25.py's BM25 (``fts5_idf``: FTS5's own ``bm25()``, for the anchors' bench).
-        ``after_id``: only chunks with a higher id (those added since a snapshot);
-        ``idfs``: IDFs of tokens known already (bm25.py), not counted again.
 
         Ranks inside the FTS table and joins only the top rows (joining first would
         read every matching chunk's text). A source filter is part of the MATCH, so
@@ -49,16 +44,13 @@ class Store(ChunkTables, VectorTables):
             if fts5_idf
             else f"{bm25.SQL_FUNCTION}(chunks_fts, ?, ?, ?, 0.0"
         )
-        extra: tuple[str, ...] = ()
-        if idfs and not fts5_idf:
-            rank, extra = rank + ", ?", (json.dumps(dict(idfs)),)
         sql = (
             "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.heading, c.text, f.rank "
             f"FROM (SELECT rowid, {rank}) AS rank FROM chunks_fts "
-            "WHERE chunks_fts MATCH ? AND rowid > ? ORDER BY rank LIMIT ?) f "
+            "WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?) f "
             "JOIN chunks c ON c.id = f.rowid ORDER BY f.rank"
         )
-        args = (*weights, *extra, match, -1 if after_id is None else after_id, limit)
+        args = (*weights, match, limit)
         try:
             rows: list[tuple[Any, ...]] = self.db.execute(sql, args).fetchall()
         except apsw.SQLError as exc:  # a MATCH expression FTS5 rejects
