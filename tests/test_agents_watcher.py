@@ -4,6 +4,7 @@ import errno
 import json
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,28 @@ def test_watcher_falls_back_to_polling_and_still_reports(tmp_path: Path) -> None
         write(ws, "memory/b.md", "new file")
         assert got.wait(10)
         wait_for(lambda: ("main", "memory", str(ws / "memory" / "b.md")) in seen, timeout=10)
+    finally:
+        w.stop()
+
+
+def test_a_sessions_dir_created_later_is_synced_once_watched(tmp_path: Path) -> None:
+    """Files written into a directory before its watch existed raise no event; the
+    refresh that starts watching it asks for a sync instead."""
+    ws, sessions = tmp_path / "ws", tmp_path / "sessions"
+    write(ws, "MEMORY.md", "m")
+    seen: list[tuple[str, str, str]] = []
+    cfg = Config(workspace=ws, agentId="main")
+    cfg = replace(cfg, sessions=replace(cfg.sessions, enabled=True, dir=str(sessions)))
+    w = Watcher(lambda *a: seen.append(a))
+    w.start([cfg])
+    try:
+        assert seen == []  # start-up: the daemon's own first sync covers what is there
+        write(sessions, "s1.jsonl", "{}\n")  # the dir and a file, before any watch
+        w.refresh()
+        assert ("main", "sessions", "") in seen
+        seen.clear()
+        w.refresh()  # nothing new: nothing asked
+        assert seen == []
     finally:
         w.stop()
 

@@ -76,6 +76,17 @@ def test_mapping(tmp_path: Path) -> None:
         assert ".openclaw" not in str(cfg.resolved_index_path())
 
 
+def test_sessions_dir_follows_openclaws_state_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENCLAW_HOME", str(tmp_path / "oh"))
+    main = load_openclaw(sample(tmp_path))[0]
+    assert main.sessions_dir() == tmp_path / "oh/.openclaw/agents/main/sessions"
+    monkeypatch.setenv("OPENCLAW_STATE_DIR", str(tmp_path / "state"))
+    main = load_openclaw(sample(tmp_path))[0]
+    assert main.sessions_dir() == tmp_path / "state/agents/main/sessions"
+
+
 def test_memory_only_sources_disable_sessions(tmp_path: Path) -> None:
     f = write(
         tmp_path,

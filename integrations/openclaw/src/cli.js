@@ -1,0 +1,172 @@
+// `openclaw memory status|search|index|get` when memindex owns the memory slot.
+import { authorizeHits, configuredAgents } from "./agents.js";
+
+function print(json, value, human) {
+  process.stdout.write(json ? JSON.stringify(value, null, 2) + "\n" : human(value));
+}
+
+function fail(json, err, agentId) {
+  const message = `memindex: ${err.message}`;
+  if (json) {
+    process.stdout.write(
+      JSON.stringify({ ok: false, error: { type: "cli_error", message }, agentId }) + "\n",
+    );
+  } else {
+    process.stderr.write(message + "\n");
+  }
+  process.exitCode = 1;
+}
+
+function int(value, name) {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer`);
+  return n;
+}
+
+function humanStatus(rows) {
+  const lines = [];
+  for (const { agentId, status: s, error } of rows) {
+    lines.push(`Memory engine: memindex${s?.custom?.version ? ` ${s.custom.version}` : ""}`);
+    lines.push(`Agent: ${agentId}`);
+    if (error) {
+      lines.push(`Error: ${error}`, "");
+      continue;
+    }
+    const counts = (s.sourceCounts ?? []).map((c) => `${c.source} ${c.files}/${c.chunks}`);
+    lines.push(
+      `Workspace: ${s.workspaceDir ?? "-"}`,
+      `Index: ${s.dbPath}`,
+      `Provider: ${s.provider}${s.model ? ` (${s.model})` : ""}, search mode ${s.custom.mode}`,
+      `Files: ${s.files} · Chunks: ${s.chunks}${counts.length ? ` (${counts.join(", ")})` : ""}`,
+      `Vector: ${s.vector.enabled ? "on" : "off"} (${s.vector.index.state})`,
+      `Dirty: ${s.dirty ? "yes" : "no"}${s.custom.stuck ? " · STUCK: see memindex status" : ""}`,
+      ...(s.lastSyncError ? [`Last error: ${s.lastSyncError}`] : []),
+      `Socket: ${s.custom.socket}`,
+      "",
+    );
+  }
+  return lines.join("\n");
+}
+
+function humanHits(res) {
+  if (!res.results.length) return "No matches.\n";
+  return (
+    res.results
+      .map((h) => `${h.score.toFixed(3)} ${h.citation}\n${h.snippet.replace(/^/gm, "  ")}`)
+      .join("\n\n") + "\n"
+  );
+}
+
+export function registerMemoryCli(program, { pool, config, name = "memory", notice }) {
+  const agents = () => configuredAgents(config);
+  const mem = program
+    .command(name)
+    .description("Search, inspect and reindex memory (engine: memindex)");
+
+  mem
+    .command("status")
+    .description("Show memindex's index for each agent")
+    .option("--agent <id>", "one agent (default: every configured agent)")
+    .option("--json", "print JSON")
+    .option("--deep", "accepted for compatibility; memindex status is always complete")
+    .option("--index", "reindex first when the index is dirty")
+    .action(async (opts) => {
+      const rows = [];
+      let failed = false;
+      for (const agentId of opts.agent ? [opts.agent] : agents()) {
+        try {
+          const m = await pool.get(agentId);
+          await m.refresh();
+          if (opts.index && m.status().dirty) await m.sync({ reason: "cli" });
+          rows.push({ agentId, status: m.status() });
+        } catch (err) {
+          failed = true;
+          rows.push({ agentId, error: `memindex: ${err.message}` });
+        }
+      }
+      print(opts.json, rows, humanStatus);
+      if (notice && !opts.json) process.stderr.write(`${notice}\n`);
+      if (failed) process.exitCode = 1;
+    });
+
+  mem
+    .command("search")
+    .description("Search memory with memindex")
+    .argument("<query>", "words, quoted phrases, IDs")
+    .option("--agent <id>", "agent (default: the default agent)")
+    .option("--max-results <n>", "number of results")
+    .option("--min-score <x>", "drop weaker results (0..1)")
+    .option("--source <source>", "memory | sessions | all", "all")
+    .option("--json", "print JSON")
+    .action(async (query, opts) => {
+      const agentId = opts.agent ?? agents()[0];
+      try {
+        const req = {};
+        const n = int(opts.maxResults, "--max-results");
+        if (n) req.maxResults = n;
+        if (opts.minScore !== undefined) req.minScore = Number(opts.minScore);
+        if (opts.source === "memory" || opts.source === "sessions") req.sources = [opts.source];
+        else if (opts.source !== "all") throw new Error("--source must be memory, sessions or all");
+        const m = await pool.get(agentId);
+        const res = await m.searchFull(query, req);
+        // The CLI is the operator acting for this agent: its own transcripts are shown.
+        const results = authorizeHits({ agentId, sandboxed: false, hits: res.results });
+        print(
+          opts.json,
+          { results, engine: "memindex", provider: res.provider, model: res.model, mode: res.mode },
+          humanHits,
+        );
+      } catch (err) {
+        fail(opts.json, err, agentId);
+      }
+    });
+
+  mem
+    .command("index")
+    .description("Index new and changed files now (memindex reindex)")
+    .option("--agent <id>", "one agent (default: every configured agent)")
+    .option("--force", "rebuild the whole index")
+    .option("--json", "print JSON")
+    .action(async (opts) => {
+      const out = [];
+      for (const agentId of opts.agent ? [opts.agent] : agents()) {
+        try {
+          const m = await pool.get(agentId);
+          out.push({ agentId, result: await m.sync({ force: Boolean(opts.force), reason: "cli" }) });
+        } catch (err) {
+          out.push({ agentId, error: `memindex: ${err.message}` });
+          process.exitCode = 1;
+        }
+      }
+      print(opts.json, out, (rows) =>
+        rows
+          .map((r) => (r.error ? `${r.agentId}: ${r.error}\n` : `${r.agentId}: indexed\n`))
+          .join(""),
+      );
+    });
+
+  mem
+    .command("get")
+    .description("Print lines of a memory file")
+    .argument("<path>", "path as cited by search, e.g. memory/2026-11-21.md")
+    .option("--agent <id>", "agent (default: the default agent)")
+    .option("--from <n>", "first line (1-based)")
+    .option("--lines <n>", "number of lines")
+    .option("--json", "print JSON")
+    .action(async (relPath, opts) => {
+      const agentId = opts.agent ?? agents()[0];
+      try {
+        const m = await pool.get(agentId);
+        const r = await m.readFile({
+          relPath,
+          from: int(opts.from, "--from"),
+          lines: int(opts.lines, "--lines"),
+        });
+        print(opts.json, r, (v) => (v.status === "ok" ? v.text : `not found: ${v.path}\n`));
+        if (r.status !== "ok") process.exitCode = 1;
+      } catch (err) {
+        fail(opts.json, err, agentId);
+      }
+    });
+}

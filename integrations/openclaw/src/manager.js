@@ -1,0 +1,229 @@
+// The MemorySearchManager OpenClaw calls, one per agent, backed by the daemon.
+import { ensureDaemon } from "./daemon.js";
+import { MemindexError, call } from "./rpc.js";
+
+const SOURCES = new Set(["memory", "sessions"]);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** One memindex hit in OpenClaw's MemorySearchResult shape. */
+export function toOpenClawHit(r) {
+  const hit = {
+    path: r.path,
+    startLine: r.startLine,
+    endLine: r.endLine,
+    score: r.score,
+    snippet: r.snippet,
+    source: r.source === "sessions" ? "sessions" : "memory",
+    citation: r.citation ?? `${r.path}#L${r.startLine}-L${r.endLine}`,
+  };
+  if (typeof r.textScore === "number") hit.textScore = r.textScore;
+  if (typeof r.vectorScore === "number") hit.vectorScore = r.vectorScore;
+  return hit;
+}
+
+function vectorIndexState(st) {
+  if (!st.vector?.enabled && !st.provider) return { state: "empty" };
+  if (!st.chunks) return { state: "empty" };
+  if ((st.vector?.pendingChunks ?? 0) > 0) return { state: "incomplete" };
+  return st.vector?.enabled ? { state: "complete" } : { state: "unverified" };
+}
+
+/** memindex's status object in OpenClaw's MemoryProviderStatus shape. */
+export function toOpenClawStatus(st, settings) {
+  const sourceCounts = Object.entries(st.sources ?? {}).map(([source, n]) => ({
+    source,
+    files: n.files ?? 0,
+    chunks: n.chunks ?? 0,
+  }));
+  const errors = Object.values(st.errors ?? {}).filter(Boolean);
+  return {
+    // OpenClaw's type has one backend value; the engine is named in `custom`
+    // and in `provider`'s prefix, which `openclaw status` prints.
+    backend: "builtin",
+    provider: `memindex/${st.provider ?? "none"}`,
+    ...(st.model ? { model: st.model } : {}),
+    files: st.files,
+    chunks: st.chunks,
+    dirty: Boolean(st.dirty),
+    ...(st.lastError || errors.length ? { lastSyncError: st.lastError ?? errors[0] } : {}),
+    ...(st.workspace ? { workspaceDir: st.workspace } : {}),
+    dbPath: st.indexPath,
+    sources: sourceCounts.map((s) => s.source),
+    sourceCounts,
+    cache: { enabled: true, entries: st.vector?.cacheEntries ?? 0 },
+    fts: { enabled: true, available: true },
+    vector: {
+      enabled: Boolean(st.vector?.enabled),
+      available: Boolean(st.vector?.available),
+      semanticAvailable: Boolean(st.vector?.enabled),
+      index: vectorIndexState(st),
+      ...(st.dims ? { dims: st.dims } : {}),
+      ...(st.vector?.reason ? { loadError: st.vector.reason } : {}),
+    },
+    custom: {
+      engine: "memindex",
+      version: st.version,
+      agent: st.agent,
+      mode: st.mode,
+      socket: settings.socket,
+      lastSync: st.lastSync ?? null,
+      stuck: Boolean(st.stuck),
+      skipped: (st.skipped ?? []).length,
+    },
+  };
+}
+
+export class MemindexManager {
+  constructor({ agentId, settings }) {
+    this.agentId = agentId;
+    this.settings = settings;
+    this.lastStatus = null;
+    this.lastError = null;
+  }
+
+  async #call(method, params, opts = {}) {
+    await ensureDaemon(this.settings);
+    return call(this.settings.socket, method, { ...params, agent: this.agentId }, {
+      timeoutMs: opts.timeoutMs ?? this.settings.timeoutMs,
+      signal: opts.signal,
+    });
+  }
+
+  /** Fetch status; when the agent has not finished its first sync, wait for it (bounded). */
+  async refresh({ waitForFirstSync = false } = {}) {
+    const deadline = Date.now() + this.settings.startTimeoutMs;
+    for (;;) {
+      try {
+        this.lastStatus = await this.#call("status", {});
+        this.lastError = null;
+      } catch (err) {
+        this.lastError = err;
+        throw err;
+      }
+      const synced = this.lastStatus.lastSync != null;
+      if (!waitForFirstSync || synced || Date.now() >= deadline) return this.lastStatus;
+      await sleep(200);
+    }
+  }
+
+  async search(query, opts = {}) {
+    if (typeof query !== "string" || !query.trim()) return [];
+    const params = { query };
+    if (Number.isInteger(opts.maxResults) && opts.maxResults > 0) params.maxResults = opts.maxResults;
+    if (typeof opts.minScore === "number" && Number.isFinite(opts.minScore))
+      params.minScore = Math.max(0, Math.min(1, opts.minScore));
+    if (Array.isArray(opts.sources)) {
+      const wanted = opts.sources.filter((s) => SOURCES.has(s));
+      if (!wanted.length) return [];
+      params.sources = wanted;
+    }
+    if (opts.lexicalOnly) params.mode = "keyword";
+    const res = await this.#call("memory_search", params, { signal: opts.signal });
+    this.lastMode = res.mode;
+    return (res.results ?? []).map(toOpenClawHit);
+  }
+
+  /** memory_search's whole answer (provider, model, mode, fallback) for the tool. */
+  async searchFull(query, params = {}, signal) {
+    const res = await this.#call("memory_search", { ...params, query }, { signal });
+    return { ...res, results: (res.results ?? []).map(toOpenClawHit) };
+  }
+
+  async readFile({ relPath, from, lines } = {}) {
+    const params = { path: relPath };
+    if (Number.isInteger(from) && from > 0) params.from = from;
+    if (Number.isInteger(lines) && lines > 0) params.lines = lines;
+    try {
+      const r = await this.#call("memory_get", params);
+      const out = { status: "ok", text: r.text, path: r.path, from: r.from, lines: r.lines };
+      if (r.truncated) out.truncated = true;
+      if (Number.isInteger(r.nextFrom)) out.nextFrom = r.nextFrom;
+      return out;
+    } catch (err) {
+      if (err.code === "not_found") return { status: "not_found", text: "", path: relPath };
+      throw err;
+    }
+  }
+
+  status() {
+    if (this.lastStatus) return toOpenClawStatus(this.lastStatus, this.settings);
+    return {
+      backend: "builtin",
+      provider: "memindex/unavailable",
+      ...(this.lastError ? { lastSyncError: this.lastError.message } : {}),
+      custom: { engine: "memindex", socket: this.settings.socket },
+    };
+  }
+
+  async sync(params = {}) {
+    params.progress?.({ completed: 0, total: 1, label: "memindex reindex" });
+    const res = await this.#call(
+      "reindex",
+      { force: Boolean(params.force) },
+      { timeoutMs: this.settings.reindexTimeoutMs },
+    );
+    params.progress?.({ completed: 1, total: 1, label: "memindex reindex" });
+    await this.refresh().catch(() => {});
+    return res;
+  }
+
+  getCachedEmbeddingAvailability() {
+    const st = this.lastStatus;
+    if (!st) return null;
+    return st.provider
+      ? { ok: true, cached: true }
+      : { ok: false, cached: true, error: "memindex runs keyword-only (no embedding provider)" };
+  }
+
+  async probeEmbeddingAvailability() {
+    try {
+      await this.refresh();
+    } catch (err) {
+      return { ok: false, checked: true, error: err.message };
+    }
+    return { ...this.getCachedEmbeddingAvailability(), checked: true, cached: false };
+  }
+
+  async probeVectorStoreAvailability() {
+    try {
+      return Boolean((await this.refresh()).vector?.available);
+    } catch {
+      return false;
+    }
+  }
+
+  async probeVectorAvailability() {
+    try {
+      return Boolean((await this.refresh()).vector?.enabled);
+    } catch {
+      return false;
+    }
+  }
+
+  async close() {}
+}
+
+/** Managers by agent id; a failed daemon start is an error result, never a hang. */
+export class ManagerPool {
+  constructor(settings) {
+    this.settings = settings;
+    this.managers = new Map();
+  }
+
+  async get(agentId) {
+    let m = this.managers.get(agentId);
+    if (!m) {
+      m = new MemindexManager({ agentId, settings: this.settings });
+      await m.refresh({ waitForFirstSync: true });
+      this.managers.set(agentId, m);
+    }
+    return m;
+  }
+
+  close(agentId) {
+    if (agentId === undefined) this.managers.clear();
+    else this.managers.delete(agentId);
+  }
+}
+
+export { MemindexError };

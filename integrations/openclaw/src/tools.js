@@ -1,0 +1,132 @@
+// The agent's memory_search / memory_get tools, answered by memindex.
+import { authorizeHits, configuredAgents, sessionKeyAgent } from "./agents.js";
+
+const CORPUS = { memory: ["memory"], sessions: ["sessions"], all: undefined };
+
+export const SEARCH_PARAMETERS = {
+  type: "object",
+  properties: {
+    query: { type: "string", description: "words, quoted phrases, IDs or paths" },
+    maxResults: { type: "integer", minimum: 1, maximum: 200 },
+    minScore: { type: "number", minimum: 0, maximum: 1 },
+    corpus: { type: "string", enum: ["memory", "sessions", "all"] },
+  },
+  required: ["query"],
+  additionalProperties: false,
+};
+
+export const GET_PARAMETERS = {
+  type: "object",
+  properties: {
+    path: { type: "string", description: "a path from memory_search, e.g. memory/2026-11-21.md" },
+    from: { type: "integer", minimum: 1 },
+    lines: { type: "integer", minimum: 1 },
+  },
+  required: ["path"],
+  additionalProperties: false,
+};
+
+export function jsonResult(payload) {
+  return { content: [{ type: "text", text: JSON.stringify(payload, null, 2) }], details: payload };
+}
+
+function toolAgent(ctx) {
+  const cfg = ctx.getRuntimeConfig?.() ?? ctx.runtimeConfig ?? ctx.config;
+  return ctx.agentId ?? sessionKeyAgent(ctx.sessionKey) ?? configuredAgents(cfg)[0];
+}
+
+function unavailable(err, agentId) {
+  return {
+    results: [],
+    engine: "memindex",
+    unavailable: true,
+    error: err.message,
+    warning: `Memory search is unavailable: ${err.message}`,
+    action:
+      `Tell the user memory search failed. They can check it with \`memindex status\` ` +
+      `or \`openclaw memory status --agent ${agentId}\`.`,
+  };
+}
+
+export function createSearchTool(ctx, pool) {
+  const agentId = toolAgent(ctx);
+  return {
+    name: "memory_search",
+    label: "Memory Search",
+    description:
+      "Search this agent's memory (MEMORY.md, memory/*.md daily notes, extra note folders" +
+      " and, when enabled, its own session transcripts) with memindex: keyword + semantic" +
+      " search with line-range citations. Use it before answering about prior work," +
+      " decisions, dates, people, preferences or todos; then memory_get the cited lines." +
+      " corpus=memory or corpus=sessions restricts the source.",
+    parameters: SEARCH_PARAMETERS,
+    async execute(_toolCallId, params, signal) {
+      const query = typeof params?.query === "string" ? params.query : "";
+      const corpus = params?.corpus ?? "all";
+      if (!(corpus in CORPUS)) {
+        return jsonResult({ results: [], engine: "memindex", error: `unknown corpus ${corpus}` });
+      }
+      if (corpus === "sessions" && ctx.sandboxed) {
+        return jsonResult({
+          results: [],
+          engine: "memindex",
+          warning: "Session transcripts are not searchable from a sandboxed run.",
+        });
+      }
+      const req = {};
+      if (Number.isInteger(params?.maxResults)) req.maxResults = params.maxResults;
+      if (typeof params?.minScore === "number") req.minScore = params.minScore;
+      if (CORPUS[corpus]) req.sources = CORPUS[corpus];
+      try {
+        const manager = await pool.get(agentId);
+        const res = await manager.searchFull(query, req, signal);
+        const results = authorizeHits({
+          agentId,
+          requesterSessionKey: ctx.sessionKey,
+          sandboxed: Boolean(ctx.sandboxed),
+          hits: res.results,
+        });
+        return jsonResult({
+          results,
+          engine: "memindex",
+          provider: res.provider,
+          model: res.model,
+          mode: res.mode,
+          ...(res.fallback ? { fallback: res.fallback } : {}),
+        });
+      } catch (err) {
+        return jsonResult(unavailable(err, agentId));
+      }
+    },
+  };
+}
+
+export function createGetTool(ctx, pool) {
+  const agentId = toolAgent(ctx);
+  return {
+    name: "memory_get",
+    label: "Memory Get",
+    description:
+      "Read lines of a memory file found by memory_search (path as cited; from is 1-based)." +
+      " status=ok: the text was read; not_found: no such file; error: the read failed.",
+    parameters: GET_PARAMETERS,
+    async execute(_toolCallId, params) {
+      const relPath = typeof params?.path === "string" ? params.path : "";
+      const isSession = relPath.replace(/\\/g, "/").startsWith("sessions/");
+      if (isSession && ctx.sandboxed) {
+        return jsonResult({
+          status: "error",
+          path: relPath,
+          text: "",
+          error: "session transcripts are not readable from a sandboxed run",
+        });
+      }
+      try {
+        const manager = await pool.get(agentId);
+        return jsonResult(await manager.readFile({ relPath, from: params?.from, lines: params?.lines }));
+      } catch (err) {
+        return jsonResult({ status: "error", path: relPath, text: "", error: err.message });
+      }
+    },
+  };
+}
