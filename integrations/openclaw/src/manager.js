@@ -1,6 +1,6 @@
 // The MemorySearchManager OpenClaw calls, one per agent, backed by the daemon.
 import { ensureDaemon } from "./daemon.js";
-import { MemindexError, call } from "./rpc.js";
+import { call } from "./rpc.js";
 
 const SOURCES = new Set(["memory", "sessions"]);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -82,11 +82,19 @@ export class MemindexManager {
   }
 
   async #call(method, params, opts = {}) {
-    await ensureDaemon(this.settings);
-    return call(this.settings.socket, method, { ...params, agent: this.agentId }, {
-      timeoutMs: opts.timeoutMs ?? this.settings.timeoutMs,
-      signal: opts.signal,
-    });
+    const send = () =>
+      call(this.settings.socket, method, { ...params, agent: this.agentId }, {
+        timeoutMs: opts.timeoutMs ?? this.settings.timeoutMs,
+        signal: opts.signal,
+      });
+    try {
+      return await send();
+    } catch (err) {
+      // Only when nothing listens: start the daemon (or say why not), then once more.
+      if (err.code !== "daemon_unavailable") throw err;
+      await ensureDaemon(this.settings);
+      return send();
+    }
   }
 
   /** Fetch status; when the agent has not finished its first sync, wait for it (bounded). */
@@ -108,7 +116,7 @@ export class MemindexManager {
 
   async search(query, opts = {}) {
     if (typeof query !== "string" || !query.trim()) return [];
-    const params = { query };
+    const params = {};
     if (Number.isInteger(opts.maxResults) && opts.maxResults > 0) params.maxResults = opts.maxResults;
     if (typeof opts.minScore === "number" && Number.isFinite(opts.minScore))
       params.minScore = Math.max(0, Math.min(1, opts.minScore));
@@ -118,9 +126,7 @@ export class MemindexManager {
       params.sources = wanted;
     }
     if (opts.lexicalOnly) params.mode = "keyword";
-    const res = await this.#call("memory_search", params, { signal: opts.signal });
-    this.lastMode = res.mode;
-    return (res.results ?? []).map(toOpenClawHit);
+    return (await this.searchFull(query, params, opts.signal)).results;
   }
 
   /** memory_search's whole answer (provider, model, mode, fallback) for the tool. */
@@ -210,14 +216,18 @@ export class ManagerPool {
     this.managers = new Map();
   }
 
-  async get(agentId) {
-    let m = this.managers.get(agentId);
-    if (!m) {
-      m = new MemindexManager({ agentId, settings: this.settings });
-      await m.refresh({ waitForFirstSync: true });
-      this.managers.set(agentId, m);
+  /** The agent's manager, made once (concurrent first calls share one wait). */
+  get(agentId) {
+    let pending = this.managers.get(agentId);
+    if (!pending) {
+      const m = new MemindexManager({ agentId, settings: this.settings });
+      pending = m.refresh({ waitForFirstSync: true }).then(() => m);
+      this.managers.set(agentId, pending);
+      pending.catch(() => {
+        if (this.managers.get(agentId) === pending) this.managers.delete(agentId);
+      });
     }
-    return m;
+    return pending;
   }
 
   close(agentId) {
@@ -226,4 +236,3 @@ export class ManagerPool {
   }
 }
 
-export { MemindexError };
