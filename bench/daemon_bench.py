@@ -120,7 +120,7 @@ def main() -> None:
             [
                 sys.executable,
                 "-m",
-                "indexer.cli",
+                "indexer.surfaces.cli",
                 "--config",
                 str(conf),
                 "serve",

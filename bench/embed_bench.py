@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from build_test_model import build  # noqa: E402
 from common import shared  # noqa: E402
 
-from indexer.chunking import chunk_markdown  # noqa: E402
-from indexer.tokenizer import get_counter  # noqa: E402
+from indexer.sources.chunking import chunk_markdown  # noqa: E402
+from indexer.sources.tokenizer import get_counter  # noqa: E402
 from providers.local_gguf import LocalGGUFProvider  # noqa: E402
 
 

@@ -39,7 +39,7 @@ from common import REPO, ndcg_at, recall_at, shared  # noqa: E402
 
 from indexer.config import Config, ExtraPath, HybridConfig, SessionsConfig  # noqa: E402
 from indexer.engine import MemoryIndex  # noqa: E402
-from indexer.live import LiveIndex  # noqa: E402
+from indexer.search.live import LiveIndex  # noqa: E402
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -29,7 +29,7 @@ from common import percentile, shared  # noqa: E402
 
 from indexer.config import Config  # noqa: E402
 from indexer.engine import MemoryIndex  # noqa: E402
-from indexer.query import index_text  # noqa: E402
+from indexer.sources.text import index_text  # noqa: E402
 from indexer.store import ChunkRow, FileState, Store  # noqa: E402
 from providers.base import EmbeddingProvider, Vectors, normalize  # noqa: E402
 
@@ -139,7 +139,7 @@ def main() -> None:
         build(idx_path, args.chunks, args.sessions_share)
         print(f"built {args.chunks} chunks in {time.perf_counter() - t0:.0f}s")
         cfg = Config(workspace=ws, indexPath=idx_path)
-        from indexer.live import LiveIndex
+        from indexer.search.live import LiveIndex
 
         prov = FixedQuery()
         live = LiveIndex()

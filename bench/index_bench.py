@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import shared  # noqa: E402
 
 from indexer.config import Config, ExtraPath  # noqa: E402
-from indexer.discovery import discover  # noqa: E402
 from indexer.engine import MemoryIndex  # noqa: E402
+from indexer.sources.discovery import discover  # noqa: E402
 
 WORDS = [
     "gateway",

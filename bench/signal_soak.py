@@ -98,7 +98,7 @@ class Churn:
 def start(cfg: Path, sock: Path, log: Path) -> subprocess.Popen[bytes]:
     out = log.open("ab")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "indexer.cli", "--config", str(cfg), "serve"],
+        [sys.executable, "-m", "indexer.surfaces.cli", "--config", str(cfg), "serve"],
         cwd=REPO,
         stdout=out,
         stderr=subprocess.STDOUT,

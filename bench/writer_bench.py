@@ -41,8 +41,8 @@ from index_bench import real_sentences  # noqa: E402
 
 from indexer.config import Config  # noqa: E402
 from indexer.engine import MemoryIndex  # noqa: E402
-from indexer.live import LiveIndex  # noqa: E402
-from indexer.query import index_text  # noqa: E402
+from indexer.search.live import LiveIndex  # noqa: E402
+from indexer.sources.text import index_text  # noqa: E402
 from indexer.store import ChunkRow, FileState, Store  # noqa: E402
 from providers.base import normalize  # noqa: E402
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, NotRequired, TypedDict, TypeVar
 
-from .errors import InvalidParams
+from indexer.errors import InvalidParams
 
 __all__ = [
     "GetRequest",

@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ConfigError, WorkspaceError
+from indexer.errors import ConfigError, WorkspaceError
 
 __all__ = [
     "ServerConfig",

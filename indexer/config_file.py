@@ -11,9 +11,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-from providers.names import ORDER as PROVIDERS
-
-from .config import (
+from indexer.config import (
     CacheConfig,
     ChunkingConfig,
     Config,
@@ -30,7 +28,8 @@ from .config import (
     SyncConfig,
     default_config_path,
 )
-from .errors import ConfigError
+from indexer.errors import ConfigError
+from providers.names import ORDER as PROVIDERS
 
 __all__ = ["load_config", "load_settings", "parse_config"]
 
@@ -307,7 +306,7 @@ def load_settings(
             raise ConfigError(f"{file}: cannot read: {exc.strerror}") from exc
         cfg, agents = parse_config(data, source=file)
     if openclaw is not None:  # OpenClaw's agents and memorySearch settings on top
-        from .openclaw import load_openclaw
+        from indexer.openclaw import load_openclaw
 
         agents = load_openclaw(Path(os.path.expanduser(str(openclaw))), cfg)
     if agent is not None and not _valid_agent_id(agent):

@@ -11,16 +11,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .api import GetRequest, GetResponse, SearchRequest, SearchResponse, StatusResponse
-from .config import Config
-from .indexing import Indexer
-from .searcher import Searcher
-from .store import IndexStore, Store
+from indexer.api import GetRequest, GetResponse, SearchRequest, SearchResponse, StatusResponse
+from indexer.config import Config
+from indexer.indexing.writer import Indexer
+from indexer.search.searcher import Searcher
+from indexer.store import IndexStore, Store
 
 if TYPE_CHECKING:
+    from indexer.search.live import LiveIndex
     from providers.base import EmbeddingProvider
-
-    from .live import LiveIndex
 
 __all__ = ["MemoryIndex"]
 

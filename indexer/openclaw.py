@@ -22,13 +22,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .config import (
+from indexer.config import (
     CacheConfig,
     ChunkingConfig,
     Config,
     ExtraPath,
 )
-from .errors import ConfigError
+from indexer.errors import ConfigError
 
 __all__ = ["load_openclaw"]
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from indexer.config import Config
 from providers.auto import ProviderSpec, Selection, select
-
-from .config import Config
 
 __all__ = ["NO_PROVIDER", "provider_note", "provider_spec", "select_provider"]
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from indexer.cli import main
 from indexer.config import Config
+from indexer.surfaces.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 

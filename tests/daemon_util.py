@@ -81,7 +81,7 @@ class DaemonProc:
             [
                 sys.executable,
                 "-m",
-                "indexer.cli",
+                "indexer.surfaces.cli",
                 "--config",
                 str(self.config),
                 "serve",
@@ -142,7 +142,7 @@ def run_cli(
 ) -> subprocess.CompletedProcess[str]:
     """``memindex ARGS`` as a process of its own, its output captured as text."""
     return subprocess.run(
-        [sys.executable, "-m", "indexer.cli", *args],
+        [sys.executable, "-m", "indexer.surfaces.cli", *args],
         env=child_env() if env is None else env,
         capture_output=True,
         text=True,

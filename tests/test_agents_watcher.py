@@ -13,7 +13,7 @@ from daemon_util import DaemonProc, child_env, rpc, wait_for
 from watchdog.observers import Observer
 
 from indexer.config import Config
-from indexer.watcher import Watcher
+from indexer.sources.watcher import Watcher
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from daemon_util import DaemonProc, child_env, daemon_config, rpc, rpc_raw, run_
 from indexer.config_file import load_config
 from indexer.engine import MemoryIndex
 from indexer.errors import ConfigError
-from indexer.sessions import redact
+from indexer.sources.sessions import redact
 
 
 @pytest.fixture
@@ -300,7 +300,7 @@ def test_13_mcp_answers_a_lone_surrogate(tmp_path: Path, ws: Path) -> None:
     ]
     stdin = b"".join(json.dumps(m).encode() + b"\n" for m in msgs)
     p = subprocess.Popen(
-        [sys.executable, "-m", "indexer.cli", "--config", str(conf), "mcp"],
+        [sys.executable, "-m", "indexer.surfaces.cli", "--config", str(conf), "mcp"],
         env=child_env(),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -510,7 +510,7 @@ def test_disk_limit_failure_is_reported_by_status(tmp_path: Path, ws: Path) -> N
         resource.setrlimit(resource.RLIMIT_FSIZE, (1024 * 1024, 1024 * 1024))
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "indexer.cli", "--config", str(cfg), "serve"],
+        [sys.executable, "-m", "indexer.surfaces.cli", "--config", str(cfg), "serve"],
         env=child_env(),
         preexec_fn=limit,
         stdout=subprocess.DEVNULL,

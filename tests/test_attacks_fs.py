@@ -24,8 +24,8 @@ import pytest
 from conftest import write
 from daemon_util import child_env, run_cli
 
-import indexer.documents as documents_mod
-import indexer.pipeline as pipeline_mod
+import indexer.indexing.pipeline as pipeline_mod
+import indexer.search.documents as documents_mod
 from indexer.config import Config
 from indexer.engine import MemoryIndex
 from indexer.errors import MemindexError, NotFound, PathRefused
@@ -198,7 +198,7 @@ def test_04b_transcript_replaced_by_a_fifo_mid_sync(tmp_path: Path, workspace: P
         idx.sync()
         with open(t, "a") as fh:
             fh.write('{"type":"message","role":"user","content":"second line"}\n')
-        import indexer.session_sync as ss
+        import indexer.indexing.session_sync as ss
 
         real = ss.list_transcripts
 
@@ -321,7 +321,7 @@ def _qmd(home: Path, *args: str, timeout: float = 30) -> subprocess.CompletedPro
     env["XDG_CACHE_HOME"] = str(home / "cache")
     env["MEMINDEX_QMD_NO_DAEMON"] = "1"
     return subprocess.run(
-        [sys.executable, "-m", "indexer.qmd", *args],
+        [sys.executable, "-m", "indexer.surfaces.qmd", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -495,7 +495,7 @@ def test_17_search_into_a_closed_pipe_is_quiet(tmp_path: Path, workspace: Path) 
     write(workspace, "memory/many.md", many)
     assert run_cli("--workspace", str(workspace), "index").returncode == 0
     cmd = (
-        f"{sys.executable} -m indexer.cli --workspace {workspace} search walrus "
+        f"{sys.executable} -m indexer.surfaces.cli --workspace {workspace} search walrus "
         "--max-results 50 --min-score 0 | head -1"
     )
     r = subprocess.run(

@@ -3,8 +3,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indexer.chunking import chunk_markdown, split_lines
-from indexer.tokenizer import get_counter
+from indexer.sources.chunking import chunk_markdown, split_lines
+from indexer.sources.tokenizer import get_counter
 
 COUNT = get_counter()
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import Runner, cli_json, write
 
-from indexer.cli_parts import parser as _parser
+from indexer.surfaces.cli_parts import parser as _parser
 
 
 def test_index_search_get_status_json(cli: Runner, workspace: Path) -> None:
@@ -104,7 +104,7 @@ def test_console_script_runs_piped_without_progress(workspace: Path, tmp_path: P
     for i in range(120):
         write(workspace, f"memory/bulk/{i:03d}.md", f"# note {i}\n- item {i}\n")
     exe = Path(sys.executable).parent / "memindex"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "indexer.cli"]
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "indexer.surfaces.cli"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.run(
         [*cmd, "--workspace", str(workspace), "index"],
@@ -129,7 +129,7 @@ def test_console_script_runs_piped_without_progress(workspace: Path, tmp_path: P
 def test_progress_bar_on_a_terminal(workspace: Path) -> None:
     import io
 
-    from indexer.cli_parts import ProgressBar as _ProgressBar
+    from indexer.surfaces.cli_parts import ProgressBar as _ProgressBar
 
     class Tty(io.StringIO):
         def isatty(self) -> bool:

@@ -28,8 +28,8 @@ from daemon_util import DaemonProc, child_env, daemon_config, rpc, wait_for
 from indexer.config import Config, SessionsConfig
 from indexer.engine import MemoryIndex
 from indexer.errors import StoreError
-from indexer.generations import abandoned
 from indexer.store import Store
+from indexer.store.generations import abandoned
 
 N_FILES = 600
 SEED = int(os.environ.get("MEMINDEX_CRASH_SEED", "20261121"))

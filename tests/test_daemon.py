@@ -201,12 +201,12 @@ def test_cli_goes_through_the_daemon(daemon: DaemonProc, cli) -> None:  # type: 
 # Run in a fresh interpreter: which modules a command loaded, and its output.
 _PROBE = """
 import io, json, sys
-from indexer.cli import main
+from indexer.surfaces.cli import main
 out = io.StringIO()
 code = main(sys.argv[1:], out=out)
-heavy = sorted(m for m in ("numpy", "tiktoken", "tenacity", "indexer.searcher",
-                           "indexer.indexing", "indexer.store", "indexer.query",
-                           "indexer.search", "logging", "shutil")
+heavy = sorted(m for m in ("numpy", "tiktoken", "tenacity", "indexer.search.searcher",
+                           "indexer.indexing.writer", "indexer.store", "indexer.search.query",
+                           "indexer.search.retrieval", "logging", "shutil")
                if m in sys.modules)
 logs = "logging" in sys.modules and bool(sys.modules["logging"].getLogger().handlers)
 print(json.dumps({"code": code, "out": out.getvalue(), "heavy": heavy, "logs": logs}))
@@ -242,7 +242,9 @@ def test_commands_answered_by_the_daemon_load_only_the_client(daemon: DaemonProc
     daemon.stop()
     got = _probe(*conf, "search", "sourdough")
     assert got["code"] == 0 and "memory/2026-11-02.md" in got["out"]
-    assert "indexer.searcher" in got["heavy"] and "indexer.indexing" not in got["heavy"]
+    assert (
+        "indexer.search.searcher" in got["heavy"] and "indexer.indexing.writer" not in got["heavy"]
+    )
     assert got["logs"], "reading the file itself, the command logs as memindex does"
 
 
@@ -338,7 +340,7 @@ def test_one_method_table_for_the_daemon_and_the_direct_path(
     from indexer import api
     from indexer.config_file import load_config
     from indexer.errors import InvalidParams
-    from indexer.reading import read_call
+    from indexer.surfaces.reading import read_call
 
     cfg = load_config(daemon.config)  # names no socket: read_call reads the file
     bad = ({}, {"query": ""}, {"query": "x", "corpus": "nope"}, {"query": "x", "mode": "dense"})

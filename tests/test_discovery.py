@@ -6,7 +6,7 @@ from pathlib import Path
 from conftest import write
 
 from indexer.config import Config, ExtraPath
-from indexer.discovery import discover
+from indexer.sources.discovery import discover
 
 
 def test_memory_source_rules(tmp_path: Path) -> None:
@@ -62,7 +62,7 @@ def test_extra_paths(tmp_path: Path) -> None:
 
 
 def test_double_star_matches_zero_directories(tmp_path: Path) -> None:
-    from indexer.discovery import glob_match
+    from indexer.sources.discovery import glob_match
 
     assert glob_match("a.md", "**/*.md") and glob_match("x/y/a.md", "**/*.md")
     assert glob_match("keep/k.md", "keep/**/*.md") and not glob_match("a.txt", "**/*.md")

@@ -28,13 +28,13 @@ from daemon_util import DaemonProc, child_env, daemon_config, rpc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indexer.chunking import chunk_markdown, split_lines
 from indexer.config import Config
 from indexer.config_file import parse_config
 from indexer.engine import MemoryIndex
 from indexer.errors import ConfigError
-from indexer.sessions import Malformed, parse_message
-from indexer.tokenizer import get_counter
+from indexer.sources.chunking import chunk_markdown, split_lines
+from indexer.sources.sessions import Malformed, parse_message
+from indexer.sources.tokenizer import get_counter
 
 SCALE = int(os.environ.get("MEMINDEX_FUZZ_EXAMPLES", "1"))
 FAST = settings(

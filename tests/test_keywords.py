@@ -17,9 +17,9 @@ from conftest import write
 
 from indexer.config import Config, SessionsConfig
 from indexer.engine import MemoryIndex
-from indexer.keywords import KeywordPart
-from indexer.live import LiveIndex
-from indexer.query import parse_query
+from indexer.search.keywords import KeywordPart
+from indexer.search.live import LiveIndex
+from indexer.search.query import parse_query
 from providers.base import EmbeddingProvider, Vectors, normalize
 
 VOCAB = [
@@ -314,7 +314,7 @@ def test_in_memory_candidates_give_the_same_results(idx: MemoryIndex, hybrid: bo
 
 
 def test_a_chunk_deleted_after_the_candidates_were_read_is_not_shown(idx: MemoryIndex) -> None:
-    from indexer.search import SearchHit, render_results
+    from indexer.search.retrieval import SearchHit, render_results
     from indexer.store import SearchRow
 
     by_path: dict[str, SearchRow] = {}

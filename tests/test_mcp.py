@@ -21,7 +21,15 @@ def session_calls(
 ) -> tuple[Any, list[Any]]:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "indexer.cli", "--workspace", str(workspace), "--agent", "main", "mcp"],
+        args=[
+            "-m",
+            "indexer.surfaces.cli",
+            "--workspace",
+            str(workspace),
+            "--agent",
+            "main",
+            "mcp",
+        ],
         env=dict(os.environ),
     )
 

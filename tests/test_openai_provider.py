@@ -187,7 +187,7 @@ def test_restart_mid_poll_collects_the_same_job(
         ),
     )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "indexer.cli", "--config", str(conf), "index"],
+        [sys.executable, "-m", "indexer.surfaces.cli", "--config", str(conf), "index"],
         env=dict(os.environ),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -117,7 +117,7 @@ def test_serve_with_openclaw_config(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "indexer.cli",
+            "indexer.surfaces.cli",
             "--openclaw-config",
             str(f),
             "serve",

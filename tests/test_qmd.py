@@ -33,7 +33,7 @@ def qmd_env(tmp_path: Path, workspace: Path) -> dict[str, str]:
 
 def qmd(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     exe = Path(sys.executable).parent / "memindex-qmd"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "indexer.qmd"]
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "indexer.surfaces.qmd"]
     return subprocess.run(
         [*cmd, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
     )

@@ -9,8 +9,8 @@ from conftest import write
 
 from indexer.config import Config, QueryConfig, SessionsConfig
 from indexer.engine import MemoryIndex
-from indexer.ranking import apply_decay, balance_sources, mmr, path_date
-from indexer.search import SearchHit
+from indexer.search.ranking import apply_decay, balance_sources, mmr, path_date
+from indexer.search.retrieval import SearchHit
 from indexer.store import SearchRow
 
 

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from indexer.config import Config
 from indexer.engine import MemoryIndex
 from indexer.errors import InvalidParams
-from indexer.query import parse_query
-from indexer.search import bm25_to_score, make_snippet
+from indexer.search.query import parse_query
+from indexer.search.retrieval import bm25_to_score, make_snippet
 
 
 @pytest.fixture
@@ -164,7 +164,7 @@ def test_parse_query() -> None:
 
 
 def test_min_score_judges_each_side_on_its_own_scale() -> None:
-    from indexer.search import SearchHit, fuse
+    from indexer.search.retrieval import SearchHit, fuse
     from indexer.store import SearchRow
 
     def row(i: int, text: str, rank: float = 0.0) -> SearchRow:

@@ -10,7 +10,7 @@ import pytest
 from conftest import Runner, write
 from daemon_util import child_env, rpc, wait_for
 
-from indexer import service
+from indexer.surfaces import service
 
 REPO = Path(__file__).resolve().parent.parent
 

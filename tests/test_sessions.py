@@ -10,7 +10,7 @@ import pytest
 
 from indexer.config import Config, SessionsConfig
 from indexer.engine import MemoryIndex
-from indexer.sessions import parse_message, redact
+from indexer.sources.sessions import parse_message, redact
 
 
 def msg(role: str, text: str, nested: bool = False) -> str:

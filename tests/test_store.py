@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from indexer.errors import StoreError
-from indexer.migrations import MIGRATIONS
 from indexer.store import ChunkRow, FileState, Store
+from indexer.store.migrations import MIGRATIONS
 
 
 def vec(*xs: float) -> bytes:

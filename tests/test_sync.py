@@ -13,7 +13,7 @@ from conftest import write
 from indexer.config import ChunkingConfig, Config, LimitsConfig
 from indexer.engine import MemoryIndex
 from indexer.errors import IndexMismatch
-from indexer.pipeline import sync
+from indexer.indexing.pipeline import sync
 from indexer.store import Store
 
 
@@ -100,13 +100,13 @@ def test_bad_files_are_skipped_with_reasons(cfg: Config, workspace: Path) -> Non
 
 def test_file_vanishing_mid_sync(cfg: Config, workspace: Path) -> None:
     """A file listed by discovery but gone when read counts as deleted."""
-    import indexer.pipeline as pipeline
+    import indexer.sources.files as source_files
 
     with MemoryIndex(cfg) as idx:
         idx.sync()
         target = workspace / "memory/2026-11-02.md"
         target.write_text("# changed\n", encoding="utf-8")
-        real_read = pipeline.read_text
+        real_read = source_files.read_text
 
         def vanish_then_read(root, parts, max_bytes, **kw):  # type: ignore[no-untyped-def]
             path = Path(root, *parts)
@@ -114,11 +114,11 @@ def test_file_vanishing_mid_sync(cfg: Config, workspace: Path) -> None:
                 path.unlink()  # the file goes away between listing and reading
             return real_read(root, parts, max_bytes, **kw)
 
-        pipeline.read_text = vanish_then_read  # type: ignore[assignment]
+        source_files.read_text = vanish_then_read  # type: ignore[assignment]
         try:
             r = idx.sync()
         finally:
-            pipeline.read_text = real_read
+            source_files.read_text = real_read
         assert r.removed == 1 and not r.errors
         assert "memory/2026-11-02.md" not in paths(idx)
         assert idx.store.integrity() == "ok"

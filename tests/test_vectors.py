@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer.live import LiveIndex
+from indexer.search.live import LiveIndex
+from indexer.search.vectors import VectorPart, knn_sqlite
 from indexer.store import ChunkRow, FileState, SearchRow, Store
-from indexer.vectors import VectorPart, knn_sqlite
 from providers.base import normalize
 
 DIMS = 24

@@ -16,9 +16,9 @@ Writes happen inside ``transaction()`` (BEGIN IMMEDIATE ... COMMIT): a file's ro
 are replaced in one transaction, so a crash leaves its old or its new version.
 """
 
-from .base import private_dir, private_file
-from .interface import IndexStore
-from .records import (
+from indexer.store.base import private_dir, private_file
+from indexer.store.interface import IndexStore
+from indexer.store.records import (
     FTS_TOKENIZER,
     FTS_WEIGHTS,
     MMAP_BYTES,
@@ -31,7 +31,7 @@ from .records import (
     SearchRow,
     SessionCursor,
 )
-from .sqlite import Store
+from indexer.store.sqlite import Store
 
 __all__ = [
     "FTS_TOKENIZER",

@@ -13,10 +13,10 @@ from typing import Any, Self
 
 import apsw
 
-from .. import bm25
-from ..errors import StoreError
-from ..migrations import MIGRATIONS
-from .records import MMAP_BYTES
+from indexer.errors import StoreError
+from indexer.store import bm25
+from indexer.store.migrations import MIGRATIONS
+from indexer.store.records import MMAP_BYTES
 
 
 def private_file(path: Path) -> None:

@@ -6,8 +6,15 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .base import StoreBase
-from .records import ChunkChanges, ChunkRow, FileState, NewChunk, SearchRow, SessionCursor
+from indexer.store.base import StoreBase
+from indexer.store.records import (
+    ChunkChanges,
+    ChunkRow,
+    FileState,
+    NewChunk,
+    SearchRow,
+    SessionCursor,
+)
 
 
 class ChunkTables(StoreBase):

@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
-from .records import (
+from indexer.store.records import (
     FTS_WEIGHTS,
     ChunkChanges,
     ChunkRow,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from ..errors import StoreError
+from indexer.errors import StoreError
 
 if TYPE_CHECKING:
     import numpy as np

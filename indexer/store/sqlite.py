@@ -10,12 +10,12 @@ from typing import Any
 
 import apsw
 
-from .. import bm25
-from ..errors import StoreError
-from .chunks import ChunkTables
-from .interface import IndexStore
-from .records import FTS_TOKENIZER, FTS_WEIGHTS, KeywordPostings, SearchRow
-from .vectors import VectorTables
+from indexer.errors import StoreError
+from indexer.store import bm25
+from indexer.store.chunks import ChunkTables
+from indexer.store.interface import IndexStore
+from indexer.store.records import FTS_TOKENIZER, FTS_WEIGHTS, KeywordPostings, SearchRow
+from indexer.store.vectors import VectorTables
 
 
 class Store(ChunkTables, VectorTables):

@@ -8,8 +8,8 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ..errors import StoreError
-from .base import StoreBase
+from indexer.errors import StoreError
+from indexer.store.base import StoreBase
 
 
 class VectorTables(StoreBase):

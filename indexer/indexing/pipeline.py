@@ -1,0 +1,273 @@
+"""Sync: the one place that combines discovery, chunking and the store.
+
+For every file of the memory source: unchanged (mtime+size, then hash) files are
+skipped cheaply; changed files are re-chunked and replaced in one transaction;
+files no longer present are removed (a rename is a delete plus an add). A file that
+cannot be read as UTF-8 text, is binary, or is over the size limit is skipped with a
+reason that ``status`` shows; it never aborts the sync.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from indexer.config import Config
+from indexer.errors import FileUnreadable, FileVanished
+from indexer.sources import files as source_files
+from indexer.sources.chunking import CHUNKER_VERSION, chunk_markdown, split_lines
+from indexer.sources.discovery import MEMORY_SOURCE, SourceFile, discover
+from indexer.sources.text import index_text
+from indexer.sources.tokenizer import TOKENIZER_NAME, TokenCounter, get_counter
+from indexer.store import STORE_ERRORS, ChunkRow, FileState, IndexStore
+
+__all__ = [
+    "FileUnreadable",
+    "FileVanished",
+    "SyncReport",
+    "fingerprint",
+    "rebuild_reason",
+    "sync",
+]
+
+log = logging.getLogger(__name__)
+
+FTS_VERSION = 2  # bump when index_text() or the FTS table changes
+_BATCH_FILES = 256
+_BATCH_SECONDS = 0.5
+
+Progress = Callable[[int, int], None]
+
+
+def fingerprint(cfg: Config) -> dict[str, Any]:
+    """What the index rows depend on; a change means a rebuild."""
+    return {
+        "chunker": CHUNKER_VERSION,
+        "tokens": cfg.chunking.tokens,
+        "overlap": cfg.chunking.overlap,
+        "tokenizer": TOKENIZER_NAME,
+        "fts": FTS_VERSION,
+        "provider": None,
+        "model": None,
+        "dims": 0,
+    }
+
+
+@dataclass
+class SyncReport:
+    files: int = 0
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    chunksWritten: int = 0
+    chunksRemoved: int = 0
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    errors: list[dict[str, str]] = field(default_factory=list)
+    rebuilt: str | None = None
+    stopped: bool = False
+    sessions: dict[str, Any] | None = None
+    embedding: dict[str, Any] | None = None
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def rebuild_reason(
+    store: IndexStore, cfg: Config, *, force: bool = False, provider_key: str | None = None
+) -> str | None:
+    """Why this index must be rebuilt into a new generation, or None.
+
+    A change of chunking (or of the FTS layout) or of the embedding model, or
+    ``--force``; an empty index is simply filled. (An index of another workspace is
+    cleared in place by ``sync``: it must not answer meanwhile.)"""
+    old_fp = store.meta_get("fingerprint")
+    if old_fp is None:
+        return None
+    if force:
+        return "forced"
+    if old_fp != json.dumps(fingerprint(cfg), sort_keys=True):
+        return "chunking settings changed"
+    old_key = store.meta_get("vectorKey")
+    if provider_key is not None and old_key is not None and old_key != provider_key:
+        return f"embedding model changed ({store.meta_get('vectorModel')} -> new)"
+    return None
+
+
+def _prepare(store: IndexStore, cfg: Config, force: bool) -> str | None:
+    """Check the index belongs to this workspace and settings; clear it if not.
+
+    Returns why the index was cleared, or None."""
+    workspace = str(cfg.require_workspace().resolve())
+    fp = json.dumps(fingerprint(cfg), sort_keys=True)
+    old_ws = store.meta_get("workspace")
+    old_fp = store.meta_get("fingerprint")
+    reason = None
+    if force:
+        reason = "forced"
+    elif old_ws is not None and old_ws != workspace:
+        reason = f"index belonged to workspace {old_ws}"
+    elif old_fp is not None and old_fp != fp:
+        reason = "chunking settings changed"
+    with store.transaction():
+        if reason:
+            log.info("rebuilding %s: %s", store.path, reason)
+            store.clear()
+        store.meta_set("workspace", workspace)
+        store.meta_set("fingerprint", fp)
+    return reason
+
+
+def sync(
+    store: IndexStore,
+    cfg: Config,
+    *,
+    force: bool = False,
+    progress: Progress | None = None,
+    counter: TokenCounter | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> SyncReport:
+    """Bring the index in line with the files on disk.
+
+    ``should_stop`` is checked between files: when it returns True the sync commits
+    what it has done (every file is whole, old or new) and returns early."""
+    t0 = time.monotonic()
+    report = SyncReport()
+    report.rebuilt = _prepare(store, cfg, force)
+    odd: list[dict[str, str]] = []  # names that are not UTF-8, trees too deep
+    files = discover(cfg, on_skip=lambda path, why: odd.append({"path": path, "reason": why}))
+    report.files = len(files)
+    known = store.file_states(MEMORY_SOURCE)
+    present = {f.path for f in files}
+    count = counter or get_counter()
+
+    # Deletions first: one transaction.
+    gone = [p for p in known if p not in present]
+    if gone:
+        with store.transaction():
+            for path in gone:
+                report.chunksRemoved += store.delete_file(path)
+                report.removed += 1
+
+    pending: list[SourceFile] = []
+    for f in files:
+        old = known.get(f.path)
+        if old is not None and f.mtime_ns == old.mtime_ns and f.size == old.size:
+            report.unchanged += 1
+            continue
+        pending.append(f)
+
+    skipped_now: set[str] = set()
+    if odd:
+        with store.transaction():
+            for item in odd:
+                log.warning("skipped %s: %s", item["path"], item["reason"])
+                store.record_skip(item["path"], MEMORY_SOURCE, item["reason"])
+                skipped_now.add(item["path"])
+        report.skipped.extend(odd)
+    done = report.unchanged
+    total = len(files)
+    if progress:
+        progress(done, total)
+    batch_start = time.monotonic()
+    in_batch = 0
+    with store.batch() as checkpoint:
+        for f in pending:
+            if should_stop is not None and should_stop():
+                report.stopped = True
+                break
+            try:
+                with store.savepoint():  # one file's trouble never rolls back the batch
+                    _sync_one(store, cfg, f, known.get(f.path), report, skipped_now, count)
+            except STORE_ERRORS:
+                raise  # the index itself is in trouble (disk full): the sync fails
+            except Exception as exc:  # a bug for this file only: report it, go on
+                log.exception("error indexing %s", f.path)
+                reason = f"internal error: {type(exc).__name__}: {exc}"[:300]
+                report.errors.append({"path": f.path, "reason": reason})
+                skipped_now.add(f.path)
+                store.record_skip(f.path, f.source, reason)
+            in_batch += 1
+            done += 1
+            if in_batch >= _BATCH_FILES or time.monotonic() - batch_start > _BATCH_SECONDS:
+                checkpoint()
+                if progress:
+                    progress(done, total)
+                in_batch = 0
+                batch_start = time.monotonic()
+        if not report.stopped:
+            store.prune_skips(skipped_now, MEMORY_SOURCE)
+        store.meta_set("lastSync", json.dumps({"at": time.time(), **_summary(report)}))
+    if progress:
+        progress(total, total)
+    report.seconds = round(time.monotonic() - t0, 3)
+    return report
+
+
+def _summary(r: SyncReport) -> dict[str, Any]:
+    return {
+        "files": r.files,
+        "added": r.added,
+        "updated": r.updated,
+        "removed": r.removed,
+        "skipped": len(r.skipped),
+        "errors": len(r.errors),
+    }
+
+
+def _sync_one(
+    store: IndexStore,
+    cfg: Config,
+    f: SourceFile,
+    old: FileState | None,
+    report: SyncReport,
+    skipped_now: set[str],
+    count: TokenCounter,
+) -> None:
+    """Index one file inside the caller's transaction (a savepoint keeps it atomic)."""
+    try:
+        src = source_files.read_text(f.root, f.parts, cfg.limits.maxFileBytes)
+        text, state = src.text, FileState(src.sha256, src.mtime_ns, src.size)
+    except FileVanished:
+        if old is not None:
+            report.chunksRemoved += store.delete_file(f.path)
+            report.removed += 1
+        return
+    except FileUnreadable as exc:
+        log.warning("skipped %s: %s", f.path, exc.reason)
+        report.skipped.append({"path": f.path, "reason": exc.reason})
+        skipped_now.add(f.path)
+        store.record_skip(f.path, f.source, exc.reason)
+        if old is not None:  # what was indexed is no longer what the file holds
+            report.chunksRemoved += store.delete_file(f.path)
+            report.removed += 1
+        return
+    except OSError as exc:  # keep the previous version; try again next sync
+        reason = f"cannot read: {exc.strerror or exc}"
+        log.warning("error reading %s: %s", f.path, reason)
+        report.errors.append({"path": f.path, "reason": reason})
+        skipped_now.add(f.path)
+        store.record_skip(f.path, f.source, reason)
+        return
+    store.clear_skip(f.path)
+    if old is not None and old.hash == state.hash:
+        store.touch_file(f.path, state.mtime_ns, state.size)
+        report.unchanged += 1
+        return
+    chunks = chunk_markdown(text, count, tokens=cfg.chunking.tokens, overlap=cfg.chunking.overlap)
+    rows = [
+        ChunkRow(c.start_line, c.end_line, c.heading, c.hash, c.text, index_text(c.text))
+        for c in chunks
+    ]
+    removed, written = store.replace_file(f.path, f.source, state, len(split_lines(text)), rows)
+    report.chunksRemoved += removed
+    report.chunksWritten += written
+    if old is None:
+        report.added += 1
+    else:
+        report.updated += 1

@@ -1,0 +1,198 @@
+"""The write path: ``Indexer`` keeps one agent's index in step with its files.
+
+Memory files (``pipeline.sync``), then transcript deltas (``session_sync``), then
+vectors for chunks that have none (``embedding.embed_pending``). When the chunking,
+the embedding model or ``force`` call for a rebuild (``pipeline.rebuild_reason``),
+the index is built into a new generation file while the published one keeps
+answering, then swapped in atomically (``generations``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import apsw
+
+from indexer.config import Config
+from indexer.errors import MemindexError
+from indexer.indexing.pipeline import Progress, SyncReport, rebuild_reason, sync
+from indexer.indexing.session_sync import SessionReport, sync_sessions
+from indexer.store import IndexStore, Store
+from indexer.store.generations import (
+    abandoned,
+    cleanup,
+    new_generation,
+    publish,
+    rebuild_lock,
+    remove_generation,
+)
+
+if TYPE_CHECKING:
+    from providers.base import EmbeddingProvider
+
+__all__ = ["Indexer"]
+
+log = logging.getLogger(__name__)
+
+
+class _Abandon(Exception):
+    """A rebuild stopped before it finished: the new generation is discarded."""
+
+
+CHANGES_KEPT = 200_000  # change feed entries kept for snapshots catching up (live.py)
+
+
+class Indexer:
+    """The one writer of an agent's index. ``store`` is the published generation (a
+    rebuild replaces it). ``changed`` is called with it after every task that may
+    have written (a sync, an embedding pass, a rebuild's publication)."""
+
+    def __init__(
+        self,
+        cfg: Config,
+        store: IndexStore,
+        provider: EmbeddingProvider | None = None,
+        changed: Callable[[IndexStore], None] | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.index_path: Path = cfg.resolved_index_path()
+        self.store = store
+        self.provider = provider
+        self.changed = changed
+
+    def sync(
+        self,
+        *,
+        force: bool = False,
+        progress: Progress | None = None,
+        should_stop: Callable[[], bool] | None = None,
+        embed: bool = True,
+    ) -> SyncReport:
+        """Memory files, then every transcript delta (a full backfill), then vectors."""
+        with self._task():
+            return self._sync(force=force, progress=progress, should_stop=should_stop, embed=embed)
+
+    @contextlib.contextmanager
+    def _task(self) -> Iterator[None]:
+        """A write task: afterwards (whatever happened) the change feed is pruned and
+        ``changed`` told."""
+        try:
+            yield
+        finally:
+            try:
+                if not self.store.readonly:
+                    self.store.prune_changes(CHANGES_KEPT)
+                if self.changed is not None:
+                    self.changed(self.store)
+            except (apsw.Error, MemindexError) as exc:
+                log.warning("after a write task on %s: %s", self.index_path, exc)
+
+    def _sync(
+        self,
+        *,
+        force: bool,
+        progress: Progress | None,
+        should_stop: Callable[[], bool] | None,
+        embed: bool,
+    ) -> SyncReport:
+        t0 = time.monotonic()
+        key = self.provider.key() if self.provider else None
+        reason = rebuild_reason(self.store, self.cfg, force=force, provider_key=key)
+        if reason is not None:
+            with rebuild_lock(self.index_path):  # one rebuild per index at a time
+                rebuilt = self._rebuild(reason, progress, should_stop, embed)
+            rebuilt.seconds = round(time.monotonic() - t0, 3)  # the whole rebuild
+            return rebuilt
+        report = sync(self.store, self.cfg, force=force, progress=progress, should_stop=should_stop)
+        if not report.stopped:
+            report.sessions = sync_sessions(self.store, self.cfg, should_stop=should_stop).to_json()
+        if embed and not report.stopped:
+            report.embedding = self._embed(should_stop, wait=True)  # inside sync's task
+        report.seconds = round(time.monotonic() - t0, 3)
+        return report
+
+    def _rebuild(
+        self,
+        reason: str,
+        progress: Progress | None,
+        should_stop: Callable[[], bool] | None,
+        embed: bool,
+    ) -> SyncReport:
+        log.info("rebuilding %s into a new generation: %s", self.index_path, reason)
+        # A killed rebuild's generation goes before the new one is made (its vectors
+        # and batch jobs kept in the current one, keyed by model), so a kill at any
+        # point leaves at most one abandoned generation.
+        for old_gen in abandoned(self.index_path):
+            with contextlib.suppress(MemindexError, apsw.Error):
+                self.store.copy_carryover(old_gen)
+            remove_generation(old_gen)
+        gen = new_generation(self.index_path)
+        fresh = Store(gen)
+        try:
+            fresh.copy_carryover(self.store.file)
+            builder = Indexer(self.cfg, fresh, self.provider)
+            # Vectors too, whatever the caller asked: a generation is published
+            # complete, so searches keep the old one (and its vectors) until then.
+            report = builder.sync(
+                progress=progress, should_stop=should_stop, embed=embed or self.provider is not None
+            )
+            if report.stopped:  # interrupted: the current generation stays as it is
+                raise _Abandon
+            fresh.checkpoint()
+        except BaseException as exc:
+            fresh.close()
+            remove_generation(gen)
+            if isinstance(exc, _Abandon):
+                return report
+            raise
+        publish(self.index_path, gen)
+        old, self.store = self.store, fresh
+        old.close()
+        cleanup(self.index_path)
+        report.rebuilt = reason
+        return report
+
+    def sync_memory(self, *, should_stop: Callable[[], bool] | None = None) -> SyncReport:
+        """Memory files only (what the watcher triggers)."""
+        with self._task():
+            return sync(self.store, self.cfg, should_stop=should_stop)
+
+    def sync_sessions(
+        self, *, due_only: bool, should_stop: Callable[[], bool] | None = None
+    ) -> SessionReport:
+        with self._task():
+            return sync_sessions(self.store, self.cfg, due_only=due_only, should_stop=should_stop)
+
+    def embed(
+        self, *, should_stop: Callable[[], bool] | None = None, wait: bool = True
+    ) -> dict[str, Any] | None:
+        """Vectors for chunks that have none (no-op without a provider). With batch
+        jobs on, ``wait`` polls them until done (the CLI); the daemon polls later."""
+        if self.provider is None:
+            return None
+        with self._task():
+            return self._embed(should_stop, wait=wait)
+
+    def _embed(
+        self, should_stop: Callable[[], bool] | None, *, wait: bool
+    ) -> dict[str, Any] | None:
+        if self.provider is None:
+            return None
+        from indexer.indexing.embedding import embed_pending
+
+        remote = self.cfg.provider.remote
+        rep = embed_pending(
+            self.store,
+            self.provider,
+            max_cache_entries=self.cfg.cache.maxEntries,
+            should_stop=should_stop,
+            use_batch=remote.batch,
+            wait=wait,
+            batch_timeout=remote.batchTimeoutMs / 1000,
+        )
+        return dict(rep.__dict__)

@@ -1,0 +1,99 @@
+"""``memory_get``: lines of a memory file or a session transcript, by the same path
+rules as the index (``discovery.resolve_get_path``) and read through ``safefs``."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from indexer.api import GetRequest, GetResponse
+from indexer.config import Config
+from indexer.errors import FileUnreadable, FileVanished, NotFound, PathRefused
+from indexer.sources import safefs
+from indexer.sources.chunking import split_lines
+from indexer.sources.discovery import resolve_get_path
+from indexer.sources.files import read_text
+from indexer.sources.sessions import SESSIONS_SOURCE, is_transcript_name, read_lines, redact
+
+__all__ = ["get_lines", "read_document"]
+
+
+@contextlib.contextmanager
+def _reading(display: str) -> Iterator[None]:
+    """Errors of reading a file the caller named carry its display path."""
+    try:
+        yield
+    except FileVanished as exc:
+        raise NotFound(f"{display}: no such file") from exc
+    except FileUnreadable as exc:
+        raise PathRefused(f"{display}: {exc.reason}") from exc
+
+
+def read_document(cfg: Config, raw: str) -> tuple[str, str]:
+    """(display path, text) of the memory file ``raw`` under memory_get's rules
+    (``resolve_get_path``, then a read through ``safefs``)."""
+    target = resolve_get_path(cfg, raw)
+    with _reading(target.display):
+        text = read_text(target.root, target.parts, cfg.limits.maxFileBytes, exact=True).text
+    return target.display, text
+
+
+def get_lines(cfg: Config, req: GetRequest) -> GetResponse:
+    """The memory_get answer for ``req``."""
+    if req.path.startswith(SESSIONS_SOURCE + "/"):
+        return _transcript_lines(cfg, req)
+    display, text = read_document(cfg, req.path)
+    return _slice(display, text, req.start, req.lines, cfg.limits.maxGetBytes)
+
+
+def _lines_result(
+    path: str, picked: list[str], first: int, total: int, truncated: bool
+) -> GetResponse:
+    """The memory_get result: ``picked`` are lines ``first``.. of a ``total``-line file.
+    ``truncated``: the byte limit stopped it early; ``nextFrom`` says where to go on."""
+    out: GetResponse = {
+        "path": path,
+        "text": "\n".join(picked),
+        "from": first,
+        "lines": len(picked),
+        "totalLines": total,
+        "truncated": truncated,
+    }
+    if truncated:
+        out["nextFrom"] = first + len(picked)
+    return out
+
+
+def _slice(path: str, text: str, first: int, count: int | None, max_bytes: int) -> GetResponse:
+    """Lines ``first`` .. ``first + count - 1`` of ``text``, at most ``max_bytes``."""
+    all_lines = split_lines(text)
+    end = len(all_lines) if count is None else min(len(all_lines), first - 1 + count)
+    picked: list[str] = []
+    size = 0
+    for line in all_lines[first - 1 : end]:
+        n = len(line.encode("utf-8")) + 1
+        if picked and size + n > max_bytes:
+            return _lines_result(path, picked, first, len(all_lines), True)
+        picked.append(line)
+        size += n
+    return _lines_result(path, picked, first, len(all_lines), False)
+
+
+def _transcript_lines(cfg: Config, req: GetRequest) -> GetResponse:
+    """Lines of a transcript, secrets redacted; citations use these line numbers.
+    Streamed: any size, and a line that is not UTF-8 spoils only itself."""
+    path = req.path
+    name = path[len(SESSIONS_SOURCE) + 1 :]
+    if (
+        "\x00" in name
+        or not safefs.valid_utf8(name)
+        or not is_transcript_name(name, cfg.sessions.includeRotated)
+    ):
+        raise PathRefused(f"refused path {path!r}: not a session transcript name")
+    directory = cfg.sessions_dir()
+    if directory is None:
+        raise PathRefused(f"refused path {path!r}: sessions are disabled for this agent")
+    with _reading(path), safefs.opened(directory, (name,), exact=True) as (fd, _):
+        got = read_lines(fd, req.start, req.lines, cfg.limits.maxGetBytes)
+    picked = [redact(line) for line in got.lines]
+    return _lines_result(path, picked, req.start, got.total, got.truncated)

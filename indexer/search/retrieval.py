@@ -1,0 +1,381 @@
+"""Keyword candidates, fusion with vector neighbours, snippets and result objects
+(the query itself is parsed by ``query.py``).
+
+Scores: FTS5's bm25() is negative (lower is better); with ``r = -rank`` the keyword
+score is ``r / (1 + r)``: 0 for nothing, approaching 1 for strong hits, monotonic.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from indexer.api import SearchResult
+from indexer.search.query import ParsedQuery, parse_query
+from indexer.store import IndexStore, SearchRow
+
+__all__ = [
+    "SearchHit",
+    "bm25_to_score",
+    "keyword_search",
+    "make_snippet",
+    "render_results",
+    "fuse",
+]
+
+# An exact token/phrase hit ranks as if its BM25 were this much stronger. Putting
+# every exact hit first cost 0.03 nDCG@10 on SciFact-dev (claims such as "IL-6 ..."
+# matched by many weak chunks); a rare ID wins on BM25 anyway. See docs/RETRIEVAL.md.
+EXACT_BOOST = 0.25
+
+
+def boosted_bm25(rank: float, exact: bool) -> float:
+    """FTS5's bm25 rank as a positive strength, boosted for an exact hit."""
+    r = max(0.0, -rank)
+    return r * (1.0 + EXACT_BOOST) if exact else r
+
+
+def bm25_to_score(rank: float) -> float:
+    """FTS5 bm25 (negative, lower is better) -> 0..1, higher is better."""
+    r = max(0.0, -rank)
+    return r / (1.0 + r)
+
+
+def _has_word_with_prefix(text: str, prefix: str) -> bool:
+    """True if a word of ``text`` starts with ``prefix`` (both lower-case)."""
+    pos = text.find(prefix)
+    while pos >= 0:
+        if pos == 0 or not text[pos - 1].isalnum():
+            return True
+        pos = text.find(prefix, pos + 1)
+    return False
+
+
+def _best_line(low: str, needles: Sequence[str], stems: Sequence[str], cjk: Sequence[str]) -> int:
+    """Index of the line of ``low`` (lower-cased text) holding the most of what a
+    query looks for, the first of equals; -1 if no line holds any. A needle counts
+    twice; a stem counts where a word starts with it.
+
+    Each item is found in the whole text and its hits are mapped to lines, rather
+    than every line being lower-cased and searched for every item."""
+    if not (needles or stems or cjk):
+        return -1
+    starts = [0]
+    pos = low.find("\n")
+    while pos >= 0:
+        starts.append(pos + 1)
+        pos = low.find("\n", pos + 1)
+    found: dict[int, int] = {}
+    for items, weight, word_start in ((needles, 2, False), (stems, 1, True), (cjk, 1, False)):
+        for item in items:
+            holding: set[int] = set()
+            pos = low.find(item)
+            while pos >= 0:
+                if not word_start or pos == 0 or not low[pos - 1].isalnum():
+                    holding.add(bisect_right(starts, pos) - 1)
+                pos = low.find(item, pos + 1)
+            for line in holding:
+                found[line] = found.get(line, 0) + weight
+    if not found:
+        return -1
+    top = max(found.values())
+    return min(line for line, hits in found.items() if hits == top)
+
+
+def make_snippet(
+    text: str, start_line: int, q: ParsedQuery, max_chars: int
+) -> tuple[str, int, int, int]:
+    """A snippet of at most ``max_chars`` centred on the best-matching line.
+
+    Returns (snippet, first line, last line, best line), absolute and 1-based."""
+    lines = text.split("\n")
+    best = _best_line(text.lower(), q.literal_needles(), q.word_stems(), q.cjk)
+    if best < 0:
+        best = next((i for i, ln in enumerate(lines) if ln.strip()), 0)
+    line = lines[best]
+    if len(line) >= max_chars:
+        low = line.lower()
+        pos = 0
+        for needle in q.literal_needles() + q.match_words() + q.cjk:
+            found = low.find(needle)
+            if found >= 0:
+                pos = found
+                break
+        begin = max(0, min(pos - max_chars // 3, len(line) - max_chars))
+        piece = line[begin : begin + max_chars]
+        if begin > 0:
+            piece = "…" + piece[1:]
+        if begin + max_chars < len(line):
+            piece = piece[:-1] + "…"
+        return piece, start_line + best, start_line + best, start_line + best
+    lo = hi = best
+    size = len(line)
+    grow_up = True
+    while True:
+        can_up = lo > 0 and size + len(lines[lo - 1]) + 1 <= max_chars
+        can_down = hi < len(lines) - 1 and size + len(lines[hi + 1]) + 1 <= max_chars
+        if not (can_up or can_down):
+            break
+        if (grow_up and can_up) or not can_down:
+            lo -= 1
+            size += len(lines[lo]) + 1
+        else:
+            hi += 1
+            size += len(lines[hi]) + 1
+        grow_up = not grow_up
+    return "\n".join(lines[lo : hi + 1]), start_line + lo, start_line + hi, start_line + best
+
+
+def _citation(path: str, start: int, end: int) -> str:
+    return f"{path}#L{start}" + (f"-L{end}" if end != start else "")
+
+
+@dataclass(slots=True, eq=False)  # a hit is itself: compared by identity
+class SearchHit:
+    """A candidate. ``score`` orders the results; ``shown`` (when set) is the
+    result's ``score`` field, the number ``minScore`` judges: in keyword mode the
+    two are the same, in hybrid mode ``score`` is the fused rank key and ``shown``
+    the hit's own relevance (see ``fuse``)."""
+
+    row: SearchRow
+    score: float
+    text_score: float
+    exact: bool
+    full: bool
+    vector_score: float | None = None
+    best_line: int = 0  # set by to_result: the line the snippet is centred on
+    classified: bool = True  # False: exact/full not worked out (not needed so far)
+    shown: float | None = None
+    fused: bool = False  # ranked by fuse(): the result also carries fusedScore
+
+    def to_result(self, q: ParsedQuery, max_chars: int) -> SearchResult:
+        r = self.row
+        snippet, s0, s1, self.best_line = make_snippet(r.text, r.start_line, q, max_chars)
+        cite = _citation(r.path, r.start_line, r.end_line)
+        out: SearchResult = {
+            "path": r.path,
+            "startLine": r.start_line,
+            "endLine": r.end_line,
+            "score": round(self.score if self.shown is None else self.shown, 4),
+            "snippet": snippet,
+            "source": r.source,
+            "citation": cite,
+            "snippetStartLine": s0,
+            "snippetEndLine": s1,
+            "heading": r.heading,
+            "textScore": round(self.text_score, 4),
+        }
+        if self.vector_score is not None:
+            out["vectorScore"] = round(self.vector_score, 4)
+        if self.fused:
+            out["fusedScore"] = round(self.score, 4)
+        return out
+
+
+def _classify(row: SearchRow, q: ParsedQuery) -> tuple[bool, bool, int]:
+    """(exact hit, full match, distinct query words present) for a candidate chunk."""
+    low = row.text.lower()
+    needles = q.literal_needles()
+    exact = any(n in low for n in needles)
+    stems = q.word_stems()
+    present = sum(1 for p in stems if _has_word_with_prefix(low, p))
+    cjk = sum(1 for g in q.cjk if g in low)
+    full = present == len(stems) and cjk == len(q.cjk) and all(n in low for n in needles)
+    return exact, full, present + cjk
+
+
+def keyword_search(
+    store: IndexStore,
+    query: str | ParsedQuery,
+    *,
+    limit: int,
+    min_score: float,
+    sources: Sequence[str] | None = None,
+    candidates: int | None = None,
+    rows: list[SearchRow] | None = None,
+    break_ties: bool = True,
+) -> tuple[ParsedQuery, list[SearchHit]]:
+    """Keyword hits from a pool of ``candidates``, exact hits first, filtered by
+    ``min_score``; ``render_results`` picks the best ``limit`` distinct ones.
+
+    A chunk that contains an exact token/phrase, or every query term, is never
+    dropped by ``min_score``: the filter is for weak partial matches only.
+
+    ``rows``: the candidates, ranked, from the in-memory postings (keywords.py);
+    None: FTS5 finds them. ``break_ties``: order equal scores by the query words
+    each chunk holds (reads their text; weighted fusion has no use for it)."""
+    q = query if isinstance(query, ParsedQuery) else parse_query(query)
+    if q.empty():
+        return q, []
+    pool = candidates if candidates is not None else max(limit * 4, limit)
+    if rows is None:
+        rows = store.fts_search(q.fts_expression(), pool, sources)
+    hits: list[SearchHit] = []
+    coord: dict[int, int] = {}
+    literal = bool(q.literal_needles())
+    scored = [(row, bm25_to_score(row.rank)) for row in rows]
+    # In-memory candidates are read now only if their text is looked at below.
+    store.load_rows(row for row, ts in scored if literal or ts < min_score)
+    for row, ts in scored:
+        if not literal and ts >= min_score:
+            # No literal to find and above the floor: the text scan can wait (it
+            # only breaks ties below, or tells fuse() about a full match).
+            hits.append(SearchHit(row, ts, ts, False, False, classified=False))
+            continue
+        exact, full, present = _classify(row, q)
+        if exact:
+            ts = bm25_to_score(-boosted_bm25(row.rank, exact))
+        if ts < min_score and not (exact or full):
+            continue
+        coord[row.id] = present
+        # Kept below the floor only for holding an exact token or every word: it
+        # ranks after the hits that reach the floor and is shown at the floor.
+        shown = None if ts >= min_score else min_score
+        hits.append(SearchHit(row, ts, ts, exact, full, shown=shown))
+    if not break_ties:
+        hits.sort(key=lambda h: -h.score)
+        return q, hits
+    # By score; equal scores (FTS5 gives every term in half the chunks or more an IDF
+    # of ~0, common in small workspaces) by query words present.
+    rounded = {h.row.id: round(h.score, 6) for h in hits}
+    counts = Counter(rounded.values())
+    store.load_rows(h.row for h in hits if h.row.id not in coord and counts[rounded[h.row.id]] > 1)
+    for h in hits:
+        if h.row.id not in coord:
+            tied = counts[rounded[h.row.id]] > 1
+            coord[h.row.id] = _classify(h.row, q)[2] if tied else 0
+    hits.sort(key=lambda h: (-rounded[h.row.id], -coord[h.row.id]))
+    return q, hits
+
+
+def render_results(
+    hits: Sequence[SearchHit],
+    q: ParsedQuery,
+    limit: int,
+    max_chars: int,
+    load: Callable[[Iterable[SearchRow]], None] | None = None,
+) -> list[SearchResult]:
+    """Result objects for the best ``limit`` hits, one per location. A hit whose best
+    line is already shown by a better hit's snippet in the same file (overlapping
+    chunks matching in their shared lines) is merged into that result: the line
+    range (and citation) grows to cover both chunks, and no snippet is repeated.
+
+    ``load`` reads pending rows (``SearchRow.pending``), ``limit`` at a time as
+    they come up; a row still pending after it (a deleted chunk) is skipped."""
+    out: list[SearchResult] = []
+    taken: dict[str, list[SearchResult]] = {}
+    for n, h in enumerate(hits):
+        if not h.row.loaded:
+            if load is not None:
+                load(x.row for x in hits[n : n + limit])
+            if not h.row.loaded:
+                continue
+        r = h.to_result(q, max_chars)
+        shown = taken.setdefault(r["path"], [])
+        same = next(
+            (o for o in shown if o["snippetStartLine"] <= h.best_line <= o["snippetEndLine"]), None
+        )
+        if same is not None:
+            if r["startLine"] <= same["endLine"] + 1 and same["startLine"] <= r["endLine"] + 1:
+                same["startLine"] = min(same["startLine"], r["startLine"])
+                same["endLine"] = max(same["endLine"], r["endLine"])
+                same["citation"] = _citation(r["path"], same["startLine"], same["endLine"])
+            continue
+        shown.append(r)
+        out.append(r)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def fuse(
+    q: ParsedQuery,
+    keyword: Sequence[SearchHit],
+    vector: Sequence[tuple[int, float]],
+    vector_rows: dict[int, SearchRow],
+    *,
+    min_score: float,
+    fusion: str,
+    vector_weight: float,
+    text_weight: float,
+    rrf_k: int,
+    load: Callable[[Iterable[SearchRow]], None] | None = None,
+) -> list[SearchHit]:
+    """Merge keyword hits and vector neighbours into one ranking.
+
+    ``weighted``: ``wv * v + wt * t`` with the weights normalised to sum to 1, where
+    ``t`` is a chunk's BM25 over the best BM25 among the keyword candidates and ``v``
+    its cosine min-max scaled over the vector candidates: both sides span 0..1 for
+    every query. (The absolute scores do not: ``r/(1+r)`` of BM25 bunches every
+    good keyword hit near 0.95 while cosines spread over 0.2-0.8, so the vector
+    side decided the order; scaling raised SciFact-dev nDCG@10 from 0.694 to 0.725
+    and LoCoMo-dev recall@10 from 0.873 to 0.879.) ``rrf``: reciprocal rank fusion,
+    ``sum 1 / (k + rank)``, scaled so a chunk ranked first by both lists scores 1.
+
+    The fused score only orders results within one query (``fusedScore``). Each
+    hit's ``score`` (``shown``) is its own relevance, ``max(cosine, keyword
+    score)``, and that is what ``min_score`` judges: a hit is kept when either side
+    reaches it (so neither a strong paraphrase nor a strong keyword hit is lost to
+    the weighting), and always when it holds an exact token/phrase or every query
+    word, then shown at ``min_score``. ``load`` reads the pending rows among those
+    whose text has to be looked at for that."""
+    total = (vector_weight + text_weight) or 1.0
+    wv, wt = vector_weight / total, text_weight / total
+    by_id: dict[int, SearchHit] = {h.row.id: h for h in keyword}
+    kw_rank = {h.row.id: n for n, h in enumerate(keyword)}
+    vec_rank: dict[int, int] = {}
+    vec_sim: dict[int, float] = {}
+    unclassified: set[int] = set()
+    for n, (cid, sim) in enumerate(vector):
+        vec_rank[cid] = n
+        vec_sim[cid] = max(0.0, min(1.0, sim))
+        if cid not in by_id and cid in vector_rows:
+            # Classified below, only if the floor would drop it (saves scanning the
+            # text of every neighbour; a chunk holding the exact token is almost
+            # always a keyword hit already).
+            by_id[cid] = SearchHit(vector_rows[cid], 0.0, 0.0, False, False)
+            unclassified.add(cid)
+    out: list[SearchHit] = []
+    best_rrf = 2.0 / (rrf_k + 1)
+    bm25 = {h.row.id: boosted_bm25(h.row.rank, h.exact) for h in keyword}
+    top_bm25 = max(bm25.values(), default=0.0) or 1.0
+    sims = [max(0.0, min(1.0, s)) for _, s in vector]
+    lo, hi = (min(sims), max(sims)) if sims else (0.0, 0.0)
+    weak: list[SearchHit] = []
+    for cid, hit in by_id.items():
+        v = vec_sim.get(cid)
+        hit.vector_score = v
+        if fusion == "rrf":
+            r = 0.0
+            if cid in kw_rank:
+                r += 1.0 / (rrf_k + kw_rank[cid] + 1)
+            if cid in vec_rank:
+                r += 1.0 / (rrf_k + vec_rank[cid] + 1)
+            hit.score = r / best_rrf
+        else:
+            t = bm25.get(cid, 0.0) / top_bm25
+            scaled = 0.0 if v is None else (v - lo) / (hi - lo) if hi > lo else 1.0
+            hit.score = wv * scaled + wt * t
+        hit.fused = True
+        # Its own relevance: the stronger of its cosine and its keyword score (any
+        # weighted mix of the two lies between them).
+        hit.shown = max(v or 0.0, hit.text_score)
+        if hit.shown >= min_score:
+            out.append(hit)
+        else:
+            weak.append(hit)
+    # Below the floor: kept only if it holds an exact token/phrase or every word.
+    if load is not None:
+        load(h.row for h in weak if h.row.id in unclassified or not h.classified)
+    for hit in weak:
+        if hit.row.id in unclassified or not hit.classified:
+            hit.exact, hit.full, _ = _classify(hit.row, q)
+            hit.classified = True
+        if hit.exact or hit.full:
+            hit.shown = min_score  # kept for its words: shown at the floor
+            out.append(hit)
+    pos = {cid: n for n, cid in enumerate(by_id)}  # ties keep the candidates' order
+    out.sort(key=lambda h: (-h.score, pos[h.row.id]))
+    return out

@@ -1,0 +1,362 @@
+"""The read path: ``Searcher`` answers memory_search, memory_get and status on one
+agent's index (an open store, read-only in the daemon's reader threads).
+
+A search: keyword candidates (the in-memory postings of the daemon's snapshot,
+live.py, else FTS5) and, when vectors are built for the provider, the query's vector
+neighbours (the snapshot's vectors, else sqlite-vec) → fusion → the
+floor → decay, source balance, MMR → result objects (``search.render_results``).
+Nothing here writes to the index.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from indexer import __version__
+from indexer.api import (
+    MAX_RESULTS,
+    SOURCES,
+    GetRequest,
+    GetResponse,
+    Request,
+    SearchRequest,
+    SearchResponse,
+    SearchResult,
+    StatusRequest,
+    StatusResponse,
+)
+from indexer.config import Config
+from indexer.errors import IndexMismatch, InvalidParams
+from indexer.search.documents import get_lines
+from indexer.search.gating import skip_reason
+from indexer.search.query import ParsedQuery, parse_query
+from indexer.search.ranking import apply_decay, balance_sources, mmr
+from indexer.search.retrieval import SearchHit, fuse, keyword_search, render_results
+from indexer.selection import NO_PROVIDER
+from indexer.store import IndexStore, SearchRow
+from providers.errors import ProviderError, ProviderTimeout
+
+if TYPE_CHECKING:  # numpy, the providers' base and tenacity load when first used
+    import numpy as np
+    import numpy.typing as npt
+
+    from indexer.search.live import LiveIndex, Snapshot
+    from providers.base import EmbeddingProvider
+
+__all__ = ["Searcher"]
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """Query embeddings with a deadline run here; sized for many concurrent socket
+    clients (the threads mostly wait in a provider). Made on first use."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="memindex-search")
+        return _POOL
+
+
+class Searcher:
+    """The read methods on ``store``. ``live``: the daemon's shared in-memory snapshot
+    (None: read SQLite for each search)."""
+
+    def __init__(
+        self,
+        cfg: Config,
+        store: IndexStore,
+        *,
+        provider: EmbeddingProvider | None = None,
+        provider_note: str = "",
+        live: LiveIndex | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.store = store
+        self.provider = provider
+        self.provider_note = provider_note or NO_PROVIDER
+        self.live = live
+        self._snap: Snapshot | None = None  # the snapshot this search reads
+        self._sources_seen: tuple[str | None, bool] | None = None
+        self._workspace_ok: tuple[Path, str | None] | None = None
+        # Read at the start of search(): chunksVersion, vectorsVersion, vectorKey.
+        self._versions: tuple[str | None, str | None, str | None] = (None, None, None)
+        self._ready_seen: tuple[object, bool] | None = None
+
+    def answer(self, req: Request) -> SearchResponse | GetResponse | StatusResponse:
+        """One read request (``api.METHODS[...].read``)."""
+        if isinstance(req, SearchRequest):
+            return self.search(req)
+        if isinstance(req, GetRequest):
+            return self.get(req)
+        if isinstance(req, StatusRequest):
+            return self.status()
+        raise InvalidParams(f"not a read request: {type(req).__name__}")
+
+    def get(self, req: GetRequest) -> GetResponse:
+        return get_lines(self.cfg, req)
+
+    # -- search -----------------------------------------------------------------------
+
+    def _envelope(
+        self, results: list[SearchResult], mode: str, fallback: str | None
+    ) -> SearchResponse:
+        p = self.provider
+        return {
+            "results": results,
+            "provider": p.id if p else None,
+            "model": p.model if p else None,
+            "mode": mode,
+            "fallback": fallback,
+        }
+
+    def search(self, req: SearchRequest) -> SearchResponse:
+        """``req.gate``: for auto-recall callers, answer small talk, slash commands and
+        emoji-only input with no results (``skipped`` says why) instead of searching."""
+        if req.gate and (why := skip_reason(req.query)) is not None:
+            out = self._envelope([], "skipped", None)
+            out["skipped"] = why
+            return out
+        limit = min(req.max_results or self.cfg.query.maxResults, MAX_RESULTS)
+        floor = self.cfg.query.minScore if req.min_score is None else req.min_score
+        wanted = list(req.sources) if req.sources else None
+        self._versions = self.store.change_versions()
+        self._snap = None if self.live is None else self.live.get(self.store, self._versions)
+        self._check_workspace()
+        chars = self.cfg.query.maxSnippetChars
+        fallback: str | None = f"{self.provider_note}: keyword search only"
+        if req.mode == "keyword":
+            fallback = None
+        elif self._vector_ready():
+            try:
+                return self._with_vectors(req, limit, floor, wanted, chars)
+            except ProviderError as exc:
+                fallback = f"query embedding failed ({exc.message}): keyword search only"
+        elif self.provider is not None:
+            fallback = "vectors are not built yet (run 'memindex index'): keyword search only"
+        q, hits = self._keyword(req.query, limit * 4, floor, self._split_sources(wanted))
+        return self._envelope(self._finish(hits, q, limit, chars, wanted), "keyword", fallback)
+
+    def _vector_ready(self) -> bool:
+        p = self.provider
+        if p is None or not self.cfg.hybrid.enabled:
+            return False
+        # Re-checked when the index file or its chunks, vectors or model change
+        # (every write that could change the answer bumps one of them).
+        seen = (self.store.file, self._versions)
+        if self._ready_seen is None or self._ready_seen[0] != seen:
+            ready = (
+                self.store.has_vectors()
+                and self._versions[2] == p.key()
+                and self.store.any_embedded()
+            )
+            self._ready_seen = (seen, ready)
+        return self._ready_seen[1]
+
+    def _split_sources(self, wanted: list[str] | None) -> list[list[str] | None]:
+        """Both sources asked for and both present: search each on its own, so the
+        larger transcript corpus cannot push memory chunks out of the candidates."""
+        if wanted is None and self._both_sources():
+            return [["memory"], ["sessions"]]
+        return [wanted]
+
+    def _both_sources(self) -> bool:
+        """Whether the index holds both sources, re-read when its chunks change."""
+        version = self._versions[0]
+        if self._sources_seen is None or self._sources_seen[0] != version:
+            both = self.store.has_source("sessions") and self.store.has_source("memory")
+            self._sources_seen = (version, both)
+        return self._sources_seen[1]
+
+    def _keyword(
+        self,
+        query: str,
+        pool: int,
+        floor: float,
+        parts: list[list[str] | None],
+        *,
+        break_ties: bool = True,
+    ) -> tuple[ParsedQuery, list[SearchHit]]:
+        """Keyword hits from each part of ``_split_sources`` (at least one)."""
+        q = parse_query(query)
+        in_memory = None
+        snap = self._snap
+        if snap is not None and snap.keywords is not None and self.live is not None:
+            in_memory = snap.keywords.search(self.live.tokens, q, pool, parts)
+        hits: list[SearchHit] = []
+        for n, part in enumerate(parts):
+            # Rows are read only for the hits that need their text or are shown.
+            rows = (
+                None
+                if in_memory is None
+                else [SearchRow.pending(cid, source, rank) for cid, rank, source in in_memory[n]]
+            )
+            q, found = keyword_search(
+                self.store,
+                q,
+                limit=pool,
+                min_score=floor,
+                sources=part,
+                candidates=pool,
+                rows=rows,
+                break_ties=break_ties,
+            )
+            hits.extend(found)
+        hits.sort(key=lambda h: -h.score)
+        return q, hits
+
+    def _finish(
+        self,
+        hits: list[SearchHit],
+        q: ParsedQuery,
+        limit: int,
+        chars: int,
+        wanted: list[str] | None,
+    ) -> list[SearchResult]:
+        """Decay, source balance and MMR (as configured), then result objects."""
+        qc = self.cfg.query
+        if qc.temporalDecay or qc.mmr:  # both read paths or text
+            self.store.load_rows(h.row for h in hits)
+        if qc.temporalDecay:
+            apply_decay(hits, qc.halfLifeDays)
+        if wanted is None:
+            hits = balance_sources(hits, limit, qc.memoryShare)
+        if qc.mmr:
+            hits = mmr(hits, limit, qc.mmrLambda)
+        return render_results(hits, q, limit, chars, load=self.store.load_rows)
+
+    def _with_vectors(
+        self, req: SearchRequest, limit: int, floor: float, wanted: list[str] | None, chars: int
+    ) -> SearchResponse:
+        """Hybrid (keyword and vector candidates fused), or vector only."""
+        provider = self.provider
+        assert provider is not None
+        h = self.cfg.hybrid
+        vector_only = req.mode == "vector"
+        pool = max(limit, limit * h.candidateMultiplier)
+        parts = self._split_sources(wanted)
+        # The query is embedded on a pool thread (llama.cpp and HTTP release the GIL)
+        # while this thread does the keyword half; the vector scan comes after it, so
+        # numpy's BLAS threads do not compete with Python for the cores (measured:
+        # scanning in parallel with the keyword half was 10-15% slower at 100k).
+        from indexer.search.vectors import knn_sqlite
+        from providers.retry import RetryPolicy, call_with_retries
+
+        query = req.query
+        limit_s = self.cfg.provider.remote.queryTimeoutMs / 1000
+        job = _pool().submit(
+            call_with_retries,
+            lambda: provider.embed_query(query),
+            RetryPolicy(attempts=2, initial=0.2, maximum=1.0),
+        )
+        deadline = time.monotonic() + limit_s
+        if vector_only:
+            q, kw = parse_query(query), list[SearchHit]()
+        else:
+            # Weighted fusion scores each side on its own: the keyword order among
+            # equal BM25 scores does not matter to it (rank fusion uses it).
+            q, kw = self._keyword(query, pool, 0.0, parts, break_ties=h.fusion == "rrf")
+        try:
+            qvec: npt.NDArray[np.float32] = job.result(
+                timeout=max(0.0, deadline - time.monotonic())
+            )[0]
+        except FutureTimeout as exc:
+            raise ProviderTimeout(f"query embedding took longer than {limit_s:g}s") from exc
+        known = {h.row.id for h in kw}  # keyword hits carry their rows already
+        vec = None if self._snap is None else self._snap.vectors
+        found = (  # one pass for all parts; never waits for a reload
+            [hit for part in vec.search(qvec, pool, parts) for hit in part]
+            if vec is not None and vec.key == self._versions[2]
+            else None
+        )
+        if found is not None:
+            near = [(cid, sim) for cid, sim, _ in found]
+            # Read later, for the neighbours that need their text or are shown.
+            rows = {
+                cid: SearchRow.pending(cid, source) for cid, _, source in found if cid not in known
+            }
+        else:
+            near = [hit for part in parts for hit in knn_sqlite(self.store, qvec, pool, part)]
+            rows = self.store.chunk_rows([cid for cid, _ in near if cid not in known])
+        fused = fuse(
+            q,
+            kw,
+            sorted(near, key=lambda x: -x[1]),
+            rows,
+            min_score=floor,
+            fusion="weighted" if vector_only else h.fusion,
+            vector_weight=1.0 if vector_only else h.vectorWeight,
+            text_weight=0.0 if vector_only else h.textWeight,
+            rrf_k=h.rrfK,
+            load=self.store.load_rows,
+        )
+        results = self._finish(fused, q, limit, chars, wanted)
+        return self._envelope(results, "vector" if vector_only else "hybrid", None)
+
+    def _check_workspace(self) -> None:
+        if self._workspace_ok == (self.store.file, self._versions[0]):
+            return  # a clear (a new workspace) changes the version
+        indexed = self.store.meta_get("workspace")
+        current = str(self.cfg.require_workspace().resolve())
+        if indexed is not None and indexed != current:
+            raise IndexMismatch(
+                f"index {self.cfg.resolved_index_path()} holds workspace {indexed}, not "
+                f"{current}: run 'memindex index' to rebuild it for this workspace"
+            )
+        if indexed is not None:
+            self._workspace_ok = (self.store.file, self._versions[0])
+
+    # -- status -----------------------------------------------------------------------
+
+    def status(self) -> StatusResponse:
+        s = self.store
+        last = s.meta_get("lastSync")
+        fp = s.meta_get("fingerprint")
+        counts = s.counts()
+        self._versions = s.change_versions()
+        ready = self._vector_ready()
+        for src in SOURCES:
+            counts.setdefault(src, {"files": 0, "chunks": 0})
+        p = self.provider
+        if s.vector_error or ready:
+            reason = s.vector_error
+        else:
+            reason = self.provider_note if p is None else "vectors not built yet"
+        sessions_dir = self.cfg.sessions_dir()
+        return {
+            "version": __version__,
+            "indexPath": str(self.cfg.resolved_index_path()),
+            "workspace": s.meta_get("workspace"),
+            "sources": counts,
+            "files": sum(c["files"] for c in counts.values()),
+            "chunks": sum(c["chunks"] for c in counts.values()),
+            "provider": p.id if p else None,
+            "model": p.model if p else None,
+            "dims": p.dims if p else None,
+            "mode": "hybrid" if ready else "keyword",
+            "vector": {
+                "enabled": ready,
+                "available": s.vec_version is not None,
+                "reason": reason,
+                "indexedModel": s.meta_get("vectorModel"),
+                "pendingChunks": s.pending_count() if s.has_vectors() else None,
+                "cacheEntries": s.cache_count(),
+            },
+            "sqlite": s.versions(),
+            "fingerprint": json.loads(fp) if fp else None,
+            "lastSync": json.loads(last) if last else None,
+            "dirty": last is None,
+            "pendingBatches": s.all_batch_jobs(),
+            "skipped": s.skipped(),
+            "sessionsDir": str(sessions_dir) if sessions_dir else None,
+            "malformedLines": sum(c.malformed for c in s.session_cursors().values()),
+            "indexBytes": s.size_bytes(),
+            "checkedAt": time.time(),
+        }

@@ -1,0 +1,296 @@
+"""Which files belong to the memory source, and which paths memory_get may read.
+
+memory source: ``MEMORY.md``, ``memory.md`` and ``memory/**/*.md`` under the
+workspace, plus ``extraPaths`` (files, directories walked recursively, or
+directory + glob). Only ``.md``; symlinks below a root are never followed; ignored
+directory names are pruned before they are entered. Walking and reading go through
+``safefs`` (descriptors, never a path re-opened by name), so a directory swapped for
+a symlink mid-walk is not followed; names that are not UTF-8 and trees deeper than
+``safefs.MAX_DEPTH`` are passed over with a reason (``on_skip``).
+
+Display paths (what results and memory_get use) are workspace-relative for files in
+the workspace and ``extra/<name>/<rel>`` for extra roots outside it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from indexer.config import DEFAULT_IGNORE_DIRS, Config
+from indexer.errors import PathRefused
+from indexer.sources import safefs
+
+# The workspace's root memory files; everything else of the memory source is under
+# ``memory/``. (The watcher watches the same names.)
+ROOT_FILES = ("MEMORY.md", "memory.md")
+MEMORY_DIR = "memory"
+
+__all__ = [
+    "MEMORY_DIR",
+    "ROOT_FILES",
+    "GetTarget",
+    "Root",
+    "SourceFile",
+    "discover",
+    "glob_match",
+    "resolve_get_path",
+    "roots_for",
+]
+
+MEMORY_SOURCE = "memory"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    path: str  # display path, POSIX separators
+    source: str
+    mtime_ns: int  # change_stamp() of the lstat taken at discovery
+    size: int
+    root: str  # the root directory it was found under
+    parts: tuple[str, ...]  # components below the root
+
+    @property
+    def abs(self) -> str:
+        """The absolute path on disk, for messages (reads go through root + parts)."""
+        return os.path.join(self.root, *self.parts)
+
+    def open(self) -> int:
+        """A descriptor of this file, opened under its root (see ``safefs``)."""
+        return safefs.open_under(self.root, self.parts)
+
+
+OnSkip = Callable[[str, str], None]  # (display path, reason)
+
+
+def change_stamp(st: os.stat_result) -> int:
+    """What "unchanged" compares besides the size: mtime plus ctime. mtime alone
+    misses an edit whose mtime was set back (a restore, ``touch -r``, a clock that
+    jumped backwards); ctime cannot be set by programs and moves on every write."""
+    return st.st_mtime_ns + st.st_ctime_ns
+
+
+@dataclass(frozen=True)
+class Root:
+    """A directory (or single file) whose Markdown belongs to the memory source."""
+
+    real: Path  # resolved absolute path
+    display: str  # display prefix ("" for the workspace itself)
+    pattern: str | None  # glob relative to the root, None = every .md
+    is_file: bool = False
+
+
+def glob_match(rel: str, pattern: str) -> bool:
+    """fnmatch, except that ``**/`` also matches no directory at all (so ``**/*.md``
+    matches ``a.md`` as well as ``x/y/a.md``)."""
+    if fnmatch.fnmatchcase(rel, pattern):
+        return True
+    while "**/" in pattern:
+        pattern = pattern.replace("**/", "", 1)
+        if fnmatch.fnmatchcase(rel, pattern):
+            return True
+    return False
+
+
+def is_ignored(name: str, rel: str, cfg: Config) -> bool:
+    if name in DEFAULT_IGNORE_DIRS:
+        return True
+    return any(fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(rel, g) for g in cfg.ignore)
+
+
+def roots_for(cfg: Config) -> list[Root]:
+    """The workspace plus every extra path that exists, each with its display prefix."""
+    ws = cfg.require_workspace().resolve()
+    roots = [Root(ws, "", None)]
+    used: set[str] = set()
+    for extra in cfg.extraPaths:
+        try:
+            real = extra.path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            continue  # a missing extra path is reported by status, not an error
+        is_file = real.is_file()
+        if is_file and real.suffix.lower() != ".md":
+            continue
+        if real == ws or ws in real.parents:
+            display = real.relative_to(ws).as_posix()
+        else:
+            name = real.name or "root"
+            display = f"extra/{name}"
+            n = 2
+            while display in used:
+                display = f"extra/{name}-{n}"
+                n += 1
+        used.add(display)
+        roots.append(Root(real, display, extra.pattern, is_file))
+    return roots
+
+
+def _join(prefix: str, rel: str) -> str:
+    return f"{prefix}/{rel}" if prefix else rel
+
+
+def discover(cfg: Config, *, on_skip: OnSkip | None = None) -> list[SourceFile]:
+    """Every file of the memory source, de-duplicated by inode, sorted by path.
+    ``on_skip`` hears of files and directories passed over for a reason."""
+    found: dict[str, SourceFile] = {}
+    seen_real: set[tuple[int, int]] = set()
+
+    def add(root: Path, parts: tuple[str, ...], st: os.stat_result, display: str) -> None:
+        root_text = str(root)
+        if not stat.S_ISREG(st.st_mode):
+            return
+        key = (st.st_dev, st.st_ino)
+        if key in seen_real:
+            return  # same file twice (case-insensitive FS, overlapping roots)
+        seen_real.add(key)
+        found[display] = SourceFile(
+            display, MEMORY_SOURCE, change_stamp(st), st.st_size, root_text, parts
+        )
+
+    def skipper(prefix: str) -> safefs.Skip:
+        def skip(parts: tuple[str, ...], reason: str) -> None:
+            if on_skip is not None:
+                on_skip(safefs.printable(_join(prefix, "/".join(parts))), reason)
+
+        return skip
+
+    def md(name: str, rel: str) -> bool:
+        return name.lower().endswith(".md") and not is_ignored(name, rel, cfg)
+
+    def prune(name: str, rel: str) -> bool:
+        return is_ignored(name, rel, cfg)
+
+    roots = roots_for(cfg)
+    ws = roots[0].real
+    names = _names(ws)
+    for name in ROOT_FILES:
+        if name in names:
+            try:
+                add(ws, (name,), os.lstat(ws / name), name)
+            except OSError:
+                continue
+    for e in safefs.walk(
+        ws,
+        ("memory",),
+        prune=lambda n, r: prune(n, f"memory/{r}"),
+        want=lambda n, r: md(n, f"memory/{r}"),
+        skip=skipper(""),
+    ):
+        add(ws, e.parts, e.st, "/".join(e.parts))
+    for root in roots[1:]:
+        if root.is_file:
+            with contextlib.suppress(OSError):
+                add(root.real.parent, (root.real.name,), os.lstat(root.real), root.display)
+            continue
+        for e in safefs.walk(
+            root.real, (), prune=prune, want=_wanted_by(root, md), skip=skipper(root.display)
+        ):
+            add(root.real, e.parts, e.st, _join(root.display, "/".join(e.parts)))
+    return sorted(found.values(), key=lambda f: f.path)
+
+
+def _wanted_by(root: Root, md: Callable[[str, str], bool]) -> Callable[[str, str], bool]:
+    """The file filter of an extra root: Markdown, and its glob if it has one."""
+    pattern = root.pattern
+    if not pattern:
+        return md
+    return lambda name, rel: md(name, rel) and glob_match(rel, pattern)
+
+
+def _names(directory: Path) -> set[str]:
+    try:
+        return set(os.listdir(directory))
+    except OSError:
+        return set()
+
+
+def _in_memory_source(rel: str) -> bool:
+    return rel in ROOT_FILES or (rel.startswith(MEMORY_DIR + "/") and rel.lower().endswith(".md"))
+
+
+@dataclass(frozen=True, slots=True)
+class GetTarget:
+    """What ``memory_get`` may read: the display path and where it lives."""
+
+    display: str
+    root: Path  # open the file with safefs.open_under(root, parts)
+    parts: tuple[str, ...]
+
+
+def resolve_get_path(cfg: Config, raw: str) -> GetTarget:
+    """Map a memory_get ``path`` to its root and components below it, or refuse.
+
+    Accepted: a display path (or an absolute path inside a root) of a ``.md`` file
+    that discovery would index. Refused with PathRefused: NUL bytes, backslashes,
+    ``..`` or ``.`` components, other extensions, paths outside the roots, ignored
+    directories. Nothing is opened here: the caller opens ``parts`` under ``root``
+    with ``safefs.open_under(..., exact=True)``, which refuses a symlink anywhere on
+    the way (even one swapped in after this check), FIFOs and devices."""
+    if not isinstance(raw, str) or not raw.strip():
+        raise PathRefused("memory_get needs a 'path': a file of the memory source, e.g. MEMORY.md")
+    if "\x00" in raw or "\\" in raw:
+        raise PathRefused(f"refused path {raw!r}: contains a NUL byte or a backslash")
+    if not safefs.valid_utf8(raw):
+        raise PathRefused(f"refused path {safefs.printable(raw)!r}: not valid Unicode")
+    roots = roots_for(cfg)
+    display = _display_for_absolute(roots, raw) if os.path.isabs(raw) else raw
+    if any(p in ("..", ".") for p in PurePosixPath(raw).parts) or display.startswith("/"):
+        raise PathRefused(f"refused path {raw!r}: '..' and '.' components are not allowed")
+    if not display.lower().endswith(".md"):
+        raise PathRefused(f"refused path {raw!r}: only .md files of the memory source are readable")
+    # Pick the root with the longest display prefix that contains the path.
+    target: Root | None = None
+    rel = ""
+    for root in roots[1:]:
+        if root.is_file and display == root.display:
+            target, rel = root, ""
+            break
+        prefix = root.display + "/"
+        longer = target is None or len(root.display) > len(target.display)
+        if not root.is_file and display.startswith(prefix) and longer:
+            target, rel = root, display[len(prefix) :]
+    if target is None:
+        if not _in_memory_source(display):
+            raise PathRefused(
+                f"refused path {raw!r}: not a memory file (MEMORY.md, memory.md, memory/**/*.md "
+                "or an extra path)"
+            )
+        target, rel = roots[0], display
+    elif target.pattern and not glob_match(rel, target.pattern):
+        raise PathRefused(f"refused path {raw!r}: does not match the extra path's pattern")
+    if target.is_file:
+        return GetTarget(display, target.real.parent, (target.real.name,))
+    rel_parts = tuple(p for p in rel.split("/") if p)
+    if len(rel_parts) > safefs.MAX_DEPTH + 2:
+        raise PathRefused(f"refused path {raw!r}: deeper than indexing goes")
+    for i, part in enumerate(rel_parts[:-1]):
+        if is_ignored(part, "/".join(rel_parts[: i + 1]), cfg):
+            raise PathRefused(f"refused path {raw!r}: inside an ignored directory")
+    return GetTarget(display, target.real, rel_parts)
+
+
+def _display_for_absolute(roots: list[Root], raw: str) -> str:
+    norm = os.path.normpath(raw)
+    if norm != raw.rstrip("/") and ".." in PurePosixPath(raw).parts:
+        raise PathRefused(f"refused path {raw!r}: '..' and '.' components are not allowed")
+    p = Path(norm)
+    best: tuple[int, str] | None = None
+    for root in roots:
+        if root.is_file:
+            if p == root.real:
+                return root.display
+            continue
+        if p == root.real or root.real in p.parents:
+            rel = p.relative_to(root.real).as_posix()
+            cand = _join(root.display, rel)
+            depth = len(root.real.parts)
+            if best is None or depth > best[0]:
+                best = (depth, cand)
+    if best is None:
+        raise PathRefused(f"refused path {raw!r}: outside the workspace and extra paths")
+    return best[1]

@@ -1,0 +1,52 @@
+"""Reading a Markdown file under a root as the index sees it: through ``safefs`` (no
+symlinks, regular files only, never blocking), as UTF-8, with the hash and change
+stamp of the bytes it was decoded from."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import NamedTuple
+
+from indexer.errors import FileUnreadable
+from indexer.sources import safefs
+from indexer.sources.discovery import change_stamp
+
+__all__ = ["SourceText", "decode_text", "read_text"]
+
+
+class SourceText(NamedTuple):
+    """A file's text and what identifies the bytes it was decoded from."""
+
+    text: str
+    sha256: str
+    mtime_ns: int
+    size: int
+
+
+def decode_text(data: bytes) -> str:
+    """Markdown bytes as text, or FileUnreadable (binary or not UTF-8). A BOM is dropped."""
+    if b"\x00" in data:
+        raise FileUnreadable("binary file (contains NUL bytes)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FileUnreadable(
+            f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        ) from exc
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def read_text(
+    root: str | Path, parts: tuple[str, ...], max_bytes: int, *, exact: bool = False
+) -> SourceText:
+    """Read the Markdown file ``root/parts…`` as UTF-8, opened through ``safefs`` (no
+    symlink anywhere below the root, regular files only, never blocking).
+
+    Raises FileVanished, FileUnreadable (a symlink, FIFO or device, binary, invalid
+    UTF-8, too large) or OSError for other I/O failures."""
+    with safefs.opened(root, parts, exact=exact) as (fd, st):
+        data = safefs.read_all(fd, max_bytes)
+    return SourceText(
+        decode_text(data), hashlib.sha256(data).hexdigest(), change_stamp(st), len(data)
+    )

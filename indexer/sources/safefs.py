@@ -1,0 +1,285 @@
+"""The one way memindex opens a file under a root: never outside it, never blocking.
+
+Every read of a workspace, extra-path or transcript file (discovery, sync, transcript
+deltas, ``memory_get``, ``memindex-qmd get``) goes through ``open_under``:
+
+* the root is opened as a directory, then each component below it with
+  ``openat(dir_fd, name, O_DIRECTORY | O_NOFOLLOW)``: a component swapped for a
+  symlink between a check and the open fails with ELOOP instead of being followed,
+  so no path-string check is ever followed by an open by name;
+* the leaf is looked at with ``fstatat`` (no open of a FIFO or a device at all), then
+  opened with ``O_NOFOLLOW | O_NONBLOCK | O_NOCTTY`` and checked again with ``fstat``
+  (a regular file, and the same inode the look saw): a file replaced by a FIFO
+  mid-sync can neither hang the writer nor be read;
+* reads are bounded by a byte limit.
+
+File names are bytes on Linux. Python hands a name that is not valid UTF-8 over with
+surrogate escapes; ``valid_utf8`` says whether a name can be stored and shown, and
+``printable`` gives the text to show for one that cannot.
+
+Directory walks (``walk``) hold one descriptor per level, are iterative and stop at
+``MAX_DEPTH`` levels, so a tree 1,000 levels deep costs neither recursion nor
+thousands of descriptors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from indexer.errors import FileUnreadable, FileVanished
+
+__all__ = [
+    "MAX_DEPTH",
+    "Entry",
+    "kind",
+    "open_dir",
+    "open_under",
+    "opened",
+    "printable",
+    "read_all",
+    "valid_utf8",
+    "walk",
+]
+
+MAX_DEPTH = 64  # directory levels below a root that are walked
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_DIR_FLAGS = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
+_LEAF_FLAGS = (
+    os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | _CLOEXEC
+)
+
+
+def valid_utf8(text: str) -> bool:
+    """True if ``text`` encodes as UTF-8: a file name (as ``os`` returned it) that is
+    valid UTF-8 on disk, or a string from JSON with no lone surrogate."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def printable(path: str) -> str:
+    """``path`` with bytes that are not UTF-8 shown as ``\\xNN`` (storable, showable)."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device file"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISLNK(mode):
+        return "a symlink (not followed)"
+    return "not a regular file"
+
+
+def _check_part(part: str) -> None:
+    if not part or part in (".", "..") or "/" in part or "\x00" in part:
+        raise FileUnreadable(f"invalid path component {printable(part)!r}")
+
+
+def _os_error(exc: OSError, what: str) -> Exception:
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        return FileVanished(f"{what}: no such file")
+    if exc.errno == errno.ELOOP:
+        return FileUnreadable("a symlink on the way (symlinks are not followed)")
+    return exc
+
+
+def open_dir(root: str | os.PathLike[str]) -> int:
+    """A descriptor of the root directory itself (configured by the user: followed)."""
+    try:
+        return os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    except OSError as exc:
+        raise _os_error(exc, os.fspath(root)) from exc
+
+
+def _step(dfd: int, part: str, exact: bool) -> int:
+    """Open the directory ``part`` below ``dfd`` without following a symlink."""
+    _check_part(part)
+    if exact and part not in os.listdir(dfd):  # no case-folding tricks
+        raise FileVanished(f"{printable(part)}: no such directory")
+    try:
+        return os.open(part, _DIR_FLAGS, dir_fd=dfd)
+    except OSError as exc:
+        raise _os_error(exc, printable(part)) from exc
+
+
+def open_under(
+    root: str | os.PathLike[str] | int, parts: Sequence[str], *, exact: bool = False
+) -> int:
+    """A read-only descriptor of the regular file ``root/parts…``, or an error.
+
+    ``root`` is a path or an open directory descriptor (not closed here). Raises
+    FileVanished (it is not there), FileUnreadable (a symlink on the way, a FIFO,
+    device, socket or directory, a bad component) or OSError (permissions, I/O).
+    ``exact``: every name must be listed as given (no case-insensitive matches)."""
+    if not parts:
+        raise FileUnreadable("empty path")
+    dfd = root if isinstance(root, int) else open_dir(root)
+    own = not isinstance(root, int)
+    try:
+        for part in parts[:-1]:
+            nfd = _step(dfd, part, exact)
+            if own:
+                os.close(dfd)
+            dfd, own = nfd, True
+        leaf = parts[-1]
+        _check_part(leaf)
+        if exact and leaf not in os.listdir(dfd):
+            raise FileVanished(f"{printable(leaf)}: no such file")
+        try:
+            seen = os.stat(leaf, dir_fd=dfd, follow_symlinks=False)
+        except OSError as exc:
+            raise _os_error(exc, printable(leaf)) from exc
+        if not stat.S_ISREG(seen.st_mode):  # never open a FIFO or a device at all
+            raise FileUnreadable(kind(seen.st_mode))
+        try:
+            fd = os.open(leaf, _LEAF_FLAGS, dir_fd=dfd)
+        except OSError as exc:
+            raise _os_error(exc, printable(leaf)) from exc
+    finally:
+        if own:
+            os.close(dfd)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (seen.st_dev, seen.st_ino):
+        os.close(fd)  # swapped between the look and the open
+        raise FileUnreadable(kind(st.st_mode) if not stat.S_ISREG(st.st_mode) else "replaced")
+    return fd
+
+
+@contextlib.contextmanager
+def opened(
+    root: str | os.PathLike[str] | int, parts: Sequence[str], *, exact: bool = False
+) -> Iterator[tuple[int, os.stat_result]]:
+    """``open_under`` as a context manager yielding (fd, fstat)."""
+    fd = open_under(root, parts, exact=exact)
+    try:
+        yield fd, os.fstat(fd)
+    finally:
+        os.close(fd)
+
+
+def read_all(fd: int, max_bytes: int) -> bytes:
+    """The whole file behind ``fd``, or FileUnreadable when it is over ``max_bytes``
+    (checked against the size and while reading: a file may grow meanwhile)."""
+    size = os.fstat(fd).st_size
+    if size > max_bytes:
+        raise FileUnreadable(f"too large: {size} bytes (limit {max_bytes})")
+    blocks: list[bytes] = []
+    total = 0
+    while True:
+        block = os.read(fd, 1 << 20)
+        if not block:
+            break
+        total += len(block)
+        if total > max_bytes:
+            raise FileUnreadable(f"too large: over {max_bytes} bytes")
+        blocks.append(block)
+    return b"".join(blocks)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A regular file found by ``walk``: its components below the root and its lstat."""
+
+    parts: tuple[str, ...]
+    st: os.stat_result
+
+
+Skip = Callable[[tuple[str, ...], str], None]  # (components, reason)
+
+
+def walk(
+    root: str | os.PathLike[str],
+    start: Sequence[str],
+    *,
+    prune: Callable[[str, str], bool],
+    want: Callable[[str, str], bool],
+    skip: Skip | None = None,
+    max_depth: int = MAX_DEPTH,
+) -> Iterator[Entry]:
+    """Regular files below ``root/start…`` in name order, through descriptors only.
+
+    ``prune(name, rel)`` drops a directory, ``want(name, rel)`` keeps a file (``rel``:
+    the path below ``root/start`` with ``/``). Symlinks are never followed, not even
+    one swapped in mid-walk. ``skip`` hears of what was passed over for a reason a
+    user should see: names that are not UTF-8, trees deeper than ``max_depth``."""
+    try:
+        top = open_dir(root)
+    except (FileVanished, FileUnreadable, OSError):
+        return
+    fds = [top]
+    stack: list[tuple[int, Iterator[os.DirEntry[str]], tuple[str, ...]]] = []
+    try:
+        for part in start:
+            try:
+                fds.append(_step(fds[-1], part, exact=False))
+            except (FileVanished, FileUnreadable, OSError):
+                return
+        base = tuple(start)
+
+        def enter(fd: int, rel: tuple[str, ...]) -> None:
+            try:
+                with os.scandir(fd) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError:
+                entries = []
+            stack.append((fd, iter(entries), rel))
+
+        enter(fds[-1], ())
+        while stack:
+            fd, it, rel = stack[-1]
+            entry = next(it, None)
+            if entry is None:
+                stack.pop()
+                if fd != fds[-1]:
+                    os.close(fd)
+                continue
+            parts = (*rel, entry.name)
+            rel_text = "/".join(parts)
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                if prune(entry.name, rel_text):
+                    continue
+                if not valid_utf8(entry.name):
+                    if skip:
+                        skip((*base, *parts), "directory name is not valid UTF-8")
+                    continue
+                if len(parts) > max_depth:
+                    if skip:
+                        skip((*base, *parts), f"deeper than {max_depth} directory levels")
+                    continue
+                try:
+                    child = os.open(entry.name, _DIR_FLAGS, dir_fd=fd)
+                except OSError:
+                    continue  # gone, or swapped for a symlink: not followed
+                enter(child, parts)
+            elif stat.S_ISREG(st.st_mode) and want(entry.name, rel_text):
+                if not valid_utf8(entry.name):
+                    if skip:
+                        skip((*base, *parts), "file name is not valid UTF-8")
+                    continue
+                yield Entry((*base, *parts), st)
+    finally:
+        for fd, _, _ in stack:
+            if fd not in fds:
+                os.close(fd)
+        for fd in fds:
+            os.close(fd)

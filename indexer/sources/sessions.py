@@ -1,0 +1,367 @@
+"""Session transcripts (JSONL): file listing, message extraction, redaction.
+
+One JSON object per line. A line is a message when ``type == "message"`` and its role
+is ``user`` or ``assistant``, in the flat shape (``role``, ``content``) or the nested
+one (``message: {role, content}``); content is a string or a list of
+``{type: "text", text}`` blocks. Each message renders as one line (``User: …`` /
+``Assistant: …``) with whitespace collapsed and secrets redacted; the caller keeps the
+JSONL line number of every rendered line so citations point at real JSONL lines.
+
+Pure except ``list_transcripts``, ``read_complete_lines`` and ``read_lines`` (file
+access, all through ``safefs``: a symlink, FIFO or device named ``*.jsonl`` is
+never opened, and no read blocks).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import json
+import os
+import re
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from indexer.errors import FileUnreadable, FileVanished
+from indexer.sources import safefs
+
+__all__ = [
+    "LineRange",
+    "Message",
+    "TranscriptFile",
+    "is_transcript_name",
+    "list_transcripts",
+    "open_transcript",
+    "parse_message",
+    "read_complete_lines",
+    "read_lines",
+    "redact",
+]
+
+SESSIONS_SOURCE = "sessions"
+TRANSCRIPT_PATTERNS = ("*.jsonl", "*.jsonl.reset.*", "*.jsonl.deleted.*")
+MAX_LINE_BYTES = 4 * 1024 * 1024  # a longer line is skipped as malformed
+
+_ROLES = {"user": "User", "assistant": "Assistant"}
+_NOISE = re.compile(
+    r"^(?:no_reply|heartbeat(?:_ok)?|ok|okay|k|\[?no reply\]?|\(no reply\))[.!]?$", re.I
+)
+
+# Obvious secrets; each pattern's whole match is replaced unless it has a group
+# named "keep", which is kept in front of the redaction marker.
+# A key name that announces a secret: any words joined by _ - or . (or camelCase)
+# around one of these, so DB_PASSWORD, aws_secret_access_key, "apiKey" and
+# OPENAI_API_KEY all count, but "tokenizer" or "passwords are hard" do not.
+_SECRET_WORDS = (
+    r"(?i:password|passwd|passphrase|pwd|secret|api[_-]?key|apikey|access[_-]?key"
+    r"|access[_-]?token|auth[_-]?token|refresh[_-]?token|session[_-]?token|token"
+    r"|credentials?|private[_-]?key|client[_-]?secret|account[_-]?key|shared[_-]?access[_-]?key"
+    r"|signing[_-]?key|encryption[_-]?key|webhook[_-]?secret)"
+)
+_KEY_NAME = (
+    r"(?<![A-Za-z0-9_.\-])(?:[A-Za-z0-9]+[_.\-])*"
+    + _SECRET_WORDS
+    + r"(?:[_.\-][A-Za-z0-9]+|[A-Z][a-z0-9]+)*"
+)
+
+
+@functools.cache
+def _secret_patterns() -> list[re.Pattern[str]]:
+    """Compiled on first use (~4 ms; a process with no transcripts to read skips it)."""
+    return [
+        re.compile(
+            r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", re.S
+        ),
+        # key = value, key: value, "key": "value", key => 'value' (env files, JSON, YAML,
+        # logs; quotes may be backslash-escaped: a raw JSONL line holds JSON inside JSON)
+        re.compile(
+            r"(?P<keep>" + _KEY_NAME + r"\\?[\"']?\s*(?:[:=]|=>)\s*)"
+            r"(?:\\?\"[^\"\n]+?\\?\"|'[^'\n]+'|[^\s\"',;}\]\\]{4,})"
+        ),
+        re.compile(
+            r"(?P<keep>(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?:[A-Za-z]+\s+)?)[^\s\"']{6,}"
+        ),
+        re.compile(r"(?P<keep>\b(?i:basic|bearer|token)\s+)[A-Za-z0-9._~+/\-]{16,}=*"),
+        re.compile(
+            r"\b(?:sk|pk|rk)-(?:proj-|live-|test-|ant-[a-z0-9]*-?|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}"
+        ),
+        re.compile(r"\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),  # Stripe
+        re.compile(r"\bwhsec_[A-Za-z0-9]{16,}"),  # Stripe webhooks
+        re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}"),  # GitHub
+        re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
+        re.compile(r"\bglpat-[A-Za-z0-9_\-]{16,}"),  # GitLab
+        re.compile(r"\bhf_[A-Za-z0-9]{20,}"),  # Hugging Face
+        re.compile(r"\bpa-[A-Za-z0-9_\-]{20,}"),  # Voyage AI
+        re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}"),  # Slack
+        re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),  # AWS access key ids
+        re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"),  # Google
+        re.compile(r"\bnpm_[A-Za-z0-9]{30,}"),  # npm
+        re.compile(r"\bpypi-[A-Za-z0-9_\-]{40,}"),  # PyPI
+        re.compile(r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"),  # SendGrid
+        re.compile(r"\bdop_v1_[a-f0-9]{40,}"),  # DigitalOcean
+        re.compile(r"\b\d{8,10}:AA[A-Za-z0-9_\-]{30,}"),  # Telegram bot tokens
+        re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),  # JWT
+        re.compile(r"(?P<keep>\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:)[^\s@/]+(?=@)"),  # URL passwords
+    ]
+
+
+REDACTED = "[REDACTED]"
+
+
+def redact(text: str) -> str:
+    """Replace API keys, bearer tokens, URL passwords and similar with [REDACTED]."""
+    for pattern in _secret_patterns():
+        text = pattern.sub(
+            lambda m: (m.group("keep") if "keep" in m.re.groupindex else "") + REDACTED, text
+        )
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: str  # "user" | "assistant"
+    text: str  # whitespace-collapsed, redacted
+    timestamp: str | None
+    speaker: str | None = None  # a sender name, when the line carries one
+
+    def render(self) -> str:
+        who = _ROLES[self.role]
+        return f"{who} ({self.speaker}): {self.text}" if self.speaker else f"{who}: {self.text}"
+
+
+class Malformed(Exception):
+    """A line that is not valid JSON (or not a JSON object)."""
+
+
+def _content_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "text":
+                t = block.get("text")
+                if isinstance(t, str):
+                    parts.append(t)
+        return " ".join(parts)
+    return ""
+
+
+def parse_message(raw: bytes) -> Message | None:
+    """The message on one JSONL line, None for non-message or noise lines.
+
+    Raises Malformed for a line that is not a JSON object."""
+    try:
+        obj = json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # includes invalid UTF-8
+        raise Malformed(str(exc)[:120]) from exc
+    if not isinstance(obj, dict):
+        raise Malformed("not a JSON object")
+    if obj.get("type") != "message":
+        return None
+    inner = obj.get("message")
+    body = inner if isinstance(inner, dict) else obj
+    role = body.get("role")
+    if not isinstance(role, str) or role not in _ROLES:
+        return None
+    text = " ".join(_content_text(body.get("content")).split())
+    if not text or _NOISE.match(text):
+        return None
+    ts = obj.get("timestamp", body.get("timestamp"))
+    return Message(
+        str(role), redact(text), ts if isinstance(ts, str) else None, _speaker(obj, body)
+    )
+
+
+def _speaker(obj: dict[str, Any], body: dict[str, Any]) -> str | None:
+    """A short sender name (``speaker``, ``name`` or ``sender``), whitespace-collapsed."""
+    for d in (body, obj):
+        for key in ("speaker", "name", "sender"):
+            v = d.get(key)
+            if isinstance(v, str):
+                v = " ".join(v.split())[:64]
+                if v:
+                    return redact(v)
+    return None
+
+
+def is_transcript_name(name: str, include_rotated: bool = True) -> bool:
+    if "/" in name or name.startswith("."):
+        return False
+    patterns = TRANSCRIPT_PATTERNS if include_rotated else TRANSCRIPT_PATTERNS[:1]
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptFile:
+    name: str
+    path: str
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+
+    @property
+    def display(self) -> str:
+        return f"{SESSIONS_SOURCE}/{self.name}"
+
+    def open(self) -> int:
+        """A descriptor of this transcript (no symlink, regular file, non-blocking)."""
+        return open_transcript(self.path)
+
+
+def list_transcripts(
+    directory: Path | None,
+    include_rotated: bool = True,
+    on_skip: Callable[[str, str], None] | None = None,
+) -> list[TranscriptFile]:
+    """Regular transcript files directly in ``directory`` (no symlinks), sorted.
+    ``on_skip(display, reason)`` hears of names that are not UTF-8 and of symlinks,
+    FIFOs or devices with a transcript's name."""
+    if directory is None:
+        return []
+    out: list[TranscriptFile] = []
+    try:
+        fd = safefs.open_dir(directory)
+    except (OSError, FileVanished, FileUnreadable):
+        return []
+    try:
+        with os.scandir(fd) as it:
+            entries = list(it)
+        for e in entries:
+            if not is_transcript_name(e.name, include_rotated):
+                continue
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            display = f"{SESSIONS_SOURCE}/{safefs.printable(e.name)}"
+            if not stat.S_ISREG(st.st_mode):
+                if on_skip is not None:
+                    on_skip(display, safefs.kind(st.st_mode))
+                continue
+            if not safefs.valid_utf8(e.name):
+                if on_skip is not None:
+                    on_skip(display, "file name is not valid UTF-8")
+                continue
+            path = os.path.join(directory, e.name)
+            out.append(
+                TranscriptFile(e.name, path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+            )
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
+    out.sort(key=lambda t: t.name)
+    return out
+
+
+def open_transcript(path: str) -> int:
+    """A descriptor of the transcript at ``path`` (see ``TranscriptFile.open``)."""
+    return safefs.open_under(os.path.dirname(path), (os.path.basename(path),))
+
+
+def read_complete_lines(
+    fd: int, offset: int, max_bytes: int
+) -> tuple[list[bytes | None], int, bytes]:
+    """Complete lines from ``offset``: (lines without their newline, end offset, head).
+
+    Stops at the last newline within ``max_bytes`` (a partial last line waits for
+    its newline). A line longer than ``MAX_LINE_BYTES`` comes back as None (to be
+    counted as malformed) so reading moves past it. ``head`` is the file's first 256 bytes,
+    which tell a rotated or replaced file from the one the cursor knew."""
+    head = os.pread(fd, 256, 0)
+    data = os.pread(fd, max_bytes, offset)
+    if b"\n" not in data and len(data) >= max_bytes:
+        # One giant line: find its end and skip it as malformed.
+        pos = offset + len(data)
+        while True:
+            block = os.pread(fd, 1 << 20, pos)
+            if not block:
+                return [], offset, head
+            nl = block.find(b"\n")
+            if nl >= 0:
+                return [None], pos + nl + 1, head
+            pos += len(block)
+    last = data.rfind(b"\n")
+    if last < 0:
+        return [], offset, head
+    out: list[bytes | None] = []
+    for ln in data[:last].split(b"\n"):
+        if ln.endswith(b"\r"):
+            ln = ln[:-1]
+        out.append(ln if len(ln) <= MAX_LINE_BYTES else None)
+    return out, offset + last + 1, head
+
+
+@dataclass(frozen=True, slots=True)
+class LineRange:
+    lines: list[str]  # the lines asked for (or as many as fit in the byte limit)
+    total: int  # lines in the whole file, numbered as split_lines() numbers them
+    truncated: bool  # stopped early at the byte limit
+
+
+def read_lines(
+    fd: int, first: int, count: int | None, max_bytes: int, *, block_size: int = 1 << 20
+) -> LineRange:
+    """Lines ``first`` .. ``first + count - 1`` of a file, streamed in blocks.
+
+    Lines are decoded one by one (an invalid byte becomes U+FFFD, a NUL too), so one
+    bad line never makes the rest unreadable, and the file may be of any size: only
+    the lines asked for are kept, at most ``max_bytes`` of them (whole lines; a first
+    line longer than that alone is cut)."""
+    last = None if count is None else first - 1 + count
+    picked: list[str] = []
+    size = 0
+    truncated = False
+    cur = bytearray()  # the bytes of the line being read, when it is wanted
+    lineno = 1  # the number of the line being read
+    pos = 0
+    tail = False  # the file does not end with a newline
+
+    def wanted(n: int) -> bool:
+        return not truncated and n >= first and (last is None or n <= last)
+
+    def finish(n: int) -> None:
+        nonlocal size, truncated
+        if wanted(n):
+            if picked and size + len(cur) > max_bytes:
+                truncated = True
+            else:
+                picked.append(_decode_line(bytes(cur[:max_bytes])))
+                size += len(cur) + 1
+                truncated = len(cur) > max_bytes
+        cur.clear()
+
+    while block := os.pread(fd, block_size, pos):
+        pos += len(block)
+        tail = not block.endswith(b"\n")
+        newlines = block.count(b"\n")
+        if (
+            truncated
+            or (last is not None and lineno > last)
+            or (lineno + newlines < first and not cur)
+        ):
+            lineno += newlines  # no wanted line here: count only
+            continue
+        for i, piece in enumerate(block.split(b"\n")):
+            if i:
+                finish(lineno)
+                lineno += 1
+            if wanted(lineno) and len(cur) <= max_bytes:
+                cur += piece
+    if tail:
+        finish(lineno)
+        total = lineno
+    else:
+        total = lineno - 1
+    return LineRange(picked, total, truncated)
+
+
+def _decode_line(raw: bytes) -> str:
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+    return raw.decode("utf-8", "replace").replace("\x00", "\ufffd")

@@ -1,0 +1,336 @@
+"""The ``memindex`` command line. ``main(argv)`` takes its arguments so tests call it."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from indexer.config import Config, Settings
+from indexer.config_file import load_config, load_settings
+from indexer.errors import InvalidParams, MemindexError
+from indexer.surfaces.cli_parts import ProgressBar, parser
+from indexer.surfaces.client import call
+from indexer.surfaces.reading import daemon_socket, read_call
+
+# Each command imports what it needs when it runs: a search, get or status answered
+# by the daemon needs neither the engine nor numpy (bench/process_bench.py), nor
+# logging (~10 ms): these commands set it up only when they read the file themselves.
+
+__all__ = ["main"]
+
+# Commands that ask the daemon when one serves the index.
+_DAEMON_COMMANDS = frozenset({"index", "search", "get", "status"})
+
+
+def _print_json(obj: Any, out: TextIO) -> None:
+    out.write(json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
+
+
+def _setup_logging(args: argparse.Namespace, err: TextIO) -> None:
+    import logging
+
+    serve = args.command == "serve"
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO if serve else logging.WARNING,
+        format="%(asctime)s memindex %(levelname)s %(name)s: %(message)s"
+        if serve
+        else "memindex: %(levelname)s %(name)s: %(message)s",
+        stream=err,
+    )
+
+
+def _cmd_index(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    sock = daemon_socket(cfg)
+    if sock is not None:  # the daemon is the one writer: let it do the work
+        report = call(sock, "reindex", {"agent": cfg.agent_name, "force": args.force}, timeout=3600)
+        index_path = report.pop("indexPath", str(cfg.resolved_index_path()))
+    else:
+        _setup_logging(args, err)
+        from indexer.indexing.writer import Indexer
+        from indexer.selection import select_provider
+        from indexer.store import Store
+
+        writer = Indexer(cfg, Store(cfg.resolved_index_path()), select_provider(cfg).provider)
+        bar = ProgressBar(err, "indexing")
+        try:
+            report = writer.sync(force=args.force, progress=bar).to_json()
+        finally:
+            bar.close()
+            writer.store.close()
+        index_path = str(writer.index_path)
+    if args.json:
+        _print_json({"indexPath": index_path, **report}, out)
+        return 0
+    r = report
+    if r.get("rebuilt"):
+        out.write(f"rebuilt the index ({r['rebuilt']})\n")
+    out.write(
+        f"{r['files']} files: {r['added']} added, {r['updated']} updated, "
+        f"{r['unchanged']} unchanged, {r['removed']} removed; "
+        f"{r['chunksWritten']} chunks written in {r['seconds']:.2f}s"
+        + (" (through the daemon)" if sock else "")
+        + "\n"
+    )
+    sess = r.get("sessions") or {}
+    if sess.get("files"):
+        out.write(
+            f"sessions: {sess['files']} transcripts, {sess['messages']} new messages"
+            f", {sess['malformed']} malformed lines skipped\n"
+        )
+    emb = r.get("embedding")
+    if emb:
+        out.write(
+            f"vectors: {emb['embedded']} embedded, {emb['cacheHits']} from cache, "
+            f"{emb['pending']} pending" + (f" ({emb['error']})" if emb["error"] else "") + "\n"
+        )
+    out.write(f"index: {index_path}\n")
+    for s in r["skipped"] + r["errors"]:
+        out.write(f"skipped {s['path']}: {s['reason']}\n")
+    return 0
+
+
+def _cmd_search(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    params: dict[str, Any] = {"query": args.query}
+    if args.max_results is not None:
+        params["maxResults"] = args.max_results
+    if args.min_score is not None:
+        params["minScore"] = args.min_score
+    if args.source != "all":
+        params["sources"] = [args.source]
+    if args.gate:
+        params["gate"] = True
+    if args.mode is not None:
+        params["mode"] = args.mode
+    result = read_call(cfg, "memory_search", params, direct=lambda: _setup_logging(args, err))
+    if args.json:
+        _print_json(result, out)
+        return 0
+    if result.get("skipped"):
+        out.write(f"Not searched ({result['skipped']}).\n")
+        return 0
+    if not result["results"]:
+        out.write("No results.\n")
+        return 0
+    for r in result["results"]:
+        out.write(f"{r['score']:.3f} {r['path']}:{r['startLine']}-{r['endLine']}\n")
+        for line in r["snippet"].split("\n"):
+            out.write(f"    {line}\n")
+        out.write("\n")
+    return 0
+
+
+def _cmd_get(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    params: dict[str, Any] = {"path": args.path}
+    if args.start is not None:
+        params["from"] = args.start
+    if args.lines is not None:
+        params["lines"] = args.lines
+    result = read_call(cfg, "memory_get", params, direct=lambda: _setup_logging(args, err))
+    if args.json:
+        _print_json(result, out)
+        return 0
+    out.write(result["text"] + ("\n" if result["text"] else ""))
+    first, total = result["from"], result["totalLines"]
+    if first > max(total, 1):  # nothing printed: say why rather than exit quietly
+        raise InvalidParams(f"--from {first} is past the end of {result['path']} ({total} lines)")
+    if result.get("truncated"):
+        err.write(
+            f"memindex: output stopped at the size limit; go on with --from {result['nextFrom']}\n"
+        )
+    return 0
+
+
+def _cmd_status(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    st = read_call(cfg, "status", {}, direct=lambda: _setup_logging(args, err))
+    if args.json:
+        _print_json(st, out)
+        return 0
+    out.write(f"index:     {st['indexPath']}\n")
+    out.write(f"workspace: {st['workspace']}\n")
+    for src, c in sorted(st["sources"].items()):
+        out.write(f"{src + ':':<11}{c['files']} files, {c['chunks']} chunks\n")
+    vec = st["vector"]
+    if st["mode"] == "hybrid":
+        out.write(
+            f"mode:      hybrid ({st['provider']} {st['model']}, {st['dims']} dims; "
+            f"{vec['pendingChunks']} chunks pending, {vec['cacheEntries']} cached)\n"
+        )
+    else:
+        out.write(f"mode:      keyword ({vec['reason']})\n")
+    sq = st["sqlite"]
+    out.write(f"sqlite:    {sq['sqlite']} via {sq['binding']}, sqlite-vec {sq['sqliteVec']}\n")
+    last = st["lastSync"]
+    if last:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last["at"]))
+        out.write(f"last sync: {when} ({last['files']} files)\n")
+    else:
+        out.write("last sync: never (run 'memindex index')\n")
+    for s in st["skipped"]:
+        out.write(f"skipped:   {s['path']}: {s['reason']}\n")
+    d = st.get("daemon")
+    if d:
+        w = d["watcher"]
+        out.write(
+            f"daemon:    pid {d['pid']} on {d['socket']}, watcher {w['backend']}"
+            + (f" ({w['reason']})" if w.get("reason") else "")
+            + "\n"
+        )
+    else:
+        out.write("daemon:    not running (read the index file directly)\n")
+    return 0
+
+
+def _cmd_doctor(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
+    from indexer.surfaces.doctor import checks
+
+    got = checks(cfg)
+    if args.json:
+        _print_json([{"check": n, "ok": ok, "detail": d} for n, ok, d in got], out)
+    else:
+        for n, ok, d in got:
+            out.write(f"{'ok  ' if ok else 'FAIL'} {n:<11} {d}\n")
+    return 0 if all(ok for _, ok, _ in got) else 1
+
+
+def _cmd_distill(args: argparse.Namespace, out: TextIO) -> int:
+    """jsonl_distill's protocol: one JSON object on stdout, exit 1 on an error."""
+    from indexer.sources.distill import Distiller
+
+    settings = load_settings(
+        args.config, workspace=args.workspace, agent=args.agent, openclaw=args.openclaw_config
+    )
+    d = Distiller(list(settings.agents))
+    try:
+        if args.action == "init":
+            result = d.init()
+        elif args.action == "run":
+            result = d.run()
+        else:
+            if not args.batch_file:
+                raise InvalidParams("commit needs --batch-file FILE (the file run created)")
+            result = d.commit(args.batch_file)
+    except MemindexError as exc:
+        out.write(json.dumps({"ok": False, "error": exc.message}) + "\n")
+        return 1
+    out.write(json.dumps(result) + "\n")
+    return 0
+
+
+def _serve_options(args: argparse.Namespace) -> list[str]:
+    """The global options that select what ``serve`` serves, with absolute paths."""
+    out: list[str] = []
+    for flag, value in (
+        ("--config", args.config),
+        ("--workspace", args.workspace),
+        ("--openclaw-config", args.openclaw_config),
+    ):
+        if value is not None:
+            out += [flag, str(Path(value).expanduser().absolute())]
+    if args.agent is not None:
+        out += ["--agent", args.agent]
+    return out
+
+
+def _cmd_service(args: argparse.Namespace, out: TextIO) -> int:
+    from indexer.surfaces import service
+
+    kind = args.kind or service.default_kind()
+    options = _serve_options(args)
+    # What the unit will serve must load now: a unit that cannot start would only
+    # restart in a loop.
+    settings = load_settings(
+        args.config, workspace=args.workspace, agent=args.agent, openclaw=args.openclaw_config
+    )
+    for agent in settings.agents:
+        agent.require_workspace()
+    if args.action == "print":
+        out.write(service.render(kind, args=options))
+        return 0
+    path, start = service.install(kind, options)
+    out.write(f"wrote {path}\nstart it with: {start}\n")
+    return 0
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from indexer.surfaces.daemon import Daemon
+
+    def settings() -> Settings:
+        return load_settings(
+            args.config, workspace=args.workspace, agent=args.agent, openclaw=args.openclaw_config
+        )
+
+    daemon = Daemon(settings(), socket_path=args.socket, reload=settings)
+    return daemon.run()
+
+
+def main(
+    argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    args = parser().parse_args(argv)
+    if args.command not in _DAEMON_COMMANDS:
+        _setup_logging(args, err)
+    try:
+        if args.command == "serve":
+            return _cmd_serve(args)
+        if args.command == "distill":
+            return _cmd_distill(args, out)
+        if args.command == "service":
+            return _cmd_service(args, out)
+        cfg = load_config(
+            args.config, workspace=args.workspace, agent=args.agent, openclaw=args.openclaw_config
+        )
+        if args.command == "index":
+            return _cmd_index(cfg, args, out, err)
+        if args.command == "search":
+            return _cmd_search(cfg, args, out, err)
+        if args.command == "get":
+            return _cmd_get(cfg, args, out, err)
+        if args.command == "status":
+            return _cmd_status(cfg, args, out, err)
+        if args.command == "doctor":
+            return _cmd_doctor(cfg, args, out)
+        if args.command == "mcp":
+            from indexer.surfaces import mcp_server
+
+            return mcp_server.run(cfg)
+    except MemindexError as exc:
+        err.write(f"memindex: error: {exc.message}\n")
+        return 2
+    except KeyboardInterrupt:
+        err.write("memindex: interrupted\n")
+        return 130
+    except BrokenPipeError:  # `memindex search … | head`: the reader has gone
+        _quiet_stdout()
+        return 0
+    except Exception as exc:  # a bug: one line (the traceback with -v), never a crash dump
+        if args.verbose:
+            import logging
+
+            _setup_logging(args, err)  # a no-op when the command set it up already
+            logging.getLogger("memindex").exception("internal error")
+        err.write(
+            f"memindex: internal error: {type(exc).__name__}: {exc} "
+            "(a bug: please report it; -v shows the traceback)\n"
+        )
+        return 2
+    return 2
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail too."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

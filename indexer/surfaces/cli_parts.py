@@ -1,0 +1,153 @@
+"""The ``memindex`` command line's argument parser and its terminal output (a progress
+bar); ``cli.py`` runs the commands."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from indexer import __version__
+
+__all__ = ["ProgressBar", "parser"]
+
+
+class ProgressBar:
+    """A one-line progress bar on a terminal; silent otherwise."""
+
+    def __init__(self, stream: TextIO, label: str) -> None:
+        self.stream = stream
+        self.label = label
+        self.enabled = stream.isatty()
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total < 50:
+            return
+        now = time.monotonic()
+        if now - self.last < 0.1 and done < total:
+            return
+        self.last = now
+        width = 30
+        filled = int(width * done / total) if total else width
+        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
+def _columns() -> int:
+    """The terminal's width, as shutil.get_terminal_size() gives it."""
+    with contextlib.suppress(KeyError, ValueError):
+        return int(os.environ["COLUMNS"])
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):  # no stdout, or not a terminal
+        return 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's own formatter, minus its ``import shutil`` (with bz2 and lzma, ~3 ms
+    of every process) for the terminal width."""
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        width = _columns() - 2 if width is None else width
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser using _Formatter; the subcommands' parsers are of this class too."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="memindex",
+        description="Index an agent's Markdown memory and search it (BM25 keyword search, "
+        "line-range citations).",
+    )
+    p.add_argument(
+        "--config", type=Path, help="config file (default ~/.config/memindex/config.toml)"
+    )
+    p.add_argument("--workspace", type=Path, help="agent workspace holding MEMORY.md and memory/")
+    p.add_argument("--agent", help="agent id: names the index file <state dir>/<agent>.sqlite")
+    p.add_argument(
+        "--openclaw-config",
+        type=Path,
+        help="take agents, workspaces and memorySearch settings from an openclaw.json",
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
+    p.add_argument("--version", action="version", version=f"memindex {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    s = sub.add_parser("index", help="index new and changed files, drop deleted ones")
+    s.add_argument("--force", action="store_true", help="rebuild the whole index")
+    s.add_argument("--json", action="store_true", help="print the sync report as JSON")
+
+    s = sub.add_parser("search", help="search the index")
+    s.add_argument("query", help='words, "quoted phrases", IDs, paths')
+    s.add_argument("--max-results", type=int, default=None, help="number of results (default 6)")
+    s.add_argument("--min-score", type=float, default=None, help="drop weaker results (0..1)")
+    s.add_argument(
+        "--source", choices=["memory", "sessions", "all"], default="all", help="which source"
+    )
+    s.add_argument(
+        "--gate", action="store_true", help="answer small talk and /commands with no search"
+    )
+    s.add_argument(
+        "--mode",
+        choices=["keyword", "vector", "hybrid"],
+        default=None,
+        help="search mode (default: hybrid when vectors are built, else keyword)",
+    )
+    s.add_argument("--json", action="store_true", help="print the memory_search result as JSON")
+
+    s = sub.add_parser("get", help="print lines of a memory file")
+    s.add_argument("path", help="path as shown in search results, e.g. memory/2026-11-21.md")
+    s.add_argument("--from", dest="start", type=int, default=None, help="first line (1-based)")
+    s.add_argument("--lines", type=int, default=None, help="number of lines (default: all)")
+    s.add_argument("--json", action="store_true", help="print the memory_get result as JSON")
+
+    s = sub.add_parser("status", help="show what the index holds and its health")
+    s.add_argument("--json", action="store_true", help="print the status object as JSON")
+
+    s = sub.add_parser("distill", help="transcript batches for a distiller (init | run | commit)")
+    s.add_argument("action", choices=["init", "run", "commit"], help="what to do")
+    s.add_argument("--batch-file", help="with commit: the batch file that was consumed")
+
+    s = sub.add_parser("mcp", help="serve memory_search / memory_get / status over MCP (stdio)")
+
+    s = sub.add_parser("doctor", help="check config, index, extensions, provider and daemon")
+    s.add_argument("--json", action="store_true", help="print the checks as JSON")
+
+    s = sub.add_parser("serve", help="run the daemon: watch files, answer on the Unix socket")
+    s.add_argument("--socket", type=Path, default=None, help="socket path (default from config)")
+
+    s = sub.add_parser("service", help="install the daemon as a systemd / launchd user service")
+    s.add_argument("action", choices=["install", "print"], help="write the unit, or print it")
+    s.add_argument(
+        "--kind",
+        choices=["systemd", "launchd"],
+        default=None,
+        help="service manager (default: launchd on macOS, else systemd)",
+    )
+    return p

@@ -1,0 +1,110 @@
+"""Talking to a running daemon over its Unix socket (the CLI, MCP, memindex-qmd).
+
+Before a query is sent, the server's uid is read from the socket (SO_PEERCRED on
+Linux, LOCAL_PEERCRED on macOS): a socket in a shared directory that another user
+has taken over gets nothing (``ForeignSocket``)."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import socket
+import struct
+import sys
+from pathlib import Path
+from typing import Any
+
+from indexer.errors import DaemonUnavailable, ForeignSocket, RemoteError
+
+__all__ = ["DaemonUnavailable", "ForeignSocket", "RemoteError", "call", "peer_uid", "serves"]
+
+_ids = itertools.count(1)
+MAX_REPLY_BYTES = 256 * 1024 * 1024  # a reply longer than this is not read to its end
+
+
+def peer_uid(conn: socket.socket) -> int | None:
+    """The uid of the process at the other end of a Unix socket, if the OS says."""
+    if hasattr(socket, "SO_PEERCRED"):
+        raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        _pid, uid, _gid = struct.unpack("3i", raw)
+        return int(uid)
+    if sys.platform == "darwin":  # LOCAL_PEERCRED -> struct xucred {u_int version; uid_t uid; …}
+        sol_local, local_peercred = 0, 0x001
+        raw = conn.getsockopt(sol_local, local_peercred, struct.calcsize("IIh16I"))
+        return int(struct.unpack_from("II", raw)[1])
+    return None
+
+
+def connect(path: Path, timeout: float) -> socket.socket:
+    """A connected socket whose server runs as this user, or DaemonUnavailable /
+    ForeignSocket."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(str(path))
+        uid = peer_uid(sock)
+    except OSError as exc:
+        sock.close()
+        raise DaemonUnavailable(f"no memindex daemon answers on {path}: {exc}") from exc
+    if uid is not None and uid != os.getuid():
+        sock.close()
+        raise ForeignSocket(
+            f"{path} is served by a process of uid {uid}, not yours ({os.getuid()}): nothing "
+            "was sent. Remove that socket or set server.socket to a private directory"
+        )
+    return sock
+
+
+def call(
+    path: Path, method: str, params: dict[str, Any] | None = None, *, timeout: float = 30.0
+) -> Any:
+    """One JSON-RPC call; raises DaemonUnavailable, ForeignSocket or RemoteError."""
+    sock = connect(path, timeout)
+    try:
+        req = {"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": params or {}}
+        sock.sendall(json.dumps(req).encode() + b"\n")
+        buf = bytearray()
+        while not buf.endswith(b"\n"):
+            data = sock.recv(1 << 20)
+            if not data:
+                raise DaemonUnavailable(f"the daemon on {path} closed the connection")
+            buf += data
+            if len(buf) > MAX_REPLY_BYTES:
+                raise DaemonUnavailable(f"the reply on {path} is over {MAX_REPLY_BYTES} bytes")
+    except TimeoutError as exc:
+        raise DaemonUnavailable(f"the daemon on {path} did not answer within {timeout:g}s") from exc
+    except OSError as exc:
+        raise DaemonUnavailable(f"the connection to {path} failed: {exc}") from exc
+    finally:
+        with contextlib.suppress(OSError):
+            sock.close()
+    try:
+        reply: Any = json.loads(buf)
+    except ValueError as exc:
+        raise DaemonUnavailable(f"the daemon on {path} sent a reply that is not JSON") from exc
+    if not isinstance(reply, dict):
+        raise DaemonUnavailable(f"the daemon on {path} sent a reply that is not an object")
+    if "error" in reply:
+        err = reply["error"] if isinstance(reply["error"], dict) else {}
+        detail = err.get("data") or {}
+        code = str(detail.get("code", "remote")) if isinstance(detail, dict) else "remote"
+        rpc_code = err.get("code", 0)
+        raise RemoteError(
+            str(err.get("message")), rpc_code if isinstance(rpc_code, int) else 0, code
+        )
+    return reply.get("result")
+
+
+def serves(path: Path, agent: str, index_path: Path) -> bool:
+    """True if a daemon answers on ``path`` and serves ``agent`` from ``index_path``.
+    A socket served by another user raises ForeignSocket: that is not ignored."""
+    if not path.exists():
+        return False
+    try:
+        pong = call(path, "ping", timeout=2.0)
+    except (DaemonUnavailable, RemoteError):
+        return False
+    agents = pong.get("agents") if isinstance(pong, dict) else None
+    return isinstance(agents, dict) and agents.get(agent) == str(index_path)

@@ -1,0 +1,97 @@
+"""``memindex doctor``: every check a user would otherwise do by hand, each one
+reported as ok or FAIL with what to do, never a traceback."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from indexer.config import Config
+from indexer.errors import MemindexError
+from indexer.surfaces.client import call
+
+__all__ = ["checks"]
+
+
+def checks(cfg: Config) -> list[tuple[str, bool, str]]:
+    """Each check's (name, ok, detail), in order."""
+    from indexer.selection import select_provider
+    from indexer.sources.discovery import discover
+    from indexer.sources.tokenizer import get_counter
+    from indexer.store import Store
+
+    got: list[tuple[str, bool, str]] = []
+
+    def check(name: str, fn: Callable[[], str]) -> None:
+        try:
+            detail = fn()
+            got.append((name, True, str(detail)))
+        except Exception as exc:  # a doctor reports, it does not crash
+            msg = exc.message if isinstance(exc, MemindexError) else f"{type(exc).__name__}: {exc}"
+            got.append((name, False, msg))
+
+    check("config", lambda: str(cfg.source or "defaults (no config file)"))
+    check("workspace", lambda: f"{cfg.require_workspace()} ({len(discover(cfg))} memory files)")
+    check(
+        "tokenizer",
+        lambda: f"cl100k_base offline, 'hello world' = {get_counter()(['hello world'])[0]} tokens",
+    )
+
+    def index() -> str:
+        path = cfg.resolved_index_path()
+        if not path.exists():
+            return f"{path} not built yet: run 'memindex index'"
+        with Store(path, readonly=True) as st:
+            problems = st.consistency()
+            if problems:
+                raise RuntimeError(
+                    f"{path}: {'; '.join(problems)}; run 'memindex index --force' to rebuild it"
+                )
+            v = st.versions()
+            return (
+                f"{path}: integrity ok, tables consistent, SQLite {v['sqlite']} via {v['binding']}"
+            )
+
+    check("index", index)
+
+    def vec() -> str:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as d, Store(Path(d) / "probe.sqlite") as st:
+            if st.vec_version is None:
+                raise RuntimeError(st.vector_error or "sqlite-vec not loaded")
+            return f"sqlite-vec {st.vec_version} loads"
+
+    check("sqlite-vec", vec)
+
+    def provider() -> str:
+        sel = select_provider(cfg)
+        if sel.provider is None:
+            if cfg.provider.name not in ("auto", "none"):  # asked for, and not there
+                raise RuntimeError(f"provider '{cfg.provider.name}' unavailable: {sel.reason}")
+            return f"none: keyword search only ({sel.reason})"
+        desc = f"{sel.provider.id} {sel.provider.model} ({sel.provider.dims} dims)"
+        sel.provider.embed_query("memindex doctor")
+        sel.provider.close()
+        return desc + ", answered a test query"
+
+    check("provider", provider)
+
+    def daemon() -> str:
+        path = cfg.socket_path()
+        if not path.exists():
+            return f"not running (no socket at {path})"
+        pong = call(path, "ping", timeout=2.0)
+        agents = list(pong.get("agents", {}))
+        problems = []
+        for name in agents:  # a daemon that answers but does not index is a failure
+            st = call(path, "status", {"agent": name}, timeout=10.0)
+            if st.get("stuck") or st.get("lastError"):
+                problems.append(f"agent {name}: {st.get('lastError')}")
+        if problems:
+            raise RuntimeError(f"daemon on {path} reports: {'; '.join(problems)}")
+        return f"answering on {path}, version {pong.get('version')}, agents {agents}, no errors"
+
+    check("daemon", daemon)
+
+    return got

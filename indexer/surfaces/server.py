@@ -1,0 +1,407 @@
+"""JSON-RPC 2.0 over a Unix stream socket: framing, peer check, dispatch.
+
+One JSON object (or batch array) per line, UTF-8. The socket is created mode 0600 and
+every connection's peer uid is checked (SO_PEERCRED on Linux, LOCAL_PEERCRED on macOS):
+other uids get an error and are disconnected. A request line over ``max_request``
+bytes, malformed JSON, an unknown method or bad params get JSON-RPC errors, and the
+connection stays usable. Replies are bounded too: one over ``max_reply`` bytes is
+replaced by an error saying so, and a batch (at most ``MAX_BATCH`` requests) shares one
+``max_reply`` budget, so a small request cannot make the daemon build a huge answer.
+Strings that are not valid Unicode (lone surrogates, which JSON can carry) are
+refused as invalid params and never kill the connection. Each connection has its
+own thread; handlers must be thread-safe (the daemon gives each request its own
+read-only SQLite connection).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import logging
+import os
+import select
+import socket
+import stat
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from indexer.errors import ConfigError, InvalidParams, MemindexError
+from indexer.sources.safefs import valid_utf8
+from indexer.surfaces.client import peer_uid
+
+__all__ = [
+    "MAX_BATCH",
+    "DaemonRunning",
+    "RpcError",
+    "SocketServer",
+]
+
+log = logging.getLogger(__name__)
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+APP_ERROR = -32000  # memindex errors; data.code says which
+TOO_LARGE = -32001
+REPLY_TOO_LARGE = -32002
+FORBIDDEN = -32003
+BUSY = -32004
+
+
+MAX_BATCH = 100  # requests in one batch; a larger batch gets one error, nothing runs
+
+
+class RpcError(Exception):
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class DaemonRunning(MemindexError):
+    code = "daemon_running"
+
+
+Handler = Callable[[str, dict[str, Any]], Any]
+
+
+def _error(id_: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    err: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    return {"jsonrpc": "2.0", "id": id_, "error": err}
+
+
+class SocketServer:
+    """Accepts connections on a Unix socket and answers JSON-RPC requests."""
+
+    def __init__(
+        self,
+        path: Path,
+        handler: Handler,
+        *,
+        max_request: int = 1024 * 1024,
+        max_connections: int = 256,
+        idle_timeout: float = 300.0,
+        max_reply: int = 16 * 1024 * 1024,
+        allowed_uid: int | None = None,
+    ) -> None:
+        self.path = path
+        self.handler = handler
+        self.max_request = max_request
+        self.max_reply = max_reply
+        self.max_connections = max_connections
+        self.idle_timeout = idle_timeout
+        self.allowed_uid = os.getuid() if allowed_uid is None else allowed_uid
+        self._sock: socket.socket | None = None
+        self._lock_fd: int | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._conns: set[socket.socket] = set()
+        self._conns_lock = threading.Lock()
+        self.refused = 0
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def start(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._take_lock()
+        self._clear_stale()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)
+        try:
+            sock.bind(str(self.path))
+        except OSError as exc:
+            sock.close()
+            self._release_lock()
+            raise ConfigError(
+                f"cannot listen on {self.path}: {exc.strerror or exc} (a socket path is at "
+                "most ~107 bytes; set server.socket to a shorter one)"
+            ) from exc
+        finally:
+            os.umask(old_umask)
+        os.chmod(self.path, 0o600)
+        sock.listen(128)
+        sock.setblocking(False)
+        self._sock = sock
+        self._thread = threading.Thread(
+            target=self._accept_loop, name="memindex-accept", daemon=True
+        )
+        self._thread.start()
+        log.info("listening on %s", self.path)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self._sock is not None:
+            self._sock.close()
+            with contextlib.suppress(OSError):
+                if stat.S_ISSOCK(os.lstat(self.path).st_mode):
+                    os.unlink(self.path)
+        with self._conns_lock:
+            for c in list(self._conns):
+                with contextlib.suppress(OSError):
+                    c.shutdown(socket.SHUT_RDWR)
+        self._release_lock()
+
+    def _release_lock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def _take_lock(self) -> None:
+        """One daemon per socket path: an exclusive lock on ``<socket>.lock``."""
+        import fcntl
+
+        lock_path = str(self.path) + ".lock"
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            raise DaemonRunning(f"a memindex daemon is already serving {self.path}") from exc
+        self._lock_fd = fd
+
+    def _clear_stale(self) -> None:
+        """Remove a socket file left by a crashed daemon; never steal a live one."""
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            return
+        if not stat.S_ISSOCK(st.st_mode):
+            raise DaemonRunning(
+                f"{self.path} exists and is not a socket; remove it or pick another server.socket"
+            )
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        probe.settimeout(1.0)
+        try:
+            probe.connect(str(self.path))
+        except (ConnectionRefusedError, FileNotFoundError):
+            log.info("removing stale socket %s", self.path)
+            os.unlink(self.path)
+            return
+        except OSError as exc:
+            raise DaemonRunning(f"cannot check socket {self.path}: {exc}") from exc
+        finally:
+            probe.close()
+        raise DaemonRunning(f"a memindex daemon is already serving {self.path}")
+
+    # -- connections ---------------------------------------------------------------
+
+    def _accept_loop(self) -> None:
+        assert self._sock is not None
+        while not self._stop.is_set():
+            ready, _, _ = select.select([self._sock], [], [], 0.2)
+            if not ready:
+                continue
+            try:
+                conn, _ = self._sock.accept()
+            except BlockingIOError:
+                continue
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE):
+                    log.warning("out of file descriptors; refusing a connection")
+                    self._stop.wait(0.1)
+                    continue
+                if self._stop.is_set():
+                    return
+                raise
+            conn.setblocking(True)
+            with self._conns_lock:
+                too_many = len(self._conns) >= self.max_connections
+                if not too_many:
+                    self._conns.add(conn)
+            if too_many:
+                self._send_and_close(conn, _error(None, BUSY, "too many connections"))
+                continue
+            threading.Thread(
+                target=self._serve, args=(conn,), daemon=True, name="memindex-conn"
+            ).start()
+
+    def _send_and_close(self, conn: socket.socket, obj: dict[str, Any]) -> None:
+        with contextlib.suppress(OSError):
+            conn.sendall(_encode(obj))
+        with contextlib.suppress(OSError):
+            conn.close()
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            uid = peer_uid(conn)
+            if uid is not None and uid != self.allowed_uid:
+                self.refused += 1
+                log.warning("refused a connection from uid %d", uid)
+                self._send_and_close(
+                    conn, _error(None, FORBIDDEN, "connection refused: different user")
+                )
+                return
+            conn.settimeout(self.idle_timeout if self.idle_timeout > 0 else None)
+            self._read_loop(conn)
+        except (OSError, TimeoutError):
+            pass
+        finally:
+            with self._conns_lock:
+                self._conns.discard(conn)
+            with contextlib.suppress(OSError):
+                conn.close()
+
+    def _read_loop(self, conn: socket.socket) -> None:
+        buf = bytearray()
+        discarding = False  # inside an oversized line: drop bytes until its newline
+        while not self._stop.is_set():
+            data = conn.recv(65536)
+            if not data:
+                return  # client closed (a half-written request is dropped)
+            buf += data
+            while True:
+                nl = buf.find(b"\n")
+                if nl < 0:
+                    if len(buf) > self.max_request:
+                        if not discarding:
+                            conn.sendall(self._too_large())
+                        discarding = True
+                        buf.clear()
+                    break
+                line = bytes(buf[:nl])
+                del buf[: nl + 1]
+                if discarding:
+                    discarding = False
+                    continue
+                if len(line) > self.max_request:
+                    conn.sendall(self._too_large())
+                    continue
+                reply = self.handle_line(line)
+                if reply is not None:
+                    conn.sendall(reply)
+
+    def _too_large(self) -> bytes:
+        return _encode(_error(None, TOO_LARGE, f"request larger than {self.max_request} bytes"))
+
+    # -- JSON-RPC ------------------------------------------------------------------
+
+    def handle_line(self, line: bytes) -> bytes | None:
+        """One request line -> one reply line (None for notifications only)."""
+        if not line.strip():
+            return None
+        try:
+            obj = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            return _encode(_error(None, PARSE_ERROR, f"parse error: {str(exc)[:200]}"))
+        if isinstance(obj, list):
+            if not obj:
+                return _encode(_error(None, INVALID_REQUEST, "empty batch"))
+            if len(obj) > MAX_BATCH:
+                return _encode(
+                    _error(
+                        None,
+                        INVALID_REQUEST,
+                        f"a batch of {len(obj)} requests: at most {MAX_BATCH} per batch "
+                        "(nothing was run)",
+                    )
+                )
+            budget = self.max_reply
+            parts: list[bytes] = []
+            for o in obj:
+                if budget <= 0:  # the batch's reply is full: answer the rest briefly
+                    if not (isinstance(o, dict) and "id" not in o):  # not a notification
+                        brief = _error(_id_of(o), REPLY_TOO_LARGE, "batch reply full: not run")
+                        parts.append(_encode(brief)[:-1])
+                    continue
+                one = self._handle_one(o)
+                if one is None:
+                    continue
+                data = self._bounded(one, budget)
+                budget -= len(data)
+                parts.append(data[:-1])
+            return (b"[" + b",".join(parts) + b"]\n") if parts else None
+        reply = self._handle_one(obj)
+        return None if reply is None else self._bounded(reply, self.max_reply)
+
+    def _bounded(self, reply: dict[str, Any], limit: int) -> bytes:
+        data = _encode(reply)
+        if len(data) <= limit:
+            return data
+        return _encode(
+            _error(
+                reply.get("id"),
+                REPLY_TOO_LARGE,
+                f"reply of {len(data)} bytes is over the limit of {limit} bytes: ask for fewer "
+                "lines (memory_get 'lines') or results",
+                {"code": "reply_too_large", "bytes": len(data), "limit": limit},
+            )
+        )
+
+    def _handle_one(self, obj: Any) -> dict[str, Any] | None:
+        if not isinstance(obj, dict):
+            return _error(None, INVALID_REQUEST, "a request is a JSON object")
+        id_ = obj.get("id")
+        is_notification = "id" not in obj
+        if not (id_ is None or isinstance(id_, (str, int))) or isinstance(id_, bool):
+            return _error(None, INVALID_REQUEST, "id must be a string, a number or null")
+        if isinstance(id_, str) and not valid_utf8(id_):
+            return _error(None, INVALID_REQUEST, "id is not valid Unicode (a lone surrogate)")
+        method = obj.get("method")
+        if obj.get("jsonrpc") != "2.0" or not isinstance(method, str):
+            return _error(id_, INVALID_REQUEST, "expected {jsonrpc: '2.0', method, params?, id}")
+        if not valid_utf8(method):
+            return _error(id_, INVALID_REQUEST, "method is not valid Unicode (a lone surrogate)")
+        params = obj.get("params", {})
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            return _error(id_, INVALID_PARAMS, "params must be an object (named parameters)")
+        try:
+            result = self.handler(method, params)
+        except RpcError as exc:
+            return None if is_notification else _error(id_, exc.code, exc.message, exc.data)
+        except UnicodeError:  # a lone surrogate reached a path, a query or a name
+            return (
+                None
+                if is_notification
+                else _error(
+                    id_,
+                    INVALID_PARAMS,
+                    "a string parameter is not valid Unicode (a lone surrogate)",
+                    {"code": "invalid_params"},
+                )
+            )
+        except InvalidParams as exc:
+            return (
+                None
+                if is_notification
+                else _error(id_, INVALID_PARAMS, exc.message, {"code": exc.code})
+            )
+        except MemindexError as exc:
+            return (
+                None if is_notification else _error(id_, APP_ERROR, exc.message, {"code": exc.code})
+            )
+        except Exception as exc:  # a bug: report it, keep serving
+            log.exception("internal error in %s", method)
+            return (
+                None
+                if is_notification
+                else _error(id_, INTERNAL_ERROR, f"internal error: {type(exc).__name__}")
+            )
+        if is_notification:
+            return None
+        return {"jsonrpc": "2.0", "id": id_, "result": result}
+
+
+def _encode(obj: Any) -> bytes:
+    """One reply line. UTF-8 as is; a reply carrying a lone surrogate (echoed from a
+    request) falls back to ASCII escapes, which are always valid JSON and UTF-8."""
+    try:
+        return json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(obj).encode("ascii") + b"\n"
+
+
+def _id_of(obj: Any) -> Any:
+    id_ = obj.get("id") if isinstance(obj, dict) else None
+    return id_ if isinstance(id_, (str, int)) and not isinstance(id_, bool) else None

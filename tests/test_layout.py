@@ -1,0 +1,165 @@
+"""The package layout is the architecture: imports run one way and never in a circle.
+
+Layers, lowest first (a module may import its own group and any lower layer):
+
+0. ``errors``, ``config``, ``config_file``, ``openclaw`` — what everything reads (these
+   may import each other; the cycle check still applies);
+1. ``api`` (the request/response types and method table), ``selection`` (which
+   embedding provider) — over ``providers/``;
+2. ``sources/`` and ``store/`` — side by side, neither imports the other;
+3. ``indexing/`` (the writer) and ``search/`` (the reader) — side by side;
+4. ``engine`` — an Indexer and a Searcher on one store, for one-process callers;
+5. ``surfaces/`` — daemon, server, client, CLI, MCP, QMD.
+
+``providers/`` never imports ``indexer``. Imports made inside functions (deferred to
+keep start-up fast) and under ``TYPE_CHECKING`` count the same as top-level ones.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+GROUPS = {
+    "errors": 0,
+    "config": 0,
+    "config_file": 0,
+    "openclaw": 0,
+    "api": 1,
+    "selection": 1,
+    "sources": 2,
+    "store": 2,
+    "indexing": 3,
+    "search": 3,
+    "engine": 4,
+    "surfaces": 5,
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports(mod: str, path: Path) -> set[str]:
+    """Every module ``mod`` (at ``path``) imports (absolute names; relative ones
+    resolved)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    here = mod.split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            found.add(mod)
+            # `from indexer.x import y` may import the module indexer.x.y
+            found.update(f"{mod}.{a.name}" for a in node.names)
+    return found
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for top in ("indexer", "providers"):
+        for p in (REPO / top).rglob("*.py"):
+            out[module_name(p)] = p
+    return out
+
+
+def group(mod: str) -> str | None:
+    parts = mod.split(".")
+    if parts[0] != "indexer":
+        return None
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_every_module_is_in_a_layer() -> None:
+    unplaced = sorted(m for m in modules() if m.startswith("indexer.") and group(m) not in GROUPS)
+    assert unplaced == [], f"place these modules in a layer (tests/test_layout.py): {unplaced}"
+
+
+def wrong_way(known: dict[str, Path]) -> list[str]:
+    wrong = []
+    for mod, path in known.items():
+        for target in imports(mod, path) & known.keys():
+            if mod.startswith("providers"):
+                if target.startswith("indexer"):
+                    wrong.append(f"{mod} -> {target}")
+                continue
+            src, dst = group(mod), group(target)
+            if dst is None or dst == "" or src == "" or src == dst:
+                continue  # providers, the package root (the version), its own group
+            assert src is not None
+            if GROUPS[dst] > GROUPS[src] or (GROUPS[dst] == GROUPS[src] and GROUPS[src] > 0):
+                wrong.append(f"{mod} ({src}) -> {target} ({dst})")
+    return sorted(wrong)
+
+
+def test_imports_run_one_way() -> None:
+    wrong = wrong_way(modules())
+    assert wrong == [], "imports against the layering:\n" + "\n".join(wrong)
+
+
+def test_no_import_cycles_between_modules() -> None:
+    known = modules()
+    graph = {m: sorted(imports(m, p) & known.keys() - {m}) for m, p in known.items()}
+    # a package imports its own submodules through __init__ only by name; drop
+    # the edge from a module to the package it lives in (Python runs __init__ first)
+    for m, deps in graph.items():
+        graph[m] = [d for d in deps if not m.startswith(d + ".")]
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert cycles == [], f"import cycles: {cycles}"
+
+
+def test_the_checker_sees_a_wrong_way_import(tmp_path: Path) -> None:
+    """The rule bites: a store module importing the read path is reported, and so
+    is a provider importing indexer."""
+    store_probe = tmp_path / "store_probe.py"
+    store_probe.write_text("from indexer.search.query import parse_query\n", encoding="utf-8")
+    provider_probe = tmp_path / "provider_probe.py"
+    provider_probe.write_text("import indexer.config\n", encoding="utf-8")
+    known = modules() | {"indexer.store.probe": store_probe, "providers.probe": provider_probe}
+    assert wrong_way(known) == [
+        "indexer.store.probe (store) -> indexer.search.query (search)",
+        "providers.probe -> indexer.config",
+    ]
