@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from markdown_it.token import Token
 
 from indexer.sources.chunking import chunk_markdown, split_lines
 from indexer.sources.tokenizer import get_counter
@@ -31,10 +32,6 @@ line_text = st.one_of(
 )
 
 
-def fences_in(lines: list[str], start: int, end: int) -> bool:
-    return any(ln.lstrip().startswith(("```", "~~~")) for ln in lines[start - 1 : end])
-
-
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     lines=st.lists(line_text, min_size=0, max_size=120),
@@ -54,10 +51,10 @@ def test_chunk_properties(lines: list[str], tokens: int, overlap_frac: float, cr
         # Line ranges reproduce the chunk text exactly.
         assert "\n".join(file_lines[c.start_line - 1 : c.end_line]) == c.text
         covered.update(range(c.start_line, c.end_line + 1))
-        # No chunk above the limit unless it is one line or holds a fence.
+        # No chunk above the limit unless it is one line.
         size = measure(file_lines[c.start_line - 1 : c.end_line])
         if size > tokens:
-            assert c.start_line == c.end_line or fences_in(file_lines, c.start_line, c.end_line)
+            assert c.start_line == c.end_line, (c, size)
     # Every non-blank line is in at least one chunk.
     for i, ln in enumerate(file_lines, start=1):
         if ln.strip():
@@ -89,6 +86,94 @@ def test_fence_larger_than_a_chunk_is_split_by_lines() -> None:
     chunks = chunk_markdown("\n".join(fence), COUNT, tokens=100, overlap=10)
     assert len(chunks) > 3
     assert all(measure(c.text.split("\n")) <= 100 for c in chunks)
+
+
+# Markdown built from blocks whose line spans are known, so the test does not ask
+# the chunker's own parser where a block is. Each entry: (lines, placed whole).
+def _words(n: int) -> str:
+    return " ".join(["alpha", "beta", "KESTREL-0429", "naïve", "gamma"][i % 5] for i in range(n))
+
+
+block = st.one_of(
+    st.integers(1, 6).map(lambda n: ([_words(8 + i) for i in range(n)], False)),  # paragraph
+    st.integers(1, 8).map(
+        lambda n: (
+            ["- item " + _words(3), "  ```", *[f"  x = {i}" for i in range(n)], "  ```"],
+            None,
+        )
+    ),  # a fence inside a list item: the fence (not the item) is whole
+    st.integers(1, 8).map(lambda n: ([f"> {_words(6)}" for _ in range(n)], True)),  # blockquote
+    st.integers(1, 8).map(
+        lambda n: (["| a | b |", "|---|---|", *[f"| {i} | {_words(3)} |" for i in range(n)]], True)
+    ),  # table
+    st.integers(1, 6).map(lambda n: (["<div>", *[_words(4) for _ in range(n)], "</div>"], True)),
+    st.integers(1, 3).map(lambda n: ([_words(3) for _ in range(n)] + ["==="], True)),  # setext
+    st.integers(1, 10).map(lambda n: (["~~~", *[f"code {i}" for i in range(n)], "~~~"], True)),
+    st.sampled_from([(["# Title"], False), (["## Part"], False)]),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(blocks=st.lists(block, min_size=1, max_size=25), tokens=st.integers(24, 160))
+def test_blocks_that_fit_are_never_cut(
+    blocks: list[tuple[list[str], bool | None]], tokens: int
+) -> None:
+    lines: list[str] = []
+    whole: list[tuple[int, int]] = []  # 1-based inclusive spans that must not be cut
+    for body, is_whole in blocks:
+        start = len(lines) + 1
+        lines += body
+        if is_whole:
+            whole.append((start, len(lines)))
+        elif is_whole is None:  # the fence of a list item: its lines after the first
+            whole.append((start + 1, len(lines)))
+        lines.append("")
+    chunks = chunk_markdown("\n".join(lines), COUNT, tokens=tokens, overlap=tokens // 5)
+    for a, b in whole:
+        if measure(lines[a - 1 : b]) > tokens:
+            continue  # larger than a chunk: it may be split
+        for c in chunks:
+            assert not (a < c.start_line <= b), (
+                f"chunk {c.start_line}-{c.end_line} starts inside {a}-{b}"
+            )
+            assert not (a <= c.end_line < b), (
+                f"chunk {c.start_line}-{c.end_line} ends inside {a}-{b}"
+            )
+
+
+def test_a_blockquote_larger_than_a_chunk_keeps_its_fence_whole() -> None:
+    quote = [f"> {_words(12)}" for _ in range(30)]
+    fence = ["> ```", *[f"> code line {i}" for i in range(8)], "> ```"]
+    lines = quote + fence + quote
+    chunks = chunk_markdown("\n".join(lines), COUNT, tokens=120, overlap=20)
+    assert len(chunks) > 2
+    a, b = len(quote) + 1, len(quote) + len(fence)
+    assert any(c.start_line <= a and b <= c.end_line for c in chunks)
+    for c in chunks:
+        assert not (a < c.start_line <= b) and not (a <= c.end_line < b)
+
+
+def test_setext_heading_and_lone_carriage_return() -> None:
+    lines = ["Intro " + _words(40), "", "Setext title", "============", ""]
+    lines += [f"line {i}\rwith a carriage return " + _words(20) for i in range(20)]
+    chunks = chunk_markdown("\n".join(lines), COUNT, tokens=100, overlap=0)
+    file_lines = split_lines("\n".join(lines))
+    assert len(file_lines) == len(lines)
+    for c in chunks:
+        assert "\n".join(file_lines[c.start_line - 1 : c.end_line]) == c.text
+        if c.start_line > 4:
+            assert c.heading == "Setext title"
+    assert any(c.start_line == 3 for c in chunks), "the heading is a cut point"
+
+
+def test_deep_nesting_is_read_as_text_in_bounded_time() -> None:
+    text = "\n".join(">" * 5000 + f" line {i} " + _words(30) for i in range(300))
+    text += "\n" + "\n".join("  " * i + "- item" for i in range(2000))
+    chunks = chunk_markdown(text, COUNT, tokens=400, overlap=80)
+    lines = split_lines(text)
+    assert {n for c in chunks for n in range(c.start_line, c.end_line + 1)} >= {
+        i + 1 for i, ln in enumerate(lines) if ln.strip()
+    }
 
 
 def test_headings_cut_and_path() -> None:
@@ -132,3 +217,65 @@ def test_tokenizer_is_cl100k_offline() -> None:
     # Known cl100k_base counts; works with no network (CI has none to the model hub).
     assert COUNT(["hello world"]) == [2]
     assert COUNT(["<|endoftext|>"]) == [7]  # special tokens are plain text here
+
+
+# Documents mixing lists with what may sit inside their items, to compare the
+# lists-off shortcut with the full parse (chunking._structure).
+doc_line = st.sampled_from(
+    [
+        "",
+        "- item",
+        "* star item",
+        "1. first",
+        "2. second",
+        "  - nested item",
+        "    - deeper item",
+        "  ```",
+        "  code in an item",
+        "```",
+        "plain code",
+        "~~~",
+        "> quote",
+        "> - quoted item",
+        ">   ```",
+        "- > quote in an item",
+        "- ```",
+        "  > quote in an item",
+        "# Heading",
+        "  # heading in an item",
+        "Setext text",
+        "===",
+        "---",
+        "| a | b |",
+        "|---|---|",
+        "  | x | y |",
+        "<div>",
+        "</div>",
+        "    indented code",
+        "plain paragraph text",
+        "\tTabbed line",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(doc=st.lists(doc_line, min_size=1, max_size=40))
+def test_the_list_shortcut_reads_the_blocks_of_the_full_parse(doc: list[str]) -> None:
+    from indexer.sources.chunking import _WHOLE, _structure
+
+    def blocks(tokens: list[Token]) -> list[tuple[str, int, int]]:
+        return sorted(
+            (t.type, t.map[0], t.map[1])
+            for t in tokens
+            if t.map and (t.type in _WHOLE or (t.type == "heading_open" and t.level == 0))
+        )
+
+    fast, fast_items = _structure(doc, 0)
+    full, full_items = _structure(doc, 0, exact=True)
+    assert blocks(fast) == blocks(full)
+    assert full_items <= fast_items
+    # An item the shortcut adds is an ordered marker, or a marker indented four
+    # spaces or more, that CommonMark reads as paragraph text there.
+    for i in fast_items - full_items:
+        line = doc[i].lstrip(">")
+        assert line.lstrip(" \t")[:1].isdigit() or line.startswith(("    ", "\t")), doc[i]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import json
 import os
 import shutil
 import threading
@@ -18,6 +19,7 @@ from conftest import Runner, cli_json, write
 from indexer.config import Config, LocalProviderConfig, ProviderConfig
 from indexer.engine import MemoryIndex
 from indexer.selection import select_provider
+from indexer.store import Store
 from providers.errors import MissingCredentials, ProviderTimeout
 from providers.local_gguf import LocalGGUFProvider, resolve_model
 
@@ -125,6 +127,15 @@ def test_edit_embeds_only_changed_chunks_and_model_switch_uses_cache(
     # ... and back: everything comes from the cache.
     back = cli_json(cli, "--config", str(conf), "index", "--json")
     assert back["embedding"]["embedded"] == 0 and back["embedding"]["cacheHits"] == 33
+    # An index cut by an older chunker version is rebuilt into a new generation; the
+    # chunks it cuts the same way come from the cache, never embedded again.
+    with Store(cfg.indexPath) as s:  # type: ignore[arg-type]
+        fp = json.loads(s.meta_get("fingerprint") or "{}")
+        fp["chunker"] -= 1
+        s.meta_set("fingerprint", json.dumps(fp, sort_keys=True))
+    upgraded = cli_json(cli, "--config", str(conf), "index", "--json")
+    assert upgraded["rebuilt"] == "chunking settings changed"
+    assert upgraded["embedding"]["embedded"] == 0 and upgraded["embedding"]["cacheHits"] == 33
 
 
 def test_dead_provider_leaves_keyword_search(

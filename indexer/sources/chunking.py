@@ -1,9 +1,15 @@
 """Markdown -> chunks with exact 1-based line spans. Pure: no I/O.
 
-A chunk is a run of whole lines of about ``tokens`` tokens. Cuts prefer Markdown
-structure (before a heading, after a blank line, before a list item or a fence) and a
-fenced code block is never split unless it alone is larger than a chunk. Consecutive
-chunks share up to ``overlap`` tokens of whole lines.
+A chunk is a run of whole lines of about ``tokens`` tokens. Where a chunk may end
+comes from the Markdown's block structure as markdown-it-py (CommonMark plus tables)
+parses it, through each block token's line map: cuts prefer the line before a
+heading, then the start of a block after a blank line, then a list item. A fenced or
+indented code block, a table, a blockquote, an HTML block and a multi-line (setext)
+heading are placed whole, at any container depth (a fence inside a list item or a
+blockquote included), and split only when one alone is larger than a chunk; a
+blockquote that big is split between its own blocks first, then by line. Consecutive
+chunks share up to ``overlap`` tokens of whole lines. YAML front matter is plain
+text, never a heading.
 
 Size is measured as the sum of the lines' token counts plus one token per line break
 (``measure``). That sum is an upper bound on the bytes-per-token fast path and is what
@@ -11,8 +17,12 @@ the guarantees below are stated in:
 
 * every non-blank line is in at least one chunk;
 * ``"\\n".join(lines[start-1:end]) == chunk.text`` for every chunk;
-* no chunk measures above ``tokens`` unless it is one line or one fence;
+* no chunk measures above ``tokens`` unless it is one line;
+* a block placed whole that measures at most ``tokens`` is never cut;
 * the lines two consecutive chunks share measure at most ``overlap``.
+
+A file that fits in one chunk is not parsed beyond its first block (the heading in
+effect where the chunk starts): most memory files are that small.
 """
 
 from __future__ import annotations
@@ -21,23 +31,38 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from indexer.sources.tokenizer import TokenCounter
 
+if TYPE_CHECKING:  # markdown-it-py loads on the first file larger than one line
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
+
 __all__ = ["CHUNKER_VERSION", "Chunk", "chunk_markdown", "split_lines"]
 
-CHUNKER_VERSION = 1
+CHUNKER_VERSION = 2  # 2: cut points from markdown-it-py's block tokens
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t#]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_LIST_ITEM = re.compile(r"^\s{0,12}(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
-
-# Preference for cutting *before* a unit, by what the unit is / follows.
+# Preference for cutting *before* a line, by what starts there.
 _SCORE_HEADING = {1: 100, 2: 90, 3: 80, 4: 70, 5: 70, 6: 70}
-_SCORE_FENCE = 60
+_SCORE_BLOCK = 60  # a block placed whole (fence, table, blockquote, ...)
 _SCORE_AFTER_BLANK = 50
 _SCORE_LIST = 30
 _SCORE_LINE = 1
+
+# Blocks placed whole unless larger than a chunk.
+_WHOLE = frozenset({"fence", "code_block", "table_open", "html_block", "blockquote_open"})
+# CommonMark has no depth limit; past this many containers markdown-it-py reads the
+# rest as text (a hostile file of 100,000 '>' cannot recurse without bound).
+_MAX_NESTING = 40
+
+_MD: dict[bool, MarkdownIt] = {}
+# A list item's marker (CommonMark: a bullet, or up to 9 digits and "." or ")", then
+# a space or the end of the line), and what opens a block after one.
+_LIST_MARKER = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
+_OPENERS = ("```", "~~~", ">", "|", "<", "#")
+_OPENING = frozenset({"heading_open", "fence", "blockquote_open", "table_open", "html_block"})
+_QUOTES = re.compile(r"(?: {0,3}> ?)+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +76,7 @@ class Chunk:
 
 @dataclass(slots=True)
 class _Unit:
-    """One line, or a whole fenced block, that the chunker places as a piece."""
+    """One line, or a block placed whole, that the chunker places as a piece."""
 
     first: int  # 0-based line index
     last: int  # 0-based, inclusive
@@ -81,57 +106,188 @@ def _front_matter_end(lines: Sequence[str]) -> int:
     return -1
 
 
-def _units(lines: Sequence[str], counts: Sequence[int]) -> tuple[list[_Unit], list[str | None]]:
+def _parser(lists: bool) -> MarkdownIt:
+    """CommonMark plus tables, block structure only: the chunker needs where blocks
+    start and end, not what their text means, so inline parsing is off (it is half
+    the parse time). ``lists=False`` leaves lists out as well (see ``_structure``).
+    Built once each; parsing does not change them."""
+    md = _MD.get(lists)
+    if md is None:
+        from markdown_it import MarkdownIt
+
+        md = MarkdownIt("commonmark", {"maxNesting": _MAX_NESTING}).enable("table")
+        if not lists:
+            md.disable("list")
+        md.core.ruler.enableOnly(["normalize", "block"])
+        _MD[lists] = md
+    return md
+
+
+def _blocks(lines: Sequence[str], first: int, end: int, *, lists: bool = True) -> list[Token]:
+    """Block tokens of ``lines[first:end]``, each ``map`` in the file's line indexes.
+
+    A carriage return inside a line is a line break to a CommonMark parser but not to
+    ``split_lines``; it is handed over as a space so both count the same lines."""
+    body = "\n".join(lines[first:end])
+    if "\r" in body:
+        body = body.replace("\r", " ")
+    tokens = _parser(lists).parse(body)
+    if first:
+        for t in tokens:
+            if t.map is not None:
+                t.map = [t.map[0] + first, t.map[1] + first]
+    return tokens
+
+
+def _list_items(tokens: Sequence[Token], lines: Sequence[str]) -> set[int] | None:
+    """Lines where a list item starts, read from a parse with lists off; None when
+    that parse may differ from the full one (see ``_structure``)."""
+    items: set[int] = set()
+    list_end = -1  # where the last paragraph holding list lines ends
+    for t in tokens:
+        if t.map is None:
+            continue
+        if t.map[0] == list_end and t.type in _OPENING:
+            return None  # it cuts into a list's last item: CommonMark may disagree
+        first = lines[t.map[0]]
+        if t.type == "code_block" or (
+            t.type in _OPENING
+            and (first[:1] in (" ", "\t") or _QUOTES.sub("", first, 1)[:1] in (" ", "\t"))
+        ):
+            return None  # an indented block: it may sit inside a list item
+        if t.type == "table_open":
+            if any(_LIST_MARKER.match(lines[i].lstrip(" \t>")) for i in range(*t.map)):
+                return None  # a list line ends a table in CommonMark, not without lists
+            continue
+        if t.type not in ("paragraph_open", "heading_open"):
+            continue
+        for i in range(*t.map):
+            rest = lines[i].lstrip(" \t>")
+            m = _LIST_MARKER.match(rest)
+            if m is None:
+                continue
+            if t.type == "heading_open" or t.level > 0:
+                return None  # a list line as a setext heading's text, or in a quote
+            items.add(i)
+            list_end = t.map[1]
+            while m is not None:
+                rest = rest[m.end() :]
+                m = _LIST_MARKER.match(rest)
+            if rest.startswith(_OPENERS):
+                return None  # a block inside a list item
+    return items
+
+
+def _structure(
+    lines: Sequence[str], first: int, *, exact: bool = False
+) -> tuple[list[Token], set[int]]:
+    """Block tokens of ``lines[first:]`` and the lines where a list item starts.
+
+    Lists are most of the parse time (each item is parsed as a document of its own:
+    2-3x the rest for a daily log of bullets), and the chunker needs only where their
+    items start, unless an item holds a block of its own. So the file is first parsed
+    with lists off, where list lines read as paragraph text. That parse is kept when
+    every block other than a paragraph starts unindented (a fence, quote, table, HTML
+    block or heading indented under a list item is part of it; an indented code block
+    may be the item's own paragraph), no paragraph line opens a block past its list
+    markers (``- > quote``) and no list line is a setext heading's text or inside a
+    quote (where it may only be lazily continuing the quote's paragraph): then it has
+    the same blocks as the full parse (tests/test_chunking.py compares them), and an
+    item starts at each paragraph line that begins with a list marker (a few more
+    than CommonMark's: ``2.`` after a paragraph line, or a marker four spaces in past
+    it, is text there; this only moves a cut preference). Otherwise (or
+    with ``exact``) the file is parsed again with lists on."""
+    if not exact:
+        tokens = _blocks(lines, first, len(lines), lists=False)
+        items = _list_items(tokens, lines)
+        if items is not None:
+            return tokens, items
+    tokens = _blocks(lines, first, len(lines))
+    return tokens, {t.map[0] for t in tokens if t.type == "list_item_open" and t.map}
+
+
+def _heading(tokens: Sequence[Token], i: int) -> tuple[int, str]:
+    """(level, title) of the heading that opens at ``tokens[i]``."""
+    title = tokens[i + 1].content if i + 1 < len(tokens) else ""
+    return int(tokens[i].tag[1]), " ".join(title.split())
+
+
+def _first_heading(lines: Sequence[str], start: int) -> str:
+    """The heading path at ``lines[start]`` when no line above it is a heading: its
+    own title if it starts a heading, else "". Parses only the block starting there."""
+    end = start
+    while end < len(lines) and lines[end].strip():
+        end += 1
+    tokens = _blocks(lines, start, end)
+    if tokens and tokens[0].type == "heading_open":
+        return _heading(tokens, 0)[1]
+    return ""
+
+
+def _units(
+    lines: Sequence[str], counts: Sequence[int], limit: int, *, exact: bool = False
+) -> tuple[list[_Unit], list[str | None]]:
     """Group lines into units and compute each line's heading path (None = unchanged)."""
-    units: list[_Unit] = []
-    heading_at: list[str | None] = [None] * len(lines)
-    stack: list[str] = []
-    fm_end = _front_matter_end(lines)
-    i = 0
-    prev_blank = True
     n = len(lines)
-    while i < n:
-        line = lines[i]
-        if i <= fm_end:
-            units.append(_Unit(i, i, counts[i] + 1, _SCORE_LINE, not line.strip()))
-            i += 1
-            prev_blank = False
-            continue
-        fence = _FENCE.match(line)
-        if fence:
-            marker = fence.group(1)
-            j = i + 1
-            while j < n:
-                close = _FENCE.match(lines[j])
-                if (
-                    close
-                    and close.group(1)[0] == marker[0]
-                    and len(close.group(1)) >= len(marker)
-                    and not lines[j].strip()[len(close.group(1)) :].strip()
-                ):
-                    break
-                j += 1
-            last = min(j, n - 1)  # an unclosed fence runs to the end of the file
-            tokens = sum(counts[i : last + 1]) + (last - i + 1)
-            units.append(_Unit(i, last, tokens, _SCORE_FENCE, False))
-            i = last + 1
-            prev_blank = False
-            continue
-        blank = not line.strip()
-        score = _SCORE_AFTER_BLANK if prev_blank else _SCORE_LINE
-        heading = _HEADING.match(line)
-        if heading:
-            level = len(heading.group(1))
-            title = (heading.group(2) or "").strip()
-            del stack[level - 1 :]
-            stack.extend([""] * (level - 1 - len(stack)))
-            stack.append(title)
-            heading_at[i] = " > ".join(s for s in stack if s)
-            score = _SCORE_HEADING[level]
-        elif _LIST_ITEM.match(line):
-            score = max(score, _SCORE_LIST)
-        units.append(_Unit(i, i, counts[i] + 1, score, blank))
+    heading_at: list[str | None] = [None] * n
+    score = [_SCORE_LINE] * n
+    fm_end = _front_matter_end(lines)
+    prev_blank = True
+    for i in range(fm_end + 1, n):
+        blank = not lines[i].strip()
+        if prev_blank and not blank:
+            score[i] = _SCORE_AFTER_BLANK
         prev_blank = blank
+    tokens, items = _structure(lines, fm_end + 1, exact=exact)
+    for i in items:
+        score[i] = max(score[i], _SCORE_LIST)
+    # Blocks placed whole, outermost first; a nested one is kept for when the
+    # block holding it turns out larger than a chunk.
+    whole: list[tuple[int, int]] = []
+    stack: list[str] = []
+    for i, t in enumerate(tokens):
+        if t.map is None:
+            continue
+        a, b = t.map
+        if b <= a:
+            continue
+        if t.type == "heading_open":
+            level, title = _heading(tokens, i)
+            if t.level == 0:
+                del stack[level - 1 :]
+                stack.extend([""] * (level - 1 - len(stack)))
+                stack.append(title)
+                heading_at[a] = " > ".join(s for s in stack if s)
+                score[a] = _SCORE_HEADING[level]
+            if b - a > 1:
+                whole.append((a, b - 1))
+        elif t.type in _WHOLE:
+            score[a] = max(score[a], _SCORE_BLOCK)
+            whole.append((a, b - 1))
+
+    def size(a: int, b: int) -> int:
+        return sum(counts[a : b + 1]) + (b - a + 1)
+
+    # Choose the whole blocks: the outermost that fit in a chunk, descending into
+    # one that does not. Token order lists an outer block before what it holds.
+    chosen: list[tuple[int, int]] = []
+    covered_end = -1  # lines up to here are inside a chosen block
+    for a, b in whole:
+        if a > covered_end and size(a, b) <= limit + 1:
+            chosen.append((a, b))
+            covered_end = b
+
+    units: list[_Unit] = []
+    i = 0
+    k = 0
+    while i < n:
+        if k < len(chosen) and chosen[k][0] == i:
+            a, b = chosen[k]
+            units.append(_Unit(a, b, size(a, b), score[a], False))
+            i = b + 1
+            k += 1
+            continue
+        units.append(_Unit(i, i, counts[i] + 1, score[i], not lines[i].strip()))
         i += 1
     return units, heading_at
 
@@ -142,8 +298,10 @@ def chunk_markdown(
     *,
     tokens: int = 400,
     overlap: int = 80,
+    exact: bool = False,
 ) -> list[Chunk]:
-    """Split Markdown ``text`` into chunks; see the module docstring for guarantees."""
+    """Split Markdown ``text`` into chunks; see the module docstring for guarantees.
+    ``exact`` always parses lists (tests compare it with the shortcut)."""
     if tokens < 1:
         raise ValueError("tokens must be >= 1")
     if not 0 <= overlap < tokens:
@@ -151,14 +309,18 @@ def chunk_markdown(
     lines = split_lines(text)
     if not lines:
         return []
-    # Fast path: a token is at least one UTF-8 byte, so a small file is one chunk.
-    if len(text.encode("utf-8")) + len(lines) <= tokens:
-        counts = [0] * len(lines)
-        fast = True
-    else:
-        counts = count(lines)
-        fast = False
-    units, heading_at = _units(lines, counts)
+    # A file that fits is one chunk. A token is at least one UTF-8 byte, so a file
+    # of few bytes fits without counting.
+    small = len(text.encode("utf-8")) + len(lines) <= tokens
+    counts = [] if small else count(lines)
+    if small or sum(counts) + len(lines) - 1 <= tokens:
+        body = "\n".join(lines)
+        if not body.strip():
+            return []
+        heading = "" if _front_matter_end(lines) >= 0 else _first_heading(lines, 0)
+        digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
+        return [Chunk(1, len(lines), body, heading, digest)]
+    units, heading_at = _units(lines, counts, tokens, exact=exact)
     # Heading path in effect at each line.
     current: list[str] = [""] * len(lines)
     path = ""
@@ -166,12 +328,7 @@ def chunk_markdown(
         if heading_at[idx] is not None:
             path = heading_at[idx] or ""
         current[idx] = path
-
-    if fast:
-        spans = [(0, len(units))]
-    else:
-        units = _explode_big_fences(units, counts, tokens)
-        spans = _plan(units, tokens, overlap)
+    spans = _plan(units, tokens, overlap)
 
     chunks: list[Chunk] = []
     for a, b in spans:
@@ -190,19 +347,6 @@ def chunk_markdown(
             )
         )
     return chunks
-
-
-def _explode_big_fences(units: list[_Unit], counts: Sequence[int], limit: int) -> list[_Unit]:
-    """A fence larger than a chunk is the one thing that may be split: by line."""
-    out: list[_Unit] = []
-    for u in units:
-        if u.last > u.first and u.tokens > limit + 1:
-            for i in range(u.first, u.last + 1):
-                score = _SCORE_FENCE if i == u.first else _SCORE_LINE
-                out.append(_Unit(i, i, counts[i] + 1, score, False))
-        else:
-            out.append(u)
-    return out
 
 
 def _plan(units: Sequence[_Unit], limit: int, overlap: int) -> list[tuple[int, int]]:
