@@ -314,17 +314,22 @@ def test_in_memory_candidates_give_the_same_results(idx: MemoryIndex, hybrid: bo
 
 
 def test_a_chunk_deleted_after_the_candidates_were_read_is_not_shown(idx: MemoryIndex) -> None:
-    from indexer.search.retrieval import SearchHit, render_results
+    from indexer.search.candidates import Candidate, Rows
+    from indexer.search.retrieval import render_results
     from indexer.store import SearchRow
 
     by_path: dict[str, SearchRow] = {}
     for row in idx.store.chunk_rows(list(range(1, 400))).values():
         by_path.setdefault(row.path, row)
     real = list(by_path.values())[:3]
-    pending = [SearchRow.pending(r.id, r.source) for r in real]
-    gone = SearchRow.pending(10**9, "memory")  # no such chunk (deleted since)
-    hits = [SearchHit(r, 1.0 - n / 10, 0.5, False, True) for n, r in enumerate([gone, *pending])]
-    out = render_results(hits, parse_query("heron"), 10, 300, load=idx.store.load_rows)
-    assert not gone.loaded and all(r.loaded for r in pending)
+    gone = 10**9  # no such chunk (deleted since its candidate was found)
+    hits = [
+        Candidate(cid, "memory", 0.0, 1.0 - n / 10, 0.5, False, True)
+        for n, cid in enumerate([gone, *(r.id for r in real)])
+    ]
+    rows = Rows(idx.store)
+    out = render_results(hits, parse_query("heron"), 10, 300, rows)
+    assert rows.reads == 1  # the rows of all candidates, in one read
+    assert rows.get(gone) is None
     assert [o["path"] for o in out] == [r.path for r in real]
     assert [o["startLine"] for o in out] == [r.start_line for r in real]

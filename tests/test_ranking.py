@@ -9,21 +9,28 @@ from conftest import write
 
 from indexer.config import Config, QueryConfig, SessionsConfig
 from indexer.engine import MemoryIndex
+from indexer.search.candidates import Candidate, Rows
 from indexer.search.ranking import apply_decay, balance_sources, mmr, path_date
-from indexer.search.retrieval import SearchHit
 from indexer.store import SearchRow
+
+_ROWS: dict[int, SearchRow] = {}
 
 
 def hit(
     path: str, score: float, source: str = "memory", exact: bool = False, text: str = "x"
-) -> SearchHit:
-    return SearchHit(
-        SearchRow(abs(hash(path + text)) % 10**9, path, source, 1, 2, "", text, 0.0),
-        score,
-        score,
-        exact,
-        False,
-    )
+) -> Candidate:
+    cid = abs(hash(path + text)) % 10**9
+    _ROWS[cid] = SearchRow(cid, path, source, 1, 2, "", text, 0.0)
+    return Candidate(cid, source, 0.0, score, score, exact)
+
+
+def rows() -> Rows:
+    """Every row the tests made, known up front: the store is never asked."""
+    return Rows(None, _ROWS.values())  # type: ignore[arg-type]
+
+
+def path_of(h: Candidate) -> str:
+    return _ROWS[h.id].path
 
 
 def test_path_date() -> None:
@@ -42,10 +49,12 @@ def test_decay_only_for_dated_logs_and_never_exact_hits() -> None:
         hit("memory/2026-07-24.md", 0.8, exact=True),
         hit("sessions/a.jsonl", 0.55, source="sessions"),
     ]
-    apply_decay(hits, 30, today)
-    order = [h.row.path for h in hits]
+    before = list(hits)
+    decayed = apply_decay(hits, rows(), 30, today)
+    assert hits == before  # a new list; the candidates given are untouched
+    order = [path_of(h) for h in decayed]
     assert order[0] == "memory/2026-07-24.md"  # an exact hit from 120 days ago stays first
-    by = {h.row.path: h.score for h in hits}
+    by = {path_of(h): h.score for h in decayed}
     assert abs(by["memory/2026-07-25.md"] - 0.9 * 0.5 ** (119 / 30)) < 1e-9
     assert by["MEMORY.md"] == 0.5 and by["sessions/a.jsonl"] == 0.55
     assert abs(by["memory/2026-11-20.md"] - 0.6 * 0.5 ** (1 / 30)) < 1e-9
@@ -55,9 +64,9 @@ def test_balance_keeps_memory_slots() -> None:
     hits = [hit(f"sessions/s{i}.jsonl", 0.9 - i * 0.01, "sessions") for i in range(10)]
     hits += [hit("memory/a.md", 0.5), hit("memory/b.md", 0.4)]
     top = balance_sources(hits, 4, 0.5)[:4]
-    assert sum(h.row.source == "memory" for h in top) == 2
+    assert sum(h.source == "memory" for h in top) == 2
     assert [h.score for h in top] == sorted((h.score for h in top), reverse=True)
-    only_sessions = [h for h in hits if h.row.source == "sessions"]
+    only_sessions = [h for h in hits if h.source == "sessions"]
     assert balance_sources(only_sessions, 4, 0.5)[:4] == only_sessions[:4]
 
 
@@ -66,8 +75,8 @@ def test_mmr_prefers_diverse_results_and_keeps_exact_first() -> None:
     b = hit("memory/b.md", 0.89, text="deploy the gateway to the pantry pi tonight again")
     c = hit("memory/c.md", 0.70, text="garden tomatoes need water every morning")
     e = hit("memory/e.md", 0.30, exact=True, text="KESTREL-0429")
-    out = mmr([a, b, c, e], 3, 0.3)
-    assert out[0] is e and [h.row.path for h in out[1:3]] == ["memory/a.md", "memory/c.md"]
+    out = mmr([a, b, c, e], rows(), 3, 0.3)
+    assert out[0] is e and [path_of(h) for h in out[1:3]] == ["memory/a.md", "memory/c.md"]
 
 
 def test_memory_files_are_not_crowded_out(cfg: Config, workspace: Path, tmp_path: Path) -> None:

@@ -164,30 +164,33 @@ def test_parse_query() -> None:
 
 
 def test_min_score_judges_each_side_on_its_own_scale() -> None:
-    from indexer.search.retrieval import SearchHit, fuse
+    from indexer.search.candidates import Candidate, Rows
+    from indexer.search.retrieval import fuse
     from indexer.store import SearchRow
 
     def row(i: int, text: str, rank: float = 0.0) -> SearchRow:
         return SearchRow(i, f"memory/{i}.md", "memory", 1, 1, "", text, rank)
 
     q = parse_query("gateway reboot")
-    keyword = [SearchHit(row(1, "gateway reboot notes", -4.0), 0.8, 0.8, False, True)]
-    vector_rows = {2: row(2, "the host restarted"), 3: row(3, "tomatoes")}
+    keyword = [Candidate(1, "memory", -4.0, 0.8, 0.8, False, True)]
+    known = [row(1, "gateway reboot notes", -4.0), row(2, "the host restarted"), row(3, "tomatoes")]
     out = fuse(
         q,
         keyword,
         [(2, 0.9), (3, 0.1)],
-        vector_rows,
+        {2: "memory", 3: "memory"},
+        Rows(None, known),  # type: ignore[arg-type]  # every row known: no store read
         min_score=0.35,
         fusion="weighted",
         vector_weight=0.3,
         text_weight=0.7,
         rrf_k=60,
     )
-    ids = [h.row.id for h in out]
+    ids = [h.id for h in out]
     # 0.3 * 0.9 = 0.27 fused, but a cosine of 0.9 is strong on its own scale.
     assert ids == [1, 2]
     assert out[1].vector_score == 0.9 and out[1].score < 0.35
+    assert keyword[0].fused is False and out[0].fused  # new records; the input is untouched
 
 
 def _best_line_by_lines(text: str, query: str) -> int:

@@ -10,7 +10,7 @@ import pytest
 
 from indexer.search.live import LiveIndex
 from indexer.search.vectors import VectorPart, knn_sqlite
-from indexer.store import ChunkRow, FileState, SearchRow, Store
+from indexer.store import ChunkRow, FileState, Store
 from providers.base import normalize
 
 DIMS = 24
@@ -68,13 +68,17 @@ def test_one_pass_gives_each_parts_exact_top_k(store: Store) -> None:
     assert [c for c, _ in knn_sqlite(store, q, 12)] == [c for c, _, _ in alone]
 
 
-def test_pending_rows_are_read_in_one_go_and_missing_ones_stay_pending(store: Store) -> None:
-    rows = [SearchRow.pending(i, "memory", -1.5) for i in (13, 3, 10**9)]
-    store.load_rows(rows)
-    assert [r.loaded for r in rows] == [True, True, False]
-    assert rows[0].path == "memory/f1.md" and rows[0].text == "line 1 2" and rows[0].rank == -1.5
-    assert rows[1].path == "sessions/s0.jsonl" and rows[1].source == "sessions"
-    assert rows[2].path == "" and rows[2].text == ""
+def test_rows_are_read_once_in_one_go_and_missing_ones_are_left_out(store: Store) -> None:
+    from indexer.search.candidates import Rows
+
+    got = store.chunk_rows([13, 3, 10**9])
+    assert sorted(got) == [3, 13]
+    assert got[13].path == "memory/f1.md" and got[13].text == "line 1 2"
+    assert got[3].path == "sessions/s0.jsonl" and got[3].source == "sessions"
+    rows = Rows(store)
+    rows.need([13, 3, 10**9])
+    rows.need([3, 10**9, 13])  # known, or known to be gone: no second read
+    assert rows.reads == 1 and rows.get(10**9) is None and rows.get(13) == got[13]
 
 
 def _change(store: Store, q: np.ndarray, gone: int, again: int) -> int:

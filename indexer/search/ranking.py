@@ -17,9 +17,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, date, datetime
 
-from indexer.search.retrieval import SearchHit
+from indexer.search.candidates import Candidate, Rows
 
 __all__ = ["apply_decay", "balance_sources", "mmr", "path_date"]
 
@@ -38,44 +39,49 @@ def path_date(path: str) -> date | None:
         return None
 
 
-def apply_decay(hits: list[SearchHit], half_life_days: float, today: date | None = None) -> None:
-    """Scale the scores of dated daily logs by their age, in place, and re-sort."""
+def apply_decay(
+    hits: Sequence[Candidate], rows: Rows, half_life_days: float, today: date | None = None
+) -> list[Candidate]:
+    """The candidates with dated daily logs' scores scaled by their age, re-sorted."""
     today = today or datetime.now(UTC).date()
     rate = math.log(2) / max(half_life_days, 1e-6)
+    rows.need(h.id for h in hits if not h.exact and h.source == "memory")
+    out: list[Candidate] = []
     for h in hits:
-        if h.exact or h.row.source != "memory":
-            continue
-        d = path_date(h.row.path)
+        row = None if h.exact or h.source != "memory" else rows.get(h.id)
+        d = None if row is None else path_date(row.path)
         if d is not None:
             age = max(0, (today - d).days)
-            h.score *= math.exp(-rate * age)
-    hits.sort(key=lambda h: -h.score)
+            h = replace(h, score=h.score * math.exp(-rate * age))
+        out.append(h)
+    out.sort(key=lambda h: -h.score)
+    return out
 
 
-def balance_sources(hits: Sequence[SearchHit], limit: int, memory_share: float) -> list[SearchHit]:
+def balance_sources(hits: Sequence[Candidate], limit: int, memory_share: float) -> list[Candidate]:
     """Best ``limit`` hits with up to ``memory_share`` of them from memory files when
     enough memory hits exist; order stays by score."""
     want = min(limit, math.ceil(limit * memory_share))
     chosen = list(hits[:limit])
-    have = sum(1 for h in chosen if h.row.source == "memory")
+    have = sum(1 for h in chosen if h.source == "memory")
     if have >= want:
         return list(hits)
-    # Hits by identity: comparing them (dataclass equality, field by field) made
-    # this the costliest step of a search over both sources.
+    # Candidates by identity (they compare by identity too: cheap).
     taken = {id(h) for h in chosen}
-    extra = [h for h in hits if h.row.source == "memory" and id(h) not in taken][: want - have]
+    extra = [h for h in hits if h.source == "memory" and id(h) not in taken][: want - have]
     if not extra:
         return list(hits)
     # Replace the weakest non-memory picks, then keep the rest in score order.
-    drop = {id(h) for h in [h for h in reversed(chosen) if h.row.source != "memory"][: len(extra)]}
+    drop = {id(h) for h in [h for h in reversed(chosen) if h.source != "memory"][: len(extra)]}
     picked = [h for h in chosen if id(h) not in drop] + extra
     picked.sort(key=lambda h: -h.score)
     kept = {id(h) for h in picked}
     return picked + [h for h in hits if id(h) not in kept]
 
 
-def mmr(hits: Sequence[SearchHit], limit: int, lam: float = 0.7) -> list[SearchHit]:
-    """Re-order for diversity; exact hits first and untouched."""
+def mmr(hits: Sequence[Candidate], rows: Rows, limit: int, lam: float = 0.7) -> list[Candidate]:
+    """Re-order for diversity; exact hits first and untouched. A candidate whose chunk
+    is gone has no words (render drops it)."""
     pinned = [h for h in hits if h.exact]
     pool = [h for h in hits if not h.exact]
     if len(pool) <= 1:
@@ -83,11 +89,12 @@ def mmr(hits: Sequence[SearchHit], limit: int, lam: float = 0.7) -> list[SearchH
     hi = max(h.score for h in pool)
     lo = min(h.score for h in pool)
     span = (hi - lo) or 1.0
-    words = {id(h): set(_WORDS.findall(h.row.text.lower())) for h in pool}
-    chosen: list[SearchHit] = []
+    rows.need(h.id for h in pool)
+    words = {id(h): set(_WORDS.findall(_text(rows, h.id).lower())) for h in pool}
+    chosen: list[Candidate] = []
     while pool and len(chosen) + len(pinned) < limit:
 
-        def value(h: SearchHit) -> float:
+        def value(h: Candidate) -> float:
             rel = (h.score - lo) / span
             if not chosen:
                 return rel
@@ -98,6 +105,11 @@ def mmr(hits: Sequence[SearchHit], limit: int, lam: float = 0.7) -> list[SearchH
         chosen.append(best)
         pool.remove(best)
     return pinned + chosen + pool
+
+
+def _text(rows: Rows, cid: int) -> str:
+    row = rows.get(cid)
+    return "" if row is None else row.text
 
 
 def _jaccard(a: set[str], b: set[str]) -> float:

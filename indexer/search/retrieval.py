@@ -9,20 +9,21 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from indexer.api import SearchResult
+from indexer.search.candidates import Candidate, Rows
 from indexer.search.query import ParsedQuery, parse_query
 from indexer.store import IndexStore, SearchRow
 
 __all__ = [
-    "SearchHit",
     "bm25_to_score",
+    "fuse",
     "keyword_search",
     "make_snippet",
     "render_results",
-    "fuse",
+    "to_result",
 ]
 
 # An exact token/phrase hit ranks as if its BM25 were this much stronger. Putting
@@ -132,46 +133,30 @@ def _citation(path: str, start: int, end: int) -> str:
     return f"{path}#L{start}" + (f"-L{end}" if end != start else "")
 
 
-@dataclass(slots=True, eq=False)  # a hit is itself: compared by identity
-class SearchHit:
-    """A candidate. ``score`` orders the results; ``shown`` (when set) is the
-    result's ``score`` field, the number ``minScore`` judges: in keyword mode the
-    two are the same, in hybrid mode ``score`` is the fused rank key and ``shown``
-    the hit's own relevance (see ``fuse``)."""
-
-    row: SearchRow
-    score: float
-    text_score: float
-    exact: bool
-    full: bool
-    vector_score: float | None = None
-    best_line: int = 0  # set by to_result: the line the snippet is centred on
-    classified: bool = True  # False: exact/full not worked out (not needed so far)
-    shown: float | None = None
-    fused: bool = False  # ranked by fuse(): the result also carries fusedScore
-
-    def to_result(self, q: ParsedQuery, max_chars: int) -> SearchResult:
-        r = self.row
-        snippet, s0, s1, self.best_line = make_snippet(r.text, r.start_line, q, max_chars)
-        cite = _citation(r.path, r.start_line, r.end_line)
-        out: SearchResult = {
-            "path": r.path,
-            "startLine": r.start_line,
-            "endLine": r.end_line,
-            "score": round(self.score if self.shown is None else self.shown, 4),
-            "snippet": snippet,
-            "source": r.source,
-            "citation": cite,
-            "snippetStartLine": s0,
-            "snippetEndLine": s1,
-            "heading": r.heading,
-            "textScore": round(self.text_score, 4),
-        }
-        if self.vector_score is not None:
-            out["vectorScore"] = round(self.vector_score, 4)
-        if self.fused:
-            out["fusedScore"] = round(self.score, 4)
-        return out
+def to_result(
+    c: Candidate, row: SearchRow, q: ParsedQuery, max_chars: int
+) -> tuple[SearchResult, int]:
+    """The result object of candidate ``c``, whose chunk is ``row``, and the line its
+    snippet is centred on."""
+    snippet, s0, s1, best = make_snippet(row.text, row.start_line, q, max_chars)
+    out: SearchResult = {
+        "path": row.path,
+        "startLine": row.start_line,
+        "endLine": row.end_line,
+        "score": round(c.score if c.shown is None else c.shown, 4),
+        "snippet": snippet,
+        "source": row.source,
+        "citation": _citation(row.path, row.start_line, row.end_line),
+        "snippetStartLine": s0,
+        "snippetEndLine": s1,
+        "heading": row.heading,
+        "textScore": round(c.text_score, 4),
+    }
+    if c.vector_score is not None:
+        out["vectorScore"] = round(c.vector_score, 4)
+    if c.fused:
+        out["fusedScore"] = round(c.score, 4)
+    return out, best
 
 
 def _classify(row: SearchRow, q: ParsedQuery) -> tuple[bool, bool, int]:
@@ -189,93 +174,98 @@ def _classify(row: SearchRow, q: ParsedQuery) -> tuple[bool, bool, int]:
 def keyword_search(
     store: IndexStore,
     query: str | ParsedQuery,
+    rows: Rows,
     *,
     limit: int,
     min_score: float,
     sources: Sequence[str] | None = None,
     candidates: int | None = None,
-    rows: list[SearchRow] | None = None,
+    found: Sequence[tuple[int, float, str]] | None = None,
     break_ties: bool = True,
-) -> tuple[ParsedQuery, list[SearchHit]]:
-    """Keyword hits from a pool of ``candidates``, exact hits first, filtered by
+) -> tuple[ParsedQuery, list[Candidate]]:
+    """Keyword candidates from a pool of ``candidates``, exact hits first, filtered by
     ``min_score``; ``render_results`` picks the best ``limit`` distinct ones.
 
     A chunk that contains an exact token/phrase, or every query term, is never
     dropped by ``min_score``: the filter is for weak partial matches only.
 
-    ``rows``: the candidates, ranked, from the in-memory postings (keywords.py);
-    None: FTS5 finds them. ``break_ties``: order equal scores by the query words
-    each chunk holds (reads their text; weighted fusion has no use for it)."""
+    ``found``: the candidates, ranked, from the in-memory postings (keywords.py) as
+    ``(id, rank, source)``; None: FTS5 finds them (and returns their rows, kept in
+    ``rows``). ``break_ties``: order equal scores by the query words each chunk holds
+    (reads their text; weighted fusion has no use for it)."""
     q = query if isinstance(query, ParsedQuery) else parse_query(query)
     if q.empty():
         return q, []
     pool = candidates if candidates is not None else max(limit * 4, limit)
-    if rows is None:
-        rows = store.fts_search(q.fts_expression(), pool, sources)
-    hits: list[SearchHit] = []
+    if found is None:
+        fts = store.fts_search(q.fts_expression(), pool, sources)
+        rows.add(fts)
+        found = [(r.id, r.rank, r.source) for r in fts]
+    hits: list[Candidate] = []
     coord: dict[int, int] = {}
     literal = bool(q.literal_needles())
-    scored = [(row, bm25_to_score(row.rank)) for row in rows]
-    # In-memory candidates are read now only if their text is looked at below.
-    store.load_rows(row for row, ts in scored if literal or ts < min_score)
-    for row, ts in scored:
+    scored = [(cid, rank, source, bm25_to_score(rank)) for cid, rank, source in found]
+    # Rows are read now only for the candidates whose text is looked at below.
+    rows.need(cid for cid, _, _, ts in scored if literal or ts < min_score)
+    for cid, rank, source, ts in scored:
         if not literal and ts >= min_score:
             # No literal to find and above the floor: the text scan can wait (it
             # only breaks ties below, or tells fuse() about a full match).
-            hits.append(SearchHit(row, ts, ts, False, False, classified=False))
+            hits.append(Candidate(cid, source, rank, ts, ts, classified=False))
             continue
+        row = rows.get(cid)
+        if row is None:
+            continue  # deleted since the postings were read
         exact, full, present = _classify(row, q)
         if exact:
-            ts = bm25_to_score(-boosted_bm25(row.rank, exact))
+            ts = bm25_to_score(-boosted_bm25(rank, exact))
         if ts < min_score and not (exact or full):
             continue
-        coord[row.id] = present
+        coord[cid] = present
         # Kept below the floor only for holding an exact token or every word: it
         # ranks after the hits that reach the floor and is shown at the floor.
         shown = None if ts >= min_score else min_score
-        hits.append(SearchHit(row, ts, ts, exact, full, shown=shown))
+        hits.append(Candidate(cid, source, rank, ts, ts, exact, full, shown=shown))
     if not break_ties:
         hits.sort(key=lambda h: -h.score)
         return q, hits
     # By score; equal scores (FTS5 gives every term in half the chunks or more an IDF
     # of ~0, common in small workspaces) by query words present.
-    rounded = {h.row.id: round(h.score, 6) for h in hits}
+    rounded = {h.id: round(h.score, 6) for h in hits}
     counts = Counter(rounded.values())
-    store.load_rows(h.row for h in hits if h.row.id not in coord and counts[rounded[h.row.id]] > 1)
+    rows.need(h.id for h in hits if h.id not in coord and counts[rounded[h.id]] > 1)
     for h in hits:
-        if h.row.id not in coord:
-            tied = counts[rounded[h.row.id]] > 1
-            coord[h.row.id] = _classify(h.row, q)[2] if tied else 0
-    hits.sort(key=lambda h: (-rounded[h.row.id], -coord[h.row.id]))
+        if h.id not in coord:
+            tied = counts[rounded[h.id]] > 1
+            row = rows.get(h.id)
+            coord[h.id] = _classify(row, q)[2] if tied and row is not None else 0
+    hits.sort(key=lambda h: (-rounded[h.id], -coord[h.id]))
     return q, hits
 
 
 def render_results(
-    hits: Sequence[SearchHit],
-    q: ParsedQuery,
-    limit: int,
-    max_chars: int,
-    load: Callable[[Iterable[SearchRow]], None] | None = None,
+    hits: Sequence[Candidate], q: ParsedQuery, limit: int, max_chars: int, rows: Rows
 ) -> list[SearchResult]:
-    """Result objects for the best ``limit`` hits, one per location. A hit whose best
-    line is already shown by a better hit's snippet in the same file (overlapping
-    chunks matching in their shared lines) is merged into that result: the line
-    range (and citation) grows to cover both chunks, and no snippet is repeated.
+    """Result objects for the best ``limit`` candidates, one per location. A hit whose
+    best line is already shown by a better hit's snippet in the same file
+    (overlapping chunks matching in their shared lines) is merged into that result:
+    the line range (and citation) grows to cover both chunks, and no snippet is
+    repeated.
 
-    ``load`` reads pending rows (``SearchRow.pending``), ``limit`` at a time as
-    they come up; a row still pending after it (a deleted chunk) is skipped."""
+    Rows not read yet are read ``limit`` at a time as they come up; a candidate whose
+    chunk no longer exists is skipped."""
     out: list[SearchResult] = []
     taken: dict[str, list[SearchResult]] = {}
     for n, h in enumerate(hits):
-        if not h.row.loaded:
-            if load is not None:
-                load(x.row for x in hits[n : n + limit])
-            if not h.row.loaded:
-                continue
-        r = h.to_result(q, max_chars)
+        if not rows.has(h.id):
+            rows.need(x.id for x in hits[n : n + limit])
+        row = rows.get(h.id)
+        if row is None:
+            continue
+        r, best_line = to_result(h, row, q, max_chars)
         shown = taken.setdefault(r["path"], [])
         same = next(
-            (o for o in shown if o["snippetStartLine"] <= h.best_line <= o["snippetEndLine"]), None
+            (o for o in shown if o["snippetStartLine"] <= best_line <= o["snippetEndLine"]), None
         )
         if same is not None:
             if r["startLine"] <= same["endLine"] + 1 and same["startLine"] <= r["endLine"] + 1:
@@ -292,18 +282,18 @@ def render_results(
 
 def fuse(
     q: ParsedQuery,
-    keyword: Sequence[SearchHit],
+    keyword: Sequence[Candidate],
     vector: Sequence[tuple[int, float]],
-    vector_rows: dict[int, SearchRow],
+    vector_sources: Mapping[int, str],
+    rows: Rows,
     *,
     min_score: float,
     fusion: str,
     vector_weight: float,
     text_weight: float,
     rrf_k: int,
-    load: Callable[[Iterable[SearchRow]], None] | None = None,
-) -> list[SearchHit]:
-    """Merge keyword hits and vector neighbours into one ranking.
+) -> list[Candidate]:
+    """Merge keyword candidates and vector neighbours into one ranking.
 
     ``weighted``: ``wv * v + wt * t`` with the weights normalised to sum to 1, where
     ``t`` is a chunk's BM25 over the best BM25 among the keyword candidates and ``v``
@@ -314,68 +304,66 @@ def fuse(
     and LoCoMo-dev recall@10 from 0.873 to 0.879.) ``rrf``: reciprocal rank fusion,
     ``sum 1 / (k + rank)``, scaled so a chunk ranked first by both lists scores 1.
 
+    ``vector_sources``: the source of each neighbour that still exists (one that
+    does not is ranked among the neighbours but never becomes a candidate).
+
     The fused score only orders results within one query (``fusedScore``). Each
     hit's ``score`` (``shown``) is its own relevance, ``max(cosine, keyword
     score)``, and that is what ``min_score`` judges: a hit is kept when either side
     reaches it (so neither a strong paraphrase nor a strong keyword hit is lost to
     the weighting), and always when it holds an exact token/phrase or every query
-    word, then shown at ``min_score``. ``load`` reads the pending rows among those
-    whose text has to be looked at for that."""
+    word, then shown at ``min_score``; only those below the floor have their text
+    read for that."""
     total = (vector_weight + text_weight) or 1.0
     wv, wt = vector_weight / total, text_weight / total
-    by_id: dict[int, SearchHit] = {h.row.id: h for h in keyword}
-    kw_rank = {h.row.id: n for n, h in enumerate(keyword)}
+    by_id: dict[int, Candidate] = {h.id: h for h in keyword}
+    kw_rank = {h.id: n for n, h in enumerate(keyword)}
     vec_rank: dict[int, int] = {}
     vec_sim: dict[int, float] = {}
-    unclassified: set[int] = set()
     for n, (cid, sim) in enumerate(vector):
         vec_rank[cid] = n
         vec_sim[cid] = max(0.0, min(1.0, sim))
-        if cid not in by_id and cid in vector_rows:
+        if cid not in by_id and cid in vector_sources:
             # Classified below, only if the floor would drop it (saves scanning the
             # text of every neighbour; a chunk holding the exact token is almost
             # always a keyword hit already).
-            by_id[cid] = SearchHit(vector_rows[cid], 0.0, 0.0, False, False)
-            unclassified.add(cid)
-    out: list[SearchHit] = []
+            by_id[cid] = Candidate(cid, vector_sources[cid], 0.0, 0.0, classified=False)
     best_rrf = 2.0 / (rrf_k + 1)
-    bm25 = {h.row.id: boosted_bm25(h.row.rank, h.exact) for h in keyword}
+    bm25 = {h.id: boosted_bm25(h.rank, h.exact) for h in keyword}
     top_bm25 = max(bm25.values(), default=0.0) or 1.0
     sims = [max(0.0, min(1.0, s)) for _, s in vector]
     lo, hi = (min(sims), max(sims)) if sims else (0.0, 0.0)
-    weak: list[SearchHit] = []
+    out: list[Candidate] = []
+    weak: list[Candidate] = []
     for cid, hit in by_id.items():
         v = vec_sim.get(cid)
-        hit.vector_score = v
         if fusion == "rrf":
             r = 0.0
             if cid in kw_rank:
                 r += 1.0 / (rrf_k + kw_rank[cid] + 1)
             if cid in vec_rank:
                 r += 1.0 / (rrf_k + vec_rank[cid] + 1)
-            hit.score = r / best_rrf
+            score = r / best_rrf
         else:
             t = bm25.get(cid, 0.0) / top_bm25
             scaled = 0.0 if v is None else (v - lo) / (hi - lo) if hi > lo else 1.0
-            hit.score = wv * scaled + wt * t
-        hit.fused = True
+            score = wv * scaled + wt * t
         # Its own relevance: the stronger of its cosine and its keyword score (any
         # weighted mix of the two lies between them).
-        hit.shown = max(v or 0.0, hit.text_score)
-        if hit.shown >= min_score:
-            out.append(hit)
-        else:
-            weak.append(hit)
+        shown = max(v or 0.0, hit.text_score)
+        fused = replace(hit, score=score, vector_score=v, shown=shown, fused=True)
+        (out if shown >= min_score else weak).append(fused)
     # Below the floor: kept only if it holds an exact token/phrase or every word.
-    if load is not None:
-        load(h.row for h in weak if h.row.id in unclassified or not h.classified)
+    rows.need(h.id for h in weak if not h.classified)
     for hit in weak:
-        if hit.row.id in unclassified or not hit.classified:
-            hit.exact, hit.full, _ = _classify(hit.row, q)
-            hit.classified = True
+        if not hit.classified:
+            row = rows.get(hit.id)
+            if row is None:
+                continue
+            exact, full, _ = _classify(row, q)
+            hit = replace(hit, exact=exact, full=full, classified=True)
         if hit.exact or hit.full:
-            hit.shown = min_score  # kept for its words: shown at the floor
-            out.append(hit)
+            out.append(replace(hit, shown=min_score))  # kept for its words: at the floor
     pos = {cid: n for n, cid in enumerate(by_id)}  # ties keep the candidates' order
-    out.sort(key=lambda h: (-h.score, pos[h.row.id]))
+    out.sort(key=lambda h: (-h.score, pos[h.id]))
     return out

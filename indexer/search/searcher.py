@@ -4,7 +4,8 @@ agent's index (an open store, read-only in the daemon's reader threads).
 A search: keyword candidates (the in-memory postings of the daemon's snapshot,
 live.py, else FTS5) and, when vectors are built for the provider, the query's vector
 neighbours (the snapshot's vectors, else sqlite-vec) → fusion → the
-floor → decay, source balance, MMR → result objects (``search.render_results``).
+floor → decay, source balance, MMR → result objects (``retrieval.render_results``),
+as immutable ``candidates.Candidate`` records whose rows are read once (``Rows``).
 Nothing here writes to the index.
 """
 
@@ -33,13 +34,14 @@ from indexer.api import (
 )
 from indexer.config import Config
 from indexer.errors import IndexMismatch, InvalidParams
+from indexer.search.candidates import Candidate, Rows
 from indexer.search.documents import get_lines
 from indexer.search.gating import skip_reason
 from indexer.search.query import ParsedQuery, parse_query
 from indexer.search.ranking import apply_decay, balance_sources, mmr
-from indexer.search.retrieval import SearchHit, fuse, keyword_search, render_results
+from indexer.search.retrieval import fuse, keyword_search, render_results
 from indexer.selection import NO_PROVIDER
-from indexer.store import IndexStore, SearchRow
+from indexer.store import IndexStore
 from providers.errors import ProviderError, ProviderTimeout
 
 if TYPE_CHECKING:  # numpy, the providers' base and tenacity load when first used
@@ -141,8 +143,10 @@ class Searcher:
                 fallback = f"query embedding failed ({exc.message}): keyword search only"
         elif self.provider is not None:
             fallback = "vectors are not built yet (run 'memindex index'): keyword search only"
-        q, hits = self._keyword(req.query, limit * 4, floor, self._split_sources(wanted))
-        return self._envelope(self._finish(hits, q, limit, chars, wanted), "keyword", fallback)
+        rows = Rows(self.store)
+        q, hits = self._keyword(req.query, rows, limit * 4, floor, self._split_sources(wanted))
+        results = self._finish(hits, rows, q, limit, chars, wanted)
+        return self._envelope(results, "keyword", fallback)
 
     def _vector_ready(self) -> bool:
         p = self.provider
@@ -178,34 +182,30 @@ class Searcher:
     def _keyword(
         self,
         query: str,
+        rows: Rows,
         pool: int,
         floor: float,
         parts: list[list[str] | None],
         *,
         break_ties: bool = True,
-    ) -> tuple[ParsedQuery, list[SearchHit]]:
-        """Keyword hits from each part of ``_split_sources`` (at least one)."""
+    ) -> tuple[ParsedQuery, list[Candidate]]:
+        """Keyword candidates from each part of ``_split_sources`` (at least one)."""
         q = parse_query(query)
         in_memory = None
         snap = self._snap
         if snap is not None and snap.keywords is not None and self.live is not None:
             in_memory = snap.keywords.search(self.live.tokens, q, pool, parts)
-        hits: list[SearchHit] = []
+        hits: list[Candidate] = []
         for n, part in enumerate(parts):
-            # Rows are read only for the hits that need their text or are shown.
-            rows = (
-                None
-                if in_memory is None
-                else [SearchRow.pending(cid, source, rank) for cid, rank, source in in_memory[n]]
-            )
             q, found = keyword_search(
                 self.store,
                 q,
+                rows,
                 limit=pool,
                 min_score=floor,
                 sources=part,
                 candidates=pool,
-                rows=rows,
+                found=None if in_memory is None else in_memory[n],
                 break_ties=break_ties,
             )
             hits.extend(found)
@@ -214,7 +214,8 @@ class Searcher:
 
     def _finish(
         self,
-        hits: list[SearchHit],
+        hits: list[Candidate],
+        rows: Rows,
         q: ParsedQuery,
         limit: int,
         chars: int,
@@ -222,15 +223,13 @@ class Searcher:
     ) -> list[SearchResult]:
         """Decay, source balance and MMR (as configured), then result objects."""
         qc = self.cfg.query
-        if qc.temporalDecay or qc.mmr:  # both read paths or text
-            self.store.load_rows(h.row for h in hits)
         if qc.temporalDecay:
-            apply_decay(hits, qc.halfLifeDays)
+            hits = apply_decay(hits, rows, qc.halfLifeDays)
         if wanted is None:
             hits = balance_sources(hits, limit, qc.memoryShare)
         if qc.mmr:
-            hits = mmr(hits, limit, qc.mmrLambda)
-        return render_results(hits, q, limit, chars, load=self.store.load_rows)
+            hits = mmr(hits, rows, limit, qc.mmrLambda)
+        return render_results(hits, q, limit, chars, rows)
 
     def _with_vectors(
         self, req: SearchRequest, limit: int, floor: float, wanted: list[str] | None, chars: int
@@ -257,19 +256,19 @@ class Searcher:
             RetryPolicy(attempts=2, initial=0.2, maximum=1.0),
         )
         deadline = time.monotonic() + limit_s
+        rows = Rows(self.store)
         if vector_only:
-            q, kw = parse_query(query), list[SearchHit]()
+            q, kw = parse_query(query), list[Candidate]()
         else:
             # Weighted fusion scores each side on its own: the keyword order among
             # equal BM25 scores does not matter to it (rank fusion uses it).
-            q, kw = self._keyword(query, pool, 0.0, parts, break_ties=h.fusion == "rrf")
+            q, kw = self._keyword(query, rows, pool, 0.0, parts, break_ties=h.fusion == "rrf")
         try:
             qvec: npt.NDArray[np.float32] = job.result(
                 timeout=max(0.0, deadline - time.monotonic())
             )[0]
         except FutureTimeout as exc:
             raise ProviderTimeout(f"query embedding took longer than {limit_s:g}s") from exc
-        known = {h.row.id for h in kw}  # keyword hits carry their rows already
         vec = None if self._snap is None else self._snap.vectors
         found = (  # one pass for all parts; never waits for a reload
             [hit for part in vec.search(qvec, pool, parts) for hit in part]
@@ -278,26 +277,24 @@ class Searcher:
         )
         if found is not None:
             near = [(cid, sim) for cid, sim, _ in found]
-            # Read later, for the neighbours that need their text or are shown.
-            rows = {
-                cid: SearchRow.pending(cid, source) for cid, _, source in found if cid not in known
-            }
+            sources = {cid: source for cid, _, source in found}
         else:
             near = [hit for part in parts for hit in knn_sqlite(self.store, qvec, pool, part)]
-            rows = self.store.chunk_rows([cid for cid, _ in near if cid not in known])
+            rows.need(cid for cid, _ in near)
+            sources = {cid: row.source for cid, _ in near if (row := rows.get(cid)) is not None}
         fused = fuse(
             q,
             kw,
             sorted(near, key=lambda x: -x[1]),
+            sources,
             rows,
             min_score=floor,
             fusion="weighted" if vector_only else h.fusion,
             vector_weight=1.0 if vector_only else h.vectorWeight,
             text_weight=0.0 if vector_only else h.textWeight,
             rrf_k=h.rrfK,
-            load=self.store.load_rows,
         )
-        results = self._finish(fused, q, limit, chars, wanted)
+        results = self._finish(fused, rows, q, limit, chars, wanted)
         return self._envelope(results, "vector" if vector_only else "hybrid", None)
 
     def _check_workspace(self) -> None:

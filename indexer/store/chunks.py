@@ -218,27 +218,16 @@ class ChunkTables(StoreBase):
         ).fetchone()
         return bool(row and row[0])
 
-    def chunk_rows(
-        self, ids: Sequence[int], ranks: dict[int, float] | None = None
-    ) -> dict[int, SearchRow]:
-        """Rows by id (``ranks``: the rank to give each, else 0); missing ids are left out."""
-        rank = ranks or {}
-        rows = [SearchRow.pending(i, "", rank.get(i, 0.0)) for i in ids]
-        self.load_rows(rows)
-        return {r.id: r for r in rows if r.loaded}
-
-    def load_rows(self, rows: Iterable[SearchRow]) -> None:
-        """Read the pending rows among ``rows`` (one query); deleted chunks stay
-        unloaded."""
-        todo = {r.id: r for r in rows if not r.loaded}
+    def chunk_rows(self, ids: Sequence[int]) -> dict[int, SearchRow]:
+        """Rows by id (one query; rank 0.0); ids of chunks that do not exist are left out."""
         sql = (
             "SELECT id, path, source, start_line, end_line, heading, text FROM chunks "
             "WHERE id IN ({marks})"
         )
-        for i, p, s, a, b, h, t in self._rows_in(sql, list(todo)):
-            r = todo[i]
-            r.path, r.source, r.start_line, r.end_line, r.heading, r.text = p, s, a, b, h, t
-            r.loaded = True
+        return {
+            int(i): SearchRow(int(i), str(p), str(s), int(a), int(b), str(h), str(t), 0.0)
+            for i, p, s, a, b, h, t in self._rows_in(sql, list(ids))
+        }
 
     # -- the change feed (migration 0006) ----------------------------------------------
 

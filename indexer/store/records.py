@@ -92,7 +92,7 @@ class SessionCursor:
     malformed: int
 
 
-@dataclass(slots=True)  # not frozen: load_rows fills pending rows in place
+@dataclass(frozen=True, slots=True)
 class SearchRow:
     id: int
     path: str
@@ -101,15 +101,7 @@ class SearchRow:
     end_line: int
     heading: str
     text: str
-    rank: float  # BM25 (bm25.py): negative, lower is better
-    # False: a candidate from in-memory state (id, source and rank only) whose row
-    # has not been read yet (Store.load_rows); still False after loading if the
-    # chunk was deleted in between.
-    loaded: bool = True
-
-    @classmethod
-    def pending(cls, cid: int, source: str, rank: float = 0.0) -> SearchRow:
-        return cls(cid, "", source, 0, 0, "", "", rank, False)
+    rank: float  # BM25 (bm25.py): negative, lower is better; 0.0 when read by id
 
 
 # What means the index itself is in trouble (as opposed to one file being odd).
