@@ -270,21 +270,20 @@ def _units(
 
     # Choose the whole blocks: the outermost that fit in a chunk, descending into
     # one that does not. Token order lists an outer block before what it holds.
-    chosen: list[tuple[int, int]] = []
+    chosen: list[_Unit] = []
     covered_end = -1  # lines up to here are inside a chosen block
     for a, b in whole:
-        if a > covered_end and size(a, b) <= limit + 1:
-            chosen.append((a, b))
+        if a > covered_end and (measured := size(a, b)) <= limit + 1:
+            chosen.append(_Unit(a, b, measured, score[a], False))
             covered_end = b
 
     units: list[_Unit] = []
     i = 0
     k = 0
     while i < n:
-        if k < len(chosen) and chosen[k][0] == i:
-            a, b = chosen[k]
-            units.append(_Unit(a, b, size(a, b), score[a], False))
-            i = b + 1
+        if k < len(chosen) and chosen[k].first == i:
+            units.append(chosen[k])
+            i = chosen[k].last + 1
             k += 1
             continue
         units.append(_Unit(i, i, counts[i] + 1, score[i], not lines[i].strip()))
