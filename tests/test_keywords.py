@@ -314,7 +314,7 @@ def test_in_memory_candidates_give_the_same_results(idx: MemoryIndex, hybrid: bo
 
 
 def test_a_chunk_deleted_after_the_candidates_were_read_is_not_shown(idx: MemoryIndex) -> None:
-    from indexer.search.candidates import Candidate, Rows
+    from indexer.search.candidates import Candidate, ChunkRows
     from indexer.search.retrieval import render_results
     from indexer.store import SearchRow
 
@@ -327,7 +327,7 @@ def test_a_chunk_deleted_after_the_candidates_were_read_is_not_shown(idx: Memory
         Candidate(cid, "memory", 0.0, 1.0 - n / 10, 0.5, False, True)
         for n, cid in enumerate([gone, *(r.id for r in real)])
     ]
-    rows = Rows(idx.store)
+    rows = ChunkRows(idx.store)
     out = render_results(hits, parse_query("heron"), 10, 300, rows)
     assert rows.reads == 1  # the rows of all candidates, in one read
     assert rows.get(gone) is None

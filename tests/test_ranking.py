@@ -9,7 +9,7 @@ from conftest import write
 
 from indexer.config import Config, QueryConfig, SessionsConfig
 from indexer.engine import MemoryIndex
-from indexer.search.candidates import Candidate, Rows
+from indexer.search.candidates import Candidate, ChunkRows
 from indexer.search.ranking import apply_decay, balance_sources, mmr, path_date
 from indexer.store import SearchRow
 
@@ -24,9 +24,9 @@ def hit(
     return Candidate(cid, source, 0.0, score, score, exact)
 
 
-def rows() -> Rows:
+def rows() -> ChunkRows:
     """Every row the tests made, known up front: the store is never asked."""
-    return Rows(None, _ROWS.values())  # type: ignore[arg-type]
+    return ChunkRows(None, _ROWS.values())  # type: ignore[arg-type]
 
 
 def path_of(h: Candidate) -> str:

@@ -164,7 +164,7 @@ def test_parse_query() -> None:
 
 
 def test_min_score_judges_each_side_on_its_own_scale() -> None:
-    from indexer.search.candidates import Candidate, Rows
+    from indexer.search.candidates import Candidate, ChunkRows
     from indexer.search.retrieval import fuse
     from indexer.store import SearchRow
 
@@ -179,7 +179,7 @@ def test_min_score_judges_each_side_on_its_own_scale() -> None:
         keyword,
         [(2, 0.9), (3, 0.1)],
         {2: "memory", 3: "memory"},
-        Rows(None, known),  # type: ignore[arg-type]  # every row known: no store read
+        ChunkRows(None, known),  # type: ignore[arg-type]  # every row known: no store read
         min_score=0.35,
         fusion="weighted",
         vector_weight=0.3,

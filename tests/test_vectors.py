@@ -69,13 +69,13 @@ def test_one_pass_gives_each_parts_exact_top_k(store: Store) -> None:
 
 
 def test_rows_are_read_once_in_one_go_and_missing_ones_are_left_out(store: Store) -> None:
-    from indexer.search.candidates import Rows
+    from indexer.search.candidates import ChunkRows
 
     got = store.chunk_rows([13, 3, 10**9])
     assert sorted(got) == [3, 13]
     assert got[13].path == "memory/f1.md" and got[13].text == "line 1 2"
     assert got[3].path == "sessions/s0.jsonl" and got[3].source == "sessions"
-    rows = Rows(store)
+    rows = ChunkRows(store)
     rows.need([13, 3, 10**9])
     rows.need([3, 10**9, 13])  # known, or known to be gone: no second read
     assert rows.reads == 1 and rows.get(10**9) is None and rows.get(13) == got[13]

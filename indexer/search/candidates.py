@@ -1,10 +1,10 @@
 """What flows through a search: immutable ``Candidate`` records, and the chunk rows one
-search reads (``Rows``).
+search reads (``ChunkRows``).
 
 A candidate is a chunk id with its scores. Every stage (keyword retrieval, fusion
 with vector neighbours, the floor, decay, source balance, MMR) takes a sequence of
 candidates and returns a new one; nothing is changed in place. Text and paths live in
-``Rows``: read from the store only for the candidates a stage has to look at (to
+``ChunkRows``: read from the store only for the candidates a stage has to look at (to
 find an exact token below the floor, break a tie, decay by date, compare words for
 MMR, render), in one query per batch, and never twice in one search. A chunk deleted
 since its candidate was found has no row and is dropped where its row is needed.
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from indexer.store import IndexStore, SearchRow
 
-__all__ = ["Candidate", "Rows"]
+__all__ = ["Candidate", "ChunkRows"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # compared by identity (it is cheap)
@@ -40,7 +40,7 @@ class Candidate:
     fused: bool = False  # ranked by fuse(): the result also carries fusedScore
 
 
-class Rows:
+class ChunkRows:
     """The chunk rows of one search, each read from the store at most once."""
 
     def __init__(self, store: IndexStore, known: Iterable[SearchRow] = ()) -> None:

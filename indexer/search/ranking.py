@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, date, datetime
 
-from indexer.search.candidates import Candidate, Rows
+from indexer.search.candidates import Candidate, ChunkRows
 
 __all__ = ["apply_decay", "balance_sources", "mmr", "path_date"]
 
@@ -40,7 +40,7 @@ def path_date(path: str) -> date | None:
 
 
 def apply_decay(
-    hits: Sequence[Candidate], rows: Rows, half_life_days: float, today: date | None = None
+    hits: Sequence[Candidate], rows: ChunkRows, half_life_days: float, today: date | None = None
 ) -> list[Candidate]:
     """The candidates with dated daily logs' scores scaled by their age, re-sorted."""
     today = today or datetime.now(UTC).date()
@@ -79,7 +79,9 @@ def balance_sources(hits: Sequence[Candidate], limit: int, memory_share: float) 
     return picked + [h for h in hits if id(h) not in kept]
 
 
-def mmr(hits: Sequence[Candidate], rows: Rows, limit: int, lam: float = 0.7) -> list[Candidate]:
+def mmr(
+    hits: Sequence[Candidate], rows: ChunkRows, limit: int, lam: float = 0.7
+) -> list[Candidate]:
     """Re-order for diversity; exact hits first and untouched. A candidate whose chunk
     is gone has no words (render drops it)."""
     pinned = [h for h in hits if h.exact]
@@ -107,7 +109,7 @@ def mmr(hits: Sequence[Candidate], rows: Rows, limit: int, lam: float = 0.7) -> 
     return pinned + chosen + pool
 
 
-def _text(rows: Rows, cid: int) -> str:
+def _text(rows: ChunkRows, cid: int) -> str:
     row = rows.get(cid)
     return "" if row is None else row.text
 

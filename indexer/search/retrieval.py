@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from indexer.api import SearchResult
-from indexer.search.candidates import Candidate, Rows
+from indexer.search.candidates import Candidate, ChunkRows
 from indexer.search.query import ParsedQuery, parse_query
 from indexer.store import IndexStore, SearchRow
 
@@ -174,7 +174,7 @@ def _classify(row: SearchRow, q: ParsedQuery) -> tuple[bool, bool, int]:
 def keyword_search(
     store: IndexStore,
     query: str | ParsedQuery,
-    rows: Rows,
+    rows: ChunkRows,
     *,
     limit: int,
     min_score: float,
@@ -244,7 +244,7 @@ def keyword_search(
 
 
 def render_results(
-    hits: Sequence[Candidate], q: ParsedQuery, limit: int, max_chars: int, rows: Rows
+    hits: Sequence[Candidate], q: ParsedQuery, limit: int, max_chars: int, rows: ChunkRows
 ) -> list[SearchResult]:
     """Result objects for the best ``limit`` candidates, one per location. A hit whose
     best line is already shown by a better hit's snippet in the same file
@@ -285,7 +285,7 @@ def fuse(
     keyword: Sequence[Candidate],
     vector: Sequence[tuple[int, float]],
     vector_sources: Mapping[int, str],
-    rows: Rows,
+    rows: ChunkRows,
     *,
     min_score: float,
     fusion: str,

@@ -5,7 +5,7 @@ A search: keyword candidates (the in-memory postings of the daemon's snapshot,
 live.py, else FTS5) and, when vectors are built for the provider, the query's vector
 neighbours (the snapshot's vectors, else sqlite-vec) → fusion → the
 floor → decay, source balance, MMR → result objects (``retrieval.render_results``),
-as immutable ``candidates.Candidate`` records whose rows are read once (``Rows``).
+as immutable ``candidates.Candidate`` records whose rows are read once (``ChunkRows``).
 Nothing here writes to the index.
 """
 
@@ -34,7 +34,7 @@ from indexer.api import (
 )
 from indexer.config import Config
 from indexer.errors import IndexMismatch, InvalidParams
-from indexer.search.candidates import Candidate, Rows
+from indexer.search.candidates import Candidate, ChunkRows
 from indexer.search.documents import get_lines
 from indexer.search.gating import skip_reason
 from indexer.search.query import ParsedQuery, parse_query
@@ -143,7 +143,7 @@ class Searcher:
                 fallback = f"query embedding failed ({exc.message}): keyword search only"
         elif self.provider is not None:
             fallback = "vectors are not built yet (run 'memindex index'): keyword search only"
-        rows = Rows(self.store)
+        rows = ChunkRows(self.store)
         q, hits = self._keyword(req.query, rows, limit * 4, floor, self._split_sources(wanted))
         results = self._finish(hits, rows, q, limit, chars, wanted)
         return self._envelope(results, "keyword", fallback)
@@ -182,7 +182,7 @@ class Searcher:
     def _keyword(
         self,
         query: str,
-        rows: Rows,
+        rows: ChunkRows,
         pool: int,
         floor: float,
         parts: list[list[str] | None],
@@ -215,7 +215,7 @@ class Searcher:
     def _finish(
         self,
         hits: list[Candidate],
-        rows: Rows,
+        rows: ChunkRows,
         q: ParsedQuery,
         limit: int,
         chars: int,
@@ -256,7 +256,7 @@ class Searcher:
             RetryPolicy(attempts=2, initial=0.2, maximum=1.0),
         )
         deadline = time.monotonic() + limit_s
-        rows = Rows(self.store)
+        rows = ChunkRows(self.store)
         if vector_only:
             q, kw = parse_query(query), list[Candidate]()
         else:
@@ -279,9 +279,12 @@ class Searcher:
             near = [(cid, sim) for cid, sim, _ in found]
             sources = {cid: source for cid, _, source in found}
         else:
-            near = [hit for part in parts for hit in knn_sqlite(self.store, qvec, pool, part)]
-            rows.need(cid for cid, _ in near)
-            sources = {cid: row.source for cid, _ in near if (row := rows.get(cid)) is not None}
+            near = [hit for part in parts for hit in knn_sqlite(self.store, qvec, pool, part, rows)]
+            # fuse() needs the source of the neighbours that are not keyword hits
+            known = {h.id for h in kw}
+            fresh = [cid for cid, _ in near if cid not in known]
+            rows.need(fresh)
+            sources = {cid: row.source for cid in fresh if (row := rows.get(cid)) is not None}
         fused = fuse(
             q,
             kw,

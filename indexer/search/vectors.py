@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
+from indexer.search.candidates import ChunkRows
 from indexer.search.segments import Rows, group_rows, kill_rows, merged_rows, settle, with_codes
 from indexer.store import IndexStore
 
@@ -150,14 +151,20 @@ class VectorPart:
 
 
 def knn_sqlite(
-    store: IndexStore, query: npt.NDArray[np.float32], k: int, sources: Sequence[str] | None = None
+    store: IndexStore,
+    query: npt.NDArray[np.float32],
+    k: int,
+    sources: Sequence[str] | None = None,
+    rows: ChunkRows | None = None,
 ) -> list[tuple[int, float]]:
-    """Top-k through sqlite-vec (cosine distance -> similarity), source-filtered."""
+    """Top-k through sqlite-vec (cosine distance -> similarity), source-filtered.
+    ``rows``: the search's rows, so the ones read to filter are not read again."""
     if not store.has_vectors():
         return []
     fetch = k * 4 if sources else k
     hits = store.knn(query.astype("<f4").tobytes(), fetch)
     if sources:
-        rows = store.chunk_rows([i for i, _ in hits])
-        hits = [(i, d) for i, d in hits if i in rows and rows[i].source in sources]
+        rows = rows if rows is not None else ChunkRows(store)
+        rows.need(i for i, _ in hits)
+        hits = [(i, d) for i, d in hits if (r := rows.get(i)) is not None and r.source in sources]
     return [(i, 1.0 - d) for i, d in hits[:k]]
