@@ -9,6 +9,7 @@
     ├── NotFound                  memory_get: an indexable path that does not exist
     │   └── FileVanished          a file that disappeared between listing and reading
     ├── InvalidParams             a request's parameters have the wrong type or range
+    ├── DaemonRunning             another daemon already serves the socket
     ├── DaemonUnavailable         no daemon answers on the socket (or it went away)
     ├── ForeignSocket             the socket is served by another user: nothing is sent
     ├── RemoteError               the daemon answered with a JSON-RPC error
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigError",
+    "DaemonRunning",
     "DaemonUnavailable",
     "FileUnreadable",
     "FileVanished",
@@ -93,6 +95,12 @@ class FileVanished(NotFound):
 
 class DaemonUnavailable(MemindexError):
     code = "daemon_unavailable"
+
+
+class DaemonRunning(MemindexError):
+    """Another daemon already serves the socket."""
+
+    code = "daemon_running"
 
 
 class ForeignSocket(MemindexError):

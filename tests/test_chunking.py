@@ -220,7 +220,7 @@ def test_tokenizer_is_cl100k_offline() -> None:
 
 
 # Documents mixing lists with what may sit inside their items, to compare the
-# lists-off shortcut with the full parse (chunking._structure).
+# lists-off shortcut with the full parse (markdown_blocks.structure).
 doc_line = st.sampled_from(
     [
         "",
@@ -261,17 +261,17 @@ doc_line = st.sampled_from(
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(doc=st.lists(doc_line, min_size=1, max_size=40))
 def test_the_list_shortcut_reads_the_blocks_of_the_full_parse(doc: list[str]) -> None:
-    from indexer.sources.chunking import _WHOLE, _structure
+    from indexer.sources.markdown_blocks import WHOLE, structure
 
     def blocks(tokens: list[Token]) -> list[tuple[str, int, int]]:
         return sorted(
             (t.type, t.map[0], t.map[1])
             for t in tokens
-            if t.map and (t.type in _WHOLE or (t.type == "heading_open" and t.level == 0))
+            if t.map and (t.type in WHOLE or (t.type == "heading_open" and t.level == 0))
         )
 
-    fast, fast_items = _structure(doc, 0)
-    full, full_items = _structure(doc, 0, exact=True)
+    fast, fast_items = structure(doc, 0)
+    full, full_items = structure(doc, 0, exact=True)
     assert blocks(fast) == blocks(full)
     assert full_items <= fast_items
     # An item the shortcut adds is an ordered marker, or a marker indented four

@@ -28,16 +28,15 @@ effect where the chunk starts): most memory files are that small.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from indexer.sources.markdown_blocks import WHOLE, first_heading, heading_title, structure
 from indexer.sources.tokenizer import TokenCounter
 
-if TYPE_CHECKING:  # markdown-it-py loads on the first file larger than one line
-    from markdown_it import MarkdownIt
-    from markdown_it.token import Token
+if TYPE_CHECKING:
+    pass
 
 __all__ = ["CHUNKER_VERSION", "Chunk", "chunk_markdown", "split_lines"]
 
@@ -49,20 +48,6 @@ _SCORE_BLOCK = 60  # a block placed whole (fence, table, blockquote, ...)
 _SCORE_AFTER_BLANK = 50
 _SCORE_LIST = 30
 _SCORE_LINE = 1
-
-# Blocks placed whole unless larger than a chunk.
-_WHOLE = frozenset({"fence", "code_block", "table_open", "html_block", "blockquote_open"})
-# CommonMark has no depth limit; past this many containers markdown-it-py reads the
-# rest as text (a hostile file of 100,000 '>' cannot recurse without bound).
-_MAX_NESTING = 40
-
-_MD: dict[bool, MarkdownIt] = {}
-# A list item's marker (CommonMark: a bullet, or up to 9 digits and "." or ")", then
-# a space or the end of the line), and what opens a block after one.
-_LIST_MARKER = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
-_OPENERS = ("```", "~~~", ">", "|", "<", "#")
-_OPENING = frozenset({"heading_open", "fence", "blockquote_open", "table_open", "html_block"})
-_QUOTES = re.compile(r"(?: {0,3}> ?)+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,124 +91,6 @@ def _front_matter_end(lines: Sequence[str]) -> int:
     return -1
 
 
-def _parser(lists: bool) -> MarkdownIt:
-    """CommonMark plus tables, block structure only: the chunker needs where blocks
-    start and end, not what their text means, so inline parsing is off (it is half
-    the parse time). ``lists=False`` leaves lists out as well (see ``_structure``).
-    Built once each; parsing does not change them."""
-    md = _MD.get(lists)
-    if md is None:
-        from markdown_it import MarkdownIt
-
-        md = MarkdownIt("commonmark", {"maxNesting": _MAX_NESTING}).enable("table")
-        if not lists:
-            md.disable("list")
-        md.core.ruler.enableOnly(["normalize", "block"])
-        _MD[lists] = md
-    return md
-
-
-def _blocks(lines: Sequence[str], first: int, end: int, *, lists: bool = True) -> list[Token]:
-    """Block tokens of ``lines[first:end]``, each ``map`` in the file's line indexes.
-
-    A carriage return inside a line is a line break to a CommonMark parser but not to
-    ``split_lines``; it is handed over as a space so both count the same lines."""
-    body = "\n".join(lines[first:end])
-    if "\r" in body:
-        body = body.replace("\r", " ")
-    tokens = _parser(lists).parse(body)
-    if first:
-        for t in tokens:
-            if t.map is not None:
-                t.map = [t.map[0] + first, t.map[1] + first]
-    return tokens
-
-
-def _list_items(tokens: Sequence[Token], lines: Sequence[str]) -> set[int] | None:
-    """Lines where a list item starts, read from a parse with lists off; None when
-    that parse may differ from the full one (see ``_structure``)."""
-    items: set[int] = set()
-    list_end = -1  # where the last paragraph holding list lines ends
-    for t in tokens:
-        if t.map is None:
-            continue
-        if t.map[0] == list_end and t.type in _OPENING:
-            return None  # it cuts into a list's last item: CommonMark may disagree
-        first = lines[t.map[0]]
-        if t.type == "code_block" or (
-            t.type in _OPENING
-            and (first[:1] in (" ", "\t") or _QUOTES.sub("", first, 1)[:1] in (" ", "\t"))
-        ):
-            return None  # an indented block: it may sit inside a list item
-        if t.type == "table_open":
-            if any(_LIST_MARKER.match(lines[i].lstrip(" \t>")) for i in range(*t.map)):
-                return None  # a list line ends a table in CommonMark, not without lists
-            continue
-        if t.type not in ("paragraph_open", "heading_open"):
-            continue
-        for i in range(*t.map):
-            rest = lines[i].lstrip(" \t>")
-            m = _LIST_MARKER.match(rest)
-            if m is None:
-                continue
-            if t.type == "heading_open" or t.level > 0:
-                return None  # a list line as a setext heading's text, or in a quote
-            items.add(i)
-            list_end = t.map[1]
-            while m is not None:
-                rest = rest[m.end() :]
-                m = _LIST_MARKER.match(rest)
-            if rest.startswith(_OPENERS):
-                return None  # a block inside a list item
-    return items
-
-
-def _structure(
-    lines: Sequence[str], first: int, *, exact: bool = False
-) -> tuple[list[Token], set[int]]:
-    """Block tokens of ``lines[first:]`` and the lines where a list item starts.
-
-    Lists are most of the parse time (each item is parsed as a document of its own:
-    2-3x the rest for a daily log of bullets), and the chunker needs only where their
-    items start, unless an item holds a block of its own. So the file is first parsed
-    with lists off, where list lines read as paragraph text. That parse is kept when
-    every block other than a paragraph starts unindented (a fence, quote, table, HTML
-    block or heading indented under a list item is part of it; an indented code block
-    may be the item's own paragraph), no paragraph line opens a block past its list
-    markers (``- > quote``) and no list line is a setext heading's text or inside a
-    quote (where it may only be lazily continuing the quote's paragraph): then it has
-    the same blocks as the full parse (tests/test_chunking.py compares them), and an
-    item starts at each paragraph line that begins with a list marker (a few more
-    than CommonMark's: ``2.`` after a paragraph line, or a marker four spaces in past
-    it, is text there; this only moves a cut preference). Otherwise (or
-    with ``exact``) the file is parsed again with lists on."""
-    if not exact:
-        tokens = _blocks(lines, first, len(lines), lists=False)
-        items = _list_items(tokens, lines)
-        if items is not None:
-            return tokens, items
-    tokens = _blocks(lines, first, len(lines))
-    return tokens, {t.map[0] for t in tokens if t.type == "list_item_open" and t.map}
-
-
-def _heading(tokens: Sequence[Token], i: int) -> tuple[int, str]:
-    """(level, title) of the heading that opens at ``tokens[i]``."""
-    title = tokens[i + 1].content if i + 1 < len(tokens) else ""
-    return int(tokens[i].tag[1]), " ".join(title.split())
-
-
-def _first_heading(lines: Sequence[str], start: int) -> str:
-    """The heading path at ``lines[start]`` when no line above it is a heading: its
-    own title if it starts a heading, else "". Parses only the block starting there."""
-    end = start
-    while end < len(lines) and lines[end].strip():
-        end += 1
-    tokens = _blocks(lines, start, end)
-    if tokens and tokens[0].type == "heading_open":
-        return _heading(tokens, 0)[1]
-    return ""
-
-
 def _units(
     lines: Sequence[str], counts: Sequence[int], limit: int, *, exact: bool = False
 ) -> tuple[list[_Unit], list[str | None]]:
@@ -238,7 +105,7 @@ def _units(
         if prev_blank and not blank:
             score[i] = _SCORE_AFTER_BLANK
         prev_blank = blank
-    tokens, items = _structure(lines, fm_end + 1, exact=exact)
+    tokens, items = structure(lines, fm_end + 1, exact=exact)
     for i in items:
         score[i] = max(score[i], _SCORE_LIST)
     # Blocks placed whole, outermost first; a nested one is kept for when the
@@ -252,7 +119,7 @@ def _units(
         if b <= a:
             continue
         if t.type == "heading_open":
-            level, title = _heading(tokens, i)
+            level, title = heading_title(tokens, i)
             if t.level == 0:
                 del stack[level - 1 :]
                 stack.extend([""] * (level - 1 - len(stack)))
@@ -261,7 +128,7 @@ def _units(
                 score[a] = _SCORE_HEADING[level]
             if b - a > 1:
                 whole.append((a, b - 1))
-        elif t.type in _WHOLE:
+        elif t.type in WHOLE:
             score[a] = max(score[a], _SCORE_BLOCK)
             whole.append((a, b - 1))
 
@@ -316,7 +183,7 @@ def chunk_markdown(
         body = "\n".join(lines)
         if not body.strip():
             return []
-        heading = "" if _front_matter_end(lines) >= 0 else _first_heading(lines, 0)
+        heading = "" if _front_matter_end(lines) >= 0 else first_heading(lines, 0)
         digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
         return [Chunk(1, len(lines), body, heading, digest)]
     units, heading_at = _units(lines, counts, tokens, exact=exact)

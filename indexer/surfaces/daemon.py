@@ -37,7 +37,8 @@ from indexer.config import Settings
 from indexer.errors import ConfigError, InvalidParams
 from indexer.sources.watcher import ObserverFactory, Watcher
 from indexer.surfaces.agent import AgentRuntime
-from indexer.surfaces.server import METHOD_NOT_FOUND, RpcError, SocketServer
+from indexer.surfaces.rpc import METHOD_NOT_FOUND, RpcError
+from indexer.surfaces.server import SocketServer
 
 __all__ = ["Daemon"]
 

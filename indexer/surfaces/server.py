@@ -28,54 +28,32 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from indexer.errors import ConfigError, InvalidParams, MemindexError
+from indexer.errors import ConfigError, DaemonRunning, InvalidParams, MemindexError
 from indexer.sources.safefs import valid_utf8
 from indexer.surfaces.client import peer_uid
+from indexer.surfaces.rpc import (
+    APP_ERROR,
+    BUSY,
+    FORBIDDEN,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    MAX_BATCH,
+    PARSE_ERROR,
+    REPLY_TOO_LARGE,
+    TOO_LARGE,
+    RpcError,
+    encode_line,
+    error_reply,
+    request_id,
+)
 
-__all__ = [
-    "MAX_BATCH",
-    "DaemonRunning",
-    "RpcError",
-    "SocketServer",
-]
+__all__ = ["SocketServer"]
 
 log = logging.getLogger(__name__)
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-APP_ERROR = -32000  # memindex errors; data.code says which
-TOO_LARGE = -32001
-REPLY_TOO_LARGE = -32002
-FORBIDDEN = -32003
-BUSY = -32004
-
-
-MAX_BATCH = 100  # requests in one batch; a larger batch gets one error, nothing runs
-
-
-class RpcError(Exception):
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
-
-
-class DaemonRunning(MemindexError):
-    code = "daemon_running"
-
 
 Handler = Callable[[str, dict[str, Any]], Any]
-
-
-def _error(id_: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
-    err: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        err["data"] = data
-    return {"jsonrpc": "2.0", "id": id_, "error": err}
 
 
 class SocketServer:
@@ -219,7 +197,7 @@ class SocketServer:
                 if not too_many:
                     self._conns.add(conn)
             if too_many:
-                self._send_and_close(conn, _error(None, BUSY, "too many connections"))
+                self._send_and_close(conn, error_reply(None, BUSY, "too many connections"))
                 continue
             threading.Thread(
                 target=self._serve, args=(conn,), daemon=True, name="memindex-conn"
@@ -227,7 +205,7 @@ class SocketServer:
 
     def _send_and_close(self, conn: socket.socket, obj: dict[str, Any]) -> None:
         with contextlib.suppress(OSError):
-            conn.sendall(_encode(obj))
+            conn.sendall(encode_line(obj))
         with contextlib.suppress(OSError):
             conn.close()
 
@@ -238,7 +216,7 @@ class SocketServer:
                 self.refused += 1
                 log.warning("refused a connection from uid %d", uid)
                 self._send_and_close(
-                    conn, _error(None, FORBIDDEN, "connection refused: different user")
+                    conn, error_reply(None, FORBIDDEN, "connection refused: different user")
                 )
                 return
             conn.settimeout(self.idle_timeout if self.idle_timeout > 0 else None)
@@ -281,7 +259,9 @@ class SocketServer:
                     conn.sendall(reply)
 
     def _too_large(self) -> bytes:
-        return _encode(_error(None, TOO_LARGE, f"request larger than {self.max_request} bytes"))
+        return encode_line(
+            error_reply(None, TOO_LARGE, f"request larger than {self.max_request} bytes")
+        )
 
     # -- JSON-RPC ------------------------------------------------------------------
 
@@ -292,13 +272,13 @@ class SocketServer:
         try:
             obj = json.loads(line.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            return _encode(_error(None, PARSE_ERROR, f"parse error: {str(exc)[:200]}"))
+            return encode_line(error_reply(None, PARSE_ERROR, f"parse error: {str(exc)[:200]}"))
         if isinstance(obj, list):
             if not obj:
-                return _encode(_error(None, INVALID_REQUEST, "empty batch"))
+                return encode_line(error_reply(None, INVALID_REQUEST, "empty batch"))
             if len(obj) > MAX_BATCH:
-                return _encode(
-                    _error(
+                return encode_line(
+                    error_reply(
                         None,
                         INVALID_REQUEST,
                         f"a batch of {len(obj)} requests: at most {MAX_BATCH} per batch "
@@ -310,8 +290,10 @@ class SocketServer:
             for o in obj:
                 if budget <= 0:  # the batch's reply is full: answer the rest briefly
                     if not (isinstance(o, dict) and "id" not in o):  # not a notification
-                        brief = _error(_id_of(o), REPLY_TOO_LARGE, "batch reply full: not run")
-                        parts.append(_encode(brief)[:-1])
+                        brief = error_reply(
+                            request_id(o), REPLY_TOO_LARGE, "batch reply full: not run"
+                        )
+                        parts.append(encode_line(brief)[:-1])
                     continue
                 one = self._handle_one(o)
                 if one is None:
@@ -324,11 +306,11 @@ class SocketServer:
         return None if reply is None else self._bounded(reply, self.max_reply)
 
     def _bounded(self, reply: dict[str, Any], limit: int) -> bytes:
-        data = _encode(reply)
+        data = encode_line(reply)
         if len(data) <= limit:
             return data
-        return _encode(
-            _error(
+        return encode_line(
+            error_reply(
                 reply.get("id"),
                 REPLY_TOO_LARGE,
                 f"reply of {len(data)} bytes is over the limit of {limit} bytes: ask for fewer "
@@ -339,32 +321,36 @@ class SocketServer:
 
     def _handle_one(self, obj: Any) -> dict[str, Any] | None:
         if not isinstance(obj, dict):
-            return _error(None, INVALID_REQUEST, "a request is a JSON object")
+            return error_reply(None, INVALID_REQUEST, "a request is a JSON object")
         id_ = obj.get("id")
         is_notification = "id" not in obj
         if not (id_ is None or isinstance(id_, (str, int))) or isinstance(id_, bool):
-            return _error(None, INVALID_REQUEST, "id must be a string, a number or null")
+            return error_reply(None, INVALID_REQUEST, "id must be a string, a number or null")
         if isinstance(id_, str) and not valid_utf8(id_):
-            return _error(None, INVALID_REQUEST, "id is not valid Unicode (a lone surrogate)")
+            return error_reply(None, INVALID_REQUEST, "id is not valid Unicode (a lone surrogate)")
         method = obj.get("method")
         if obj.get("jsonrpc") != "2.0" or not isinstance(method, str):
-            return _error(id_, INVALID_REQUEST, "expected {jsonrpc: '2.0', method, params?, id}")
+            return error_reply(
+                id_, INVALID_REQUEST, "expected {jsonrpc: '2.0', method, params?, id}"
+            )
         if not valid_utf8(method):
-            return _error(id_, INVALID_REQUEST, "method is not valid Unicode (a lone surrogate)")
+            return error_reply(
+                id_, INVALID_REQUEST, "method is not valid Unicode (a lone surrogate)"
+            )
         params = obj.get("params", {})
         if params is None:
             params = {}
         if not isinstance(params, dict):
-            return _error(id_, INVALID_PARAMS, "params must be an object (named parameters)")
+            return error_reply(id_, INVALID_PARAMS, "params must be an object (named parameters)")
         try:
             result = self.handler(method, params)
         except RpcError as exc:
-            return None if is_notification else _error(id_, exc.code, exc.message, exc.data)
+            return None if is_notification else error_reply(id_, exc.code, exc.message, exc.data)
         except UnicodeError:  # a lone surrogate reached a path, a query or a name
             return (
                 None
                 if is_notification
-                else _error(
+                else error_reply(
                     id_,
                     INVALID_PARAMS,
                     "a string parameter is not valid Unicode (a lone surrogate)",
@@ -375,33 +361,21 @@ class SocketServer:
             return (
                 None
                 if is_notification
-                else _error(id_, INVALID_PARAMS, exc.message, {"code": exc.code})
+                else error_reply(id_, INVALID_PARAMS, exc.message, {"code": exc.code})
             )
         except MemindexError as exc:
             return (
-                None if is_notification else _error(id_, APP_ERROR, exc.message, {"code": exc.code})
+                None
+                if is_notification
+                else error_reply(id_, APP_ERROR, exc.message, {"code": exc.code})
             )
         except Exception as exc:  # a bug: report it, keep serving
             log.exception("internal error in %s", method)
             return (
                 None
                 if is_notification
-                else _error(id_, INTERNAL_ERROR, f"internal error: {type(exc).__name__}")
+                else error_reply(id_, INTERNAL_ERROR, f"internal error: {type(exc).__name__}")
             )
         if is_notification:
             return None
         return {"jsonrpc": "2.0", "id": id_, "result": result}
-
-
-def _encode(obj: Any) -> bytes:
-    """One reply line. UTF-8 as is; a reply carrying a lone surrogate (echoed from a
-    request) falls back to ASCII escapes, which are always valid JSON and UTF-8."""
-    try:
-        return json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n"
-    except UnicodeEncodeError:
-        return json.dumps(obj).encode("ascii") + b"\n"
-
-
-def _id_of(obj: Any) -> Any:
-    id_ = obj.get("id") if isinstance(obj, dict) else None
-    return id_ if isinstance(id_, (str, int)) and not isinstance(id_, bool) else None
