@@ -45,7 +45,7 @@ def _fts(
     weights: tuple[float, float, float],
 ) -> list[tuple[int, float, Result]]:
     try:
-        rows = idx.store.fts_search(match, limit, sources, weights, fts5_idf=True)
+        rows = idx.store.fts_match(match, limit, sources, weights, fts5_idf=True)
     except StoreError:
         return []
     return [(r.id, bm25_to_score(r.rank), (r.path, r.start_line, r.end_line)) for r in rows]

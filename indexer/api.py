@@ -285,7 +285,8 @@ class StatusResponse(TypedDict):
     dims: int | None
     mode: str  # what a search with no mode does: hybrid | keyword
     vector: VectorState
-    sqlite: dict[str, Any]
+    sqlite: NotRequired[dict[str, Any]]  # on SQLite: versions of SQLite and sqlite-vec
+    postgresql: NotRequired[dict[str, Any]]  # on PostgreSQL: server, pgvector, HNSW in use
     fingerprint: dict[str, Any] | None
     lastSync: dict[str, Any] | None
     dirty: bool

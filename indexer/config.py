@@ -145,6 +145,13 @@ class ServerConfig:
 
 
 @dataclass(frozen=True)
+class StoreConfig:
+    url: str = ""  # postgresql://...: the shared database (else MEMINDEX_DATABASE_URL, else SQLite)
+    readUrl: str = ""  # a replica that serves searches (writes always go to ``url``)
+    poolSize: int = 4  # connections per process
+
+
+@dataclass(frozen=True)
 class Config:
     workspace: Path | None = None
     agentId: str | None = None
@@ -161,6 +168,7 @@ class Config:
     provider: ProviderConfig = field(default_factory=ProviderConfig)
     hybrid: HybridConfig = field(default_factory=HybridConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
     source: Path | None = None  # the file this came from, if any
 
     @property

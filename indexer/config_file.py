@@ -25,6 +25,7 @@ from indexer.config import (
     ServerConfig,
     SessionsConfig,
     Settings,
+    StoreConfig,
     SyncConfig,
     default_config_path,
 )
@@ -123,6 +124,10 @@ def parse_config(
     if hybrid.fusion not in ("weighted", "rrf"):
         raise ConfigError(f"{where}: hybrid.fusion must be weighted or rrf")
     cache = _section(data, "cache", CacheConfig, where)
+    store = _section(data, "store", StoreConfig, where)
+    for key, value in (("url", store.url), ("readUrl", store.readUrl)):
+        if value and not value.startswith(("postgresql://", "postgres://")):
+            raise ConfigError(f"{where}: store.{key} must be a postgresql:// URL")
     if server.socket:
         server = replace(server, socket=str(_expand(server.socket, base)))
     kwargs: dict[str, Any] = {
@@ -135,6 +140,7 @@ def parse_config(
         "provider": provider,
         "hybrid": hybrid,
         "cache": cache,
+        "store": store,
     }
     for key in ("workspace", "stateDir", "indexPath"):
         if key in data:

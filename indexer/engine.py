@@ -15,7 +15,8 @@ from indexer.api import GetRequest, GetResponse, SearchRequest, SearchResponse, 
 from indexer.config import Config
 from indexer.indexing.writer import Indexer
 from indexer.search.searcher import Searcher
-from indexer.store import IndexStore, Store
+from indexer.store import IndexStore
+from indexer.store.backend import backend_for
 
 if TYPE_CHECKING:
     from indexer.search.live import LiveIndex
@@ -38,7 +39,7 @@ class MemoryIndex(Indexer):
         store: IndexStore | None = None,
         live: LiveIndex | None = None,
     ) -> None:
-        store = store or Store(cfg.resolved_index_path(), readonly=readonly)
+        store = store or backend_for(cfg).open(readonly=readonly)
         super().__init__(cfg, store, provider, changed=self._follow)
         self.searcher = Searcher(
             cfg, store, provider=provider, provider_note=provider_note, live=live

@@ -35,6 +35,7 @@ def _isolated_home(
     monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.delenv("MEMINDEX_DATABASE_URL", raising=False)  # SQLite unless a test asks
 
 
 def write(root: Path, rel: str, text: str | bytes) -> Path:
@@ -84,3 +85,31 @@ def cli_json(cli: Runner, *args: str) -> Any:
     code, out, err = cli(*args)
     assert code == 0, err
     return json.loads(out)
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A real PostgreSQL 16 with pgvector, started by the suite (the pgserver wheel
+    of the development extra; no root, a Unix socket in a temporary folder)."""
+    import pgserver
+
+    srv = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
+    yield srv
+    from indexer.store.pg_connect import close_pools
+
+    close_pools()
+
+
+_PG_DBS = iter(range(1, 1_000_000))
+
+
+@pytest.fixture
+def pg_url(pg_server: Any) -> Any:
+    """The URL of a new, empty database on the suite's PostgreSQL."""
+    name = f"t{next(_PG_DBS)}"
+    pg_server.psql(f"CREATE DATABASE {name};")
+    yield pg_server.get_uri(name)
+    from indexer.store.pg_connect import close_pools
+
+    close_pools()
+    pg_server.psql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE);")

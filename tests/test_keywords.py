@@ -111,7 +111,7 @@ def _in_memory(
 
 def _compare(idx: MemoryIndex, query: str, sources: list[str] | None) -> int:
     q = parse_query(query)
-    fts = [(r.id, r.rank) for r in idx.store.fts_search(q.fts_expression(), 30, sources)]
+    fts = [(r.id, r.rank) for r in idx.store.fts_search(q.keyword_query(), 30, sources)]
     mem = _in_memory(idx, query, 30, sources)
     assert mem is not None, query
     fts = [x for x in fts if x[1] < 0]  # rows matching only a weight-0 column score 0

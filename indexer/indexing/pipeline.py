@@ -116,7 +116,7 @@ def _prepare(store: IndexStore, cfg: Config, force: bool) -> str | None:
         reason = "chunking settings changed"
     with store.transaction():
         if reason:
-            log.info("rebuilding %s: %s", store.path, reason)
+            log.info("rebuilding %s: %s", store.generation, reason)
             store.clear()
         store.meta_set("workspace", workspace)
         store.meta_set("fingerprint", fp)

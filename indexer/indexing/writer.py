@@ -3,8 +3,8 @@
 Memory files (``pipeline.sync``), then transcript deltas (``session_sync``), then
 vectors for chunks that have none (``embedding.embed_pending``). When the chunking,
 the embedding model or ``force`` call for a rebuild (``pipeline.rebuild_reason``),
-the index is built into a new generation file while the published one keeps
-answering, then swapped in atomically (``generations``).
+the index is built into a new generation while the published one keeps answering,
+then swapped in atomically (the store's ``Backend``).
 """
 
 from __future__ import annotations
@@ -13,24 +13,14 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import apsw
 
 from indexer.config import Config
 from indexer.errors import MemindexError
 from indexer.indexing.pipeline import Progress, SyncReport, rebuild_reason, sync
 from indexer.indexing.session_sync import SessionReport, sync_sessions
-from indexer.store import IndexStore, Store
-from indexer.store.generations import (
-    abandoned,
-    cleanup,
-    new_generation,
-    publish,
-    rebuild_lock,
-    remove_generation,
-)
+from indexer.store import STORE_ERRORS, IndexStore
+from indexer.store.backend import Backend, backend_for
 
 if TYPE_CHECKING:
     from providers.base import EmbeddingProvider
@@ -44,6 +34,7 @@ class _Abandon(Exception):
     """A rebuild stopped before it finished: the new generation is discarded."""
 
 
+_TASK_ERRORS: tuple[type[BaseException], ...] = (*STORE_ERRORS, MemindexError)
 CHANGES_KEPT = 200_000  # change feed entries kept for snapshots catching up (live.py)
 
 
@@ -58,9 +49,11 @@ class Indexer:
         store: IndexStore,
         provider: EmbeddingProvider | None = None,
         changed: Callable[[IndexStore], None] | None = None,
+        *,
+        backend: Backend | None = None,
     ) -> None:
         self.cfg = cfg
-        self.index_path: Path = cfg.resolved_index_path()
+        self.backend = backend or backend_for(cfg)
         self.store = store
         self.provider = provider
         self.changed = changed
@@ -89,8 +82,8 @@ class Indexer:
                     self.store.prune_changes(CHANGES_KEPT)
                 if self.changed is not None:
                     self.changed(self.store)
-            except (apsw.Error, MemindexError) as exc:
-                log.warning("after a write task on %s: %s", self.index_path, exc)
+            except _TASK_ERRORS as exc:
+                log.warning("after a write task on %s: %s", self.backend.where, exc)
 
     def _sync(
         self,
@@ -104,7 +97,7 @@ class Indexer:
         key = self.provider.key() if self.provider else None
         reason = rebuild_reason(self.store, self.cfg, force=force, provider_key=key)
         if reason is not None:
-            with rebuild_lock(self.index_path):  # one rebuild per index at a time
+            with self.backend.rebuild_lock():  # one rebuild per index at a time
                 rebuilt = self._rebuild(reason, progress, should_stop, embed)
             rebuilt.seconds = round(time.monotonic() - t0, 3)  # the whole rebuild
             return rebuilt
@@ -123,19 +116,19 @@ class Indexer:
         should_stop: Callable[[], bool] | None,
         embed: bool,
     ) -> SyncReport:
-        log.info("rebuilding %s into a new generation: %s", self.index_path, reason)
+        backend = self.backend
+        log.info("rebuilding %s into a new generation: %s", backend.where, reason)
         # A killed rebuild's generation goes before the new one is made (its vectors
         # and batch jobs kept in the current one, keyed by model), so a kill at any
         # point leaves at most one abandoned generation.
-        for old_gen in abandoned(self.index_path):
-            with contextlib.suppress(MemindexError, apsw.Error):
+        for old_gen in backend.abandoned():
+            with contextlib.suppress(*STORE_ERRORS):
                 self.store.copy_carryover(old_gen)
-            remove_generation(old_gen)
-        gen = new_generation(self.index_path)
-        fresh = Store(gen)
+            backend.discard(old_gen)
+        fresh = backend.create()
         try:
-            fresh.copy_carryover(self.store.file)
-            builder = Indexer(self.cfg, fresh, self.provider)
+            fresh.copy_carryover(self.store.generation)
+            builder = Indexer(self.cfg, fresh, self.provider, backend=backend)
             # Vectors too, whatever the caller asked: a generation is published
             # complete, so searches keep the old one (and its vectors) until then.
             report = builder.sync(
@@ -143,17 +136,17 @@ class Indexer:
             )
             if report.stopped:  # interrupted: the current generation stays as it is
                 raise _Abandon
-            fresh.checkpoint()
+            backend.publish(fresh)
         except BaseException as exc:
+            generation = fresh.generation
             fresh.close()
-            remove_generation(gen)
+            backend.discard(generation)
             if isinstance(exc, _Abandon):
                 return report
             raise
-        publish(self.index_path, gen)
         old, self.store = self.store, fresh
         old.close()
-        cleanup(self.index_path)
+        backend.cleanup()
         report.rebuilt = reason
         return report
 

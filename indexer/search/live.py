@@ -21,16 +21,17 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import apsw
 
 from indexer.errors import MemindexError
-from indexer.search.keywords import MIN_CHUNKS, KeywordPart, Tokenizer
+from indexer.search.keywords import MIN_CHUNKS, KeywordPart
 from indexer.search.refresher import Refresher
 from indexer.search.vectors import VectorPart
-from indexer.store import IndexStore, Store
+from indexer.store import IndexStore
+from indexer.store.tokens import Tokenizer
 
 __all__ = ["LiveIndex", "Snapshot"]
 
@@ -41,8 +42,8 @@ Versions = tuple[str | None, str | None, str | None]  # Store.change_versions()
 
 @dataclass(frozen=True)
 class Snapshot:
-    file: str  # the index (generation) file it was read from
-    versions: Versions  # that file's change versions when it was last brought up to date
+    generation: str  # the index generation it was read from
+    versions: Versions  # that generation's change versions when it was last brought up to date
     keywords: KeywordPart | None  # None: FTS5 answers (a small index)
     vectors: VectorPart | None  # None: no vectors (or not read yet)
 
@@ -67,9 +68,9 @@ class LiveIndex:
         """The snapshot of ``store``'s file, current or not (an update starts in the
         background if it is not); None if there is none of this file yet."""
         snap = self._snap
-        if snap is None or snap.file != str(store.file) or snap.versions != versions:
-            self._refresh.start(self._update_file, store.file)
-        return snap if snap is not None and snap.file == str(store.file) else None
+        if snap is None or snap.generation != store.generation or snap.versions != versions:
+            self._refresh.start(self._update_from, store.reopen)
+        return snap if snap is not None and snap.generation == store.generation else None
 
     def wait_ready(self, store: IndexStore, timeout: float = 120.0) -> bool:
         """Bring the snapshot up to date with ``store`` now (benchmarks and tests)."""
@@ -79,14 +80,14 @@ class LiveIndex:
         snap = self.update(store)
         return snap is not None and snap.versions == store.change_versions()
 
-    def _update_file(self, file: Path) -> None:
+    def _update_from(self, reopen: Callable[[], IndexStore]) -> None:
         try:
-            with Store(file, readonly=True) as store:
+            with reopen() as store:
                 self.update(store)
         except (apsw.Error, OSError, ValueError, MemindexError) as exc:
             # ``update`` never raises: opening the file failed (replaced or removed
             # by a rebuild); the next search tries again.
-            log.warning("updating the in-memory snapshot of %s failed: %s", file, exc)
+            log.warning("updating the in-memory snapshot failed: %s", exc)
 
     def update(self, store: IndexStore, *, full: bool = True) -> Snapshot | None:
         """Catch the snapshot up with ``store``. ``full=False`` (the writer's call): if
@@ -102,7 +103,7 @@ class LiveIndex:
             except Exception as exc:  # noqa: BLE001 - see above
                 self._snap = None
                 self.error = f"{type(exc).__name__}: {exc}"
-                log.exception("in-memory snapshot of %s dropped", store.file)
+                log.exception("in-memory snapshot of %s dropped", store.generation)
                 return None
             self.error = None
             return snap
@@ -110,11 +111,11 @@ class LiveIndex:
     def _update(self, store: IndexStore, full: bool) -> Snapshot | None:
         old = self._snap
         versions = store.change_versions()  # read first: the parts are at least this new
-        if old is not None and old.file == str(store.file) and old.versions == versions:
+        if old is not None and old.generation == store.generation and old.versions == versions:
             return old
-        same = old if old is not None and old.file == str(store.file) else None
+        same = old if old is not None and old.generation == store.generation else None
         if same is None and not full:
-            self._refresh.start(self._update_file, store.file)
+            self._refresh.start(self._update_from, store.reopen)
             return old
         kw = same.keywords if same is not None else None
         vec = same.vectors if same is not None else None
@@ -130,12 +131,12 @@ class LiveIndex:
                 kw, vec = got
         if read_all:
             if not full:
-                self._refresh.start(self._update_file, store.file)
+                self._refresh.start(self._update_from, store.reopen)
                 return old
             kw, vec = self._read_all(store, kw if same is not None else None, key)
         elif kw is None:
             kw = self._keywords(store)  # grown past min_chunks since?
-        snap = Snapshot(str(store.file), versions, kw, vec)
+        snap = Snapshot(store.generation, versions, kw, vec)
         self._snap = snap
         return snap
 

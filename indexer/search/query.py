@@ -16,10 +16,10 @@ Query rules (ordinary questions must return results):
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from indexer.sources.text import cjk
+from indexer.store.records import KeywordQuery
 
 __all__ = ["STOP_WORDS", "ParsedQuery", "parse_query"]
 
@@ -180,10 +180,6 @@ STOP_WORDS = frozenset(
 )
 
 
-def _fts_phrase(words: Sequence[str]) -> str:
-    return '"' + " ".join(w.replace('"', '""') for w in words) + '"'
-
-
 @dataclass
 class ParsedQuery:
     required: list[list[str]] = field(default_factory=list)  # quoted phrases
@@ -196,18 +192,12 @@ class ParsedQuery:
     def empty(self) -> bool:
         return not (self.required or self.terms or self.exact_parts or self.cjk)
 
-    def fts_expression(self) -> str:
-        """The FTS5 MATCH expression: required phrases AND-ed, everything else OR-ed."""
-        optional = [_fts_phrase([t]) for t in self.terms]
-        optional += [_fts_phrase(p) for p in self.exact_parts]
-        optional += [_fts_phrase(list(g)) for g in self.cjk]
-        required = [_fts_phrase(p) for p in self.required]
-        if required:
-            clause = " AND ".join(required)
-            if optional:
-                clause += " AND (" + " OR ".join(optional + required) + ")"
-            return clause
-        return " OR ".join(optional)
+    def keyword_query(self) -> KeywordQuery:
+        """What the store searches: required phrases AND-ed, everything else OR-ed."""
+        optional: list[tuple[str, ...]] = [(t,) for t in self.terms]
+        optional += [tuple(p) for p in self.exact_parts]
+        optional += [tuple(g) for g in self.cjk]
+        return KeywordQuery(tuple(tuple(p) for p in self.required), tuple(optional))
 
     def literal_needles(self) -> list[str]:
         """Strings whose literal presence marks an exact hit."""

@@ -198,7 +198,7 @@ def keyword_search(
         return q, []
     pool = candidates if candidates is not None else max(limit * 4, limit)
     if found is None:
-        fts = store.fts_search(q.fts_expression(), pool, sources)
+        fts = store.fts_search(q.keyword_query(), pool, sources)
         rows.add(fts)
         found = [(r.id, r.rank, r.source) for r in fts]
     hits: list[Candidate] = []

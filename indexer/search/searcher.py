@@ -16,7 +16,6 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from indexer import __version__
@@ -42,6 +41,7 @@ from indexer.search.ranking import apply_decay, balance_sources, mmr
 from indexer.search.retrieval import fuse, keyword_search, render_results
 from indexer.selection import NO_PROVIDER
 from indexer.store import IndexStore
+from indexer.store.backend import backend_for
 from providers.errors import ProviderError, ProviderTimeout
 
 if TYPE_CHECKING:  # numpy, the providers' base and tenacity load when first used
@@ -87,7 +87,7 @@ class Searcher:
         self.live = live
         self._snap: Snapshot | None = None  # the snapshot this search reads
         self._sources_seen: tuple[str | None, bool] | None = None
-        self._workspace_ok: tuple[Path, str | None] | None = None
+        self._workspace_ok: tuple[str, str | None] | None = None
         # Read at the start of search(): chunksVersion, vectorsVersion, vectorKey.
         self._versions: tuple[str | None, str | None, str | None] = (None, None, None)
         self._ready_seen: tuple[object, bool] | None = None
@@ -154,7 +154,7 @@ class Searcher:
             return False
         # Re-checked when the index file or its chunks, vectors or model change
         # (every write that could change the answer bumps one of them).
-        seen = (self.store.file, self._versions)
+        seen = (self.store.generation, self._versions)
         if self._ready_seen is None or self._ready_seen[0] != seen:
             ready = (
                 self.store.has_vectors()
@@ -301,7 +301,7 @@ class Searcher:
         return self._envelope(results, "vector" if vector_only else "hybrid", None)
 
     def _check_workspace(self) -> None:
-        if self._workspace_ok == (self.store.file, self._versions[0]):
+        if self._workspace_ok == (self.store.generation, self._versions[0]):
             return  # a clear (a new workspace) changes the version
         indexed = self.store.meta_get("workspace")
         current = str(self.cfg.require_workspace().resolve())
@@ -311,7 +311,7 @@ class Searcher:
                 f"{current}: run 'memindex index' to rebuild it for this workspace"
             )
         if indexed is not None:
-            self._workspace_ok = (self.store.file, self._versions[0])
+            self._workspace_ok = (self.store.generation, self._versions[0])
 
     # -- status -----------------------------------------------------------------------
 
@@ -330,9 +330,10 @@ class Searcher:
         else:
             reason = self.provider_note if p is None else "vectors not built yet"
         sessions_dir = self.cfg.sessions_dir()
-        return {
+        versions = s.versions()
+        out: StatusResponse = {
             "version": __version__,
-            "indexPath": str(self.cfg.resolved_index_path()),
+            "indexPath": backend_for(self.cfg).where,
             "workspace": s.meta_get("workspace"),
             "sources": counts,
             "files": sum(c["files"] for c in counts.values()),
@@ -349,7 +350,6 @@ class Searcher:
                 "pendingChunks": s.pending_count() if s.has_vectors() else None,
                 "cacheEntries": s.cache_count(),
             },
-            "sqlite": s.versions(),
             "fingerprint": json.loads(fp) if fp else None,
             "lastSync": json.loads(last) if last else None,
             "dirty": last is None,
@@ -360,3 +360,8 @@ class Searcher:
             "indexBytes": s.size_bytes(),
             "checkedAt": time.time(),
         }
+        if "sqlite" in versions:
+            out["sqlite"] = versions
+        else:
+            out["postgresql"] = versions
+        return out

@@ -57,6 +57,7 @@ class StoreBase:
     def __init__(self, path: Path, *, readonly: bool = False) -> None:
         self.path = path
         self.file = Path(os.path.realpath(path))  # the generation file behind the path
+        self.generation = str(self.file)
         self.readonly = readonly
         self.vector_error: str | None = None
         self.vec_version: str | None = None

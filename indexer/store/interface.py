@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from pathlib import Path
 from typing import Any, Protocol
 
 from indexer.store.records import (
@@ -26,6 +25,7 @@ from indexer.store.records import (
     ChunkRow,
     FileState,
     KeywordPostings,
+    KeywordQuery,
     NewChunk,
     SearchRow,
     SessionCursor,
@@ -35,13 +35,17 @@ __all__ = ["IndexStore"]
 
 
 class IndexStore(Protocol):
-    file: Path  # the published index this connection reads (a new one after a rebuild)
-    path: Path  # the index as configured
+    generation: str  # names the generation this connection reads (a new one after a rebuild)
     vec_version: str | None  # the vector extension's version; None: keyword only
     vector_error: str | None  # why vectors are unavailable
     readonly: bool  # opened for reading only
 
     def close(self) -> None: ...
+    def __enter__(self) -> IndexStore: ...
+    def __exit__(self, *exc: object) -> None: ...
+    def reopen(self) -> IndexStore:
+        """Another read-only connection to the same generation (for another thread)."""
+        ...
 
     # -- transactions and meta -------------------------------------------------------
 
@@ -99,7 +103,7 @@ class IndexStore(Protocol):
 
     def fts_search(
         self,
-        match: str,
+        query: KeywordQuery,
         limit: int,
         sources: Sequence[str] | None = None,
         weights: tuple[float, float, float] = FTS_WEIGHTS,
@@ -135,7 +139,7 @@ class IndexStore(Protocol):
 
     # -- upkeep and health -----------------------------------------------------------
 
-    def copy_carryover(self, other: Path) -> int:
+    def copy_carryover(self, other: str) -> int:
         """Vectors, cache and batch jobs worth keeping, from another generation."""
         ...
 

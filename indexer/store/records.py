@@ -22,6 +22,24 @@ FTS_WEIGHTS = (1.0, 1.0, 0.5)
 
 
 @dataclass(frozen=True, slots=True)
+class KeywordQuery:
+    """A keyword search as phrases of words (a single word is a one-word phrase):
+    every ``required`` phrase must match and, if there are ``optional`` ones, the
+    rows are ranked by all of them. Each store turns it into its own query
+    (``phrases`` lists what is scored, in the order FTS5 scores it)."""
+
+    required: tuple[tuple[str, ...], ...]
+    optional: tuple[tuple[str, ...], ...]
+
+    def phrases(self) -> list[tuple[str, ...]]:
+        """The scored phrases: required AND (optional OR required) when both kinds
+        are present (so a required phrase is scored twice, as FTS5 does)."""
+        if self.required and self.optional:
+            return [*self.required, *self.optional, *self.required]
+        return [*self.required, *self.optional]
+
+
+@dataclass(frozen=True, slots=True)
 class KeywordPostings:
     """What an in-memory BM25 index is built from, read in one snapshot: every chunk
     (id, source) by id, and for each term and column the ids of the chunks holding

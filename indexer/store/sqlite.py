@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import apsw
@@ -14,7 +13,13 @@ from indexer.errors import StoreError
 from indexer.store import bm25
 from indexer.store.chunks import ChunkTables
 from indexer.store.interface import IndexStore
-from indexer.store.records import FTS_TOKENIZER, FTS_WEIGHTS, KeywordPostings, SearchRow
+from indexer.store.records import (
+    FTS_TOKENIZER,
+    FTS_WEIGHTS,
+    KeywordPostings,
+    KeywordQuery,
+    SearchRow,
+)
 from indexer.store.vectors import VectorTables
 
 
@@ -22,6 +27,17 @@ class Store(ChunkTables, VectorTables):
     """An open index file."""
 
     def fts_search(
+        self,
+        query: KeywordQuery,
+        limit: int,
+        sources: Sequence[str] | None = None,
+        weights: tuple[float, float, float] = FTS_WEIGHTS,
+        *,
+        fts5_idf: bool = False,
+    ) -> list[SearchRow]:
+        return self.fts_match(fts5_match(query), limit, sources, weights, fts5_idf=fts5_idf)
+
+    def fts_match(
         self,
         match: str,
         limit: int,
@@ -107,10 +123,13 @@ class Store(ChunkTables, VectorTables):
             "sqliteVec": self.vec_version,
         }
 
-    def copy_carryover(self, other: Path) -> int:
+    def reopen(self) -> Store:
+        return Store(self.file, readonly=True)
+
+    def copy_carryover(self, other: str) -> int:
         """Copy the embedding cache and open batch jobs of another index file (a
         rebuild keeps every vector already paid for). Returns cache rows copied."""
-        self.db.execute("ATTACH DATABASE ? AS old", (str(other),))
+        self.db.execute("ATTACH DATABASE ? AS old", (other,))
         try:
             with self.transaction():
                 self.db.execute(
@@ -191,6 +210,22 @@ class Store(ChunkTables, VectorTables):
             with contextlib.suppress(OSError):
                 total += os.path.getsize(str(self.file) + suffix)
         return total
+
+
+def _phrase(words: Sequence[str]) -> str:
+    return '"' + " ".join(w.replace('"', '""') for w in words) + '"'
+
+
+def fts5_match(query: KeywordQuery) -> str:
+    """The FTS5 MATCH expression of a keyword query."""
+    optional = [_phrase(p) for p in query.optional]
+    required = [_phrase(p) for p in query.required]
+    if required:
+        clause = " AND ".join(required)
+        if optional:
+            clause += " AND (" + " OR ".join(optional + required) + ")"
+        return clause
+    return " OR ".join(optional)
 
 
 def _conforms(store: Store) -> IndexStore:

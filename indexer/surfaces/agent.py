@@ -13,8 +13,8 @@ from indexer.indexing.writer import Indexer
 from indexer.search.live import LiveIndex
 from indexer.search.searcher import Searcher
 from indexer.selection import provider_note, select_provider
-from indexer.store import IndexStore, Store
-from indexer.store.generations import current_file
+from indexer.store import IndexStore
+from indexer.store.backend import backend_for
 from indexer.surfaces.health import TaskHealth
 
 __all__ = ["AgentRuntime"]
@@ -39,11 +39,9 @@ class AgentRuntime:
             log.info("%s: embeddings by %s %s", cfg.agent_name, sel.provider.id, sel.provider.model)
         self.live = LiveIndex()  # shared by the readers, caught up by the writer
         # the writer creates and migrates the index file
+        backend = backend_for(cfg)
         self.writer = Indexer(
-            cfg,
-            Store(cfg.resolved_index_path()),
-            sel.provider,
-            changed=self._caught_up,
+            cfg, backend.open(), sel.provider, changed=self._caught_up, backend=backend
         )
         self._readers: queue.LifoQueue[Searcher] = queue.LifoQueue()
         self.backfill = True  # first pass: everything, transcripts below thresholds too
@@ -65,16 +63,16 @@ class AgentRuntime:
 
     @contextlib.contextmanager
     def reader(self) -> Iterator[Searcher]:
-        current = current_file(self.writer.index_path)
+        current = self.writer.backend.current()
         try:
             idx = self._readers.get_nowait()
-            if idx.store.file != current:  # a rebuild swapped generations: reopen
+            if idx.store.generation != current:  # a rebuild swapped generations: reopen
                 idx.store.close()
                 raise queue.Empty
         except queue.Empty:
             idx = Searcher(
                 self.cfg,
-                Store(self.writer.index_path, readonly=True),
+                self.writer.backend.open(readonly=True),
                 provider=self.provider,
                 provider_note=self.provider_note,
                 live=self.live,

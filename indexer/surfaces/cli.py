@@ -55,16 +55,17 @@ def _cmd_index(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) 
         _setup_logging(args, err)
         from indexer.indexing.writer import Indexer
         from indexer.selection import select_provider
-        from indexer.store import Store
+        from indexer.store.backend import backend_for
 
-        writer = Indexer(cfg, Store(cfg.resolved_index_path()), select_provider(cfg).provider)
+        backend = backend_for(cfg)
+        writer = Indexer(cfg, backend.open(), select_provider(cfg).provider, backend=backend)
         bar = ProgressBar(err, "indexing")
         try:
             report = writer.sync(force=args.force, progress=bar).to_json()
         finally:
             bar.close()
             writer.store.close()
-        index_path = str(writer.index_path)
+        index_path = backend.where
     if args.json:
         _print_json({"indexPath": index_path, **report}, out)
         return 0
@@ -164,8 +165,15 @@ def _cmd_status(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO)
         )
     else:
         out.write(f"mode:      keyword ({vec['reason']})\n")
-    sq = st["sqlite"]
-    out.write(f"sqlite:    {sq['sqlite']} via {sq['binding']}, sqlite-vec {sq['sqliteVec']}\n")
+    sq = st.get("sqlite")
+    if sq:
+        out.write(f"sqlite:    {sq['sqlite']} via {sq['binding']}, sqlite-vec {sq['sqliteVec']}\n")
+    pg = st.get("postgresql")
+    if pg:
+        out.write(
+            f"store:     PostgreSQL {pg['postgresql']}, pgvector {pg['pgvector']}, "
+            f"HNSW index {pg['hnsw']}\n"
+        )
     last = st["lastSync"]
     if last:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last["at"]))

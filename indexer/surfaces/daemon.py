@@ -343,7 +343,7 @@ class Daemon:
             return {
                 "ok": True,
                 "version": __version__,
-                "agents": {n: str(a.writer.index_path) for n, a in self.agents.items()},
+                "agents": {n: a.writer.backend.where for n, a in self.agents.items()},
             }
         rt = self._agent(params)
         if isinstance(req, api.ReindexRequest):

@@ -19,6 +19,7 @@ def checks(cfg: Config) -> list[tuple[str, bool, str]]:
     from indexer.sources.discovery import discover
     from indexer.sources.tokenizer import get_counter
     from indexer.store import Store
+    from indexer.store.backend import backend_for
 
     got: list[tuple[str, bool, str]] = []
 
@@ -38,19 +39,21 @@ def checks(cfg: Config) -> list[tuple[str, bool, str]]:
     )
 
     def index() -> str:
-        path = cfg.resolved_index_path()
-        if not path.exists():
+        backend = backend_for(cfg)
+        path = backend.where
+        if not backend.exists():
             return f"{path} not built yet: run 'memindex index'"
-        with Store(path, readonly=True) as st:
+        with backend.open(readonly=True) as st:
             problems = st.consistency()
             if problems:
                 raise RuntimeError(
                     f"{path}: {'; '.join(problems)}; run 'memindex index --force' to rebuild it"
                 )
             v = st.versions()
-            return (
-                f"{path}: integrity ok, tables consistent, SQLite {v['sqlite']} via {v['binding']}"
-            )
+            if backend.kind == "sqlite":
+                sqlite = f"SQLite {v['sqlite']} via {v['binding']}"
+                return f"{path}: integrity ok, tables consistent, {sqlite}"
+            return f"{path}: tables consistent, " + ", ".join(f"{k} {x}" for k, x in v.items())
 
     check("index", index)
 

@@ -42,7 +42,8 @@ from indexer.search.searcher import Searcher
 from indexer.selection import select_provider
 from indexer.sources.chunking import split_lines
 from indexer.sources.discovery import glob_match, roots_for
-from indexer.store import IndexStore, Store, private_dir
+from indexer.store import IndexStore, private_dir
+from indexer.store.backend import backend_for
 from indexer.store.qmd_catalogue import Catalogue
 from indexer.surfaces.client import DaemonUnavailable, RemoteError, call
 from indexer.surfaces.qmd_common import MODES, cache_dir, config_dir, emit, qmd_socket
@@ -205,13 +206,14 @@ def _search(
 ) -> None:
     cols = load_collections()
     cfg = _config(base, cols)
-    if not cfg.resolved_index_path().exists():
+    backend = backend_for(cfg)
+    if not backend.exists():
         if any(name not in {c["name"] for c in cols} for name in names):
             raise QmdError(f"Collection not found: {names[0]}")
         emit([], out, as_json)
         return
     provider = None if mode == "search" else select_provider(cfg).provider
-    with Store(cfg.resolved_index_path(), readonly=True) as store:
+    with backend.open(readonly=True) as store:
         searcher = Searcher(cfg, store, provider=provider)
         items = search_items(cfg, cols, mode, query, n, names, searcher)
     emit(items, out, as_json)

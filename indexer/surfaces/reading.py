@@ -46,22 +46,22 @@ def read_call(
     # Imported only now: the read path pulls in numpy, the tokenizer and sqlite-vec,
     # which a call answered by the daemon does not need.
     from indexer.search.searcher import Searcher
-    from indexer.store import Store
+    from indexer.store.backend import backend_for
 
     provider, note = None, ""
     if isinstance(req, (api.SearchRequest, api.StatusRequest)):  # memory_get needs none
         provider, note = provider_for_reading(cfg)
-    with Store(cfg.resolved_index_path(), readonly=True) as store:
+    with backend_for(cfg).open(readonly=True) as store:
         return Searcher(cfg, store, provider=provider, provider_note=note).answer(req)
 
 
 def provider_for_reading(cfg: Config) -> tuple[EmbeddingProvider | None, str]:
     """Load the embedding model only when the index holds vectors to search."""
     from indexer.selection import provider_note, select_provider
-    from indexer.store import Store
+    from indexer.store.backend import backend_for
 
     try:
-        with Store(cfg.resolved_index_path(), readonly=True) as store:
+        with backend_for(cfg).open(readonly=True) as store:
             has_vectors = store.meta_get("vectorKey") is not None
     except MemindexError:
         return None, ""

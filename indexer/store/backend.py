@@ -1,0 +1,112 @@
+"""Where an agent's index lives, and its generations: the ``Backend`` protocol.
+
+A backend opens the published generation of one agent's index (``open``) and runs
+the rebuild cycle the writer drives: make an unpublished generation (``create``),
+fill it while the published one keeps answering, then ``publish`` it in one atomic
+step, or ``discard`` it. A generation is named by a string (``IndexStore.generation``)
+that readers compare to ``current()`` to notice a swap.
+
+``SqliteBackend``: one file per agent, generations as files behind a symlink
+(``generations``). The PostgreSQL backend (``store.postgres``) keeps generations as a
+column of every row and publishes by updating one row. ``backend_for`` picks one
+from the configuration: ``[store] url`` (or ``MEMINDEX_DATABASE_URL``) names a
+PostgreSQL database; otherwise the SQLite file at ``indexPath``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from indexer.store import generations
+from indexer.store.interface import IndexStore
+
+if TYPE_CHECKING:
+    from indexer.config import Config
+
+__all__ = ["Backend", "SqliteBackend", "backend_for", "database_url"]
+
+
+class Backend(Protocol):
+    kind: str  # "sqlite" | "postgresql"
+    where: str  # for messages: the index file, or the database and agent
+
+    def exists(self) -> bool: ...
+    def open(self, *, readonly: bool = False) -> IndexStore: ...
+    def current(self) -> str:
+        """The published generation's name."""
+        ...
+
+    def rebuild_lock(self) -> AbstractContextManager[None]: ...
+    def abandoned(self) -> list[str]:
+        """Generations made by rebuilds that never published."""
+        ...
+
+    def create(self) -> IndexStore:
+        """A new, empty, unpublished generation, open for writing."""
+        ...
+
+    def publish(self, store: IndexStore) -> None: ...
+    def discard(self, generation: str) -> None: ...
+    def cleanup(self) -> None:
+        """Remove replaced generations no reader should still need."""
+        ...
+
+
+def database_url(cfg: Config) -> str:
+    """The PostgreSQL URL the configuration names, or "" for SQLite."""
+    return cfg.store.url or os.environ.get("MEMINDEX_DATABASE_URL", "")
+
+
+def backend_for(cfg: Config) -> Backend:
+    url = database_url(cfg)
+    if url:
+        from indexer.store.postgres import PostgresBackend
+
+        return PostgresBackend.for_config(cfg, url)
+    return SqliteBackend(cfg.resolved_index_path())
+
+
+class SqliteBackend:
+    kind = "sqlite"
+
+    def __init__(self, index_path: Path) -> None:
+        self.index_path = index_path
+        self.where = str(index_path)
+
+    def exists(self) -> bool:
+        return self.index_path.exists()
+
+    def open(self, *, readonly: bool = False) -> IndexStore:
+        from indexer.store.sqlite import Store
+
+        return Store(self.index_path, readonly=readonly)
+
+    def current(self) -> str:
+        return str(generations.current_file(self.index_path))
+
+    @contextmanager
+    def rebuild_lock(self) -> Iterator[None]:
+        with generations.rebuild_lock(self.index_path):
+            yield
+
+    def abandoned(self) -> list[str]:
+        return [str(g) for g in generations.abandoned(self.index_path)]
+
+    def create(self) -> IndexStore:
+        from indexer.store.sqlite import Store
+
+        return Store(generations.new_generation(self.index_path))
+
+    def publish(self, store: IndexStore) -> None:
+        store.checkpoint()
+        generations.publish(self.index_path, Path(store.generation))
+
+    def discard(self, generation: str) -> None:
+        generations.remove_generation(Path(generation))
+
+    def cleanup(self) -> None:
+        generations.cleanup(self.index_path)

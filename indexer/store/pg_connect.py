@@ -1,0 +1,168 @@
+"""Connections to PostgreSQL: one psycopg pool per URL and process, migrations, the
+advisory-lock keys, and ``PgTarget`` (which database and agent a store reads)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from indexer.errors import StoreError
+from indexer.store.pg_schema import PG_MIGRATIONS
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+__all__ = [
+    "GEN_TABLES",
+    "PgTarget",
+    "close_pools",
+    "connect",
+    "gen_of",
+    "lock_key",
+    "migrate",
+    "redact",
+    "writer_label",
+]
+
+
+@dataclass(frozen=True)
+class PgTarget:
+    """One agent's index in one database."""
+
+    url: str  # where writes go
+    read_url: str  # where searches read (a replica, or ``url``)
+    agent: str
+    pool_size: int
+
+    @property
+    def where(self) -> str:
+        return f"{redact(self.url)} (agent {self.agent})"
+
+    def generation_name(self, gen: int) -> str:
+        return f"{self.where} g{gen}"
+
+
+def gen_of(name: str) -> int:
+    """The generation number in a ``generation_name``."""
+    return int(name.rsplit(" g", 1)[1])
+
+
+_POOLS: dict[str, ConnectionPool] = {}
+_POOLS_LOCK = threading.Lock()
+_MIGRATED: set[str] = set()
+
+
+def redact(url: str) -> str:
+    """The URL without its password (for messages and status)."""
+    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
+
+
+def _pool(url: str, size: int) -> ConnectionPool:
+    with _POOLS_LOCK:
+        pool = _POOLS.get(url)
+        if pool is None:
+            try:
+                from psycopg_pool import ConnectionPool
+            except ImportError as exc:
+                raise StoreError(
+                    "a PostgreSQL store needs psycopg: pip install 'memindex[postgresql]'"
+                ) from exc
+            pool = ConnectionPool(
+                url,
+                min_size=0,
+                max_size=max(2, size),
+                kwargs={"autocommit": True, "application_name": "memindex"},
+                timeout=30.0,
+                open=True,
+                name="memindex",
+            )
+            _POOLS[url] = pool
+        return pool
+
+
+@contextlib.contextmanager
+def connect(url: str, size: int = 8) -> Iterator[psycopg.Connection[Any]]:
+    """A pooled connection (autocommit; psycopg errors become StoreError)."""
+    import psycopg
+
+    pool = _pool(url, size)
+    try:
+        conn = pool.getconn()
+    except Exception as exc:  # PoolTimeout, OperationalError
+        raise StoreError(f"cannot connect to PostgreSQL at {redact(url)}: {exc}") from exc
+    try:
+        yield conn
+    except psycopg.Error as exc:
+        raise StoreError(f"PostgreSQL at {redact(url)}: {exc}") from exc
+    finally:
+        pool.putconn(conn)
+
+
+def migrate(conn: psycopg.Connection[Any], url: str) -> None:
+    """Apply the migrations not applied yet, one transaction each, under a lock (many
+    hosts may start at once)."""
+    if url in _MIGRATED:
+        return
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('memindex:migrate'))")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS memindex_migrations("
+            "name TEXT PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
+        )
+        done = {r[0] for r in conn.execute("SELECT name FROM memindex_migrations")}
+        for name, sql in PG_MIGRATIONS:
+            if name in done:
+                continue
+            try:
+                conn.execute(sql)  # our own constant SQL
+            except Exception as exc:
+                hint = ""
+                if "vector" in str(exc):
+                    hint = " (the database needs pgvector: CREATE EXTENSION vector, as a superuser)"
+                raise StoreError(f"cannot migrate {redact(url)} ({name}): {exc}{hint}") from exc
+            conn.execute(
+                "INSERT INTO memindex_migrations(name, applied_at) VALUES (%s, %s)",
+                (name, time.time()),
+            )
+    _MIGRATED.add(url)
+
+
+def lock_key(kind: str, agent: str) -> str:
+    return f"memindex:{kind}:{agent}"
+
+
+# Every table keyed by (agent, gen), children before chunks (the change feed last:
+# deleting chunks writes to it).
+GEN_TABLES = (
+    "postings",
+    "chunk_vectors",
+    "chunks",
+    "chunk_changes",
+    "files",
+    "session_cursors",
+    "skipped",
+    "batch_jobs",
+    "meta",
+)
+
+
+def writer_label() -> str:
+    return f"{socket.gethostname()} pid {os.getpid()}"
+
+
+def close_pools() -> None:
+    """Close every pool this process opened (tests; a process exiting needs not)."""
+    with _POOLS_LOCK:
+        for pool in _POOLS.values():
+            with contextlib.suppress(Exception):
+                pool.close()
+        _POOLS.clear()
+        _MIGRATED.clear()

@@ -1,0 +1,120 @@
+"""The PostgreSQL schema: named, append-only migrations, as on SQLite.
+
+Every row but the shared embedding cache carries the agent id and the generation
+(``gen``) it belongs to, first in its primary key, so the tables can be distributed
+by agent id (Citus: ``create_distributed_table('chunks', 'agent')``). The agent's
+published generation is one row of ``agents``: publishing a rebuild is one UPDATE.
+
+Keyword search is BM25 over ``postings``: one row per chunk, column and token
+(FTS5's own porter/unicode61 tokens, made in Python when the chunk is written) with
+the token's positions, so phrases match as on SQLite. ``chunks.dl`` is a chunk's
+length in tokens over all columns (FTS5's document length). Vectors are kept twice:
+as pgvector ``vector`` (searched) and as the float32 bytes SQLite stores (read by the
+in-memory snapshot without parsing text).
+"""
+
+from __future__ import annotations
+
+__all__ = ["PG_MIGRATIONS"]
+
+PG_MIGRATIONS: list[tuple[str, str]] = [
+    (
+        "0001_initial",
+        """
+        CREATE EXTENSION IF NOT EXISTS vector;
+        CREATE TABLE agents(
+            agent TEXT PRIMARY KEY,
+            published BIGINT NOT NULL,
+            writer TEXT NOT NULL DEFAULT ''
+        );
+        CREATE TABLE generations(
+            agent TEXT NOT NULL,
+            gen BIGINT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY(agent, gen)
+        );
+        CREATE TABLE meta(
+            agent TEXT NOT NULL, gen BIGINT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+            PRIMARY KEY(agent, gen, key)
+        );
+        CREATE TABLE files(
+            agent TEXT NOT NULL, gen BIGINT NOT NULL, path TEXT NOT NULL,
+            source TEXT NOT NULL, hash TEXT NOT NULL, mtime_ns BIGINT NOT NULL,
+            size BIGINT NOT NULL, lines INTEGER NOT NULL, indexed_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY(agent, gen, path)
+        );
+        CREATE SEQUENCE chunk_ids;
+        CREATE TABLE chunks(
+            agent TEXT NOT NULL, gen BIGINT NOT NULL, id BIGINT NOT NULL,
+            path TEXT NOT NULL, source TEXT NOT NULL,
+            start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
+            heading TEXT NOT NULL, hash TEXT NOT NULL, text TEXT NOT NULL,
+            dl INTEGER NOT NULL, embedded BOOLEAN NOT NULL DEFAULT false,
+            PRIMARY KEY(agent, gen, id)
+        );
+        CREATE INDEX chunks_by_path ON chunks(agent, gen, path);
+        CREATE INDEX chunks_by_hash ON chunks(agent, gen, hash);
+        CREATE INDEX chunks_pending ON chunks(agent, gen, id) WHERE NOT embedded;
+        CREATE TABLE postings(
+            agent TEXT NOT NULL, gen BIGINT NOT NULL, term TEXT NOT NULL,
+            id BIGINT NOT NULL, col SMALLINT NOT NULL, positions INTEGER[] NOT NULL,
+            PRIMARY KEY(agent, gen, term, id, col)
+        );
+        CREATE INDEX postings_by_chunk ON postings(agent, gen, id);
+        CREATE TABLE chunk_vectors(
+            agent TEXT NOT NULL, gen BIGINT NOT NULL, id BIGINT NOT NULL,
+            dims INTEGER NOT NULL, vec BYTEA NOT NULL, embedding vector NOT NULL,
+            PRIMARY KEY(agent, gen, id)
+        );
+        CREATE TABLE chunk_changes(
+            agent TEXT NOT NULL, gen BIGINT NOT NULL, seq BIGSERIAL,
+            chunk BIGINT NOT NULL, kind SMALLINT NOT NULL,
+            PRIMARY KEY(agent, gen, seq)
+        );
+        CREATE TABLE session_cursors(
+            agent TEXT NOT NULL, gen BIGINT NOT NULL, path TEXT NOT NULL,
+            dev BIGINT NOT NULL, ino BIGINT NOT NULL, committed BIGINT NOT NULL,
+            lines BIGINT NOT NULL, updated_at DOUBLE PRECISION NOT NULL, head TEXT NOT NULL,
+            head_len INTEGER NOT NULL, malformed INTEGER NOT NULL,
+            PRIMARY KEY(agent, gen, path)
+        );
+        CREATE TABLE skipped(
+            agent TEXT NOT NULL, gen BIGINT NOT NULL, path TEXT NOT NULL,
+            source TEXT NOT NULL, reason TEXT NOT NULL, at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY(agent, gen, path)
+        );
+        CREATE TABLE batch_jobs(
+            agent TEXT NOT NULL, gen BIGINT NOT NULL, id TEXT NOT NULL,
+            provider TEXT NOT NULL, hashes TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL, polled_at DOUBLE PRECISION,
+            PRIMARY KEY(agent, gen, id)
+        );
+        -- Shared by every agent: a chunk embedded by one host is never embedded again.
+        CREATE TABLE embedding_cache(
+            provider TEXT NOT NULL, hash TEXT NOT NULL, dims INTEGER NOT NULL,
+            vector BYTEA NOT NULL, last_used DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY(provider, hash)
+        );
+        CREATE INDEX embedding_cache_lru ON embedding_cache(last_used);
+        -- The change feed, as SQLite's triggers write it (kind 0 deleted, 1 embedded,
+        -- 2 moved).
+        CREATE FUNCTION memindex_chunk_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'DELETE' THEN
+                INSERT INTO chunk_changes(agent, gen, chunk, kind)
+                VALUES (OLD.agent, OLD.gen, OLD.id, 0);
+                RETURN OLD;
+            END IF;
+            INSERT INTO chunk_changes(agent, gen, chunk, kind)
+            VALUES (NEW.agent, NEW.gen, NEW.id, TG_ARGV[0]::smallint);
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER chunks_deleted AFTER DELETE ON chunks
+        FOR EACH ROW EXECUTE FUNCTION memindex_chunk_changed('0');
+        CREATE TRIGGER chunks_embedded AFTER UPDATE OF embedded ON chunks
+        FOR EACH ROW WHEN (NEW.embedded) EXECUTE FUNCTION memindex_chunk_changed('1');
+        CREATE TRIGGER chunks_moved AFTER UPDATE OF path ON chunks
+        FOR EACH ROW EXECUTE FUNCTION memindex_chunk_changed('2');
+        """,
+    ),
+]

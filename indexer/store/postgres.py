@@ -1,0 +1,181 @@
+"""PostgreSQL + pgvector: one database for many agents on many hosts.
+
+``PostgresBackend`` is the ``Backend`` of one agent in a database named by
+``[store] url`` (or ``MEMINDEX_DATABASE_URL``); searches may read from a replica
+(``[store] readUrl``). Connections come from one psycopg pool per URL and process.
+
+Each agent has at most one writer at a time: a writable store holds a session
+advisory lock on the agent (released when its connection closes, so a killed writer
+frees it), and a second writer gets a StoreError naming the holder. A rebuild holds a
+second lock. Generations are rows: ``agents.published`` names the one searches read,
+and ``publish`` sets it in one transaction, so a reader sees the old or the new
+generation, never a mix. The tables are in ``pg_schema``; the operations in
+``pg_tables``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from indexer.errors import StoreError
+from indexer.store.pg_connect import (
+    GEN_TABLES,
+    PgTarget,
+    connect,
+    gen_of,
+    lock_key,
+    migrate,
+    redact,
+)
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from indexer.config import Config
+    from indexer.store.interface import IndexStore
+    from indexer.store.pg_tables import PgStore
+
+__all__ = ["PostgresBackend"]
+
+
+class PostgresBackend:
+    kind = "postgresql"
+
+    def __init__(self, url: str, agent: str, *, read_url: str = "", pool_size: int = 8) -> None:
+        self.target = PgTarget(url, read_url or url, agent, pool_size)
+        self.url = url
+        self.read_url = read_url or url
+        self.agent = agent
+        self.pool_size = pool_size
+        self.where = self.target.where
+
+    @classmethod
+    def for_config(cls, cfg: Config, url: str) -> PostgresBackend:
+        return cls(url, cfg.agent_name, read_url=cfg.store.readUrl, pool_size=cfg.store.poolSize)
+
+    def _published(self, conn: psycopg.Connection[Any]) -> int | None:
+        row = conn.execute("SELECT published FROM agents WHERE agent=%s", (self.agent,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def exists(self) -> bool:
+        with connect(self.read_url, self.pool_size) as conn:
+            migrate(conn, self.read_url) if self.read_url == self.url else None
+            try:
+                return self._published(conn) is not None
+            except Exception:  # no tables yet (a replica of a database never written)
+                return False
+
+    def open(self, *, readonly: bool = False) -> IndexStore:
+        return self._open(None, readonly=readonly)
+
+    def _open(self, gen: int | None, *, readonly: bool, lock: bool = True) -> PgStore:
+        from indexer.store.pg_tables import PgStore
+
+        if not readonly:
+            with connect(self.url, self.pool_size) as conn:
+                migrate(conn, self.url)
+                if gen is None:
+                    gen = self._ensure_agent(conn)
+        elif gen is None:
+            with connect(self.read_url, self.pool_size) as conn:
+                try:
+                    gen = self._published(conn)
+                except Exception as exc:
+                    raise StoreError(f"no memindex tables in {redact(self.read_url)}") from exc
+            if gen is None:
+                raise StoreError(
+                    f"no index for agent {self.agent} in {redact(self.read_url)}: "
+                    "run 'memindex index'"
+                )
+        return PgStore(self.target, gen, readonly=readonly, lock=lock and not readonly)
+
+    def _ensure_agent(self, conn: psycopg.Connection[Any]) -> int:
+        with conn.transaction():
+            conn.execute(
+                "INSERT INTO agents(agent, published) VALUES (%s, 1) ON CONFLICT DO NOTHING",
+                (self.agent,),
+            )
+            conn.execute(
+                "INSERT INTO generations(agent, gen, created_at) VALUES (%s, 1, %s) "
+                "ON CONFLICT DO NOTHING",
+                (self.agent, time.time()),
+            )
+            gen = self._published(conn)
+        assert gen is not None
+        return gen
+
+    def current(self) -> str:
+        with connect(self.read_url, self.pool_size) as conn:
+            return f"{self.where} g{self._published(conn)}"
+
+    def generation_name(self, gen: int) -> str:
+        return self.target.generation_name(gen)
+
+    @contextlib.contextmanager
+    def rebuild_lock(self) -> Iterator[None]:
+        with connect(self.url, self.pool_size) as conn:
+            key = lock_key("rebuild", self.agent)
+            row = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()
+            if not (row and row[0]):
+                raise StoreError(
+                    f"another memindex process is rebuilding {self.where}: try again when "
+                    "it is done"
+                )
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
+
+    def abandoned(self) -> list[str]:
+        with connect(self.url, self.pool_size) as conn:
+            rows = conn.execute(
+                "SELECT gen FROM generations WHERE agent=%s AND gen > "
+                "(SELECT published FROM agents WHERE agent=%s) ORDER BY gen",
+                (self.agent, self.agent),
+            ).fetchall()
+        return [self.generation_name(int(r[0])) for r in rows]
+
+    def create(self) -> IndexStore:
+        with connect(self.url, self.pool_size) as conn:
+            migrate(conn, self.url)
+            self._ensure_agent(conn)
+            with conn.transaction():
+                row = conn.execute(
+                    "INSERT INTO generations(agent, gen, created_at) SELECT %s, "
+                    "coalesce(max(gen), 0) + 1, %s FROM generations WHERE agent=%s RETURNING gen",
+                    (self.agent, time.time(), self.agent),
+                ).fetchone()
+        assert row is not None
+        return self._open(int(row[0]), readonly=False, lock=False)
+
+    def publish(self, store: IndexStore) -> None:
+        gen = gen_of(store.generation)
+        with connect(self.url, self.pool_size) as conn:
+            conn.execute("UPDATE agents SET published=%s WHERE agent=%s", (gen, self.agent))
+
+    def discard(self, generation: str) -> None:
+        self._drop(gen_of(generation))
+
+    def _drop(self, gen: int) -> None:
+        with connect(self.url, self.pool_size) as conn, conn.transaction():
+            for table in GEN_TABLES:
+                conn.execute(
+                    f"DELETE FROM {table} WHERE agent=%s AND gen=%s",
+                    (self.agent, gen),
+                )
+            conn.execute("DELETE FROM generations WHERE agent=%s AND gen=%s", (self.agent, gen))
+
+    def cleanup(self) -> None:
+        """Drop the generations older than the published one. A search that began on
+        the old generation before the swap finished its read transaction at once."""
+        with connect(self.url, self.pool_size) as conn:
+            rows = conn.execute(
+                "SELECT gen FROM generations WHERE agent=%s AND gen < "
+                "(SELECT published FROM agents WHERE agent=%s)",
+                (self.agent, self.agent),
+            ).fetchall()
+        for (gen,) in rows:
+            self._drop(int(gen))

@@ -1,0 +1,295 @@
+"""The store contract (``IndexStore`` and ``Backend``), run against both stores:
+SQLite files and a real PostgreSQL with pgvector that the suite starts (conftest's
+``pg_server``). Then what only a shared database has: agents kept apart, one
+writer per agent, a killed writer's lock freed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import write
+
+from indexer.config import Config, StoreConfig
+from indexer.engine import MemoryIndex
+from indexer.errors import StoreError
+from indexer.search.query import parse_query
+from indexer.store import ChunkRow, FileState
+from indexer.store.backend import Backend, backend_for
+
+REPO = Path(__file__).resolve().parent.parent
+Req = pytest.FixtureRequest
+
+
+def _config(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest, agent: str = "main"
+) -> Config:
+    ws = tmp_path / f"ws-{agent}"
+    ws.mkdir(parents=True, exist_ok=True)
+    if kind == "sqlite":
+        return Config(workspace=ws, agentId=agent, indexPath=tmp_path / f"{agent}.sqlite")
+    url = request.getfixturevalue("pg_url")
+    return Config(workspace=ws, agentId=agent, store=StoreConfig(url=url))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def backend(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Backend:
+    return backend_for(_config(kind, tmp_path, request))
+
+
+def rows(*texts: str) -> list[ChunkRow]:
+    return [ChunkRow(i + 1, i + 1, "", f"h-{t}", t, t) for i, t in enumerate(texts)]
+
+
+def test_files_chunks_and_ids_that_only_grow(backend: Backend) -> None:
+    with backend.open() as s:
+        with s.transaction():
+            s.replace_file("a.md", "memory", FileState("1", 5, 6), 2, rows("one", "two"))
+            s.replace_file("b.md", "memory", FileState("1", 0, 0), 2, rows("three", "four"))
+        assert s.file_states()["a.md"] == FileState("1", 5, 6)
+        assert s.file_lines("b.md") == 2
+        assert s.counts()["memory"] == {"files": 2, "chunks": 4}
+        b_ids = sorted(i for i, r in s.chunk_rows(range(1, 10_000)).items() if r.path == "b.md")
+        with s.transaction():
+            s.replace_file("b.md", "memory", FileState("2", 0, 0), 1, rows("five"))
+        new = [i for i, r in s.chunk_rows(range(1, 10_000)).items() if r.path == "b.md"]
+        assert len(new) == 1 and new[0] > max(b_ids)
+        assert s.chunk_rows(new)[new[0]].text == "five"
+        with s.transaction():
+            assert s.delete_file("b.md") == 1
+        assert "b.md" not in s.file_states() and s.has_source("memory")
+
+
+def test_a_failed_transaction_leaves_nothing(backend: Backend) -> None:
+    with backend.open() as s:
+        with pytest.raises(RuntimeError), s.transaction():
+            s.replace_file("a.md", "memory", FileState("1", 0, 0), 1, rows("lost"))
+            raise RuntimeError("crash mid-file")
+        assert s.file_states() == {} and s.counts() == {}
+
+
+def test_change_feed_lists_deleted_embedded_and_moved(backend: Backend) -> None:
+    with backend.open() as s:
+        with s.transaction():
+            s.replace_file("a.md", "sessions", FileState("1", 0, 0), 2, rows("one", "two"))
+        start = s.change_seq()
+        (a, b) = sorted(s.chunk_rows(range(1, 10_000)))
+        s.ensure_vector_table(3)
+        with s.transaction():
+            s.put_vectors([(a, np.ones(3, "<f4").tobytes())])
+        with s.transaction():
+            s.rename_path("a.md", "a2.md", lambda t: t)
+        with s.transaction():
+            s.delete_file("a2.md")
+        ch = s.changes_since(start)
+        assert ch is not None and ch.seq == s.change_seq() > start
+        assert a in ch.embedded and sorted(ch.moved) == [a, b] and sorted(ch.deleted) == [a, b]
+        assert s.prune_changes(0) > 0 and s.changes_since(start) is None
+
+
+def test_vectors_knn_cache_and_pending(backend: Backend) -> None:
+    with backend.open() as s:
+        with s.transaction():
+            s.replace_file("a.md", "memory", FileState("1", 0, 0), 3, rows("x", "y", "z"))
+        ids = sorted(s.chunk_rows(range(1, 10_000)))
+        assert s.pending_count() == 3 and not s.any_embedded()
+        s.ensure_vector_table(4)
+        vecs = {i: np.eye(4, dtype="<f4")[n] for n, i in enumerate(ids)}
+        with s.transaction():
+            s.put_vectors([(i, v.tobytes()) for i, v in vecs.items()])
+        assert s.vector_dims() == 4 and s.pending_count() == 0 and s.any_embedded()
+        q = np.array([0.1, 0.9, 0.0, 0.0], "<f4")
+        near = s.knn(q.tobytes(), 2)
+        assert near[0][0] == ids[1] and near[0][1] < near[1][1]
+        assert s.vectors_for([ids[0]]) == {ids[0]: vecs[ids[0]].tobytes()}
+        assert [r[0] for r in s.vector_rows(ids)] == ids
+        assert sorted(r[0] for r in s.all_vectors()) == ids
+        s.cache_put("p/m", 4, [("h1", vecs[ids[0]].tobytes()), ("h2", vecs[ids[1]].tobytes())])
+        assert set(s.cache_get("p/m", ["h1", "h2", "nope"])) == {"h1", "h2"}
+        assert s.cache_prune(1) == 1 and s.cache_count() == 1
+        with s.transaction():
+            s.drop_vectors()
+        assert s.pending_count() == 3 and not s.has_vectors()
+
+
+def test_cursors_skips_and_batch_jobs(backend: Backend) -> None:
+    from indexer.store import SessionCursor
+
+    with backend.open() as s:
+        c = SessionCursor("sessions/a.jsonl", 1, 2, 300, 4, "abc", 64, 1)
+        s.put_session_cursor(c)
+        assert s.session_cursors() == {c.path: c}
+        s.sync_skips("memory", [("big.md", "too large")])
+        assert [x["path"] for x in s.skipped()] == ["big.md"]
+        s.prune_skips(set(), "memory")
+        assert s.skipped() == []
+        s.save_batch_job("job1", "openai", ["h1", "h2"])
+        assert s.batch_jobs("openai") == {"job1": ["h1", "h2"]}
+        s.delete_batch_job("job1")
+        assert s.all_batch_jobs() == []
+
+
+def test_a_rebuild_generation_is_invisible_until_published(backend: Backend) -> None:
+    with backend.open() as s:
+        with s.transaction():
+            s.replace_file("a.md", "memory", FileState("1", 0, 0), 1, rows("old text"))
+        before = backend.current()
+        fresh = backend.create()
+        with fresh.transaction():
+            fresh.replace_file("a.md", "memory", FileState("2", 0, 0), 1, rows("new text"))
+        assert backend.abandoned() == [fresh.generation]  # made, not published
+        with backend.open(readonly=True) as r:
+            assert [x.text for x in r.chunk_rows(range(1, 10_000)).values()] == ["old text"]
+        backend.publish(fresh)
+        assert backend.current() == fresh.generation != before
+        with backend.open(readonly=True) as r:
+            assert [x.text for x in r.chunk_rows(range(1, 10_000)).values()] == ["new text"]
+        fresh.close()
+        other = backend.create()
+        gen = other.generation
+        other.close()
+        backend.discard(gen)
+        assert backend.abandoned() == []
+
+
+KEYWORD_DOCS = {
+    "MEMORY.md": "# Memory\n\n## Deploys\nKESTREL-0429 blocks the deploy of src/app.py.\n"
+    "The deploy runbook lives in ops/runbook.md.\n\n## Food\nDana likes rye bread and "
+    "sourdough bread.\n",
+    "memory/2026-11-01.md": "# 2026-11-01\n\n- Deploy went fine after the kestrel fix.\n"
+    "- Bread bread bread: baked three loaves.\n- 東京で会議がありました。\n",
+    "memory/2026-11-02.md": "# 2026-11-02\n\n- Read about rye sourdough starters.\n"
+    "- memory.qmd.paths must list the notes folder.\n",
+    "notes/trip.md": "# Trip\n\nLisbon in May; Priya lives in Lisbon.\n",
+}
+QUERIES = [
+    "bread",
+    "rye sourdough",
+    "deploy kestrel",
+    "KESTREL-0429",
+    '"rye bread"',
+    '"sourdough bread" deploy',
+    "memory.qmd.paths",
+    "src/app.py runbook",
+    "東京 会議",
+    "Lisbon Priya",
+    "nothing-matches-this",
+]
+
+
+def test_keyword_ranking_is_the_same_on_both_stores(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """BM25 over the same tokens: same chunks, same order, same scores."""
+    got: dict[str, list[list[tuple[str, int, float]]]] = {}
+    for kind in ("sqlite", "postgresql"):
+        cfg = _config(kind, tmp_path / kind, request)
+        for rel, text in KEYWORD_DOCS.items():
+            write(cfg.workspace, rel, text)  # type: ignore[arg-type]
+        from indexer.config import ExtraPath
+
+        cfg = replace(cfg, extraPaths=(ExtraPath(path=cfg.workspace / "notes"),))  # type: ignore[operator]
+        with MemoryIndex(cfg) as idx:
+            idx.sync()
+            out = []
+            for q in QUERIES:
+                for sources in (None, ["memory"]):
+                    res = idx.store.fts_search(parse_query(q).keyword_query(), 20, sources)
+                    out.append([(r.path, r.start_line, round(r.rank, 9)) for r in res])
+            got[kind] = out
+    assert got["sqlite"] == got["postgresql"]
+    assert sum(1 for r in got["sqlite"] if r) >= 16  # the queries do find things
+
+
+def test_search_and_get_through_the_engine(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    cfg = _config(kind, tmp_path, request)
+    write(cfg.workspace, "MEMORY.md", "# Memory\n\n- The heron nests by the pond.\n")  # type: ignore[arg-type]
+    with MemoryIndex(cfg) as idx:
+        idx.sync()
+        hits = idx.search("where does the heron nest")["results"]
+        assert hits and hits[0]["path"] == "MEMORY.md" and hits[0]["startLine"] == 1
+        status = idx.status()
+        assert status["files"] == 1 and status["chunks"] == 1
+        assert (kind in status) and ("postgresql" in status) == (kind == "postgresql")
+
+
+# -- PostgreSQL only: one database, many agents ---------------------------------------
+
+
+def test_agents_sharing_a_database_never_see_each_other(tmp_path: Path, pg_url: str) -> None:
+    answers = {}
+    for agent, pet in (("alice", "otter"), ("bob", "badger")):
+        ws = tmp_path / agent
+        write(ws, "MEMORY.md", f"# Memory\n\n- My pet {pet} sleeps in the shared garden shed.\n")
+        cfg = Config(workspace=ws, agentId=agent, store=StoreConfig(url=pg_url))
+        with MemoryIndex(cfg) as idx:
+            idx.sync()
+    for agent in ("alice", "bob"):
+        cfg = Config(workspace=tmp_path / agent, agentId=agent, store=StoreConfig(url=pg_url))
+        with MemoryIndex(cfg, readonly=True) as idx:
+            answers[agent] = [r["snippet"] for r in idx.search("pet shared garden shed")["results"]]
+    assert len(answers["alice"]) == 1 and "otter" in answers["alice"][0]
+    assert len(answers["bob"]) == 1 and "badger" in answers["bob"][0]
+
+
+def test_a_second_writer_for_an_agent_is_refused(tmp_path: Path, pg_url: str) -> None:
+    cfg = Config(workspace=tmp_path, agentId="solo", store=StoreConfig(url=pg_url))
+    backend = backend_for(cfg)
+    first = backend.open()
+    try:
+        with pytest.raises(StoreError, match="already has a writer"):
+            backend_for(cfg).open()
+        backend_for(cfg).open(readonly=True).close()  # readers are welcome
+    finally:
+        first.close()
+    backend_for(cfg).open().close()  # released on close
+
+
+def test_a_killed_writer_frees_its_agent(tmp_path: Path, pg_url: str) -> None:
+    script = textwrap.dedent(
+        f"""
+        import sys, time
+        from pathlib import Path
+        from indexer.config import Config, StoreConfig
+        from indexer.store.backend import backend_for
+        url = {pg_url!r}
+        cfg = Config(workspace=Path({str(tmp_path)!r}), agentId="k", store=StoreConfig(url=url))
+        s = backend_for(cfg).open()
+        print("locked", flush=True)
+        time.sleep(60)
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, env=env)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == b"locked"
+        cfg = Config(workspace=tmp_path, agentId="k", store=StoreConfig(url=pg_url))
+        with pytest.raises(StoreError, match="already has a writer"):
+            backend_for(cfg).open()
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        deadline = time.monotonic() + 10
+        while True:  # the server notices the closed connection and drops its lock
+            try:
+                backend_for(cfg).open().close()
+                break
+            except StoreError:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+    finally:
+        proc.kill()
