@@ -39,8 +39,9 @@ class MemoryIndex(Indexer):
         store: IndexStore | None = None,
         live: LiveIndex | None = None,
     ) -> None:
-        store = store or backend_for(cfg).open(readonly=readonly)
-        super().__init__(cfg, store, provider, changed=self._follow)
+        backend = backend_for(cfg)
+        store = store or backend.open(readonly=readonly)
+        super().__init__(cfg, store, provider, changed=self._follow, backend=backend)
         self.searcher = Searcher(
             cfg, store, provider=provider, provider_note=provider_note, live=live
         )

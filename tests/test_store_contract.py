@@ -22,6 +22,7 @@ from indexer.config import Config, StoreConfig
 from indexer.engine import MemoryIndex
 from indexer.errors import StoreError
 from indexer.search.query import parse_query
+from indexer.sources.text import index_text
 from indexer.store import ChunkRow, FileState
 from indexer.store.backend import Backend, backend_for
 
@@ -205,10 +206,18 @@ def test_keyword_ranking_is_the_same_on_both_stores(
         with MemoryIndex(cfg) as idx:
             idx.sync()
             out = []
-            for q in QUERIES:
-                for sources in (None, ["memory"]):
-                    res = idx.store.fts_search(parse_query(q).keyword_query(), 20, sources)
-                    out.append([(r.path, r.start_line, round(r.rank, 9)) for r in res])
+
+            def ask(queries: list[str], out: list[list[tuple[str, int, float]]] = out) -> None:
+                for q in queries:
+                    for sources in (None, ["memory"]):
+                        res = idx.store.fts_search(parse_query(q).keyword_query(), 20, sources)
+                        out.append([(r.path, r.start_line, round(r.rank, 9)) for r in res])
+
+            ask(QUERIES)
+            # a moved file (a rotated transcript): its path tokens and row length change
+            with idx.store.transaction():
+                idx.store.rename_path("notes/trip.md", "notes/lisbon/long-trip-plan.md", index_text)
+            ask(["Lisbon Priya", "trip plan", "long"])
             got[kind] = out
     assert got["sqlite"] == got["postgresql"]
     assert sum(1 for r in got["sqlite"] if r) >= 16  # the queries do find things

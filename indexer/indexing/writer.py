@@ -80,6 +80,7 @@ class Indexer:
             try:
                 if not self.store.readonly:
                     self.store.prune_changes(CHANGES_KEPT)
+                    self.store.upkeep()
                 if self.changed is not None:
                     self.changed(self.store)
             except _TASK_ERRORS as exc:

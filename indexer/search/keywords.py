@@ -42,7 +42,7 @@ from indexer.sources.text import index_text
 from indexer.store import FTS_WEIGHTS, KeywordPostings, NewChunk, bm25
 from indexer.store.tokens import Tokenizer
 
-__all__ = ["MIN_CHUNKS", "KeywordPart", "Tokenizer"]
+__all__ = ["MIN_CHUNKS", "KeywordPart"]
 
 MIN_CHUNKS = 5_000  # below this FTS5 answers in a few ms: no snapshot
 _K1, _B = bm25.K1, bm25.B

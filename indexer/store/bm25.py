@@ -21,11 +21,12 @@ word at 20k chunks).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import apsw
 
-__all__ = ["B", "K1", "SQL_FUNCTION", "idf", "register"]
+__all__ = ["B", "K1", "SQL_FUNCTION", "idf", "register", "score"]
 
 K1, B = 1.2, 0.75
 SQL_FUNCTION = "mi_bm25"
@@ -34,6 +35,14 @@ SQL_FUNCTION = "mi_bm25"
 def idf(rows: int, hits: int) -> float:
     """Lucene's BM25 IDF of a term held by ``hits`` of ``rows`` rows (always > 0)."""
     return math.log(1.0 + (rows - hits + 0.5) / (hits + 0.5))
+
+
+def score(parts: Iterable[tuple[float, float]], dl: float, avgdl: float) -> float:
+    """BM25 of a row of length ``dl`` from (IDF, weighted frequency) per phrase
+    (phrases with no frequency add nothing); ``avgdl`` > 0. The one formula of both
+    stores' keyword ranking."""
+    norm = K1 * (1.0 - B + B * dl / avgdl)
+    return sum(w * tf * (K1 + 1.0) / (tf + norm) for w, tf in parts if tf > 0.0)
 
 
 def _count(_api: apsw.FTS5ExtensionApi, box: list[int]) -> None:
@@ -59,17 +68,15 @@ def _rank(api: apsw.FTS5ExtensionApi, *args: float | None) -> float:
         state = (_idfs(api), avgdl or 1.0, weights)
         api.aux_data = state
     idfs, avgdl, w = state
-    norm = K1 * (1.0 - B + B * api.column_size(-1) / avgdl)
-    score = 0.0
     ncols = len(w)
-    for phrase, weight in enumerate(idfs):
+    tfs = []
+    for phrase in range(len(idfs)):
         tf = 0.0
         for col, offsets in enumerate(api.phrase_locations(phrase)):
             if offsets:
                 tf += (w[col] if col < ncols else 1.0) * len(offsets)
-        if tf > 0.0:
-            score += weight * tf * (K1 + 1.0) / (tf + norm)
-    return -score
+        tfs.append(tf)
+    return -score(zip(idfs, tfs, strict=True), api.column_size(-1), avgdl)
 
 
 def register(db: Any) -> None:

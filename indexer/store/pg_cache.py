@@ -8,11 +8,10 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from indexer.errors import StoreError
-from indexer.store.pg_connect import redact
+from indexer.store.pg_connect import store_errors
 
 __all__ = ["PgCache"]
 
@@ -28,14 +27,8 @@ class PgCache:
 
     # -- plumbing ----------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def _errors(self) -> Iterator[None]:
-        import psycopg
-
-        try:
-            yield
-        except psycopg.Error as exc:
-            raise StoreError(f"PostgreSQL at {redact(self.url)}: {exc}") from exc
+    def _errors(self) -> contextlib.AbstractContextManager[None]:
+        return store_errors(self.url)
 
     def _q(self, sql: str, *args: Any, keyed: bool = True, before: Sequence[Any] = ()) -> Any:
         """Run ``sql``: ``{k}`` stands for this agent's generation (its parameters go

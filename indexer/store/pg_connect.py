@@ -29,6 +29,7 @@ __all__ = [
     "lock_key",
     "migrate",
     "redact",
+    "store_errors",
     "writer_label",
 ]
 
@@ -89,19 +90,27 @@ def _pool(url: str, size: int) -> ConnectionPool:
 
 
 @contextlib.contextmanager
-def connect(url: str, size: int = 8) -> Iterator[psycopg.Connection[Any]]:
-    """A pooled connection (autocommit; psycopg errors become StoreError)."""
+def store_errors(url: str) -> Iterator[None]:
+    """psycopg's errors as StoreError, naming the server (without its password)."""
     import psycopg
 
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise StoreError(f"PostgreSQL at {redact(url)}: {exc}") from exc
+
+
+@contextlib.contextmanager
+def connect(url: str, size: int = 8) -> Iterator[psycopg.Connection[Any]]:
+    """A pooled connection (autocommit; psycopg errors become StoreError)."""
     pool = _pool(url, size)
     try:
         conn = pool.getconn()
     except Exception as exc:  # PoolTimeout, OperationalError
         raise StoreError(f"cannot connect to PostgreSQL at {redact(url)}: {exc}") from exc
     try:
-        yield conn
-    except psycopg.Error as exc:
-        raise StoreError(f"PostgreSQL at {redact(url)}: {exc}") from exc
+        with store_errors(url):
+            yield conn
     finally:
         pool.putconn(conn)
 

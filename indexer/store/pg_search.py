@@ -98,7 +98,7 @@ class PgSearch(PgCache):
         n_rows, total = self._q(
             "SELECT count(*), coalesce(sum(dl), 0) FROM chunks WHERE {k}"
         ).fetchone()
-        avgdl = (total / n_rows) if n_rows else 1.0
+        avgdl = ((total / n_rows) if n_rows else 1.0) or 1.0
         sql = "SELECT id, dl FROM chunks WHERE {k} AND id = ANY(%s)"
         args: list[Any] = [list(rows)]
         if sources:
@@ -107,18 +107,10 @@ class PgSearch(PgCache):
         dl = {int(i): int(d) for i, d in self._q(sql, *args)}
         w = (*weights, 0.0)
         idfs = [_idf(int(n_rows), len(h), fts5_idf) for h in hits]
-        k1, b = bm25.K1, bm25.B
         scored = []
         for cid, length in dl.items():
-            norm = k1 * (1.0 - b + b * length / (avgdl or 1.0))
-            score = 0.0
-            for idf, h in zip(idfs, hits, strict=True):
-                cols = h.get(cid)
-                if cols:
-                    tf = sum(w[c] * n for c, n in cols.items())
-                    if tf > 0.0:
-                        score += idf * tf * (k1 + 1.0) / (tf + norm)
-            scored.append((-score, cid))
+            tfs = (sum(w[c] * n for c, n in h.get(cid, {}).items()) for h in hits)
+            scored.append((-bm25.score(zip(idfs, tfs, strict=True), length, avgdl), cid))
         scored.sort()
         top = scored[:limit]
         got = self.chunk_rows([cid for _, cid in top])  # type: ignore[attr-defined]

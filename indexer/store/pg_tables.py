@@ -32,9 +32,6 @@ __all__ = ["PgStore"]
 
 class PgStore(PgSearch):
     def __init__(self, target: PgTarget, gen: int, *, readonly: bool, lock: bool) -> None:
-        import psycopg
-        from psycopg_pool import ConnectionPool  # noqa: F401  (present: checked by connect)
-
         self.target = target
         self.agent = target.agent
         self.gen = gen
@@ -45,22 +42,20 @@ class PgStore(PgSearch):
         self._ctx = connect(url, target.pool_size)
         self.db = self._ctx.__enter__()
         self._locked = False
-        self.vec_version: str | None = None
         self.vector_error: str | None = None
         try:
-            row = self.db.execute(
-                "SELECT extversion FROM pg_extension WHERE extname='vector'"
-            ).fetchone()
-            self.vec_version = str(row[0]) if row else None
-            if self.vec_version is None:
-                self.vector_error = "pgvector is not installed in the database"
-            if lock:
-                self._lock_writer()
-        except (psycopg.Error, StoreError) as exc:
+            with self._errors():
+                row = self.db.execute(
+                    "SELECT extversion FROM pg_extension WHERE extname='vector'"
+                ).fetchone()
+                if lock:
+                    self._lock_writer()
+        except StoreError:
             self.close()
-            if isinstance(exc, StoreError):
-                raise
-            raise StoreError(f"PostgreSQL at {redact(url)}: {exc}") from exc
+            raise
+        self.vec_version: str | None = str(row[0]) if row else None
+        if self.vec_version is None:
+            self.vector_error = "pgvector is not installed in the database"
 
     def _lock_writer(self) -> None:
         key = lock_key("writer", self.agent)
@@ -244,25 +239,26 @@ class PgStore(PgSearch):
         self._bump_chunks()
         postings: list[tuple[Any, ...]] = []
         for cid in ids:
-            self._q("DELETE FROM postings WHERE {k} AND id=%s AND col=2", cid)
             self._postings(cid, 2, new, postings)
-        # a path's length changes the row's length: recount from the postings
+        self._q("DELETE FROM postings WHERE {k} AND col=2 AND id = ANY(%s)", ids)
+        with self.db.cursor() as cur:
+            self._put_postings(cur, postings)
+        # a path's length changes the row's length: recount from the new postings
         self._q(
             "UPDATE chunks c SET dl = (SELECT coalesce(sum(cardinality(p.positions)), 0) "
             "FROM postings p WHERE p.agent=c.agent AND p.gen=c.gen AND p.id=c.id) "
             "WHERE c.agent=%s AND c.gen=%s AND c.id = ANY(%s)",
             ids,
         )  # fmt: skip
-        with self.db.cursor() as cur:
-            self._put_postings(cur, postings)
         for table in ("files", "session_cursors"):
             self._q(f"UPDATE {table} SET path=%s WHERE {{k}} AND path=%s", old, before=(new,))
 
     def clear(self) -> None:
         self._bump_chunks()
-        if self._q("DELETE FROM chunk_vectors WHERE {k}").rowcount:
+        if self.has_vectors():  # as SQLite drops its vector table
+            self._q("DELETE FROM chunk_vectors WHERE {k}")
+            self._q("DELETE FROM meta WHERE {k} AND key='vectorDims'")
             self._bump_vectors()
-        self.meta_set("vectorsVersion", f"{time.time_ns()}")
         for table in ("postings", "chunks", "files", "skipped", "session_cursors"):
             self._q(f"DELETE FROM {table} WHERE {{k}}")
 
@@ -306,7 +302,6 @@ class PgStore(PgSearch):
         return ChunkChanges(max(seq, self.change_seq()), *kinds)
 
     def prune_changes(self, keep: int) -> int:
-        self._maybe_hnsw()
         high = self.change_seq() - keep
         if high <= int(self.meta_get("changesPrunedTo") or 0):
             return 0
@@ -409,6 +404,10 @@ class PgStore(PgSearch):
     def checkpoint(self) -> None:
         """Nothing to fold: PostgreSQL's WAL is the server's business."""
 
+    def upkeep(self) -> None:
+        """Build the agent's HNSW index once it has enough vectors."""
+        self._maybe_hnsw()
+
     def integrity(self) -> str:
         return "ok"
 
@@ -440,13 +439,16 @@ class PgStore(PgSearch):
         return problems
 
     def size_bytes(self) -> int:
-        total = 0
-        for table in GEN_TABLES:
-            row = self._q(
-                f"SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM {table} t WHERE {{k}}"
-            ).fetchone()
-            total += int(row[0]) if row else 0
-        return total
+        """The size of memindex's tables with their indexes, shared by every agent in
+        the database (one agent's share would take a scan of every row: too slow
+        for ``status``)."""
+        row = self._q(
+            "SELECT coalesce(sum(pg_total_relation_size(t::regclass)), 0) "
+            "FROM unnest(%s::text[]) t",
+            list(GEN_TABLES),
+            keyed=False,
+        ).fetchone()
+        return int(row[0]) if row else 0
 
 
 def _conforms(store: PgStore) -> IndexStore:

@@ -46,10 +46,6 @@ class PostgresBackend:
 
     def __init__(self, url: str, agent: str, *, read_url: str = "", pool_size: int = 8) -> None:
         self.target = PgTarget(url, read_url or url, agent, pool_size)
-        self.url = url
-        self.read_url = read_url or url
-        self.agent = agent
-        self.pool_size = pool_size
         self.where = self.target.where
 
     @classmethod
@@ -57,12 +53,13 @@ class PostgresBackend:
         return cls(url, cfg.agent_name, read_url=cfg.store.readUrl, pool_size=cfg.store.poolSize)
 
     def _published(self, conn: psycopg.Connection[Any]) -> int | None:
-        row = conn.execute("SELECT published FROM agents WHERE agent=%s", (self.agent,)).fetchone()
+        row = conn.execute(
+            "SELECT published FROM agents WHERE agent=%s", (self.target.agent,)
+        ).fetchone()
         return None if row is None else int(row[0])
 
     def exists(self) -> bool:
-        with connect(self.read_url, self.pool_size) as conn:
-            migrate(conn, self.read_url) if self.read_url == self.url else None
+        with connect(self.target.read_url, self.target.pool_size) as conn:
             try:
                 return self._published(conn) is not None
             except Exception:  # no tables yet (a replica of a database never written)
@@ -75,19 +72,21 @@ class PostgresBackend:
         from indexer.store.pg_tables import PgStore
 
         if not readonly:
-            with connect(self.url, self.pool_size) as conn:
-                migrate(conn, self.url)
+            with connect(self.target.url, self.target.pool_size) as conn:
+                migrate(conn, self.target.url)
                 if gen is None:
                     gen = self._ensure_agent(conn)
         elif gen is None:
-            with connect(self.read_url, self.pool_size) as conn:
+            with connect(self.target.read_url, self.target.pool_size) as conn:
                 try:
                     gen = self._published(conn)
                 except Exception as exc:
-                    raise StoreError(f"no memindex tables in {redact(self.read_url)}") from exc
+                    raise StoreError(
+                        f"no memindex tables in {redact(self.target.read_url)}"
+                    ) from exc
             if gen is None:
                 raise StoreError(
-                    f"no index for agent {self.agent} in {redact(self.read_url)}: "
+                    f"no index for agent {self.target.agent} in {redact(self.target.read_url)}: "
                     "run 'memindex index'"
                 )
         return PgStore(self.target, gen, readonly=readonly, lock=lock and not readonly)
@@ -96,28 +95,28 @@ class PostgresBackend:
         with conn.transaction():
             conn.execute(
                 "INSERT INTO agents(agent, published) VALUES (%s, 1) ON CONFLICT DO NOTHING",
-                (self.agent,),
+                (self.target.agent,),
             )
             conn.execute(
                 "INSERT INTO generations(agent, gen, created_at) VALUES (%s, 1, %s) "
                 "ON CONFLICT DO NOTHING",
-                (self.agent, time.time()),
+                (self.target.agent, time.time()),
             )
             gen = self._published(conn)
         assert gen is not None
         return gen
 
     def current(self) -> str:
-        with connect(self.read_url, self.pool_size) as conn:
-            return f"{self.where} g{self._published(conn)}"
+        with connect(self.target.read_url, self.target.pool_size) as conn:
+            return self.generation_name(self._published(conn) or 0)
 
     def generation_name(self, gen: int) -> str:
         return self.target.generation_name(gen)
 
     @contextlib.contextmanager
     def rebuild_lock(self) -> Iterator[None]:
-        with connect(self.url, self.pool_size) as conn:
-            key = lock_key("rebuild", self.agent)
+        with connect(self.target.url, self.target.pool_size) as conn:
+            key = lock_key("rebuild", self.target.agent)
             row = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()
             if not (row and row[0]):
                 raise StoreError(
@@ -130,52 +129,54 @@ class PostgresBackend:
                 conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
 
     def abandoned(self) -> list[str]:
-        with connect(self.url, self.pool_size) as conn:
+        with connect(self.target.url, self.target.pool_size) as conn:
             rows = conn.execute(
                 "SELECT gen FROM generations WHERE agent=%s AND gen > "
                 "(SELECT published FROM agents WHERE agent=%s) ORDER BY gen",
-                (self.agent, self.agent),
+                (self.target.agent, self.target.agent),
             ).fetchall()
         return [self.generation_name(int(r[0])) for r in rows]
 
     def create(self) -> IndexStore:
-        with connect(self.url, self.pool_size) as conn:
-            migrate(conn, self.url)
+        with connect(self.target.url, self.target.pool_size) as conn:
+            migrate(conn, self.target.url)
             self._ensure_agent(conn)
             with conn.transaction():
                 row = conn.execute(
                     "INSERT INTO generations(agent, gen, created_at) SELECT %s, "
                     "coalesce(max(gen), 0) + 1, %s FROM generations WHERE agent=%s RETURNING gen",
-                    (self.agent, time.time(), self.agent),
+                    (self.target.agent, time.time(), self.target.agent),
                 ).fetchone()
         assert row is not None
         return self._open(int(row[0]), readonly=False, lock=False)
 
     def publish(self, store: IndexStore) -> None:
         gen = gen_of(store.generation)
-        with connect(self.url, self.pool_size) as conn:
-            conn.execute("UPDATE agents SET published=%s WHERE agent=%s", (gen, self.agent))
+        with connect(self.target.url, self.target.pool_size) as conn:
+            conn.execute("UPDATE agents SET published=%s WHERE agent=%s", (gen, self.target.agent))
 
     def discard(self, generation: str) -> None:
         self._drop(gen_of(generation))
 
     def _drop(self, gen: int) -> None:
-        with connect(self.url, self.pool_size) as conn, conn.transaction():
+        with connect(self.target.url, self.target.pool_size) as conn, conn.transaction():
             for table in GEN_TABLES:
                 conn.execute(
                     f"DELETE FROM {table} WHERE agent=%s AND gen=%s",
-                    (self.agent, gen),
+                    (self.target.agent, gen),
                 )
-            conn.execute("DELETE FROM generations WHERE agent=%s AND gen=%s", (self.agent, gen))
+            conn.execute(
+                "DELETE FROM generations WHERE agent=%s AND gen=%s", (self.target.agent, gen)
+            )
 
     def cleanup(self) -> None:
         """Drop the generations older than the published one. A search that began on
         the old generation before the swap finished its read transaction at once."""
-        with connect(self.url, self.pool_size) as conn:
+        with connect(self.target.url, self.target.pool_size) as conn:
             rows = conn.execute(
                 "SELECT gen FROM generations WHERE agent=%s AND gen < "
                 "(SELECT published FROM agents WHERE agent=%s)",
-                (self.agent, self.agent),
+                (self.target.agent, self.target.agent),
             ).fetchall()
         for (gen,) in rows:
             self._drop(int(gen))

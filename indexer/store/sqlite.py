@@ -148,6 +148,9 @@ class Store(ChunkTables, VectorTables):
         """Fold the WAL into the database file (before a generation is published)."""
         self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
+    def upkeep(self) -> None:
+        """Nothing: SQLite's upkeep happens in its transactions."""
+
     def integrity(self) -> str:
         row = self.db.execute("PRAGMA integrity_check").fetchone()
         return str(row[0]) if row else "unknown"
