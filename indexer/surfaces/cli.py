@@ -231,6 +231,44 @@ def _cmd_distill(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _cmd_migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Copy each agent's SQLite index into the database (no re-embedding)."""
+    from indexer.store.pg_connect import redact
+    from indexer.indexing.transfer import migrate_agent
+
+    url = args.to
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise InvalidParams(f"--to must be a postgresql:// URL, not {url!r}")
+    settings = load_settings(
+        args.config, workspace=args.workspace, agent=args.agent, openclaw=args.openclaw_config
+    )
+    agents = [settings.agent(args.agent)] if args.agent else list(settings.agents)
+    copied = {}
+    for cfg in agents:
+        bar = ProgressBar(err, f"copying {cfg.agent_name}")
+        try:
+            report = migrate_agent(cfg, url, replace=args.replace, progress=bar)
+        finally:
+            bar.close()
+        copied[cfg.agent_name] = report.to_json()
+        if not args.json:
+            r = report
+            out.write(
+                f"{cfg.agent_name}: {r.files} files, {r.chunks} chunks, {r.vectors} vectors, "
+                f"{r.cache} cache entries, {r.cursors} transcript cursors copied\n"
+            )
+            if r.orphans:
+                out.write(f"  {r.orphans} chunks of no indexed file were left behind\n")
+    if args.json:
+        _print_json({"to": redact(url), "agents": copied}, out)
+    else:
+        out.write(
+            f"copied into {redact(url)}. Point memindex at it: [store] url in the config "
+            "(or MEMINDEX_DATABASE_URL), then restart the daemon.\n"
+        )
+    return 0
+
+
 def _serve_options(args: argparse.Namespace) -> list[str]:
     """The global options that select what ``serve`` serves, with absolute paths."""
     out: list[str] = []
@@ -293,6 +331,8 @@ def main(
             return _cmd_distill(args, out)
         if args.command == "service":
             return _cmd_service(args, out)
+        if args.command == "migrate":
+            return _cmd_migrate(args, out, err)
         cfg = load_config(
             args.config, workspace=args.workspace, agent=args.agent, openclaw=args.openclaw_config
         )

@@ -139,6 +139,15 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("doctor", help="check config, index, extensions, provider and daemon")
     s.add_argument("--json", action="store_true", help="print the checks as JSON")
 
+    s = sub.add_parser(
+        "migrate", help="copy the SQLite index into PostgreSQL, vectors and cache included"
+    )
+    s.add_argument("--to", required=True, metavar="URL", help="postgresql://user@host/db")
+    s.add_argument(
+        "--replace", action="store_true", help="overwrite an index the agent has there already"
+    )
+    s.add_argument("--json", action="store_true", help="print what was copied as JSON")
+
     s = sub.add_parser("serve", help="run the daemon: watch files, answer on the Unix socket")
     s.add_argument("--socket", type=Path, default=None, help="socket path (default from config)")
 
