@@ -233,8 +233,8 @@ def _cmd_distill(args: argparse.Namespace, out: TextIO) -> int:
 
 def _cmd_migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Copy each agent's SQLite index into the database (no re-embedding)."""
-    from indexer.store.pg_connect import redact
     from indexer.indexing.transfer import migrate_agent
+    from indexer.store.pg_connect import redact
 
     url = args.to
     if not url.startswith(("postgresql://", "postgres://")):
