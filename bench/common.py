@@ -19,6 +19,20 @@ def shared(*parts: str) -> Path:
     return p
 
 
+def pg_url(store: str, db: str) -> str:
+    """A PostgreSQL URL for a bench's ``--store``: the URL itself, or with
+    ``pgserver`` a server of the pgserver wheel (the development extra) kept in
+    bench/.cache/pgdata and database ``db`` on it (made if missing)."""
+    if store != "pgserver":
+        return store
+    import pgserver  # type: ignore[import-untyped]
+
+    srv = pgserver.get_server(REPO / "bench" / ".cache" / "pgdata", cleanup_mode=None)
+    if not srv.psql(f"SELECT 1 FROM pg_database WHERE datname='{db}';").strip().endswith("1 row)"):
+        srv.psql(f"CREATE DATABASE {db};")
+    return str(srv.get_uri(db))
+
+
 def ndcg_at(ranked: Sequence[str], relevant: set[str], k: int) -> float:
     dcg = sum(1.0 / math.log2(i + 2) for i, d in enumerate(ranked[:k]) if d in relevant)
     ideal = sum(1.0 / math.log2(i + 2) for i in range(min(k, len(relevant))))

@@ -10,6 +10,10 @@ LoCoMo-dev conversation's daily logs *and* session transcripts) and scores:
 
 each keyword-only and hybrid (local all-MiniLM-L6-v2 GGUF from
 scripts/build_test_model.py; QMD's hybrid needs its own LLMs and is not run).
+``--store sqlite,pgserver`` (or a postgresql:// URL) runs memindex on PostgreSQL as
+well, beside SQLite in the same run: the PostgreSQL rows are labelled ``memindex@pg``
+(the anchors read SQLite's FTS5 and run on SQLite only); ``pgserver`` keeps a server
+of the pgserver wheel in bench/.cache/pgdata.
 LoCoMo is scored per category (1-4 and all) with memory files only, transcripts
 only and both. Built indexes are kept in bench/.cache; query vectors are embedded
 once per run and shared by the configurations.
@@ -19,6 +23,7 @@ Writes bench/results/eval-<time>.json and .md (the tables) and prints the tables
     python bench/eval.py [--data scifact,locomo] [--mode keyword|hybrid|both]
                          [--configs memindex,openclaw,qmd]
                          [--sources memory,sessions,both] [--limit-queries N]
+                         [--store sqlite,pgserver|postgresql://...]
 """
 
 from __future__ import annotations
@@ -30,14 +35,21 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from anchors import Result, openclaw_search, qmd_search  # noqa: E402
-from common import REPO, ndcg_at, recall_at, shared  # noqa: E402
+from common import REPO, ndcg_at, pg_url, recall_at, shared  # noqa: E402
 
-from indexer.config import Config, ExtraPath, HybridConfig, SessionsConfig  # noqa: E402
+from indexer.config import (  # noqa: E402
+    Config,
+    ExtraPath,
+    HybridConfig,
+    SessionsConfig,
+    StoreConfig,
+)
 from indexer.engine import MemoryIndex  # noqa: E402
 from indexer.search.live import LiveIndex  # noqa: E402
 
@@ -46,6 +58,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 _PROVIDER: Any = None
 SOURCES = {"memory": ["memory"], "sessions": ["sessions"], "both": None}
 HYBRID = HybridConfig()  # --fusion / --vector-weight change memindex's
+STORES = ["sqlite"]  # --store: "sqlite" and/or PostgreSQL URLs
 
 Searcher = Callable[[MemoryIndex, str, int, "list[str] | None", float | None], list[Result]]
 
@@ -96,6 +109,27 @@ def runs(configs: Sequence[str], modes: Sequence[str]) -> list[tuple[str, str]]:
     return [(c, m) for m in modes for c in configs if not (c == "qmd" and m == "hybrid")]
 
 
+def stores(configs: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """(store, the configurations run on it): the anchors on SQLite only."""
+    out = []
+    for store in STORES:
+        on = [c for c in configs if store == "sqlite" or c == "memindex"]
+        if on:
+            out.append((store, on))
+    return out
+
+
+def label(config: str, store: str) -> str:
+    return config if store == "sqlite" else f"{config}@pg"
+
+
+def with_store(cfg: Config, store: str, agent: str) -> Config:
+    """``cfg`` on ``store``: SQLite at its indexPath, or PostgreSQL as agent ``agent``."""
+    if store == "sqlite":
+        return cfg
+    return replace(cfg, agentId=agent, store=StoreConfig(url=store))
+
+
 def scifact(
     configs: Sequence[str], modes: Sequence[str], limit: int | None
 ) -> list[dict[str, Any]]:
@@ -108,18 +142,18 @@ def scifact(
     queries = [json.loads(x) for x in (root / "queries.jsonl").read_text().splitlines()]
     queries = [q for q in queries if q["qid"] in qrels][:limit]
     out = []
-    for mode in modes:
+    for (store, on), mode in ((s, m) for s in stores(configs) for m in modes):
         cfg = Config(
             workspace=root,
             extraPaths=(ExtraPath(root / "docs"),),
             indexPath=CACHE / f"scifact-{mode}.sqlite",
             hybrid=HYBRID,
         )
-        with open_index(cfg, mode) as idx:
+        with open_index(with_store(cfg, store, f"scifact-{mode}"), mode) as idx:
             t0 = time.perf_counter()
             idx.sync()
             t_index = time.perf_counter() - t0
-            for config, m in runs(configs, [mode]):
+            for config, m in runs(on, [mode]):
                 search = searcher(config, m)
                 nd, r100 = [], []
                 t0 = time.perf_counter()
@@ -135,7 +169,7 @@ def scifact(
                     r100.append(recall_at(ranked, qrels[q["qid"]], 100))
                 out.append(
                     {
-                        "config": config,
+                        "config": label(config, store),
                         "mode": mode,
                         "queries": len(queries),
                         "ndcg@10": round(sum(nd) / len(nd), 4),
@@ -166,22 +200,22 @@ def locomo(
         lambda: defaultdict(lambda: defaultdict(list))
     )
     for conv, qs in sorted(by_conv.items()):
-        for mode in modes:
+        for (store, on), mode in ((s, m) for s in stores(configs) for m in modes):
             cfg = Config(
                 workspace=root / conv,
                 indexPath=CACHE / f"locomo-{conv}-{mode}.sqlite",
                 sessions=SessionsConfig(dir=str(root / conv / "sessions")),
                 hybrid=HYBRID,
             )
-            with open_index(cfg, mode) as idx:
+            with open_index(with_store(cfg, store, f"locomo-{conv}-{mode}"), mode) as idx:
                 idx.sync()
-                for config, m in runs(configs, [mode]):
+                for config, m in runs(on, [mode]):
                     search = searcher(config, m)
                     for source in sources:
                         for q in qs:
                             gold = _gold(q, source)
                             res = search(idx, q["question"], 10, SOURCES[source], None)
-                            _score(stats[(config, mode, source)], q, gold, res)
+                            _score(stats[(label(config, store), mode, source)], q, gold, res)
     out = []
     for (config, mode, source), cats in sorted(stats.items()):
         out.append(
@@ -268,7 +302,7 @@ def markdown(sf: list[dict[str, Any]], lc: list[dict[str, Any]], meta: dict[str,
             "| all MRR@10 |",
             "|---|---|---|---|---|---|---|---|---|---|",
         ]
-        order = {"memindex": 0, "openclaw": 1, "qmd": 2}
+        order = {"memindex": 0, "memindex@pg": 1, "openclaw": 2, "qmd": 3}
         for r in sorted(
             lc,
             key=lambda r: (r["sources"] != "memory", r["sources"], r["mode"], order[r["config"]]),
@@ -292,6 +326,7 @@ def main() -> None:
     ap.add_argument("--limit-queries", type=int, default=None)
     ap.add_argument("--fusion", choices=["weighted", "rrf"], default=HYBRID.fusion)
     ap.add_argument("--vector-weight", type=float, default=HYBRID.vectorWeight)
+    ap.add_argument("--store", default="sqlite", help="sqlite, pgserver or postgresql:// URLs")
     args = ap.parse_args()
     HYBRID = HybridConfig(
         fusion=args.fusion, vectorWeight=args.vector_weight, textWeight=1 - args.vector_weight
@@ -309,6 +344,7 @@ def main() -> None:
             ap.error(f"{name}: choose from {sorted(allowed)}")
     CACHE.mkdir(exist_ok=True)
     RESULTS.mkdir(exist_ok=True)
+    STORES[:] = [s if s == "sqlite" else pg_url(s, "memindex_eval") for s in args.store.split(",")]
     t0 = time.time()
     sf = scifact(configs, modes, args.limit_queries) if "scifact" in data else []
     lc = locomo(configs, modes, sources, args.limit_queries) if "locomo" in data else []
@@ -318,6 +354,7 @@ def main() -> None:
         "command": "python bench/eval.py " + " ".join(sys.argv[1:]),
         "seconds": time.time() - t0,
         "hybrid": {"fusion": HYBRID.fusion, "vectorWeight": HYBRID.vectorWeight},
+        "stores": ["sqlite" if s == "sqlite" else "postgresql" for s in STORES],
     }
     table = markdown(sf, lc, meta)
     (RESULTS / f"eval-{stamp}.json").write_text(

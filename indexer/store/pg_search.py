@@ -279,6 +279,7 @@ class PgSearch(PgCache):
                     sql.Literal(dims),
                 )  # fmt: skip
             )
+            self.db.execute("ANALYZE chunk_vectors")  # so the planner knows the agent's rows
 
     def knn(self, query: bytes, k: int) -> list[tuple[int, float]]:
         dims = self.vector_dims()
@@ -299,7 +300,12 @@ class PgSearch(PgCache):
             "SELECT id, embedding::vector({d}) <=> %s::vector({d}) AS dist FROM chunk_vectors "
             "WHERE agent = {a} AND dims = {d} AND gen = %s ORDER BY dist LIMIT %s"
         ).format(d=sql.Literal(dims), a=sql.Literal(self.agent))
+        # The index is partial on (agent, dims); the generation is a filter on what it
+        # yields (ef_search candidates: while a rebuild's rows share the table, fewer
+        # than k may remain). Sorting is off so the planner never trades the index for
+        # the primary key plus a sort of every row (it would, on stale statistics).
         with self._errors(), self.db.transaction():
+            self.db.execute("SET LOCAL enable_sort = off")
             self.db.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
                 sql.Literal(min(1000, max(40, 2 * k)))))  # fmt: skip
             rows = self.db.execute(stmt, (text, self.gen, k)).fetchall()

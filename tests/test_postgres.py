@@ -1,0 +1,117 @@
+"""What only the PostgreSQL store has, against the suite's own server (conftest
+``pg_server``): searches served from ``readUrl`` (a read-only role standing in for a
+replica) while writes go to ``url``, and the switch from an exact scan to the agent's
+HNSW index once it holds ``HNSW_MIN`` vectors."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from urllib.parse import quote, urlsplit
+
+import numpy as np
+import psycopg
+from conftest import Runner, cli_json, write
+
+from indexer.store import ChunkRow, FileState
+from indexer.store.pg_search import HNSW_MIN
+from indexer.store.postgres import PostgresBackend
+
+
+def _with_user(url: str, user: str, password: str) -> str:
+    """``url`` (postgresql://postgres:@/db?host=...) as another role."""
+    rest = url.split("@", 1)[1]
+    return f"postgresql://{user}:{quote(password)}@{rest}"
+
+
+def test_searches_read_from_read_url_and_writes_go_to_url(
+    cli: Runner, tmp_path: Path, pg_url: str
+) -> None:
+    db = urlsplit(pg_url).path.lstrip("/")
+    reader, nobody = f"{db}_reader", f"{db}_nobody"  # roles are the server's, not the db's
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {reader} LOGIN PASSWORD 'r3ad'")
+        conn.execute(f"CREATE ROLE {nobody} LOGIN PASSWORD 'n0pe'")
+        conn.execute(f"REVOKE CONNECT ON DATABASE {db} FROM PUBLIC")
+        conn.execute(f"GRANT CONNECT ON DATABASE {db} TO {reader}")
+        conn.execute(f"ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO {reader}")
+    try:
+        ws = tmp_path / "ws"
+        write(ws, "MEMORY.md", "# Memory\n\n- The lighthouse keeper is called Ines.\n")
+
+        def conf(read_url: str) -> str:
+            text = f'workspace = "{ws}"\n[store]\nurl = "{pg_url}"\nreadUrl = "{read_url}"\n'
+            return str(write(tmp_path, "c.toml", text))
+
+        # a replica this role cannot reach: indexing works, searching says why not
+        c = conf(_with_user(pg_url, nobody, "n0pe"))
+        assert cli_json(cli, "--config", c, "index", "--json")["added"] == 1
+        code, _, err = cli("--config", c, "search", "lighthouse keeper")
+        assert code == 2 and nobody in err and "n0pe" not in err, err
+
+        # a read-only role: searches and status are served from it, no write needed
+        c = conf(_with_user(pg_url, reader, "r3ad"))
+        hits = cli_json(cli, "--config", c, "search", "lighthouse keeper", "--json")["results"]
+        assert [h["path"] for h in hits] == ["MEMORY.md"]
+        assert cli_json(cli, "--config", c, "status", "--json")["sources"]["memory"]["files"] == 1
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            users = {u for (u,) in conn.execute("SELECT usename FROM pg_stat_activity")}
+        assert reader in users
+        write(ws, "memory/2026-11-02.md", "# 2026-11-02\n\n- Ines repainted the lighthouse.\n")
+        assert cli_json(cli, "--config", c, "index", "--json")["added"] == 1  # through url
+        hits = cli_json(cli, "--config", c, "search", "repainted", "--json")["results"]
+        assert [h["path"] for h in hits] == ["memory/2026-11-02.md"]
+    finally:
+        from indexer.store.pg_connect import close_pools
+
+        close_pools()
+
+
+def _index_scans(url: str, name: str) -> int:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        row = conn.execute(
+            "SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes WHERE indexrelname=%s",
+            (name,),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_vectors_switch_from_an_exact_scan_to_hnsw(pg_url: str) -> None:
+    backend = PostgresBackend(pg_url, "big")
+    dims, per_file, files = 16, 100, HNSW_MIN // 100 + 1
+    rng = np.random.default_rng(7)
+    vecs = rng.standard_normal((per_file * files, dims)).astype("<f4")
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    with backend.open() as s:
+        s.ensure_vector_table(dims)
+        with s.batch() as commit:
+            for f in range(files):
+                rows = [
+                    ChunkRow(i + 1, i + 1, "", f"h{f}-{i}", f"note {f} {i}", f"note {f} {i}")
+                    for i in range(per_file)
+                ]
+                s.replace_file(f"memory/{f:04d}.md", "memory", FileState(str(f), 0, 0), per_file,
+                               rows)  # fmt: skip
+                commit()
+        ids = sorted(s.chunk_rows(range(1, 10 * per_file * files)))
+        assert len(ids) == per_file * files >= HNSW_MIN
+        with s.transaction():
+            s.put_vectors([(i, vecs[n].tobytes()) for n, i in enumerate(ids)])
+        queries = [vecs[n] for n in (3, 5000, 17000)]
+        exact = [s.knn(q.tobytes(), 10) for q in queries]
+        assert not s.hnsw_in_use() and s.versions()["hnsw"].startswith("no (exact scan")  # type: ignore[attr-defined,union-attr]
+        name = s._hnsw_name(dims)  # type: ignore[attr-defined]
+        s.upkeep()  # the writer builds the agent's index between tasks
+        assert s.hnsw_in_use() and s.versions()["hnsw"] == "in use"  # type: ignore[attr-defined]
+    before = _index_scans(pg_url, name)
+    with backend.open(readonly=True) as r:  # a reader (a search) uses it
+        approx = [r.knn(q.tobytes(), 10) for q in queries]
+    for n, (want, got) in enumerate(zip(exact, approx, strict=True)):
+        assert got[0][0] == ids[(3, 5000, 17000)[n]] and got[0][1] < 1e-5  # itself, first
+        overlap = len({i for i, _ in want} & {i for i, _ in got})
+        assert overlap >= 8, (n, want, got)
+    deadline = time.monotonic() + 10
+    while _index_scans(pg_url, name) < before + len(queries):  # statistics lag a little
+        assert time.monotonic() < deadline, "the HNSW index was not scanned"
+        time.sleep(0.2)
