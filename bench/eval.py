@@ -124,10 +124,28 @@ def label(config: str, store: str) -> str:
 
 
 def with_store(cfg: Config, store: str, agent: str) -> Config:
-    """``cfg`` on ``store``: SQLite at its indexPath, or PostgreSQL as agent ``agent``."""
+    """``cfg`` on ``store``: SQLite at its indexPath, or PostgreSQL as agent ``agent``.
+
+    On PostgreSQL the index is built by memindex's own writer, but the shared
+    embedding cache is first given the vectors the SQLite run's cache holds (same
+    model, same chunk hashes): a second pass of the local model over SciFact takes
+    an hour here and would give the same vectors."""
     if store == "sqlite":
         return cfg
-    return replace(cfg, agentId=agent, store=StoreConfig(url=store))
+    out = replace(cfg, agentId=agent, store=StoreConfig(url=store))
+    if cfg.indexPath is not None and Path(cfg.indexPath).exists():
+        from indexer.store.backend import backend_for
+        from indexer.store.sqlite import Store
+
+        with Store(Path(cfg.indexPath), readonly=True) as src, backend_for(out).open() as dst:
+            rows = src.db.execute("SELECT provider, dims, hash, vector FROM embedding_cache")
+            by_key: dict[tuple[str, int], list[tuple[str, bytes]]] = defaultdict(list)
+            for provider_key, dims, h, v in rows:
+                by_key[(str(provider_key), int(dims))].append((str(h), bytes(v)))
+            with dst.transaction():
+                for (provider_key, dims), items in by_key.items():
+                    dst.cache_put(provider_key, dims, items)
+    return out
 
 
 def scifact(

@@ -30,9 +30,17 @@ class PgCache:
     def _errors(self) -> contextlib.AbstractContextManager[None]:
         return store_errors(self.url)
 
-    def _q(self, sql: str, *args: Any, keyed: bool = True, before: Sequence[Any] = ()) -> Any:
+    def _q(
+        self,
+        sql: str,
+        *args: Any,
+        keyed: bool = True,
+        before: Sequence[Any] = (),
+        binary: bool = False,
+    ) -> Any:
         """Run ``sql``: ``{k}`` stands for this agent's generation (its parameters go
-        after ``before``); without it, a keyed statement starts with (agent, gen)."""
+        after ``before``); without it, a keyed statement starts with (agent, gen).
+        ``binary``: results in binary format (arrays parse much faster)."""
         if "{k}" in sql:
             sql = sql.replace("{k}", "agent=%s AND gen=%s")
             params: tuple[Any, ...] = (*before, self.agent, self.gen, *args)
@@ -41,7 +49,7 @@ class PgCache:
         else:
             params = (*before, *args)
         with self._errors():
-            return self.db.execute(sql, params)
+            return self.db.execute(sql, params, binary=binary)
 
     def cache_get(self, provider: str, hashes: Sequence[str]) -> dict[str, bytes]:
         rows = self._q(

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from indexer.errors import StoreError
 from indexer.store import bm25
@@ -38,6 +39,7 @@ _COLUMNS = ("body", "heading", "path", "source")
 
 class PgSearch(PgCache):
     db: Any
+    _stats: tuple[str | None, int, float] | None = None  # chunksVersion, rows, avgdl
     agent: str
     gen: int
     url: str
@@ -81,46 +83,88 @@ class PgSearch(PgCache):
         terms = sorted({t for p in phrases for t in p})
         if not terms or any(not p for p in phrases[:required]):
             return []
-        found: dict[str, dict[int, dict[int, list[int]]]] = {}
-        for term, cid, col, pos in self._q(
-            "SELECT term, id, col, positions FROM postings WHERE {k} AND term = ANY(%s)", terms
-        ):
-            found.setdefault(term, {}).setdefault(int(cid), {})[int(col)] = pos
-        hits = [_phrase_hits(p, found) for p in phrases]
+        w = (*weights, 0.0)
+        held = [self._phrase_rows(p, w) for p in phrases]  # (ids, weighted tf) each
         if required:
-            rows = set(hits[0])
-            for h in hits[1:required]:
-                rows &= set(h)
+            cand = held[0][0]
+            for ids, _ in held[1:required]:
+                cand = np.intersect1d(cand, ids, assume_unique=True)
         else:
-            rows = set().union(*hits)
-        if not rows:
+            cand = np.unique(np.concatenate([ids for ids, _ in held]))
+        if not len(cand):
             return []
-        n_rows, total = self._q(
-            "SELECT count(*), coalesce(sum(dl), 0) FROM chunks WHERE {k}"
-        ).fetchone()
-        avgdl = ((total / n_rows) if n_rows else 1.0) or 1.0
-        sql = "SELECT id, dl FROM chunks WHERE {k} AND id = ANY(%s)"
-        args: list[Any] = [list(rows)]
+        n_rows, avgdl = self._corpus_stats()
+        sql = (
+            "SELECT coalesce(array_agg(id ORDER BY id), '{}'), "
+            "coalesce(array_agg(dl ORDER BY id), '{}') FROM chunks WHERE {k} AND id = ANY(%s)"
+        )
+        args: list[Any] = [cand.tolist()]
         if sources:
             sql += " AND source = ANY(%s)"
             args.append(list(sources))
-        dl = {int(i): int(d) for i, d in self._q(sql, *args)}
-        w = (*weights, 0.0)
-        idfs = [_idf(int(n_rows), len(h), fts5_idf) for h in hits]
-        scored = []
-        for cid, length in dl.items():
-            tfs = (sum(w[c] * n for c, n in h.get(cid, {}).items()) for h in hits)
-            scored.append((-bm25.score(zip(idfs, tfs, strict=True), length, avgdl), cid))
-        scored.sort()
-        top = scored[:limit]
+        ids_db, dl_db = self._q(sql, *args, binary=True).fetchone()
+        cand = np.asarray(ids_db, dtype=np.int64)
+        dl = np.asarray(dl_db, dtype=np.float64)
+        parts = []
+        for ids, tf in held:
+            full = np.zeros(len(cand), dtype=np.float64)
+            at = np.searchsorted(cand, ids)
+            ok = at < len(cand)
+            ok[ok] = cand[at[ok]] == ids[ok]
+            full[at[ok]] = tf[ok]
+            parts.append((_idf(int(n_rows), len(ids), fts5_idf), full))
+        rank = -bm25.score_rows(parts, dl, avgdl)
+        order = np.lexsort((cand, rank))[:limit]  # by rank, then by id
+        top = [(float(rank[i]), int(cand[i])) for i in order]
         got = self.chunk_rows([cid for _, cid in top])  # type: ignore[attr-defined]
         out = []
-        for rank, cid in top:
+        for score, cid in top:
             r = got.get(cid)
             if r is not None:
                 out.append(SearchRow(r.id, r.path, r.source, r.start_line, r.end_line,
-                                     r.heading, r.text, rank))  # fmt: skip
+                                     r.heading, r.text, score))  # fmt: skip
         return out
+
+    def _phrase_rows(
+        self, phrase: Sequence[str], w: tuple[float, ...]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """The rows holding ``phrase`` (sorted ids) and its weighted frequency in each
+        (column weights ``w``): summed in the database for one token, from positions
+        for several (tokens at consecutive positions)."""
+        if not phrase:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        if len(phrase) == 1:
+            row = self._q(
+                "SELECT coalesce(array_agg(id ORDER BY id), '{}'), "
+                "coalesce(array_agg(tf ORDER BY id), '{}') FROM (SELECT id, "
+                "sum((%s::float8[])[col + 1] * cardinality(positions)) AS tf FROM postings "
+                "WHERE {k} AND term = %s GROUP BY id) t",
+                phrase[0], before=(list(w),), binary=True,
+            ).fetchone()  # fmt: skip
+            return np.asarray(row[0], dtype=np.int64), np.asarray(row[1], dtype=np.float64)
+        found: dict[str, dict[int, dict[int, list[int]]]] = {}
+        for term, cid, col, pos in self._q(
+            "SELECT term, id, col, positions FROM postings WHERE {k} AND term = ANY(%s)",
+            list(set(phrase)), binary=True,
+        ):  # fmt: skip
+            found.setdefault(term, {}).setdefault(int(cid), {})[int(col)] = pos
+        hits = _phrase_hits(phrase, found)
+        ids = sorted(hits)
+        tf = [sum(w[c] * n for c, n in hits[cid].items()) for cid in ids]
+        return np.asarray(ids, dtype=np.int64), np.asarray(tf, dtype=np.float64)
+
+    def _corpus_stats(self) -> tuple[int, float]:
+        """(rows, average row length) of the generation: BM25's corpus figures, read
+        again only when its chunks change (not a scan of every row per search)."""
+        version = self.meta_get("chunksVersion")  # type: ignore[attr-defined]
+        cached = self._stats
+        if cached is None or cached[0] != version or version is None:
+            n_rows, total = self._q(
+                "SELECT count(*), coalesce(sum(dl), 0) FROM chunks WHERE {k}"
+            ).fetchone()
+            avgdl = ((int(total) / int(n_rows)) if n_rows else 1.0) or 1.0
+            cached = self._stats = (version, int(n_rows), avgdl)
+        return cached[1], cached[2]
 
     @contextlib.contextmanager
     def keyword_postings(self, min_chunks: int = 0) -> Iterator[KeywordPostings | None]:
@@ -330,11 +374,7 @@ def _phrase_hits(
     phrase: Sequence[str], found: dict[str, dict[int, dict[int, list[int]]]]
 ) -> dict[int, dict[int, int]]:
     """{chunk id: {column: occurrences of the phrase}} (tokens at consecutive positions)."""
-    if not phrase:
-        return {}
     first = found.get(phrase[0], {})
-    if len(phrase) == 1:
-        return {cid: {c: len(p) for c, p in cols.items()} for cid, cols in first.items()}
     rest = [found.get(t, {}) for t in phrase[1:]]
     out: dict[int, dict[int, int]] = {}
     for cid, cols in first.items():
