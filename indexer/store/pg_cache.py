@@ -5,51 +5,18 @@ agent's batch embedding jobs."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from indexer.store.pg_connect import store_errors
+from indexer.store.pg_base import PgBase
 
 __all__ = ["PgCache"]
 
 
-class PgCache:
-    """The connection's plumbing (``_q``, ``_errors``), the cache and batch jobs."""
-
-    db: Any
-    agent: str
-    gen: int
-    url: str
-    readonly: bool
-
-    # -- plumbing ----------------------------------------------------------------------
-
-    def _errors(self) -> contextlib.AbstractContextManager[None]:
-        return store_errors(self.url)
-
-    def _q(
-        self,
-        sql: str,
-        *args: Any,
-        keyed: bool = True,
-        before: Sequence[Any] = (),
-        binary: bool = False,
-    ) -> Any:
-        """Run ``sql``: ``{k}`` stands for this agent's generation (its parameters go
-        after ``before``); without it, a keyed statement starts with (agent, gen).
-        ``binary``: results in binary format (arrays parse much faster)."""
-        if "{k}" in sql:
-            sql = sql.replace("{k}", "agent=%s AND gen=%s")
-            params: tuple[Any, ...] = (*before, self.agent, self.gen, *args)
-        elif keyed:
-            params = (self.agent, self.gen, *args)
-        else:
-            params = (*before, *args)
-        with self._errors():
-            return self.db.execute(sql, params, binary=binary)
+class PgCache(PgBase):
+    """The shared embedding cache and the agent's batch jobs."""
 
     def cache_get(self, provider: str, hashes: Sequence[str]) -> dict[str, bytes]:
         rows = self._q(

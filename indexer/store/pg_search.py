@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from indexer.errors import StoreError
 from indexer.store import bm25
-from indexer.store.pg_cache import PgCache
+from indexer.store.pg_base import PgBase
 from indexer.store.records import FTS_WEIGHTS, KeywordPostings, KeywordQuery, SearchRow
 from indexer.store.tokens import shared_tokenizer
 
@@ -37,34 +37,8 @@ HNSW_MIN = 20_000  # an agent's vectors above which searches use an HNSW index
 _COLUMNS = ("body", "heading", "path", "source")
 
 
-class PgSearch(PgCache):
-    db: Any
+class PgSearch(PgBase):
     _stats: tuple[str | None, int, float] | None = None  # chunksVersion, rows, avgdl
-    agent: str
-    gen: int
-    url: str
-    readonly: bool
-    vec_version: str | None
-    vector_error: str | None
-
-    def _postings(self, cid: int, col: int, text: str, out: list[tuple[Any, ...]]) -> int:
-        """Append ``text``'s postings for column ``col`` of chunk ``cid``; its tokens."""
-        tokens = shared_tokenizer().document(text) if text else []
-        where: dict[str, list[int]] = {}
-        for pos, tok in enumerate(tokens):
-            where.setdefault(tok, []).append(pos)
-        out.extend((self.agent, self.gen, t, cid, col, p) for t, p in where.items())
-        return len(tokens)
-
-    def _put_postings(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
-        if not rows:
-            return
-        with (
-            self._errors(),
-            cur.copy("COPY postings(agent, gen, term, id, col, positions) FROM STDIN") as copy,
-        ):
-            for row in rows:
-                copy.write_row(row)
 
     # -- keyword search ----------------------------------------------------------------
 
@@ -116,7 +90,7 @@ class PgSearch(PgCache):
         rank = -bm25.score_rows(parts, dl, avgdl)
         order = np.lexsort((cand, rank))[:limit]  # by rank, then by id
         top = [(float(rank[i]), int(cand[i])) for i in order]
-        got = self.chunk_rows([cid for _, cid in top])  # type: ignore[attr-defined]
+        got = self.chunk_rows([cid for _, cid in top])
         out = []
         for score, cid in top:
             r = got.get(cid)
@@ -156,7 +130,7 @@ class PgSearch(PgCache):
     def _corpus_stats(self) -> tuple[int, float]:
         """(rows, average row length) of the generation: BM25's corpus figures, read
         again only when its chunks change (not a scan of every row per search)."""
-        version = self.meta_get("chunksVersion")  # type: ignore[attr-defined]
+        version = self.meta_get("chunksVersion")
         cached = self._stats
         if cached is None or cached[0] != version or version is None:
             n_rows, total = self._q(
@@ -168,9 +142,9 @@ class PgSearch(PgCache):
 
     @contextlib.contextmanager
     def keyword_postings(self, min_chunks: int = 0) -> Iterator[KeywordPostings | None]:
-        with self.read_snapshot():  # type: ignore[attr-defined]
-            version = self.meta_get("chunksVersion")  # type: ignore[attr-defined]
-            seq = self.change_seq()  # type: ignore[attr-defined]
+        with self.read_snapshot():
+            version = self.meta_get("chunksVersion")
+            seq = self.change_seq()
             chunks = [
                 (int(i), str(s))
                 for i, s in self._q("SELECT id, source FROM chunks WHERE {k} ORDER BY id")
@@ -197,25 +171,18 @@ class PgSearch(PgCache):
 
     # -- vectors -------------------------------------------------------------------------
 
-    def has_vectors(self) -> bool:
-        return self.vec_version is not None and self.vector_dims() is not None
-
-    def vector_dims(self) -> int | None:
-        got = self.meta_get("vectorDims")  # type: ignore[attr-defined]
-        return int(got) if got else None
-
     def ensure_vector_table(self, dims: int) -> None:
         if self.vec_version is None:
             raise StoreError(self.vector_error or "pgvector is not installed")
         if dims < 1 or dims > 16000:
             raise StoreError(f"invalid vector dimension {dims}")
-        self.meta_set("vectorDims", str(int(dims)))  # type: ignore[attr-defined]
+        self.meta_set("vectorDims", str(int(dims)))
 
     def put_vectors(self, rows: Iterable[tuple[int, bytes]]) -> None:
         rows = list(rows)
         if not rows:
             return
-        self._bump_vectors()  # type: ignore[attr-defined]
+        self._bump_vectors()
         data = [(self.agent, self.gen, i, len(v) // 4, v, _vector_text(v)) for i, v in rows]
         with self._errors(), self.db.cursor() as cur:
             cur.executemany(
@@ -229,7 +196,7 @@ class PgSearch(PgCache):
     def drop_vectors(self) -> None:
         self._q("DELETE FROM chunk_vectors WHERE {k}")
         self._q("DELETE FROM meta WHERE {k} AND key='vectorDims'")
-        self._bump_vectors()  # type: ignore[attr-defined]
+        self._bump_vectors()
         self._q("UPDATE chunks SET embedded=false WHERE {k} AND embedded")
 
     def any_embedded(self) -> bool:
@@ -253,15 +220,6 @@ class PgSearch(PgCache):
         rows = self._q("SELECT id, vec FROM chunk_vectors WHERE {k} AND id = ANY(%s)", list(ids))
         return {int(i): bytes(v) for i, v in rows}
 
-    def vector_rows(self, ids: Sequence[int]) -> list[tuple[int, str, bytes]]:
-        rows = self._q(
-            "SELECT c.id, c.source, v.vec FROM chunks c JOIN chunk_vectors v ON "
-            "v.agent=c.agent AND v.gen=c.gen AND v.id=c.id WHERE c.agent=%s AND c.gen=%s "
-            "AND c.id = ANY(%s) ORDER BY c.id",
-            list(ids),
-        )
-        return [(int(i), str(s), bytes(v)) for i, s, v in rows]
-
     def all_vectors(self) -> Iterator[tuple[int, str, str, bytes]]:
         """Every embedded chunk's (id, source, hash, vector), read 5,000 at a time."""
         after = -1
@@ -277,6 +235,15 @@ class PgSearch(PgCache):
             for i, s, h, v in rows:
                 yield int(i), str(s), str(h), bytes(v)
             after = int(rows[-1][0])
+
+    def vector_rows(self, ids: Sequence[int]) -> list[tuple[int, str, bytes]]:
+        rows = self._q(
+            "SELECT c.id, c.source, v.vec FROM chunks c JOIN chunk_vectors v ON "
+            "v.agent=c.agent AND v.gen=c.gen AND v.id=c.id WHERE c.agent=%s AND c.gen=%s "
+            "AND c.id = ANY(%s) ORDER BY c.id",
+            list(ids),
+        )
+        return [(int(i), str(s), bytes(v)) for i, s, v in rows]
 
     def _hnsw_name(self, dims: int) -> str:
         digest = hashlib.sha1(self.agent.encode()).hexdigest()[:12]

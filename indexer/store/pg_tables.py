@@ -1,159 +1,21 @@
-"""The PostgreSQL store: one connection to one agent's generation (``PgStore``).
-
-The same operations as the SQLite ``Store`` (``IndexStore``), on the tables of
-``pg_schema``; keyword search and vectors are in ``pg_search``."""
+"""Files, chunks and their keyword postings, the change feed, transcript cursors and
+skipped files of an agent's generation in PostgreSQL (``PgTables``)."""
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
-from indexer.errors import StoreError
-from indexer.store.pg_connect import (
-    GEN_TABLES,
-    PgTarget,
-    connect,
-    gen_of,
-    lock_key,
-    redact,
-    writer_label,
-)
-from indexer.store.pg_search import PgSearch
-from indexer.store.records import ChunkChanges, ChunkRow, FileState, NewChunk, SearchRow
+from indexer.store.pg_base import PgBase
+from indexer.store.records import ChunkChanges, ChunkRow, FileState, NewChunk
 from indexer.store.records import SessionCursor as Cursor
+from indexer.store.tokens import shared_tokenizer
 
-if TYPE_CHECKING:
-    from indexer.store.interface import IndexStore
-
-__all__ = ["PgStore"]
+__all__ = ["PgTables"]
 
 
-class PgStore(PgSearch):
-    def __init__(self, target: PgTarget, gen: int, *, readonly: bool, lock: bool) -> None:
-        self.target = target
-        self.agent = target.agent
-        self.gen = gen
-        self.readonly = readonly
-        self.generation = target.generation_name(gen)
-        url = target.read_url if readonly else target.url
-        self.url = url
-        self._ctx = connect(url, target.pool_size)
-        self.db = self._ctx.__enter__()
-        self._locked = False
-        self.vector_error: str | None = None
-        try:
-            with self._errors():
-                row = self.db.execute(
-                    "SELECT extversion FROM pg_extension WHERE extname='vector'"
-                ).fetchone()
-                if lock:
-                    self._lock_writer()
-        except StoreError:
-            self.close()
-            raise
-        self.vec_version: str | None = str(row[0]) if row else None
-        if self.vec_version is None:
-            self.vector_error = "pgvector is not installed in the database"
-
-    def _lock_writer(self) -> None:
-        key = lock_key("writer", self.agent)
-        row = self.db.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()
-        if not (row and row[0]):
-            holder = self.db.execute(
-                "SELECT writer FROM agents WHERE agent=%s", (self.agent,)
-            ).fetchone()
-            who = f" ({holder[0]})" if holder and holder[0] else ""
-            raise StoreError(
-                f"agent {self.agent} in {redact(self.url)} already has a writer{who}: one "
-                "daemon writes each agent; give this one another agentId"
-            )
-        self._locked = True
-        self.db.execute("UPDATE agents SET writer=%s WHERE agent=%s", (writer_label(), self.agent))
-
-    def close(self) -> None:
-        if self.db is None:
-            return
-        with contextlib.suppress(Exception):
-            if self.db.info.transaction_status != 0:  # not idle: roll back
-                self.db.rollback()
-            if self._locked:
-                key = lock_key("writer", self.agent)
-                self.db.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
-        self._ctx.__exit__(None, None, None)
-        self.db = None
-
-    def __enter__(self) -> PgStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def reopen(self) -> IndexStore:
-        return PgStore(self.target, self.gen, readonly=True, lock=False)
-
-    # -- transactions and meta -------------------------------------------------------
-
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        with self._errors(), self.db.transaction():
-            yield
-
-    @contextlib.contextmanager
-    def read_snapshot(self) -> Iterator[None]:
-        with self._errors(), self.db.transaction(force_rollback=True):
-            if self.db.info.transaction_status == 2:  # the outermost: one snapshot
-                self.db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            yield
-
-    @contextlib.contextmanager
-    def savepoint(self) -> Iterator[None]:
-        with self.db.transaction():
-            yield
-
-    @contextlib.contextmanager
-    def batch(self) -> Iterator[Callable[[], None]]:
-        def checkpoint() -> None:
-            self.db.execute("COMMIT")
-            self.db.execute("BEGIN")
-
-        with self._errors():
-            self.db.execute("BEGIN")
-            try:
-                yield checkpoint
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
-            self.db.execute("COMMIT")
-
-    def meta_get(self, key: str) -> str | None:
-        row = self._q("SELECT value FROM meta WHERE {k} AND key=%s", key).fetchone()
-        return None if row is None else str(row[0])
-
-    def meta_set(self, key: str, value: str) -> None:
-        self._q(
-            "INSERT INTO meta(agent, gen, key, value) VALUES (%s, %s, %s, %s) "
-            "ON CONFLICT (agent, gen, key) DO UPDATE SET value=excluded.value",
-            key,
-            value,
-        )
-
-    def change_versions(self) -> tuple[str | None, str | None, str | None]:
-        got = dict(
-            self._q(
-                "SELECT key, value FROM meta WHERE {k} "
-                "AND key IN ('chunksVersion', 'vectorsVersion', 'vectorKey')"
-            ).fetchall()
-        )
-        return got.get("chunksVersion"), got.get("vectorsVersion"), got.get("vectorKey")
-
-    def _bump_chunks(self) -> None:
-        self.meta_set("chunksVersion", f"{time.time_ns()}")
-
-    def _bump_vectors(self) -> None:
-        self.meta_set("vectorsVersion", f"{time.time_ns()}")
-
+class PgTables(PgBase):
     # -- files and chunks ------------------------------------------------------------
 
     def file_states(self, source: str | None = None) -> dict[str, FileState]:
@@ -215,6 +77,25 @@ class PgStore(PgSearch):
             self._put_postings(cur, postings)
         return len(rows)
 
+    def _postings(self, cid: int, col: int, text: str, out: list[tuple[Any, ...]]) -> int:
+        """Append ``text``'s postings for column ``col`` of chunk ``cid``; its tokens."""
+        tokens = shared_tokenizer().document(text) if text else []
+        where: dict[str, list[int]] = {}
+        for pos, tok in enumerate(tokens):
+            where.setdefault(tok, []).append(pos)
+        out.extend((self.agent, self.gen, t, cid, col, p) for t, p in where.items())
+        return len(tokens)
+
+    def _put_postings(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
+        if not rows:
+            return
+        with (
+            self._errors(),
+            cur.copy("COPY postings(agent, gen, term, id, col, positions) FROM STDIN") as copy,
+        ):
+            for row in rows:
+                copy.write_row(row)
+
     def append_chunks(
         self, path: str, source: str, state: FileState, lines: int, chunks: Iterable[ChunkRow]
     ) -> int:
@@ -266,27 +147,11 @@ class PgStore(PgSearch):
         row = self._q("SELECT EXISTS(SELECT 1 FROM files WHERE {k} AND source=%s)", source)
         return bool(row.fetchone()[0])
 
-    def chunk_rows(self, ids: Sequence[int]) -> dict[int, SearchRow]:
-        rows = self._q(
-            "SELECT id, path, source, start_line, end_line, heading, text FROM chunks "
-            "WHERE {k} AND id = ANY(%s)",
-            list(ids),
-        )
-        return {
-            int(i): SearchRow(int(i), str(p), str(s), int(a), int(b), str(h), str(t), 0.0)
-            for i, p, s, a, b, h, t in rows
-        }
-
     def texts_for_hashes(self, hashes: Sequence[str]) -> dict[str, str]:
         rows = self._q("SELECT hash, text FROM chunks WHERE {k} AND hash = ANY(%s)", list(hashes))
         return {str(h): str(t) for h, t in rows}
 
     # -- the change feed -------------------------------------------------------------
-
-    def change_seq(self) -> int:
-        row = self._q("SELECT coalesce(max(seq), 0) FROM chunk_changes WHERE {k}").fetchone()
-        seq = int(row[0]) if row else 0
-        return max(seq, int(self.meta_get("changesPrunedTo") or 0))
 
     def changes_since(self, after: int) -> ChunkChanges | None:
         if after < int(self.meta_get("changesPrunedTo") or 0):
@@ -386,70 +251,3 @@ class PgStore(PgSearch):
                 "SELECT path, source, reason, at FROM skipped WHERE {k} ORDER BY path"
             )
         ]
-
-    # -- upkeep and health -----------------------------------------------------------
-
-    def copy_carryover(self, other: str) -> int:
-        """The batch jobs of another generation of this agent (the embedding cache is
-        shared by every agent already)."""
-        gen = gen_of(other)
-        self._q(
-            "INSERT INTO batch_jobs(agent, gen, id, provider, hashes, created_at, polled_at) "
-            "SELECT agent, %s, id, provider, hashes, created_at, polled_at FROM batch_jobs "
-            "WHERE agent=%s AND gen=%s ON CONFLICT DO NOTHING",
-            self.gen, self.agent, gen, keyed=False, before=(),
-        )  # fmt: skip
-        return self.cache_count()
-
-    def checkpoint(self) -> None:
-        """Nothing to fold: PostgreSQL's WAL is the server's business."""
-
-    def upkeep(self) -> None:
-        """Build the agent's HNSW index once it has enough vectors."""
-        self._maybe_hnsw()
-
-    def integrity(self) -> str:
-        return "ok"
-
-    def consistency(self) -> list[str]:
-        checks = [
-            ("chunks of no indexed file or transcript",
-             "SELECT count(*) FROM chunks c WHERE {k} AND NOT EXISTS (SELECT 1 FROM files f "
-             "WHERE f.agent=c.agent AND f.gen=c.gen AND f.path=c.path) AND NOT EXISTS "
-             "(SELECT 1 FROM session_cursors s WHERE s.agent=c.agent AND s.gen=c.gen "
-             "AND s.path=c.path)"),
-            ("duplicate chunks (same path and lines)",
-             "SELECT count(*) FROM (SELECT 1 FROM chunks WHERE {k} "
-             "GROUP BY path, start_line, end_line HAVING count(*) > 1) d"),
-            ("chunks without keyword rows",
-             "SELECT count(*) FROM chunks c WHERE {k} AND dl > 0 AND NOT EXISTS (SELECT 1 FROM "
-             "postings p WHERE p.agent=c.agent AND p.gen=c.gen AND p.id=c.id)"),
-            ("vectors without a chunk",
-             "SELECT count(*) FROM chunk_vectors v WHERE {k} AND NOT EXISTS (SELECT 1 FROM "
-             "chunks c WHERE c.agent=v.agent AND c.gen=v.gen AND c.id=v.id)"),
-            ("chunks marked embedded without a vector",
-             "SELECT count(*) FROM chunks c WHERE {k} AND embedded AND NOT EXISTS (SELECT 1 "
-             "FROM chunk_vectors v WHERE v.agent=c.agent AND v.gen=c.gen AND v.id=c.id)"),
-        ]  # fmt: skip
-        problems = []
-        for what, sql in checks:
-            row = self._q(sql).fetchone()
-            if row and int(row[0]):
-                problems.append(f"{int(row[0])} {what}")
-        return problems
-
-    def size_bytes(self) -> int:
-        """The size of memindex's tables with their indexes, shared by every agent in
-        the database (one agent's share would take a scan of every row: too slow
-        for ``status``)."""
-        row = self._q(
-            "SELECT coalesce(sum(pg_total_relation_size(t::regclass)), 0) "
-            "FROM unnest(%s::text[]) t",
-            list(GEN_TABLES),
-            keyed=False,
-        ).fetchone()
-        return int(row[0]) if row else 0
-
-
-def _conforms(store: PgStore) -> IndexStore:
-    return store  # mypy checks here that PgStore implements the whole protocol

@@ -10,7 +10,7 @@ frees it), and a second writer gets a StoreError naming the holder. A rebuild ho
 second lock. Generations are rows: ``agents.published`` names the one searches read,
 and ``publish`` sets it in one transaction, so a reader sees the old or the new
 generation, never a mix. The tables are in ``pg_schema``; the operations in
-``pg_tables``.
+``pg_store``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from indexer.config import Config
     from indexer.store.interface import IndexStore
-    from indexer.store.pg_tables import PgStore
+    from indexer.store.pg_store import PgStore
 
 __all__ = ["PostgresBackend"]
 
@@ -69,7 +69,7 @@ class PostgresBackend:
         return self._open(None, readonly=readonly)
 
     def _open(self, gen: int | None, *, readonly: bool, lock: bool = True) -> PgStore:
-        from indexer.store.pg_tables import PgStore
+        from indexer.store.pg_store import PgStore
 
         if not readonly:
             with connect(self.target.url, self.target.pool_size) as conn:

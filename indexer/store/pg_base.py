@@ -1,0 +1,193 @@
+"""The plumbing of a PostgreSQL store (``PgBase``): one pooled connection to one
+agent's generation, the agent's writer lock, transactions, meta and the reads every
+part needs. ``pg_store.PgStore`` puts the parts together: ``pg_tables`` (files,
+chunks, the change feed, cursors), ``pg_search`` (keyword search and vectors),
+``pg_cache`` (the shared embedding cache and batch jobs)."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Self
+
+from indexer.errors import StoreError
+from indexer.store.pg_connect import PgTarget, connect, lock_key, redact, store_errors, writer_label
+from indexer.store.records import SearchRow
+
+__all__ = ["PgBase"]
+
+
+class PgBase:
+    db: Any  # the pooled psycopg connection; None once closed
+
+    def __init__(self, target: PgTarget, gen: int, *, readonly: bool, lock: bool) -> None:
+        self.target = target
+        self.agent = target.agent
+        self.gen = gen
+        self.readonly = readonly
+        self.generation = target.generation_name(gen)
+        url = target.read_url if readonly else target.url
+        self.url = url
+        self._ctx = connect(url, target.pool_size)
+        self.db = self._ctx.__enter__()
+        self._locked = False
+        self.vector_error: str | None = None
+        try:
+            with self._errors():
+                row = self.db.execute(
+                    "SELECT extversion FROM pg_extension WHERE extname='vector'"
+                ).fetchone()
+                if lock:
+                    self._lock_writer()
+        except StoreError:
+            self.close()
+            raise
+        self.vec_version: str | None = str(row[0]) if row else None
+        if self.vec_version is None:
+            self.vector_error = "pgvector is not installed in the database"
+
+    def _lock_writer(self) -> None:
+        key = lock_key("writer", self.agent)
+        row = self.db.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()
+        if not (row and row[0]):
+            holder = self.db.execute(
+                "SELECT writer FROM agents WHERE agent=%s", (self.agent,)
+            ).fetchone()
+            who = f" ({holder[0]})" if holder and holder[0] else ""
+            raise StoreError(
+                f"agent {self.agent} in {redact(self.url)} already has a writer{who}: one "
+                "daemon writes each agent; give this one another agentId"
+            )
+        self._locked = True
+        self.db.execute("UPDATE agents SET writer=%s WHERE agent=%s", (writer_label(), self.agent))
+
+    def close(self) -> None:
+        if self.db is None:
+            return
+        with contextlib.suppress(Exception):
+            if self.db.info.transaction_status != 0:  # not idle: roll back
+                self.db.rollback()
+            if self._locked:
+                key = lock_key("writer", self.agent)
+                self.db.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
+        self._ctx.__exit__(None, None, None)
+        self.db = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- plumbing ----------------------------------------------------------------------
+
+    def _errors(self) -> contextlib.AbstractContextManager[None]:
+        return store_errors(self.url)
+
+    def _q(
+        self,
+        sql: str,
+        *args: Any,
+        keyed: bool = True,
+        before: Sequence[Any] = (),
+        binary: bool = False,
+    ) -> Any:
+        """Run ``sql``: ``{k}`` stands for this agent's generation (its parameters go
+        after ``before``); without it, a keyed statement starts with (agent, gen).
+        ``binary``: results in binary format (arrays parse much faster)."""
+        if "{k}" in sql:
+            sql = sql.replace("{k}", "agent=%s AND gen=%s")
+            params: tuple[Any, ...] = (*before, self.agent, self.gen, *args)
+        elif keyed:
+            params = (self.agent, self.gen, *args)
+        else:
+            params = (*before, *args)
+        with self._errors():
+            return self.db.execute(sql, params, binary=binary)
+
+    # -- transactions and meta -------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._errors(), self.db.transaction():
+            yield
+
+    @contextlib.contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        with self._errors(), self.db.transaction(force_rollback=True):
+            if self.db.info.transaction_status == 2:  # the outermost: one snapshot
+                self.db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            yield
+
+    @contextlib.contextmanager
+    def savepoint(self) -> Iterator[None]:
+        with self.db.transaction():
+            yield
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[Callable[[], None]]:
+        def checkpoint() -> None:
+            self.db.execute("COMMIT")
+            self.db.execute("BEGIN")
+
+        with self._errors():
+            self.db.execute("BEGIN")
+            try:
+                yield checkpoint
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
+
+    def meta_get(self, key: str) -> str | None:
+        row = self._q("SELECT value FROM meta WHERE {k} AND key=%s", key).fetchone()
+        return None if row is None else str(row[0])
+
+    def meta_set(self, key: str, value: str) -> None:
+        self._q(
+            "INSERT INTO meta(agent, gen, key, value) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT (agent, gen, key) DO UPDATE SET value=excluded.value",
+            key,
+            value,
+        )
+
+    def change_versions(self) -> tuple[str | None, str | None, str | None]:
+        got = dict(
+            self._q(
+                "SELECT key, value FROM meta WHERE {k} "
+                "AND key IN ('chunksVersion', 'vectorsVersion', 'vectorKey')"
+            ).fetchall()
+        )
+        return got.get("chunksVersion"), got.get("vectorsVersion"), got.get("vectorKey")
+
+    def _bump_chunks(self) -> None:
+        self.meta_set("chunksVersion", f"{time.time_ns()}")
+
+    def _bump_vectors(self) -> None:
+        self.meta_set("vectorsVersion", f"{time.time_ns()}")
+
+    # -- reads every part needs --------------------------------------------------------
+
+    def change_seq(self) -> int:
+        row = self._q("SELECT coalesce(max(seq), 0) FROM chunk_changes WHERE {k}").fetchone()
+        seq = int(row[0]) if row else 0
+        return max(seq, int(self.meta_get("changesPrunedTo") or 0))
+
+    def chunk_rows(self, ids: Sequence[int]) -> dict[int, SearchRow]:
+        rows = self._q(
+            "SELECT id, path, source, start_line, end_line, heading, text FROM chunks "
+            "WHERE {k} AND id = ANY(%s)",
+            list(ids),
+        )
+        return {
+            int(i): SearchRow(int(i), str(p), str(s), int(a), int(b), str(h), str(t), 0.0)
+            for i, p, s, a, b, h, t in rows
+        }
+
+    def has_vectors(self) -> bool:
+        return self.vec_version is not None and self.vector_dims() is not None
+
+    def vector_dims(self) -> int | None:
+        got = self.meta_get("vectorDims")
+        return int(got) if got else None

@@ -1,0 +1,93 @@
+"""The PostgreSQL store: one connection to one agent's generation (``PgStore``).
+
+The same operations as the SQLite ``Store`` (``IndexStore``) on the tables of
+``pg_schema``, in parts: ``pg_base`` (connection, writer lock, transactions, meta),
+``pg_tables`` (files, chunks, the change feed, cursors, skips), ``pg_search``
+(keyword search and vectors), ``pg_cache`` (the shared embedding cache, batch jobs);
+here, what joins them: upkeep and the health checks."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from indexer.store.pg_cache import PgCache
+from indexer.store.pg_connect import GEN_TABLES, gen_of
+from indexer.store.pg_search import PgSearch
+from indexer.store.pg_tables import PgTables
+
+if TYPE_CHECKING:
+    from indexer.store.interface import IndexStore
+
+__all__ = ["PgStore"]
+
+
+class PgStore(PgTables, PgSearch, PgCache):
+    def reopen(self) -> IndexStore:
+        return PgStore(self.target, self.gen, readonly=True, lock=False)
+
+    # -- upkeep and health -----------------------------------------------------------
+
+    def copy_carryover(self, other: str) -> int:
+        """The batch jobs of another generation of this agent (the embedding cache is
+        shared by every agent already)."""
+        gen = gen_of(other)
+        self._q(
+            "INSERT INTO batch_jobs(agent, gen, id, provider, hashes, created_at, polled_at) "
+            "SELECT agent, %s, id, provider, hashes, created_at, polled_at FROM batch_jobs "
+            "WHERE agent=%s AND gen=%s ON CONFLICT DO NOTHING",
+            self.gen, self.agent, gen, keyed=False, before=(),
+        )  # fmt: skip
+        return self.cache_count()
+
+    def checkpoint(self) -> None:
+        """Nothing to fold: PostgreSQL's WAL is the server's business."""
+
+    def upkeep(self) -> None:
+        """Build the agent's HNSW index once it has enough vectors."""
+        self._maybe_hnsw()
+
+    def integrity(self) -> str:
+        return "ok"
+
+    def consistency(self) -> list[str]:
+        checks = [
+            ("chunks of no indexed file or transcript",
+             "SELECT count(*) FROM chunks c WHERE {k} AND NOT EXISTS (SELECT 1 FROM files f "
+             "WHERE f.agent=c.agent AND f.gen=c.gen AND f.path=c.path) AND NOT EXISTS "
+             "(SELECT 1 FROM session_cursors s WHERE s.agent=c.agent AND s.gen=c.gen "
+             "AND s.path=c.path)"),
+            ("duplicate chunks (same path and lines)",
+             "SELECT count(*) FROM (SELECT 1 FROM chunks WHERE {k} "
+             "GROUP BY path, start_line, end_line HAVING count(*) > 1) d"),
+            ("chunks without keyword rows",
+             "SELECT count(*) FROM chunks c WHERE {k} AND dl > 0 AND NOT EXISTS (SELECT 1 FROM "
+             "postings p WHERE p.agent=c.agent AND p.gen=c.gen AND p.id=c.id)"),
+            ("vectors without a chunk",
+             "SELECT count(*) FROM chunk_vectors v WHERE {k} AND NOT EXISTS (SELECT 1 FROM "
+             "chunks c WHERE c.agent=v.agent AND c.gen=v.gen AND c.id=v.id)"),
+            ("chunks marked embedded without a vector",
+             "SELECT count(*) FROM chunks c WHERE {k} AND embedded AND NOT EXISTS (SELECT 1 "
+             "FROM chunk_vectors v WHERE v.agent=c.agent AND v.gen=c.gen AND v.id=c.id)"),
+        ]  # fmt: skip
+        problems = []
+        for what, sql in checks:
+            row = self._q(sql).fetchone()
+            if row and int(row[0]):
+                problems.append(f"{int(row[0])} {what}")
+        return problems
+
+    def size_bytes(self) -> int:
+        """The size of memindex's tables with their indexes, shared by every agent in
+        the database (one agent's share would take a scan of every row: too slow
+        for ``status``)."""
+        row = self._q(
+            "SELECT coalesce(sum(pg_total_relation_size(t::regclass)), 0) "
+            "FROM unnest(%s::text[]) t",
+            list(GEN_TABLES),
+            keyed=False,
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+
+def _conforms(store: PgStore) -> IndexStore:
+    return store  # mypy checks here that PgStore implements the whole protocol
