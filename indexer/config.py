@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -215,6 +216,19 @@ class Config:
             )
         return self.workspace
 
+    def database_url(self) -> str:
+        """The PostgreSQL URL the index lives in (``[store] url``, else
+        ``MEMINDEX_DATABASE_URL``), or "" for the SQLite file."""
+        return self.store.url or os.environ.get("MEMINDEX_DATABASE_URL", "")
+
+    def index_location(self) -> str:
+        """Where the agent's index is, as the daemon reports it (``ping``): the index
+        file, or the database (its password hidden) and the agent."""
+        url = self.database_url()
+        if url:
+            return f"{redact_url(url)} (agent {self.agent_name})"
+        return str(self.resolved_index_path())
+
     def resolved_index_path(self) -> Path:
         """``indexPath``, else ``<stateDir>/<agentId>.sqlite``, else one derived from
         the workspace, so two workspaces never share an index file."""
@@ -243,6 +257,11 @@ def default_config_path() -> Path:
     xdg = os.environ.get("XDG_CONFIG_HOME")
     base = Path(xdg) if xdg else Path.home() / ".config"
     return base / "memindex" / "config.toml"
+
+
+def redact_url(url: str) -> str:
+    """A database URL without its password (for messages and status)."""
+    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
 
 
 @dataclass(frozen=True)

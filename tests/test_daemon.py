@@ -25,11 +25,16 @@ def make_config(tmp_path: Path, ws: Path, sessions: Path, extra: str = "") -> Pa
     )
 
 
-@pytest.fixture
-def daemon(tmp_path: Path, workspace: Path) -> Iterator[DaemonProc]:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def daemon(tmp_path: Path, workspace: Path, request: pytest.FixtureRequest) -> Iterator[DaemonProc]:
+    """A daemon on the test workspace, on each store: its own SQLite file, and the
+    suite's PostgreSQL (conftest ``pg_url``)."""
     sessions = tmp_path / "sessions"
     sessions.mkdir()
-    cfg = make_config(tmp_path, workspace, sessions)
+    store = ""
+    if request.param == "postgresql":
+        store = f'[store]\nurl = "{request.getfixturevalue("pg_url")}"\n'
+    cfg = make_config(tmp_path, workspace, sessions, store)
     d = DaemonProc(cfg, tmp_path / "run" / "mi.sock", child_env())
     d.start()
     yield d

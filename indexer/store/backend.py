@@ -15,7 +15,6 @@ PostgreSQL database; otherwise the SQLite file at ``indexPath``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -58,7 +57,7 @@ class Backend(Protocol):
 
 def database_url(cfg: Config) -> str:
     """The PostgreSQL URL the configuration names, or "" for SQLite."""
-    return cfg.store.url or os.environ.get("MEMINDEX_DATABASE_URL", "")
+    return cfg.database_url()
 
 
 def backend_for(cfg: Config) -> Backend:

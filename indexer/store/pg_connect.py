@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import socket
 import threading
 import time
@@ -13,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from indexer.config import redact_url
 from indexer.errors import StoreError
 from indexer.store.pg_schema import PG_MIGRATIONS
 
@@ -63,7 +63,7 @@ _MIGRATED: set[str] = set()
 
 def redact(url: str) -> str:
     """The URL without its password (for messages and status)."""
-    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
+    return redact_url(url)
 
 
 def _pool(url: str, size: int) -> ConnectionPool:

@@ -97,8 +97,9 @@ def call(
     return reply.get("result")
 
 
-def serves(path: Path, agent: str, index_path: Path) -> bool:
-    """True if a daemon answers on ``path`` and serves ``agent`` from ``index_path``.
+def serves(path: Path, agent: str, location: str) -> bool:
+    """True if a daemon answers on ``path`` and serves ``agent`` from ``location``
+    (``Config.index_location``: the index file, or the database and agent).
     A socket served by another user raises ForeignSocket: that is not ignored."""
     if not path.exists():
         return False
@@ -107,4 +108,4 @@ def serves(path: Path, agent: str, index_path: Path) -> bool:
     except (DaemonUnavailable, RemoteError):
         return False
     agents = pong.get("agents") if isinstance(pong, dict) else None
-    return isinstance(agents, dict) and agents.get(agent) == str(index_path)
+    return isinstance(agents, dict) and agents.get(agent) == location
