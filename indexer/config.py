@@ -149,7 +149,7 @@ class ServerConfig:
 class StoreConfig:
     url: str = ""  # postgresql://...: the shared database (else MEMINDEX_DATABASE_URL, else SQLite)
     readUrl: str = ""  # a replica that serves searches (writes always go to ``url``)
-    poolSize: int = 4  # connections per process
+    poolSize: int = 10  # connections per agent and process
 
 
 @dataclass(frozen=True)

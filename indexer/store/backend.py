@@ -49,6 +49,11 @@ class Backend(Protocol):
         ...
 
     def publish(self, store: IndexStore) -> None: ...
+    def reader_limit(self) -> int | None:
+        """How many read-only stores may be open at once (None: no limit). The
+        daemon calls it once per agent: a database reserves its connections."""
+        ...
+
     def discard(self, generation: str) -> None: ...
     def cleanup(self) -> None:
         """Remove replaced generations no reader should still need."""
@@ -103,6 +108,9 @@ class SqliteBackend:
     def publish(self, store: IndexStore) -> None:
         store.checkpoint()
         generations.publish(self.index_path, Path(store.generation))
+
+    def reader_limit(self) -> int | None:
+        return None  # files: no connection to run out of
 
     def discard(self, generation: str) -> None:
         generations.remove_generation(Path(generation))

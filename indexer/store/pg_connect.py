@@ -57,6 +57,7 @@ def gen_of(name: str) -> int:
 
 
 _POOLS: dict[str, ConnectionPool] = {}
+_RESERVED: dict[str, int] = {}  # url -> connections reserved (``reserve``)
 _POOLS_LOCK = threading.Lock()
 _MIGRATED: set[str] = set()
 
@@ -66,8 +67,19 @@ def redact(url: str) -> str:
     return redact_url(url)
 
 
+def reserve(url: str, size: int) -> None:
+    """Make room in this process's pool for ``url`` for ``size`` more connections
+    (the daemon: each agent it serves on the database reserves its ``poolSize``)."""
+    with _POOLS_LOCK:
+        _RESERVED[url] = _RESERVED.get(url, 0) + size
+        pool = _POOLS.get(url)
+        if pool is not None and pool.max_size < _RESERVED[url]:
+            pool.resize(pool.min_size, _RESERVED[url])
+
+
 def _pool(url: str, size: int) -> ConnectionPool:
     with _POOLS_LOCK:
+        size = max(size, _RESERVED.get(url, 0))
         pool = _POOLS.get(url)
         if pool is None:
             try:
@@ -174,4 +186,5 @@ def close_pools() -> None:
             with contextlib.suppress(Exception):
                 pool.close()
         _POOLS.clear()
+        _RESERVED.clear()
         _MIGRATED.clear()

@@ -29,6 +29,7 @@ from indexer.store.pg_connect import (
     lock_key,
     migrate,
     redact,
+    reserve,
 )
 
 if TYPE_CHECKING:
@@ -154,6 +155,15 @@ class PostgresBackend:
         gen = gen_of(store.generation)
         with connect(self.target.url, self.target.pool_size) as conn:
             conn.execute("UPDATE agents SET published=%s WHERE agent=%s", (gen, self.target.agent))
+
+    def reader_limit(self) -> int:
+        """Reserve ``poolSize`` connections of this process's pool for the agent: its
+        writer holds one, the generation check and a snapshot reload take up to two
+        more for a moment, and searches share the rest (at least one)."""
+        reserve(self.target.url, self.target.pool_size)
+        if self.target.read_url != self.target.url:
+            reserve(self.target.read_url, self.target.pool_size)
+        return max(1, self.target.pool_size - 3)
 
     def discard(self, generation: str) -> None:
         self._drop(gen_of(generation))

@@ -5,10 +5,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import queue
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 from indexer.config import Config
+from indexer.errors import StoreError
 from indexer.indexing.writer import Indexer
 from indexer.search.live import LiveIndex
 from indexer.search.searcher import Searcher
@@ -22,6 +24,7 @@ __all__ = ["AgentRuntime"]
 log = logging.getLogger(__name__)
 
 _IDLE_READERS = 8  # read-only connections kept open per agent between requests
+_READER_WAIT = 30.0  # seconds a search waits for a free database connection
 
 
 class AgentRuntime:
@@ -44,6 +47,11 @@ class AgentRuntime:
             cfg, backend.open(), sel.provider, changed=self._caught_up, backend=backend
         )
         self._readers: queue.LifoQueue[Searcher] = queue.LifoQueue()
+        # Open read-only stores (idle or in use): bounded on a database, whose
+        # connections a burst of clients must not exhaust (a search waits instead).
+        limit = backend.reader_limit()
+        self._idle_max = _IDLE_READERS if limit is None else min(_IDLE_READERS, limit)
+        self._slots = threading.BoundedSemaphore(limit) if limit is not None else None
         self.backfill = True  # first pass: everything, transcripts below thresholds too
         self.memory_due: float | None = None
         self.memory_first: float | None = None
@@ -67,28 +75,48 @@ class AgentRuntime:
         try:
             idx = self._readers.get_nowait()
             if idx.store.generation != current:  # a rebuild swapped generations: reopen
-                idx.store.close()
+                self._close_reader(idx)
                 raise queue.Empty
         except queue.Empty:
-            idx = Searcher(
+            idx = self._open_reader()
+        try:
+            yield idx
+        finally:
+            if self._readers.qsize() < self._idle_max:
+                self._readers.put(idx)
+            else:  # a burst of clients is over: do not keep its connections
+                self._close_reader(idx)
+
+    def _open_reader(self) -> Searcher:
+        if self._slots is not None and not self._slots.acquire(timeout=_READER_WAIT):
+            raise StoreError(
+                f"all {self.cfg.store.poolSize} connections to the database are busy "
+                f"(raise [store] poolSize): {self.writer.backend.where}"
+            )
+        try:
+            return Searcher(
                 self.cfg,
                 self.writer.backend.open(readonly=True),
                 provider=self.provider,
                 provider_note=self.provider_note,
                 live=self.live,
             )
+        except BaseException:
+            if self._slots is not None:
+                self._slots.release()
+            raise
+
+    def _close_reader(self, idx: Searcher) -> None:
         try:
-            yield idx
+            idx.store.close()
         finally:
-            if self._readers.qsize() < _IDLE_READERS:
-                self._readers.put(idx)
-            else:  # a burst of clients is over: do not keep its connections
-                idx.store.close()
+            if self._slots is not None:
+                self._slots.release()
 
     def close(self) -> None:
         while True:
             try:
-                self._readers.get_nowait().store.close()
+                self._close_reader(self._readers.get_nowait())
             except queue.Empty:
                 break
         self.writer.store.close()
