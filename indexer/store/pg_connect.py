@@ -57,7 +57,7 @@ def gen_of(name: str) -> int:
 
 
 _POOLS: dict[str, ConnectionPool] = {}
-_RESERVED: dict[str, int] = {}  # url -> connections reserved (``reserve``)
+_RESERVED: dict[str, dict[str, int]] = {}  # url -> agent -> connections (``reserve``)
 _POOLS_LOCK = threading.Lock()
 _MIGRATED: set[str] = set()
 
@@ -67,19 +67,21 @@ def redact(url: str) -> str:
     return redact_url(url)
 
 
-def reserve(url: str, size: int) -> None:
-    """Make room in this process's pool for ``url`` for ``size`` more connections
-    (the daemon: each agent it serves on the database reserves its ``poolSize``)."""
+def reserve(url: str, agent: str, size: int) -> None:
+    """Make room in this process's pool for ``url`` for ``size`` connections of
+    ``agent`` (the daemon: each agent it serves on the database reserves its
+    ``poolSize``; an agent reloaded by SIGHUP reserves again, not twice)."""
     with _POOLS_LOCK:
-        _RESERVED[url] = _RESERVED.get(url, 0) + size
+        _RESERVED.setdefault(url, {})[agent] = size
+        total = sum(_RESERVED[url].values())
         pool = _POOLS.get(url)
-        if pool is not None and pool.max_size < _RESERVED[url]:
-            pool.resize(pool.min_size, _RESERVED[url])
+        if pool is not None and pool.max_size < total:
+            pool.resize(pool.min_size, total)
 
 
 def _pool(url: str, size: int) -> ConnectionPool:
     with _POOLS_LOCK:
-        size = max(size, _RESERVED.get(url, 0))
+        size = max(size, sum(_RESERVED.get(url, {}).values()))
         pool = _POOLS.get(url)
         if pool is None:
             try:

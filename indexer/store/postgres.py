@@ -160,9 +160,9 @@ class PostgresBackend:
         """Reserve ``poolSize`` connections of this process's pool for the agent: its
         writer holds one, the generation check and a snapshot reload take up to two
         more for a moment, and searches share the rest (at least one)."""
-        reserve(self.target.url, self.target.pool_size)
+        reserve(self.target.url, self.target.agent, self.target.pool_size)
         if self.target.read_url != self.target.url:
-            reserve(self.target.read_url, self.target.pool_size)
+            reserve(self.target.read_url, self.target.agent, self.target.pool_size)
         return max(1, self.target.pool_size - 3)
 
     def discard(self, generation: str) -> None:
