@@ -134,17 +134,16 @@ def with_store(cfg: Config, store: str, agent: str) -> Config:
         return cfg
     out = replace(cfg, agentId=agent, store=StoreConfig(url=store))
     if cfg.indexPath is not None and Path(cfg.indexPath).exists():
+        from indexer.indexing.transfer import copy_cache
         from indexer.store.backend import backend_for
         from indexer.store.sqlite import Store
 
-        with Store(Path(cfg.indexPath), readonly=True) as src, backend_for(out).open() as dst:
-            rows = src.db.execute("SELECT provider, dims, hash, vector FROM embedding_cache")
-            by_key: dict[tuple[str, int], list[tuple[str, bytes]]] = defaultdict(list)
-            for provider_key, dims, h, v in rows:
-                by_key[(str(provider_key), int(dims))].append((str(h), bytes(v)))
-            with dst.transaction():
-                for (provider_key, dims), items in by_key.items():
-                    dst.cache_put(provider_key, dims, items)
+        with (
+            Store(Path(cfg.indexPath), readonly=True) as src,
+            backend_for(out).open() as dst,
+            dst.batch() as commit,
+        ):
+            copy_cache(src, dst, commit)
     return out
 
 

@@ -226,7 +226,7 @@ class Config:
         file, or the database (its password hidden) and the agent."""
         url = self.database_url()
         if url:
-            return f"{redact_url(url)} (agent {self.agent_name})"
+            return database_location(url, self.agent_name)
         return str(self.resolved_index_path())
 
     def resolved_index_path(self) -> Path:
@@ -262,6 +262,16 @@ def default_config_path() -> Path:
 def redact_url(url: str) -> str:
     """A database URL without its password (for messages and status)."""
     return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
+
+
+def is_database_url(value: str) -> bool:
+    """Whether ``value`` names a PostgreSQL database (``[store] url``, ``--to``)."""
+    return value.startswith(("postgresql://", "postgres://"))
+
+
+def database_location(url: str, agent: str) -> str:
+    """An agent's index in a database, as messages, ``status`` and ``ping`` name it."""
+    return f"{redact_url(url)} (agent {agent})"
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from indexer.config import (
     StoreConfig,
     SyncConfig,
     default_config_path,
+    is_database_url,
 )
 from indexer.errors import ConfigError
 from providers.names import ORDER as PROVIDERS
@@ -126,7 +127,7 @@ def parse_config(
     cache = _section(data, "cache", CacheConfig, where)
     store = _section(data, "store", StoreConfig, where)
     for key, value in (("url", store.url), ("readUrl", store.readUrl)):
-        if value and not value.startswith(("postgresql://", "postgres://")):
+        if value and not is_database_url(value):
             raise ConfigError(f"{where}: store.{key} must be a postgresql:// URL")
     if server.socket:
         server = replace(server, socket=str(_expand(server.socket, base)))

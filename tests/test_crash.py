@@ -138,16 +138,21 @@ def test_kills_during_sync_never_corrupt_and_converge(
     with MemoryIndex(clean) as idx:
         idx.sync()
     assert chunk_set(index_file(), "memory") == chunk_set(tmp_path / "clean.sqlite", "memory")
-    for r in range(22):
+    assert_every_message_found(d.sock, 22)
+    assert check_on_disk() == []
+
+
+def assert_every_message_found(sock: Path, rounds: int) -> None:
+    """Each transcript message ``write_round`` appended in ``rounds`` rounds is found."""
+    for r in range(rounds):
         for t in range(2):
             for k in range(5):
                 hit = rpc(
-                    d.sock,
+                    sock,
                     "memory_search",
                     {"query": f"msg{r}x{t}x{k}", "sources": ["sessions"], "minScore": 0},
                 )["results"]
                 assert hit, f"message msg{r}x{t}x{k} lost"
-    assert check_on_disk() == []
 
 
 def generations() -> list[Path]:

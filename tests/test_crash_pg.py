@@ -15,7 +15,7 @@ from typing import Any
 
 import psycopg
 from daemon_util import DaemonProc, child_env, rpc, wait_for
-from test_crash import N_FILES, SEED, config_file, write_round
+from test_crash import N_FILES, SEED, assert_every_message_found, config_file, write_round
 
 from indexer.config import Config, SessionsConfig, StoreConfig
 from indexer.engine import MemoryIndex
@@ -109,15 +109,7 @@ def test_kills_during_sync_on_postgresql_converge(tmp_path: Path, pg_url: str) -
                 assert [(r["path"], r["startLine"]) for r in got["results"]] == [
                     (r["path"], r["startLine"]) for r in want
                 ] and want, q
-        for r in range(10):
-            for t in range(2):
-                for k in range(5):
-                    hit = rpc(
-                        d.sock,
-                        "memory_search",
-                        {"query": f"msg{r}x{t}x{k}", "sources": ["sessions"], "minScore": 0},
-                    )["results"]
-                    assert hit, f"message msg{r}x{t}x{k} lost"
+        assert_every_message_found(d.sock, 10)
         assert problems(pg_url) == []
     finally:
         d.stop()

@@ -29,7 +29,7 @@ from indexer.store.sqlite import Store
 if TYPE_CHECKING:
     from indexer.config import Config
 
-__all__ = ["TransferReport", "copy_index", "migrate_agent"]
+__all__ = ["TransferReport", "copy_cache", "copy_index", "migrate_agent"]
 
 # Meta the destination keeps for itself (see the module docstring).
 _OWN_META = frozenset(
@@ -131,7 +131,7 @@ def copy_index(
                 dst.save_batch_job(str(job_id), str(provider), list(json.loads(hashes)))
                 report.batch_jobs += 1
             commit()
-            report.cache = _copy_cache(src, dst, commit)
+            report.cache = copy_cache(src, dst, commit)
             if dims is not None and dst.vec_version is not None:
                 dst.ensure_vector_table(dims)
                 report.vectors = _copy_vectors(src, dst, commit)
@@ -188,7 +188,9 @@ def _put_file(
     report.files += 1
 
 
-def _copy_cache(src: Store, dst: IndexStore, commit: Callable[[], None]) -> int:
+def copy_cache(src: Store, dst: IndexStore, commit: Callable[[], None]) -> int:
+    """Every embedding cache entry of ``src`` into ``dst`` (``commit`` after each page,
+    as ``dst.batch()`` yields it); returns how many."""
     n = 0
     rows = src.db.execute(
         "SELECT provider, dims, hash, vector FROM embedding_cache ORDER BY provider, dims"

@@ -243,15 +243,10 @@ class ChunkTables(StoreBase):
         (the reader reloads in full)."""
         if after < int(self.meta_get("changesPrunedTo") or 0):
             return None
-        kinds: tuple[list[int], list[int], list[int]] = ([], [], [])
-        seq = after
-        for s, cid, kind in self.db.execute(
+        rows = self.db.execute(
             "SELECT seq, chunk, kind FROM chunk_changes WHERE seq > ? ORDER BY seq", (after,)
-        ):
-            seq = int(s)
-            if 0 <= kind <= 2:
-                kinds[kind].append(int(cid))
-        return ChunkChanges(max(seq, self.change_seq()), *kinds)
+        )
+        return ChunkChanges.fold(rows, after, self.change_seq)
 
     def prune_changes(self, keep: int) -> int:
         """Drop all but the last ``keep`` entries of the change feed; returns how many."""

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from indexer.config import redact_url
+from indexer.config import database_location
+from indexer.config import redact_url as redact
 from indexer.errors import StoreError
 from indexer.store.pg_schema import PG_MIGRATIONS
 
@@ -29,6 +30,7 @@ __all__ = [
     "lock_key",
     "migrate",
     "redact",
+    "reserve",
     "store_errors",
     "writer_label",
 ]
@@ -45,7 +47,7 @@ class PgTarget:
 
     @property
     def where(self) -> str:
-        return f"{redact(self.url)} (agent {self.agent})"
+        return database_location(self.url, self.agent)
 
     def generation_name(self, gen: int) -> str:
         return f"{self.where} g{gen}"
@@ -60,11 +62,6 @@ _POOLS: dict[str, ConnectionPool] = {}
 _RESERVED: dict[str, dict[str, int]] = {}  # url -> agent -> connections (``reserve``)
 _POOLS_LOCK = threading.Lock()
 _MIGRATED: set[str] = set()
-
-
-def redact(url: str) -> str:
-    """The URL without its password (for messages and status)."""
-    return redact_url(url)
 
 
 def reserve(url: str, agent: str, size: int) -> None:

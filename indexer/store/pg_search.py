@@ -54,8 +54,7 @@ class PgSearch(PgBase):
         tok = shared_tokenizer()
         phrases = [tuple(tok.document(" ".join(p))) for p in query.phrases()]
         required = len(query.required)
-        terms = sorted({t for p in phrases for t in p})
-        if not terms or any(not p for p in phrases[:required]):
+        if not any(phrases) or any(not p for p in phrases[:required]):
             return []
         w = (*weights, 0.0)
         held = [self._phrase_rows(p, w) for p in phrases]  # (ids, weighted tf) each

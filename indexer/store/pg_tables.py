@@ -156,15 +156,10 @@ class PgTables(PgBase):
     def changes_since(self, after: int) -> ChunkChanges | None:
         if after < int(self.meta_get("changesPrunedTo") or 0):
             return None
-        kinds: tuple[list[int], list[int], list[int]] = ([], [], [])
-        seq = after
-        for s, cid, kind in self._q(
+        rows = self._q(
             "SELECT seq, chunk, kind FROM chunk_changes WHERE {k} AND seq > %s ORDER BY seq", after
-        ):
-            seq = int(s)
-            if 0 <= kind <= 2:
-                kinds[kind].append(int(cid))
-        return ChunkChanges(max(seq, self.change_seq()), *kinds)
+        )
+        return ChunkChanges.fold(rows, after, self.change_seq)
 
     def prune_changes(self, keep: int) -> int:
         high = self.change_seq() - keep

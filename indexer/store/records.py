@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -63,6 +63,21 @@ class ChunkChanges:
     deleted: list[int]
     embedded: list[int]
     moved: list[int]
+
+    @classmethod
+    def fold(
+        cls, rows: Iterable[tuple[Any, Any, Any]], after: int, head: Callable[[], int]
+    ) -> ChunkChanges:
+        """The feed's (seq, chunk, kind) rows after ``after``, in seq order, sorted by
+        kind (0 deleted, 1 embedded, 2 moved); ``seq`` is the last row's, or ``head()``
+        (the store's ``change_seq``, read after the rows) if that is higher."""
+        kinds: tuple[list[int], list[int], list[int]] = ([], [], [])
+        seq = after
+        for s, cid, kind in rows:
+            seq = int(s)
+            if 0 <= kind <= 2:
+                kinds[kind].append(int(cid))
+        return cls(max(seq, head()), *kinds)
 
 
 @dataclass(frozen=True, slots=True)

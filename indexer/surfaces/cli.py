@@ -233,11 +233,11 @@ def _cmd_distill(args: argparse.Namespace, out: TextIO) -> int:
 
 def _cmd_migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Copy each agent's SQLite index into the database (no re-embedding)."""
+    from indexer.config import is_database_url, redact_url
     from indexer.indexing.transfer import migrate_agent
-    from indexer.store.pg_connect import redact
 
     url = args.to
-    if not url.startswith(("postgresql://", "postgres://")):
+    if not is_database_url(url):
         raise InvalidParams(f"--to must be a postgresql:// URL, not {url!r}")
     settings = load_settings(
         args.config, workspace=args.workspace, agent=args.agent, openclaw=args.openclaw_config
@@ -260,10 +260,10 @@ def _cmd_migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             if r.orphans:
                 out.write(f"  {r.orphans} chunks of no indexed file were left behind\n")
     if args.json:
-        _print_json({"to": redact(url), "agents": copied}, out)
+        _print_json({"to": redact_url(url), "agents": copied}, out)
     else:
         out.write(
-            f"copied into {redact(url)}. Point memindex at it: [store] url in the config "
+            f"copied into {redact_url(url)}. Point memindex at it: [store] url in the config "
             "(or MEMINDEX_DATABASE_URL), then restart the daemon.\n"
         )
     return 0
