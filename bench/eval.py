@@ -47,6 +47,8 @@ from indexer.config import (  # noqa: E402
     Config,
     ExtraPath,
     HybridConfig,
+    QueryConfig,
+    RerankConfig,
     SessionsConfig,
     StoreConfig,
 )
@@ -58,9 +60,15 @@ RESULTS = Path(__file__).resolve().parent / "results"
 _PROVIDER: Any = None
 SOURCES = {"memory": ["memory"], "sessions": ["sessions"], "both": None}
 HYBRID = HybridConfig()  # --fusion / --vector-weight change memindex's
+RERANK = RerankConfig()  # --rerank turns memindex's rerank stage on
+QUERY = QueryConfig(abstainBelow=0.0)  # every search reports its relevance, none abstains
+LAST: dict[str, Any] = {}  # the last memindex search's relevance; rerank fallbacks
 STORES = ["sqlite"]  # --store: "sqlite" and/or PostgreSQL URLs
 
-Searcher = Callable[[MemoryIndex, str, int, "list[str] | None", float | None], list[Result]]
+# One result: the ranges it cites (memindex cites the same memory in both sources
+# as one result; the anchors cite one range).
+Hit = tuple[Result, ...]
+Searcher = Callable[[MemoryIndex, str, int, "list[str] | None", float | None], list[Hit]]
 
 
 def provider() -> Any:
@@ -87,20 +95,28 @@ def open_index(cfg: Config, mode: str) -> MemoryIndex:
 def searcher(config: str, mode: str) -> Searcher:
     def memindex(
         idx: MemoryIndex, q: str, k: int, src: list[str] | None, floor: float | None
-    ) -> list[Result]:
-        res = idx.search(q, max_results=k, min_score=floor, sources=src)
+    ) -> list[Hit]:
+        res = idx.search(q, max_results=k, min_score=floor, sources=src, abstain=True)
         assert res["mode"] == mode, res.get("fallback")
-        return [(r["path"], r["startLine"], r["endLine"]) for r in res["results"]]
+        LAST["relevance"] = res.get("relevance")
+        if res.get("fallback"):  # the rerank stage's
+            LAST["fallbacks"] = LAST.get("fallbacks", 0) + 1
+        return [
+            tuple((c["path"], c["startLine"], c["endLine"]) for c in [r, *r.get("also", [])])
+            for r in res["results"]
+        ]
 
     def openclaw(
         idx: MemoryIndex, q: str, k: int, src: list[str] | None, floor: float | None
-    ) -> list[Result]:
-        return openclaw_search(idx, q, limit=k, sources=src, hybrid=mode == "hybrid")
+    ) -> list[Hit]:
+        return [
+            (r,) for r in openclaw_search(idx, q, limit=k, sources=src, hybrid=mode == "hybrid")
+        ]
 
     def qmd(
         idx: MemoryIndex, q: str, k: int, src: list[str] | None, floor: float | None
-    ) -> list[Result]:
-        return qmd_search(idx, q, limit=k, sources=src)
+    ) -> list[Hit]:
+        return [(r,) for r in qmd_search(idx, q, limit=k, sources=src)]
 
     return {"memindex": memindex, "openclaw": openclaw, "qmd": qmd}[config]
 
@@ -165,6 +181,7 @@ def scifact(
             extraPaths=(ExtraPath(root / "docs"),),
             indexPath=CACHE / f"scifact-{mode}.sqlite",
             hybrid=HYBRID,
+            rerank=RERANK,
         )
         with open_index(with_store(cfg, store, f"scifact-{mode}"), mode) as idx:
             t0 = time.perf_counter()
@@ -179,7 +196,8 @@ def scifact(
                     # and no floor, so recall@100 sees a full document list.
                     floor = 0.0 if config == "memindex" else None
                     ranked: list[str] = []
-                    for path, _, _ in search(idx, q["text"], 200, None, floor):
+                    for hit in search(idx, q["text"], 200, None, floor):
+                        path = hit[0][0]
                         if path not in ranked:
                             ranked.append(path)
                     nd.append(ndcg_at(ranked, qrels[q["qid"]], 10))
@@ -199,8 +217,8 @@ def scifact(
     return out
 
 
-def _overlaps(res: Result, gold: tuple[str, int, int]) -> bool:
-    return res[0] == gold[0] and res[1] <= gold[2] and gold[1] <= res[2]
+def _overlaps(hit: Hit, gold: tuple[str, int, int]) -> bool:
+    return any(r[0] == gold[0] and r[1] <= gold[2] and gold[1] <= r[2] for r in hit)
 
 
 def locomo(
@@ -208,7 +226,8 @@ def locomo(
 ) -> list[dict[str, Any]]:
     root = shared("eval", "locomo-dev")
     queries = [json.loads(x) for x in (root / "queries.jsonl").read_text().splitlines()]
-    queries = [q for q in queries if q["category"] in (1, 2, 3, 4)][:limit]
+    # Category 5 (unanswerable) is asked only for the abstention figures.
+    queries = [q for q in queries if q["category"] in (1, 2, 3, 4, 5)][:limit]
     by_conv: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for q in queries:
         by_conv[str(q["sample_id"])].append(q)
@@ -216,6 +235,8 @@ def locomo(
     stats: dict[tuple[str, str, str], dict[str, dict[str, list[float]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(list))
     )
+    # signals[(config, mode, source)] -> (category, relevance, recall@10) per query
+    signals: dict[tuple[str, str, str], list[tuple[int, float, float]]] = defaultdict(list)
     for conv, qs in sorted(by_conv.items()):
         for (store, on), mode in ((s, m) for s in stores(configs) for m in modes):
             cfg = Config(
@@ -223,6 +244,8 @@ def locomo(
                 indexPath=CACHE / f"locomo-{conv}-{mode}.sqlite",
                 sessions=SessionsConfig(dir=str(root / conv / "sessions")),
                 hybrid=HYBRID,
+                rerank=RERANK,
+                query=QUERY,
             )
             with open_index(with_store(cfg, store, f"locomo-{conv}-{mode}"), mode) as idx:
                 idx.sync()
@@ -230,9 +253,18 @@ def locomo(
                     search = searcher(config, m)
                     for source in sources:
                         for q in qs:
+                            if q["category"] == 5 and config != "memindex":
+                                continue
                             gold = _gold(q, source)
+                            LAST.pop("relevance", None)
                             res = search(idx, q["question"], 10, SOURCES[source], None)
-                            _score(stats[(label(config, store), mode, source)], q, gold, res)
+                            key = (label(config, store), mode, source)
+                            if LAST.get("relevance") is not None:
+                                signals[key].append(
+                                    (q["category"], LAST["relevance"], _recall(gold, res, 10))
+                                )
+                            if q["category"] != 5:
+                                _score(stats[key], q, gold, res)
     out = []
     for (config, mode, source), cats in sorted(stats.items()):
         out.append(
@@ -246,6 +278,7 @@ def locomo(
                     for cat, ms in sorted(cats.items())
                 },
             }
+            | abstention(signals.get((config, mode, source), []))
         )
         print("LoCoMo-dev", json.dumps(out[-1]), flush=True)
     return out
@@ -263,11 +296,45 @@ def _gold(q: dict[str, Any], source: str) -> dict[str, list[tuple[str, int, int]
     return gold
 
 
+def _recall(gold: dict[str, list[tuple[str, int, int]]], res: list[Hit], k: int) -> float:
+    if not gold:
+        return 0.0
+    found = sum(
+        1 for ranges in gold.values() if any(_overlaps(r, g) for r in res[:k] for g in ranges)
+    )
+    return found / len(gold)
+
+
+def abstention(rows: list[tuple[int, float, float]]) -> dict[str, Any]:
+    """How well the relevance signal tells category 5 (unanswerable) from 1-4: its
+    AUC (the chance an answerable query scores above an unanswerable one) and, per
+    threshold, the share of unanswerable queries that abstain against the share of
+    the answerable queries' recall@10 still returned."""
+    pos = [s for c, s, _ in rows if c != 5]
+    neg = [s for c, s, _ in rows if c == 5]
+    if not pos or not neg:
+        return {}
+    wins = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p in pos for n in neg)
+    base = sum(r for c, _, r in rows if c != 5) or 1.0
+    curve = []
+    for t in [x / 20 for x in range(21)]:
+        kept = sum(r for c, s, r in rows if c != 5 and s >= t)
+        curve.append(
+            {
+                "below": t,
+                "unanswerableAbstain": round(sum(1 for n in neg if n < t) / len(neg), 4),
+                "answerableAbstain": round(sum(1 for p in pos if p < t) / len(pos), 4),
+                "recallKept": round(kept / base, 4),
+            }
+        )
+    return {"abstention": {"auc": round(wins / (len(pos) * len(neg)), 4), "curve": curve}}
+
+
 def _score(
     acc: dict[str, dict[str, list[float]]],
     q: dict[str, Any],
     gold: dict[str, list[tuple[str, int, int]]],
-    res: list[Result],
+    res: list[Hit],
 ) -> None:
     """Evidence recall@5/@10 (an evidence turn is found when any result overlaps one
     of its gold ranges) and MRR@10 (first result overlapping any gold range)."""
@@ -330,11 +397,34 @@ def markdown(sf: list[dict[str, Any]], lc: list[dict[str, Any]], meta: dict[str,
                 f"| {r['config']} | {r['mode']} | {r['sources']} | {cells} "
                 f"| {c['all']['r10']:.3f} | {c['all']['r5']:.3f} | {c['all']['mrr10']:.3f} |"
             )
+        marks = (0.3, 0.4, 0.5, 0.6)
+        with_signal = [r for r in lc if "abstention" in r]
+        if with_signal:
+            lines += [
+                "",
+                "Abstention on LoCoMo-dev: AUC of the relevance signal, category 5 "
+                "(unanswerable) against 1-4; at each `abstainBelow`, the share of "
+                "unanswerable / answerable queries that abstain and the recall@10 kept",
+                "",
+                "| mode | sources | AUC | "
+                + " | ".join(f"below {t:g}: unanswerable / answerable / recall kept" for t in marks)
+                + " |",
+                "|---|---|---|" + "---|" * len(marks),
+            ]
+            for r in with_signal:
+                a = r["abstention"]
+                at = {p["below"]: p for p in a["curve"]}
+                cells = " | ".join(
+                    f"{at[t]['unanswerableAbstain']:.2f} / {at[t]['answerableAbstain']:.2f} / "
+                    f"{at[t]['recallKept']:.2f}"
+                    for t in marks
+                )
+                lines.append(f"| {r['mode']} | {r['sources']} | {a['auc']:.3f} | {cells} |")
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
-    global HYBRID
+    global HYBRID, RERANK
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--data", default="scifact,locomo")
     ap.add_argument("--mode", choices=["keyword", "hybrid", "both"], default="both")
@@ -344,7 +434,24 @@ def main() -> None:
     ap.add_argument("--fusion", choices=["weighted", "rrf"], default=HYBRID.fusion)
     ap.add_argument("--vector-weight", type=float, default=HYBRID.vectorWeight)
     ap.add_argument("--store", default="sqlite", help="sqlite, pgserver or postgresql:// URLs")
+    ap.add_argument(
+        "--rerank",
+        default="",
+        help="memindex's rerank stage: local:<file.gguf>, http:<baseUrl>, voyage",
+    )
+    ap.add_argument("--rerank-blend", choices=["rank", "fixed"], default="rank")
+    ap.add_argument("--rerank-candidates", type=int, default=RerankConfig.candidates)
     args = ap.parse_args()
+    if args.rerank:
+        kind, _, where = args.rerank.partition(":")
+        RERANK = RerankConfig(
+            provider=kind,
+            model=where if kind == "local" else "",
+            baseUrl=where if kind == "http" else "",
+            blend=args.rerank_blend,
+            candidates=args.rerank_candidates,
+            timeoutMs=600_000,  # quality is measured here, not the deadline
+        )
     HYBRID = HybridConfig(
         fusion=args.fusion, vectorWeight=args.vector_weight, textWeight=1 - args.vector_weight
     )
@@ -371,6 +478,10 @@ def main() -> None:
         "command": "python bench/eval.py " + " ".join(sys.argv[1:]),
         "seconds": time.time() - t0,
         "hybrid": {"fusion": HYBRID.fusion, "vectorWeight": HYBRID.vectorWeight},
+        "rerank": {"provider": RERANK.provider, "model": RERANK.model, "blend": RERANK.blend}
+        if RERANK.provider
+        else None,
+        "rerankFallbacks": LAST.get("fallbacks", 0),
         "stores": ["sqlite" if s == "sqlite" else "postgresql" for s in STORES],
     }
     table = markdown(sf, lc, meta)

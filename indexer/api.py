@@ -123,6 +123,8 @@ class SearchRequest:
     sources: tuple[str, ...] | None = None
     gate: bool = False
     mode: Mode | None = None
+    explain: bool = False
+    abstain: bool = False
 
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param("query", {"type": "string", "minLength": 1}, "what to look for", required=True),
@@ -143,6 +145,12 @@ class SearchRequest:
             "mode",
             {"enum": list(MODES)},
             "keyword, vector or hybrid (default: hybrid when vectors are built)",
+        ),
+        Param("explain", {"type": "boolean"}, "give each result's score parts"),
+        Param(
+            "abstain",
+            {"type": "boolean"},
+            "return no results, with a reason, when nothing is likely to be relevant",
         ),
         AGENT,
     )
@@ -172,6 +180,8 @@ class SearchRequest:
             sources=_sources(params),
             gate=_bool(params, "gate"),
             mode=mode,
+            explain=_bool(params, "explain"),
+            abstain=_bool(params, "abstain"),
         )
 
 
@@ -239,6 +249,14 @@ _R = TypeVar("_R", SearchRequest, GetRequest, StatusRequest, ReindexRequest, Pin
 # -- responses --------------------------------------------------------------------------
 
 
+class Citation(TypedDict):
+    path: str
+    startLine: int
+    endLine: int
+    source: str
+    citation: str
+
+
 class SearchResult(TypedDict):
     path: str  # workspace-relative, or sessions/<file>.jsonl
     startLine: int
@@ -253,6 +271,8 @@ class SearchResult(TypedDict):
     textScore: float
     vectorScore: NotRequired[float]  # hybrid and vector modes
     fusedScore: NotRequired[float]  # the rank key when two lists were fused
+    also: NotRequired[list[Citation]]  # the same memory in the other source
+    explain: NotRequired[dict[str, Any]]  # explain: true: the score's parts
 
 
 class SearchResponse(TypedDict):
@@ -262,6 +282,9 @@ class SearchResponse(TypedDict):
     mode: str  # keyword | vector | hybrid | skipped
     fallback: str | None  # why this is not the mode asked for (or hybrid), else null
     skipped: NotRequired[str]  # gate: why the query was not searched
+    abstained: NotRequired[str]  # abstain: why no result is returned
+    relevance: NotRequired[float]  # abstain / explain: the query's relevance signal, 0..1
+    explain: NotRequired[dict[str, Any]]  # explain: true: the settings that ranked it
 
 
 class VectorState(TypedDict):

@@ -66,6 +66,9 @@ class QueryConfig:
     halfLifeDays: float = 30.0
     mmr: bool = False
     mmrLambda: float = 0.7
+    # abstain: true answers with no results when the query's relevance signal
+    # (docs/RETRIEVAL.md, "Abstention") is below this.
+    abstainBelow: float = 0.3
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,22 @@ class HybridConfig:
 
 
 @dataclass(frozen=True)
+class RerankConfig:
+    """A second opinion on the fused candidates (off unless ``provider`` is set)."""
+
+    provider: str = ""  # "" (off) | voyage | http (Jina/Cohere/TEI/llama.cpp /rerank) | local
+    model: str = ""  # voyage: rerank-2.5; http: the server's model; local: a .gguf path
+    baseUrl: str = ""  # voyage: https://api.voyageai.com/v1; http: required (POST <baseUrl>/rerank)
+    apiKey: str = ""  # prefer VOYAGE_API_KEY / MEMINDEX_RERANK_API_KEY
+    candidates: int = 40  # the best this many fused candidates are reranked
+    blend: str = "rank"  # rank (by fused position) | fixed (weight)
+    weight: float = 0.6  # fixed blend: weight x rerank + (1 - weight) x fused
+    timeoutMs: int = 3_000  # then the fused order, with a fallback reason
+    maxChars: int = 4_000  # of each chunk sent
+    cacheEntries: int = 20_000  # rerank scores kept per process
+
+
+@dataclass(frozen=True)
 class CacheConfig:
     maxEntries: int = 50_000
 
@@ -168,6 +187,7 @@ class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     provider: ProviderConfig = field(default_factory=ProviderConfig)
     hybrid: HybridConfig = field(default_factory=HybridConfig)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
     source: Path | None = None  # the file this came from, if any

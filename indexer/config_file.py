@@ -22,6 +22,7 @@ from indexer.config import (
     ProviderConfig,
     QueryConfig,
     RemoteProviderConfig,
+    RerankConfig,
     ServerConfig,
     SessionsConfig,
     Settings,
@@ -124,6 +125,17 @@ def parse_config(
     hybrid = _section(data, "hybrid", HybridConfig, where)
     if hybrid.fusion not in ("weighted", "rrf"):
         raise ConfigError(f"{where}: hybrid.fusion must be weighted or rrf")
+    rerank = _section(data, "rerank", RerankConfig, where)
+    if rerank.provider not in ("", "voyage", "http", "local"):
+        raise ConfigError(f"{where}: rerank.provider must be voyage, http or local")
+    if rerank.blend not in ("rank", "fixed"):
+        raise ConfigError(f"{where}: rerank.blend must be rank or fixed")
+    if rerank.provider == "http" and not rerank.baseUrl:
+        raise ConfigError(f"{where}: rerank.provider http needs rerank.baseUrl")
+    if rerank.provider == "local" and not rerank.model:
+        raise ConfigError(f"{where}: rerank.provider local needs rerank.model (a .gguf file)")
+    if rerank.provider == "local" and not rerank.model.startswith("hf:"):
+        rerank = replace(rerank, model=str(_expand(rerank.model, base)))
     cache = _section(data, "cache", CacheConfig, where)
     store = _section(data, "store", StoreConfig, where)
     for key, value in (("url", store.url), ("readUrl", store.readUrl)):
@@ -140,6 +152,7 @@ def parse_config(
         "server": server,
         "provider": provider,
         "hybrid": hybrid,
+        "rerank": rerank,
         "cache": cache,
         "store": store,
     }
@@ -235,6 +248,12 @@ _RANGES: dict[str, tuple[float | None, float | None]] = {
     "query.memoryShare": (0.0, 1.0),
     "query.halfLifeDays": (0.001, None),
     "query.mmrLambda": (0.0, 1.0),
+    "query.abstainBelow": (0.0, 1.0),
+    "rerank.candidates": (1, 200),
+    "rerank.weight": (0.0, 1.0),
+    "rerank.timeoutMs": (1, None),
+    "rerank.maxChars": (16, 100_000),
+    "rerank.cacheEntries": (0, None),
     "limits.maxFileBytes": (1024, None),
     "limits.maxGetBytes": (1024, 64 * 1024 * 1024),
     "sessions.deltaBytes": (1, None),

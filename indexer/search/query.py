@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from indexer.sources.text import cjk
 from indexer.store.records import KeywordQuery
 
-__all__ = ["STOP_WORDS", "ParsedQuery", "parse_query"]
+__all__ = ["STOP_WORDS", "ParsedQuery", "parse_query", "stem_prefix"]
 
 _WORD = re.compile(r"[^\W_]+")
 _PHRASE = re.compile(r'"([^"]*)"')
@@ -210,7 +210,7 @@ class ParsedQuery:
         """Per query word, the prefix a matching word must start with (a cheap
         stand-in for the porter stemmer when marking matching lines)."""
         if self._stems is None:
-            self._stems = list(dict.fromkeys(_stem_prefix(w) for w in self.match_words()))
+            self._stems = list(dict.fromkeys(stem_prefix(w) for w in self.match_words()))
         return self._stems
 
 
@@ -260,5 +260,5 @@ def parse_query(query: str) -> ParsedQuery:
     return q
 
 
-def _stem_prefix(word: str) -> str:
+def stem_prefix(word: str) -> str:
     return word if len(word) <= 4 else word[: max(4, len(word) - 3)]

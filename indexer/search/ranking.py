@@ -21,8 +21,10 @@ from dataclasses import replace
 from datetime import UTC, date, datetime
 
 from indexer.search.candidates import Candidate, ChunkRows
+from indexer.search.query import stem_prefix
+from indexer.search.retrieval import has_word_with_prefix
 
-__all__ = ["apply_decay", "balance_sources", "mmr", "path_date"]
+__all__ = ["apply_decay", "balance_sources", "line_speakers", "mmr", "path_date", "relevance"]
 
 _DATED = re.compile(r"(?:^|/)memory/(?:.*/)?(\d{4})-(\d{2})-(\d{2})[^/]*\.md$")
 _WORDS = re.compile(r"[a-z0-9_]+")
@@ -52,7 +54,8 @@ def apply_decay(
         d = None if row is None else path_date(row.path)
         if d is not None:
             age = max(0, (today - d).days)
-            h = replace(h, score=h.score * math.exp(-rate * age))
+            factor = math.exp(-rate * age)
+            h = replace(h, score=h.score * factor, decay=factor)
         out.append(h)
     out.sort(key=lambda h: -h.score)
     return out
@@ -118,3 +121,57 @@ def _jaccard(a: set[str], b: set[str]) -> float:
     if not a or not b:
         return 0.0
     return len(a & b) / len(a | b)
+
+
+# A line's speaker: "**Name**:" (a daily log: "- [D1:3] 13:56 **Caroline**: ..."),
+# "Role (Name):" (a transcript line as memindex writes it: "User (Caroline): ...")
+# or "Name:" at the start of the line.
+_SPEAKER = re.compile(
+    r"^[\s>*-]*(?:\[[^\]\n]{0,40}\]\s*)?(?:\d{1,2}:\d{2}\s+)?"
+    r"(?:\*\*([^*\n]{1,40})\*\*\s*:|[A-Za-z]+ \(([^)\n]{1,40})\):|([A-Z][\w.-]{0,30}):)",
+    re.M,
+)
+
+
+def line_speakers(text: str) -> list[tuple[str | None, str]]:
+    """(speaker lower-cased or None, line lower-cased) for each line of ``text``."""
+    out: list[tuple[str | None, str]] = []
+    for line in text.split("\n"):
+        m = _SPEAKER.match(line)
+        who = None if m is None else next(g for g in m.groups() if g)
+        out.append((None if who is None else who.strip().lower(), line.lower()))
+    return out
+
+
+# A line by someone other than the person a query names counts for this much of its
+# word coverage (LoCoMo-dev: an unanswerable question is usually a real one asked
+# about the wrong person; docs/RETRIEVAL.md, "Abstention").
+OTHER_SPEAKER = 0.3
+
+
+def relevance(
+    words: Sequence[str], hits: Sequence[Candidate], rows: ChunkRows, top: int = 3
+) -> float:
+    """How likely the best ``top`` hits answer a query of ``words`` (lower-cased, in
+    order), 0..1: the best line of those chunks by the share of the query's other
+    words it holds (a word counts where a word of the line starts with its stem),
+    times ``OTHER_SPEAKER`` when the query names a speaker of these lines and the
+    line is someone else's. Names are query words that are also speakers here."""
+    head = list(hits[:top])
+    rows.need(h.id for h in head)
+    lines = [ls for h in head if (row := rows.get(h.id)) for ls in line_speakers(row.text)]
+    if not lines:
+        return 0.0
+    speakers = {who for who, _ in lines if who}
+    named = {w for w in words if w in speakers}
+    stems = list(dict.fromkeys(stem_prefix(w) for w in words if w not in named))
+    if not stems:
+        return 1.0
+    best = 0.0
+    for who, low in lines:
+        held = sum(1 for s in stems if has_word_with_prefix(low, s))
+        share = held / len(stems)
+        if named and who not in named:
+            share *= OTHER_SPEAKER
+        best = max(best, share)
+    return best

@@ -7,10 +7,12 @@ score is ``r / (1 + r)``: 0 for nothing, approaching 1 for strong hits, monotoni
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from indexer.api import SearchResult
 from indexer.search.candidates import Candidate, ChunkRows
@@ -19,6 +21,8 @@ from indexer.store import IndexStore, SearchRow
 
 __all__ = [
     "bm25_to_score",
+    "explain_parts",
+    "has_word_with_prefix",
     "fuse",
     "keyword_search",
     "make_snippet",
@@ -44,7 +48,7 @@ def bm25_to_score(rank: float) -> float:
     return r / (1.0 + r)
 
 
-def _has_word_with_prefix(text: str, prefix: str) -> bool:
+def has_word_with_prefix(text: str, prefix: str) -> bool:
     """True if a word of ``text`` starts with ``prefix`` (both lower-case)."""
     pos = text.find(prefix)
     while pos >= 0:
@@ -133,11 +137,43 @@ def _citation(path: str, start: int, end: int) -> str:
     return f"{path}#L{start}" + (f"-L{end}" if end != start else "")
 
 
+def explain_parts(c: Candidate) -> dict[str, Any]:
+    """Why candidate ``c`` ranks where it does: each stage's part of its score
+    (``explain: true``). Parts a stage did not compute are left out."""
+    parts: dict[str, Any] = {
+        "bm25": round(max(0.0, -c.rank), 4),
+        "exact": c.exact,
+        "allWords": c.full,
+        "exactBoost": 1.0 + EXACT_BOOST if c.exact else 1.0,
+        "keywordScore": round(c.text_score, 4),
+    }
+    if c.vector_score is not None:
+        parts["cosine"] = round(c.vector_score, 4)
+    if c.text_scaled is not None:
+        parts["keywordScaled"] = round(c.text_scaled, 4)
+    if c.vector_scaled is not None:
+        parts["vectorScaled"] = round(c.vector_scaled, 4)
+    if c.ranks is not None:
+        parts["keywordRank"] = None if c.ranks[0] is None else c.ranks[0] + 1
+        parts["vectorRank"] = None if c.ranks[1] is None else c.ranks[1] + 1
+    if c.fused:
+        fused = c.before_rerank if c.before_rerank is not None else c.score
+        parts["fused"] = round(fused / (c.decay or 1.0), 4)
+    if c.decay is not None:
+        parts["decay"] = round(c.decay, 4)
+    if c.rerank is not None:
+        parts["rerank"] = round(c.rerank, 4)
+    if c.shown is not None and c.shown > max(c.text_score, c.vector_score or 0.0):
+        parts["keptAtFloor"] = "exact token or phrase" if c.exact else "every query word"
+    parts["rankKey"] = round(c.score, 4)
+    return parts
+
+
 def to_result(
-    c: Candidate, row: SearchRow, q: ParsedQuery, max_chars: int
+    c: Candidate, row: SearchRow, q: ParsedQuery, max_chars: int, explain: bool = False
 ) -> tuple[SearchResult, int]:
     """The result object of candidate ``c``, whose chunk is ``row``, and the line its
-    snippet is centred on."""
+    snippet is centred on; ``explain``: with its score parts."""
     snippet, s0, s1, best = make_snippet(row.text, row.start_line, q, max_chars)
     out: SearchResult = {
         "path": row.path,
@@ -156,6 +192,8 @@ def to_result(
         out["vectorScore"] = round(c.vector_score, 4)
     if c.fused:
         out["fusedScore"] = round(c.score, 4)
+    if explain:
+        out["explain"] = explain_parts(c)
     return out, best
 
 
@@ -165,7 +203,7 @@ def _classify(row: SearchRow, q: ParsedQuery) -> tuple[bool, bool, int]:
     needles = q.literal_needles()
     exact = any(n in low for n in needles)
     stems = q.word_stems()
-    present = sum(1 for p in stems if _has_word_with_prefix(low, p))
+    present = sum(1 for p in stems if has_word_with_prefix(low, p))
     cjk = sum(1 for g in q.cjk if g in low)
     full = present == len(stems) and cjk == len(q.cjk) and all(n in low for n in needles)
     return exact, full, present + cjk
@@ -243,8 +281,36 @@ def keyword_search(
     return q, hits
 
 
+# Two chunks from different sources hold the same memory when the line a hit matched
+# in one is in the other: ``SAME_SHARE`` of that line's ``SHINGLE``-word runs occur
+# in the other chunk. A daily-log line and the transcript line it came from differ
+# in their prefixes ("- [D1:3] 13:56 **Caroline**:" against "User (Caroline):"),
+# not in their words. Lines of fewer words are not compared (too little to tell).
+SHINGLE = 5
+SAME_SHARE = 0.6
+_WORD = re.compile(r"\w+")
+
+
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    words = _WORD.findall(text.lower())
+    return {tuple(words[i : i + SHINGLE]) for i in range(len(words) - SHINGLE + 1)}
+
+
+def _line(row: SearchRow, absolute: int) -> str:
+    lines = row.text.split("\n")
+    i = absolute - row.start_line
+    return lines[i] if 0 <= i < len(lines) else ""
+
+
 def render_results(
-    hits: Sequence[Candidate], q: ParsedQuery, limit: int, max_chars: int, rows: ChunkRows
+    hits: Sequence[Candidate],
+    q: ParsedQuery,
+    limit: int,
+    max_chars: int,
+    rows: ChunkRows,
+    *,
+    explain: bool = False,
+    merge_sources: bool = False,
 ) -> list[SearchResult]:
     """Result objects for the best ``limit`` candidates, one per location. A hit whose
     best line is already shown by a better hit's snippet in the same file
@@ -252,17 +318,25 @@ def render_results(
     the line range (and citation) grows to cover both chunks, and no snippet is
     repeated.
 
+    ``merge_sources`` (both sources searched): a hit whose best line is held by a
+    better result from the other source is the same memory (a daily-log line and
+    the transcript line it was written from): it is merged into that result as an
+    ``also`` citation instead of taking a slot of its own.
+
     Rows not read yet are read ``limit`` at a time as they come up; a candidate whose
     chunk no longer exists is skipped."""
     out: list[SearchResult] = []
     taken: dict[str, list[SearchResult]] = {}
+    # Shown results with their chunk's word runs (worked out when first compared).
+    other: list[tuple[SearchResult, SearchRow]] = []
+    runs: dict[int, set[tuple[str, ...]]] = {}
     for n, h in enumerate(hits):
         if not rows.has(h.id):
             rows.need(x.id for x in hits[n : n + limit])
         row = rows.get(h.id)
         if row is None:
             continue
-        r, best_line = to_result(h, row, q, max_chars)
+        r, best_line = to_result(h, row, q, max_chars, explain)
         shown = taken.setdefault(r["path"], [])
         same = next(
             (o for o in shown if o["snippetStartLine"] <= best_line <= o["snippetEndLine"]), None
@@ -273,11 +347,46 @@ def render_results(
                 same["endLine"] = max(same["endLine"], r["endLine"])
                 same["citation"] = _citation(r["path"], same["startLine"], same["endLine"])
             continue
+        if merge_sources and (twin := _same_memory(r, row, best_line, other, runs)) is not None:
+            twin.setdefault("also", []).append(
+                {
+                    "path": r["path"],
+                    "startLine": r["startLine"],
+                    "endLine": r["endLine"],
+                    "source": r["source"],
+                    "citation": r["citation"],
+                }
+            )
+            continue
         shown.append(r)
         out.append(r)
+        if merge_sources:
+            other.append((r, row))
         if len(out) >= limit:
             break
     return out
+
+
+def _same_memory(
+    r: SearchResult,
+    row: SearchRow,
+    best_line: int,
+    shown: Sequence[tuple[SearchResult, SearchRow]],
+    runs: dict[int, set[tuple[str, ...]]],
+) -> SearchResult | None:
+    """The shown result from another source whose chunk holds ``row``'s best line."""
+    line = _shingles(_line(row, best_line))
+    if not line:
+        return None
+    need = SAME_SHARE * len(line)
+    for o, orow in shown:
+        if o["source"] == r["source"]:
+            continue
+        if orow.id not in runs:
+            runs[orow.id] = _shingles(orow.text)
+        if len(line & runs[orow.id]) >= need:
+            return o
+    return None
 
 
 def fuse(
@@ -337,6 +446,8 @@ def fuse(
     weak: list[Candidate] = []
     for cid, hit in by_id.items():
         v = vec_sim.get(cid)
+        t = scaled = None
+        ranks = None
         if fusion == "rrf":
             r = 0.0
             if cid in kw_rank:
@@ -344,6 +455,7 @@ def fuse(
             if cid in vec_rank:
                 r += 1.0 / (rrf_k + vec_rank[cid] + 1)
             score = r / best_rrf
+            ranks = (kw_rank.get(cid), vec_rank.get(cid))
         else:
             t = bm25.get(cid, 0.0) / top_bm25
             scaled = 0.0 if v is None else (v - lo) / (hi - lo) if hi > lo else 1.0
@@ -351,7 +463,16 @@ def fuse(
         # Its own relevance: the stronger of its cosine and its keyword score (any
         # weighted mix of the two lies between them).
         shown = max(v or 0.0, hit.text_score)
-        fused = replace(hit, score=score, vector_score=v, shown=shown, fused=True)
+        fused = replace(
+            hit,
+            score=score,
+            vector_score=v,
+            shown=shown,
+            fused=True,
+            text_scaled=t,
+            vector_scaled=scaled,
+            ranks=ranks,
+        )
         (out if shown >= min_score else weak).append(fused)
     # Below the floor: kept only if it holds an exact token/phrase or every word.
     rows.need(h.id for h in weak if not h.classified)

@@ -16,7 +16,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from indexer import __version__
 from indexer.api import (
@@ -37,8 +37,8 @@ from indexer.search.candidates import Candidate, ChunkRows
 from indexer.search.documents import get_lines
 from indexer.search.gating import skip_reason
 from indexer.search.query import ParsedQuery, parse_query
-from indexer.search.ranking import apply_decay, balance_sources, mmr
-from indexer.search.retrieval import fuse, keyword_search, render_results
+from indexer.search.ranking import apply_decay, balance_sources, mmr, relevance
+from indexer.search.retrieval import EXACT_BOOST, fuse, keyword_search, render_results
 from indexer.selection import NO_PROVIDER
 from indexer.store import IndexStore
 from indexer.store.backend import backend_for
@@ -91,6 +91,7 @@ class Searcher:
         # Read at the start of search(): chunksVersion, vectorsVersion, vectorKey.
         self._versions: tuple[str | None, str | None, str | None] = (None, None, None)
         self._ready_seen: tuple[object, bool] | None = None
+        self._notes: dict[str, Any] = {}  # this search's rerank, abstain and explain notes
 
     def answer(self, req: Request) -> SearchResponse | GetResponse | StatusResponse:
         """One read request (``api.METHODS[...].read``)."""
@@ -111,17 +112,30 @@ class Searcher:
         self, results: list[SearchResult], mode: str, fallback: str | None
     ) -> SearchResponse:
         p = self.provider
-        return {
+        notes = self._notes
+        if notes.get("fallback"):  # the rerank stage's
+            fallback = f"{fallback}; {notes['fallback']}" if fallback else notes["fallback"]
+        out: SearchResponse = {
             "results": results,
             "provider": p.id if p else None,
             "model": p.model if p else None,
             "mode": mode,
             "fallback": fallback,
         }
+        if "relevance" in notes:
+            out["relevance"] = notes["relevance"]
+        if notes.get("abstained"):
+            out["abstained"] = notes["abstained"]
+        if "explain" in notes:
+            out["explain"] = notes["explain"] | (
+                {"rerank": notes["rerank"]} if "rerank" in notes else {}
+            )
+        return out
 
     def search(self, req: SearchRequest) -> SearchResponse:
         """``req.gate``: for auto-recall callers, answer small talk, slash commands and
         emoji-only input with no results (``skipped`` says why) instead of searching."""
+        self._notes = {}
         if req.gate and (why := skip_reason(req.query)) is not None:
             out = self._envelope([], "skipped", None)
             out["skipped"] = why
@@ -145,7 +159,7 @@ class Searcher:
             fallback = "vectors are not built yet (run 'memindex index'): keyword search only"
         rows = ChunkRows(self.store)
         q, hits = self._keyword(req.query, rows, limit * 4, floor, self._split_sources(wanted))
-        results = self._finish(hits, rows, q, limit, chars, wanted)
+        results = self._finish(req, hits, rows, q, limit, chars, wanted)
         return self._envelope(results, "keyword", fallback)
 
     def _vector_ready(self) -> bool:
@@ -214,6 +228,7 @@ class Searcher:
 
     def _finish(
         self,
+        req: SearchRequest,
         hits: list[Candidate],
         rows: ChunkRows,
         q: ParsedQuery,
@@ -221,15 +236,45 @@ class Searcher:
         chars: int,
         wanted: list[str] | None,
     ) -> list[SearchResult]:
-        """Decay, source balance and MMR (as configured), then result objects."""
+        """Decay, source balance and MMR (as configured), then result objects; when
+        both sources were searched, the same memory in both is one result."""
         qc = self.cfg.query
         if qc.temporalDecay:
             hits = apply_decay(hits, rows, qc.halfLifeDays)
-        if wanted is None:
+        if self.cfg.rerank.provider and hits:
+            from indexer.search.rerank import rerank
+
+            done = rerank(self.cfg.rerank, req.query, hits, rows, _pool())
+            hits, self._notes["rerank"] = done.hits, done.info
+            if done.fallback:
+                self._notes["fallback"] = done.fallback
+        both = wanted is None and self._both_sources()
+        if both:
             hits = balance_sources(hits, limit, qc.memoryShare)
         if qc.mmr:
             hits = mmr(hits, rows, limit, qc.mmrLambda)
-        return render_results(hits, q, limit, chars, rows)
+        if req.explain:
+            h = self.cfg.hybrid
+            self._notes["explain"] = {
+                "fusion": h.fusion,
+                "vectorWeight": h.vectorWeight,
+                "textWeight": h.textWeight,
+                "minScore": self.cfg.query.minScore if req.min_score is None else req.min_score,
+                "temporalDecay": qc.temporalDecay,
+                "mmr": qc.mmr,
+                "exactBoost": 1.0 + EXACT_BOOST,
+            }
+        if req.abstain or req.explain:
+            words = [w.lower() for w in q.match_words()]
+            signal = round(relevance(words, hits, rows), 4)
+            self._notes["relevance"] = signal
+            if req.abstain and signal < qc.abstainBelow:
+                self._notes["abstained"] = (
+                    f"relevance {signal:.2f} is below query.abstainBelow "
+                    f"{qc.abstainBelow:g}: no result is likely to answer this"
+                )
+                return []
+        return render_results(hits, q, limit, chars, rows, explain=req.explain, merge_sources=both)
 
     def _with_vectors(
         self, req: SearchRequest, limit: int, floor: float, wanted: list[str] | None, chars: int
@@ -297,7 +342,7 @@ class Searcher:
             text_weight=0.0 if vector_only else h.textWeight,
             rrf_k=h.rrfK,
         )
-        results = self._finish(fused, rows, q, limit, chars, wanted)
+        results = self._finish(req, fused, rows, q, limit, chars, wanted)
         return self._envelope(results, "vector" if vector_only else "hybrid", None)
 
     def _check_workspace(self) -> None:

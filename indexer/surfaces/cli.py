@@ -109,6 +109,10 @@ def _cmd_search(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO)
         params["gate"] = True
     if args.mode is not None:
         params["mode"] = args.mode
+    if args.explain:
+        params["explain"] = True
+    if args.abstain:
+        params["abstain"] = True
     result = read_call(cfg, "memory_search", params, direct=lambda: _setup_logging(args, err))
     if args.json:
         _print_json(result, out)
@@ -116,15 +120,34 @@ def _cmd_search(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO)
     if result.get("skipped"):
         out.write(f"Not searched ({result['skipped']}).\n")
         return 0
+    if args.explain and "explain" in result:
+        out.write(f"ranked by: {_parts(result['explain'])}\n\n")
+    if result.get("abstained"):
+        out.write(f"No results: {result['abstained']}.\n")
+        return 0
     if not result["results"]:
         out.write("No results.\n")
         return 0
     for r in result["results"]:
         out.write(f"{r['score']:.3f} {r['path']}:{r['startLine']}-{r['endLine']}\n")
+        for also in r.get("also", []):
+            out.write(f"      also {also['citation']}\n")
+        if "explain" in r:
+            out.write(f"      {_parts(r['explain'])}\n")
         for line in r["snippet"].split("\n"):
             out.write(f"    {line}\n")
         out.write("\n")
     return 0
+
+
+def _parts(parts: dict[str, Any]) -> str:
+    """``explain`` parts on one line: ``bm25=3.1 cosine=0.52 ...``."""
+    out = []
+    for k, v in parts.items():
+        if isinstance(v, dict):
+            v = "{" + _parts(v) + "}"
+        out.append(f"{k}={v}")
+    return " ".join(out)
 
 
 def _cmd_get(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -119,6 +119,14 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="search mode (default: hybrid when vectors are built, else keyword)",
     )
+    s.add_argument(
+        "--explain", action="store_true", help="show each result's score parts (BM25, cosine, ...)"
+    )
+    s.add_argument(
+        "--abstain",
+        action="store_true",
+        help="print nothing when no result is likely to be relevant (query.abstainBelow)",
+    )
     s.add_argument("--json", action="store_true", help="print the memory_search result as JSON")
 
     s = sub.add_parser("get", help="print lines of a memory file")

@@ -1,0 +1,178 @@
+"""explain (each result's score parts), abstain (no results when nothing is likely to
+answer), and one memory found in both sources returned once, citing both."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from conftest import Runner, write
+from fake_openai import FakeOpenAI
+
+from indexer.config import (
+    Config,
+    ProviderConfig,
+    QueryConfig,
+    RemoteProviderConfig,
+    SessionsConfig,
+)
+from indexer.engine import MemoryIndex
+from indexer.search.retrieval import EXACT_BOOST
+from indexer.selection import select_provider
+
+TURNS = [
+    ("Caroline", "I went to a LGBTQ support group yesterday and it was so powerful."),
+    ("Melanie", "That's cool! I ran a charity race for mental health last Saturday."),
+    ("Caroline", "I'm looking into counseling certification and psychology courses."),
+    ("Melanie", "I painted a sunrise over the lake last year, my favourite piece."),
+]
+
+
+@pytest.fixture
+def chat(tmp_path: Path) -> Config:
+    """A daily log and the transcript it was written from: the same four turns."""
+    ws = tmp_path / "ws"
+    lines = ["# 2023-05-08", "", "## Session 1", ""]
+    lines += [f"- [D1:{i}] 13:56 **{who}**: {text}" for i, (who, text) in enumerate(TURNS, 1)]
+    write(ws, "memory/2023-05-08.md", "\n".join(lines) + "\n")
+    for n in range(2, 6):
+        write(ws, f"memory/2023-06-0{n}.md", f"# 2023-06-0{n}\n\n- Bought milk and bread.\n")
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    with (sessions / "s1.jsonl").open("w") as fh:
+        for who, text in TURNS:
+            role = "user" if who == "Caroline" else "assistant"
+            fh.write(
+                json.dumps({"type": "message", "role": role, "speaker": who, "content": text})
+                + "\n"
+            )
+    return Config(
+        workspace=ws,
+        indexPath=tmp_path / "i.sqlite",
+        sessions=SessionsConfig(dir=str(sessions), idleFlushMs=0),
+    )
+
+
+def test_keyword_explain_parts(chat: Config) -> None:
+    with MemoryIndex(chat) as idx:
+        idx.sync()
+        res = idx.search("charity race", mode="keyword", explain=True, sources=["memory"])
+        top = res["results"][0]
+        parts = top["explain"]
+        assert parts["bm25"] > 0 and parts["keywordScore"] == top["textScore"]
+        assert parts["keywordScore"] == pytest.approx(parts["bm25"] / (1 + parts["bm25"]), 1e-3)
+        assert parts["exactBoost"] == 1.0 and parts["allWords"] in (True, False)
+        assert parts["rankKey"] == pytest.approx(top["score"], abs=1e-4)
+        assert "cosine" not in parts and "rerank" not in parts
+        assert res["explain"]["minScore"] == 0.35 and res["explain"]["exactBoost"] == 1.25
+        assert 0.0 <= res["relevance"] <= 1.0
+        quoted = idx.search('"charity race"', mode="keyword", explain=True)["results"][0]
+        assert quoted["explain"]["exact"] and quoted["explain"]["exactBoost"] == 1 + EXACT_BOOST
+        plain = idx.search("charity race", mode="keyword")
+        assert "explain" not in plain and "explain" not in plain["results"][0]
+        assert "relevance" not in plain
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    f = FakeOpenAI(dims=32).start()
+    yield f
+    f.stop()
+
+
+def test_hybrid_explain_parts_add_up(
+    chat: Config, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    c = replace(
+        chat,
+        provider=ProviderConfig(
+            name="openai", dims=32, remote=RemoteProviderConfig(baseUrl=fake.base_url)
+        ),
+    )
+    sel = select_provider(c)
+    with MemoryIndex(c, provider=sel.provider) as idx:
+        idx.sync()
+        res = idx.search("sunrise painting", explain=True, min_score=0.0)
+        assert res["mode"] == "hybrid"
+        wv, wt = res["explain"]["vectorWeight"], res["explain"]["textWeight"]
+        for r in res["results"]:
+            p = r["explain"]
+            assert {"keywordScaled", "vectorScaled", "fused", "rankKey"} <= p.keys()
+            assert p["fused"] == pytest.approx(
+                wv * p["vectorScaled"] + wt * p["keywordScaled"], abs=2e-4
+            )
+            assert p["rankKey"] == pytest.approx(r["fusedScore"], abs=1e-4)
+            if "cosine" in p:
+                assert p["cosine"] == r["vectorScore"]
+        keys = [r["explain"]["rankKey"] for r in res["results"]]
+        assert keys == sorted(keys, reverse=True)
+
+
+def test_the_same_memory_in_both_sources_is_one_result(chat: Config) -> None:
+    with MemoryIndex(chat) as idx:
+        idx.sync()
+        res = idx.search("charity race mental health", mode="keyword")["results"]
+        top = res[0]
+        assert {top["source"], *(a["source"] for a in top.get("also", []))} == {
+            "memory",
+            "sessions",
+        }
+        (also,) = top["also"]
+        cited = {(top["path"], top["citation"]), (also["path"], also["citation"])}
+        assert ("sessions/s1.jsonl", "sessions/s1.jsonl#L1-L4") in cited
+        assert len({r["path"] for r in res}) == len(res)  # the copy took no slot
+        # One source asked for: nothing to merge.
+        only = idx.search("charity race mental health", mode="keyword", sources=["sessions"])
+        assert only["results"][0]["path"] == "sessions/s1.jsonl"
+        assert "also" not in only["results"][0]
+
+
+def test_abstain_on_a_question_about_the_wrong_person(chat: Config) -> None:
+    with MemoryIndex(chat) as idx:
+        idx.sync()
+        right = idx.search("What did Melanie do at the charity race?", abstain=True)
+        assert right["results"] and "abstained" not in right
+        assert right["relevance"] >= 0.3
+        # Melanie ran the race: asked about Caroline, the best lines are someone
+        # else's, and nothing else holds the words.
+        wrong = idx.search("What did Caroline realize after her charity race?", abstain=True)
+        assert wrong["results"] == [] and "below query.abstainBelow 0.3" in wrong["abstained"]
+        assert wrong["relevance"] < 0.3
+        # Not asked to abstain: the least-bad answer as before.
+        assert idx.search("What did Caroline realize after her charity race?")["results"]
+        nothing = idx.search("kubernetes ingress controller", abstain=True)
+        assert nothing["results"] == [] and nothing["abstained"]
+    strict = replace(chat, query=QueryConfig(abstainBelow=1.0))
+    with MemoryIndex(strict) as idx:
+        # Melanie is a speaker here, so the words are "sunrise" and "kayak": one of
+        # two is on her line, 0.5, below a floor of 1.
+        held = idx.search("Melanie sunrise kayak", abstain=True)
+        assert held["results"] == [] and held["relevance"] == 0.5
+        assert idx.search("Melanie sunrise lake", abstain=True)["results"]
+
+
+def test_cli_explain_and_abstain(chat: Config, cli: Runner, tmp_path: Path) -> None:
+    conf = tmp_path / "c.toml"
+    conf.write_text(
+        f'workspace = "{chat.workspace}"\nindexPath = "{chat.indexPath}"\n'
+        f'[sessions]\ndir = "{chat.sessions.dir}"\n'
+    )
+    assert cli("--config", str(conf), "index")[0] == 0
+    code, out, _ = cli("--config", str(conf), "search", "charity race", "--explain")
+    assert code == 0 and "ranked by: fusion=weighted" in out and "bm25=" in out
+    assert "also sessions/s1.jsonl#L1-L4" in out or "also memory/2023-05-08.md" in out
+    code, out, _ = cli(
+        "--config",
+        str(conf),
+        "search",
+        "What did Caroline realize after her charity race?",
+        "--abstain",
+    )
+    assert code == 0 and out.startswith("No results: relevance")
+    code, out, _ = cli("--config", str(conf), "search", "charity race", "--explain", "--json")
+    data = json.loads(out)
+    assert "explain" in data["results"][0] and "relevance" in data
