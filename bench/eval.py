@@ -182,6 +182,7 @@ def scifact(
             indexPath=CACHE / f"scifact-{mode}.sqlite",
             hybrid=HYBRID,
             rerank=RERANK,
+            query=QUERY,
         )
         with open_index(with_store(cfg, store, f"scifact-{mode}"), mode) as idx:
             t0 = time.perf_counter()
