@@ -341,20 +341,13 @@ def _score(
     of its gold ranges) and MRR@10 (first result overlapping any gold range)."""
     if not gold:
         return
-
-    def recall(k: int) -> float:
-        found = sum(
-            1 for ranges in gold.values() if any(_overlaps(r, g) for r in res[:k] for g in ranges)
-        )
-        return found / len(gold)
-
     every = [g for ranges in gold.values() for g in ranges]
     rr = next(
         (1.0 / (i + 1) for i, r in enumerate(res[:10]) if any(_overlaps(r, g) for g in every)), 0.0
     )
     for cat in (str(q["category"]), "all"):
-        acc[cat]["r5"].append(recall(5))
-        acc[cat]["r10"].append(recall(10))
+        acc[cat]["r5"].append(_recall(gold, res, 5))
+        acc[cat]["r10"].append(_recall(gold, res, 10))
         acc[cat]["mrr10"].append(rr)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "http_status_error",
     "retry_after_seconds",
     "MissingCredentials",
     "PermanentError",
@@ -81,3 +82,17 @@ def retry_after_seconds(headers: Any) -> float | None:
     import time
 
     return max(0.0, when.timestamp() - time.time())
+
+
+def http_status_error(status: int, headers: Any, detail: str, what: str = "") -> ProviderError:
+    """The error for an HTTP error ``status`` from a provider's endpoint (``what``
+    prefixes the message, e.g. "rerank "): 429 is ``RateLimited`` with the response's
+    Retry-After, 401/403 ``MissingCredentials``, 408/409 and 5xx ``TransientError``,
+    anything else ``PermanentError`` with ``detail`` (the start of the body)."""
+    if status == 429:
+        return RateLimited(f"{what}rate limited", retry_after_seconds(headers))
+    if status in (401, 403):
+        return MissingCredentials(f"{what}rejected credentials: HTTP {status}")
+    if status >= 500 or status in (408, 409):
+        return TransientError(f"{what}HTTP {status}")
+    return PermanentError(f"{what}HTTP {status}: {detail}")

@@ -34,9 +34,8 @@ from .errors import (
     MissingCredentials,
     PermanentError,
     ProviderTimeout,
-    RateLimited,
     TransientError,
-    retry_after_seconds,
+    http_status_error,
 )
 
 __all__ = ["HttpReranker", "LocalReranker", "Reranker", "make_reranker"]
@@ -125,15 +124,8 @@ class HttpReranker(Reranker):
             with urllib.request.urlopen(req, timeout=self._timeout) as resp:
                 raw = resp.read(64 << 20)
         except urllib.error.HTTPError as exc:
-            status = exc.code
             detail = exc.read(300).decode("utf-8", "replace") if exc.fp else ""
-            if status == 429:
-                raise RateLimited("rerank rate limited", retry_after_seconds(exc.headers)) from exc
-            if status in (401, 403):
-                raise MissingCredentials(f"rerank credentials rejected: HTTP {status}") from exc
-            if status >= 500 or status in (408, 409):
-                raise TransientError(f"rerank HTTP {status}") from exc
-            raise PermanentError(f"rerank HTTP {status}: {detail}") from exc
+            raise http_status_error(exc.code, exc.headers, detail, "rerank ") from exc
         except TimeoutError as exc:
             raise ProviderTimeout(f"rerank timed out after {self._timeout:g}s") from exc
         except urllib.error.URLError as exc:
@@ -184,8 +176,6 @@ class LocalReranker(Reranker):
             raise MissingCredentials(
                 "llama-cpp-python is not installed: pip install 'memindex[local]'"
             ) from exc
-        if not model_path.is_file():
-            raise MissingCredentials(f"rerank model file {model_path} does not exist")
         self._lib: Any = llama_cpp
         try:
             self._llm: Any = llama_cpp.Llama(
@@ -267,10 +257,12 @@ def make_reranker(
     base_url: str = "",
     api_key: str = "",
     timeout: float = 3.0,
-    threads: int = 0,
+    model_cache_dir: Path | None = None,
 ) -> Reranker:
     """The reranker ``provider`` names (``voyage``, ``http``, ``local``). The API key
-    falls back to ``MEMINDEX_RERANK_API_KEY``, then (Voyage) ``VOYAGE_API_KEY``."""
+    falls back to ``MEMINDEX_RERANK_API_KEY``, then (Voyage) ``VOYAGE_API_KEY``. A
+    local ``model`` is a file or an ``hf:`` URI, resolved as the embedding model's is
+    (``local_gguf.resolve_model``, into ``model_cache_dir``)."""
     key = api_key or os.environ.get("MEMINDEX_RERANK_API_KEY", "")
     if provider == "voyage":
         key = key or os.environ.get("VOYAGE_API_KEY", "")
@@ -278,5 +270,9 @@ def make_reranker(
     if provider == "http":
         return HttpReranker("http", model, base_url, key, timeout)
     if provider == "local":
-        return LocalReranker(Path(os.path.expanduser(model)), threads=threads)
+        from .auto import ProviderSpec
+        from .local_gguf import resolve_model
+
+        cache = model_cache_dir or ProviderSpec().model_cache_dir
+        return LocalReranker(resolve_model(model, cache, timeout=max(timeout, 60.0)))
     raise PermanentError(f"unknown rerank provider {provider!r}")

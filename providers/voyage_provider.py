@@ -19,6 +19,7 @@ from .errors import (
     ProviderTimeout,
     RateLimited,
     TransientError,
+    http_status_error,
     retry_after_seconds,
 )
 
@@ -120,14 +121,8 @@ class VoyageProvider(RemoteProvider):
             raise ProviderTimeout(f"timed out: {exc}") from exc
         except requests.RequestException as exc:
             raise TransientError(f"connection failed: {exc}") from exc
-        if r.status_code == 429:
-            raise RateLimited("rate limited", retry_after_seconds(r.headers))
-        if r.status_code in (401, 403):
-            raise MissingCredentials(f"rejected credentials: HTTP {r.status_code}")
-        if r.status_code >= 500 or r.status_code in (408, 409):
-            raise TransientError(f"HTTP {r.status_code}")
         if r.status_code >= 400:
-            raise PermanentError(f"HTTP {r.status_code}: {r.text[:200]}")
+            raise http_status_error(r.status_code, r.headers, r.text[:200])
         return r
 
     def submit_batch(self, items: Sequence[tuple[str, str]]) -> str:

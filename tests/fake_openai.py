@@ -19,10 +19,11 @@ import hashlib
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import numpy as np
+from fake_http import FakeServer
 
 
 def fake_vector(text: str, dims: int) -> list[float]:
@@ -35,7 +36,7 @@ def fake_vector(text: str, dims: int) -> list[float]:
     return [float(x) for x in v / np.linalg.norm(v)]
 
 
-class FakeOpenAI:
+class FakeOpenAI(FakeServer):
     def __init__(self, dims: int = 64) -> None:
         self.dims = dims
         self.fail_next: list[tuple[int, dict[str, str], bytes]] = []
@@ -48,21 +49,7 @@ class FakeOpenAI:
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self.lock = threading.Lock()
-        self._srv = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._srv.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._srv.server_address[1]}/v1"
-
-    def start(self) -> FakeOpenAI:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._thread.is_alive():
-            self._srv.shutdown()
-            self._srv.server_close()
+        super().__init__()
 
     def count(self, method: str, prefix: str) -> int:
         return sum(1 for m, p in self.calls if m == method and p.startswith(prefix))

@@ -20,8 +20,10 @@ import json
 import re
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from fake_http import FakeServer
 
 _WORDS = re.compile(r"\w+")
 
@@ -32,7 +34,7 @@ def overlap(query: str, doc: str) -> float:
     return len(q & d) / len(q) if q else 0.0
 
 
-class FakeRerank:
+class FakeRerank(FakeServer):
     def __init__(self, shape: str = "auto") -> None:
         self.shape = shape  # auto (by the request) | tei
         self.fail_next: list[tuple[int, dict[str, str], bytes]] = []
@@ -41,21 +43,7 @@ class FakeRerank:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.lock = threading.Lock()
-        self._srv = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._srv.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._srv.server_address[1]}/v1"
-
-    def start(self) -> FakeRerank:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._thread.is_alive():
-            self._srv.shutdown()
-            self._srv.server_close()
+        super().__init__()
 
     def answer(self, body: dict[str, Any]) -> Any:
         docs = body["documents"]

@@ -22,10 +22,11 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Executor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from indexer.config import RerankConfig
@@ -76,14 +77,15 @@ class _Cache:
 
 
 CACHE = _Cache()
-_BUILT: dict[RerankConfig, tuple[float, Reranker | None, str]] = {}
+_BUILT: dict[tuple[RerankConfig, Path], tuple[float, Reranker | None, str]] = {}
 _BUILD_LOCK = threading.Lock()
 
 
-def reranker_for(cfg: RerankConfig) -> tuple[Reranker | None, str]:
-    """The process's reranker for ``cfg`` (built on first use), or None and why."""
+def reranker_for(cfg: RerankConfig, model_cache_dir: Path) -> tuple[Reranker | None, str]:
+    """The process's reranker for ``cfg`` (built on first use), or None and why.
+    ``model_cache_dir``: where an ``hf:`` model is kept (the embedding models' folder)."""
     with _BUILD_LOCK:
-        got = _BUILT.get(cfg)
+        got = _BUILT.get((cfg, model_cache_dir))
         if got is not None and (got[1] is not None or time.monotonic() - got[0] < _RETRY_BUILD_S):
             return got[1], got[2]
         from providers.rerank import make_reranker
@@ -95,11 +97,12 @@ def reranker_for(cfg: RerankConfig) -> tuple[Reranker | None, str]:
                 base_url=cfg.baseUrl,
                 api_key=cfg.apiKey,
                 timeout=cfg.timeoutMs / 1000,
+                model_cache_dir=model_cache_dir,
             )
             why = ""
         except ProviderError as exc:
             r, why = None, exc.message
-        _BUILT[cfg] = (time.monotonic(), r, why)
+        _BUILT[(cfg, model_cache_dir)] = (time.monotonic(), r, why)
         return r, why
 
 
@@ -120,12 +123,11 @@ def rerank(
     hits: Sequence[Candidate],
     rows: ChunkRows,
     pool: Executor,
-    *,
-    scorer: Callable[[], tuple[Reranker | None, str]] | None = None,
+    model_cache_dir: Path,
 ) -> RerankOutcome:
     """``hits`` (best first) with the best ``cfg.candidates`` re-ordered by the blend."""
     t0 = time.monotonic()
-    reranker, why = (scorer or (lambda: reranker_for(cfg)))()
+    reranker, why = reranker_for(cfg, model_cache_dir)
     info: dict[str, Any] = {"provider": cfg.provider, "blend": cfg.blend}
     if reranker is None:
         return RerankOutcome(list(hits), f"reranker unavailable ({why}): fused order", info)

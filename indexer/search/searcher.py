@@ -39,7 +39,7 @@ from indexer.search.gating import skip_reason
 from indexer.search.query import ParsedQuery, parse_query
 from indexer.search.ranking import apply_decay, balance_sources, mmr, relevance
 from indexer.search.retrieval import EXACT_BOOST, fuse, keyword_search, render_results
-from indexer.selection import NO_PROVIDER
+from indexer.selection import NO_PROVIDER, provider_spec
 from indexer.store import IndexStore
 from indexer.store.backend import backend_for
 from providers.errors import ProviderError, ProviderTimeout
@@ -244,7 +244,8 @@ class Searcher:
         if self.cfg.rerank.provider and hits:
             from indexer.search.rerank import rerank
 
-            done = rerank(self.cfg.rerank, req.query, hits, rows, _pool())
+            cache_dir = provider_spec(self.cfg).model_cache_dir
+            done = rerank(self.cfg.rerank, req.query, hits, rows, _pool(), cache_dir)
             hits, self._notes["rerank"] = done.hits, done.info
             if done.fallback:
                 self._notes["fallback"] = done.fallback
@@ -265,8 +266,7 @@ class Searcher:
                 "exactBoost": 1.0 + EXACT_BOOST,
             }
         if req.abstain or req.explain:
-            words = [w.lower() for w in q.match_words()]
-            signal = round(relevance(words, hits, rows), 4)
+            signal = round(relevance(q.match_words(), hits, rows), 4)
             self._notes["relevance"] = signal
             if req.abstain and signal < qc.abstainBelow:
                 self._notes["abstained"] = (
