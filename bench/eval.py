@@ -101,6 +101,11 @@ def searcher(config: str, mode: str) -> Searcher:
         LAST["relevance"] = res.get("relevance")
         if res.get("fallback"):  # the rerank stage's
             LAST["fallbacks"] = LAST.get("fallbacks", 0) + 1
+        # What the agent reads: the snippets' line ranges (a citation's whole chunk
+        # is one memory_get away; an ``also`` citation has no snippet of its own).
+        LAST["snippets"] = [
+            ((r["path"], r["snippetStartLine"], r["snippetEndLine"]),) for r in res["results"]
+        ]
         return [
             tuple((c["path"], c["startLine"], c["endLine"]) for c in [r, *r.get("also", [])])
             for r in res["results"]
@@ -258,6 +263,7 @@ def locomo(
                                 continue
                             gold = _gold(q, source)
                             LAST.pop("relevance", None)
+                            LAST.pop("snippets", None)
                             res = search(idx, q["question"], 10, SOURCES[source], None)
                             key = (label(config, store), mode, source)
                             if LAST.get("relevance") is not None:
@@ -265,7 +271,7 @@ def locomo(
                                     (q["category"], LAST["relevance"], _recall(gold, res, 10))
                                 )
                             if q["category"] != 5:
-                                _score(stats[key], q, gold, res)
+                                _score(stats[key], q, gold, res, LAST.get("snippets"))
     out = []
     for (config, mode, source), cats in sorted(stats.items()):
         out.append(
@@ -336,9 +342,11 @@ def _score(
     q: dict[str, Any],
     gold: dict[str, list[tuple[str, int, int]]],
     res: list[Hit],
+    snippets: list[Hit] | None = None,
 ) -> None:
     """Evidence recall@5/@10 (an evidence turn is found when any result overlaps one
-    of its gold ranges) and MRR@10 (first result overlapping any gold range)."""
+    of its gold ranges), MRR@10 (first result overlapping any gold range) and, given
+    the results' snippet ranges, recall@10 of the snippets (``r10snippet``)."""
     if not gold:
         return
     every = [g for ranges in gold.values() for g in ranges]
@@ -349,6 +357,8 @@ def _score(
         acc[cat]["r5"].append(_recall(gold, res, 5))
         acc[cat]["r10"].append(_recall(gold, res, 10))
         acc[cat]["mrr10"].append(rr)
+        if snippets is not None:
+            acc[cat]["r10snippet"].append(_recall(gold, snippets, 10))
 
 
 def markdown(sf: list[dict[str, Any]], lc: list[dict[str, Any]], meta: dict[str, Any]) -> str:
@@ -374,11 +384,12 @@ def markdown(sf: list[dict[str, Any]], lc: list[dict[str, Any]], meta: dict[str,
     if lc:
         lines += [
             "LoCoMo-dev evidence recall@10 per category (1 multi-hop, 2 temporal, "
-            "3 open-domain, 4 single-hop), recall@5 and MRR@10 over all",
+            "3 open-domain, 4 single-hop), recall@5 and MRR@10 over all; the last column "
+            "counts only the lines the results' snippets show",
             "",
             "| config | mode | sources | cat 1 | cat 2 | cat 3 | cat 4 | all R@10 | all R@5 "
-            "| all MRR@10 |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            "| all MRR@10 | all R@10, snippets |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         order = {"memindex": 0, "memindex@pg": 1, "openclaw": 2, "qmd": 3}
         for r in sorted(
@@ -387,9 +398,11 @@ def markdown(sf: list[dict[str, Any]], lc: list[dict[str, Any]], meta: dict[str,
         ):
             c = r["categories"]
             cells = " | ".join(f"{c[k]['r10']:.3f}" if k in c else "-" for k in "1234")
+            snip = c["all"].get("r10snippet")
             lines.append(
                 f"| {r['config']} | {r['mode']} | {r['sources']} | {cells} "
-                f"| {c['all']['r10']:.3f} | {c['all']['r5']:.3f} | {c['all']['mrr10']:.3f} |"
+                f"| {c['all']['r10']:.3f} | {c['all']['r5']:.3f} | {c['all']['mrr10']:.3f} "
+                f"| {'-' if snip is None else f'{snip:.3f}'} |"
             )
         marks = (0.3, 0.4, 0.5, 0.6)
         with_signal = [r for r in lc if "abstention" in r]

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -137,6 +138,20 @@ def test_snippet_is_centred_and_bounded() -> None:
     assert len(snip) <= 700 and "KESTREL-0429" in snip and a == b == 5
 
 
+def test_snippet_reads_on_past_the_matched_line() -> None:
+    """A conversation: every line names a speaker; the question's rare word picks
+    the line, and the reply after it is in the snippet before the line above."""
+    lines = [f"- **{'Ann' if i % 2 else 'Bo'}**: line {i:02d} " + "talk " * 20 for i in range(20)]
+    lines[9] = "- **Bo**: Ann, which pottery class did you take? " + "talk " * 14
+    lines[10] = "- **Ann**: The Tuesday one at the studio downtown. " + "talk " * 13
+    text = "\n".join(lines)
+    size = len(lines[9]) + len(lines[10]) + len(lines[11]) + len(lines[8]) + 3
+    snip, a, b, best = make_snippet(text, 1, parse_query("Ann pottery class"), size)
+    assert best == 10  # line 9 (1-based 10): "pottery class", not every "Ann" line
+    assert (a, b) == (9, 12)  # one line above, two below
+    assert "Tuesday" in snip
+
+
 def test_bad_params_are_clear_errors(logs: Config) -> None:
     with MemoryIndex(logs) as idx:
         idx.sync()
@@ -195,24 +210,28 @@ def test_min_score_judges_each_side_on_its_own_scale() -> None:
 
 def _best_line_by_lines(text: str, query: str) -> int:
     """The snippet's line, by definition: each line scored on its own (a needle
-    counts twice, a stem where a word starts with it); the first of equals."""
+    counts twice, a stem where a word starts with it, each item times
+    log(1 + lines / lines holding it)); the first of equals."""
     q = parse_query(query)
-    best, best_hits = -1, 0
-    for i, line in enumerate(text.split("\n")):
-        low = line.lower()
-        hits = 2 * sum(1 for n in q.literal_needles() if n in low)
-        hits += sum(
-            1
-            for p in q.word_stems()
-            if any(
-                low.startswith(p, k) and (k == 0 or not low[k - 1].isalnum())
-                for k in range(len(low))
-            )
+    lows = [line.lower() for line in text.split("\n")]
+
+    def holds_stem(low: str, p: str) -> bool:
+        return any(
+            low.startswith(p, k) and (k == 0 or not low[k - 1].isalnum()) for k in range(len(low))
         )
-        hits += sum(1 for g in q.cjk if g in low)
-        if hits > best_hits:
-            best, best_hits = i, hits
-    return best
+
+    items = (
+        [(2, lambda low, n=n: n in low) for n in q.literal_needles()]
+        + [(1, lambda low, p=p: holds_stem(low, p)) for p in q.word_stems()]
+        + [(1, lambda low, g=g: g in low) for g in q.cjk]
+    )
+    scores = [0.0] * len(lows)
+    for weight, holds in items:
+        held = [i for i, low in enumerate(lows) if holds(low)]
+        for i in held:
+            scores[i] += weight * math.log(1 + len(lows) / len(held))
+    top = max(scores)
+    return -1 if top == 0 else next(i for i, s in enumerate(scores) if s >= top - 1e-9)
 
 
 @settings(max_examples=300, deadline=None)
