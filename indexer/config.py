@@ -66,6 +66,9 @@ class QueryConfig:
     halfLifeDays: float = 30.0
     mmr: bool = False
     mmrLambda: float = 0.7
+    # A dated daily log inside a period the query names ("in March 2026") ranks as
+    # if 1 + dateBoost times stronger; 0: off (docs/RETRIEVAL.md, "Dates").
+    dateBoost: float = 0.5
     # abstain: true answers with no results when the query's relevance signal
     # (docs/RETRIEVAL.md, "Abstention") is below this.
     abstainBelow: float = 0.3

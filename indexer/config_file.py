@@ -249,6 +249,7 @@ _RANGES: dict[str, tuple[float | None, float | None]] = {
     "query.halfLifeDays": (0.001, None),
     "query.mmrLambda": (0.0, 1.0),
     "query.abstainBelow": (0.0, 1.0),
+    "query.dateBoost": (0.0, 10.0),
     "rerank.candidates": (1, 200),
     "rerank.weight": (0.0, 1.0),
     "rerank.timeoutMs": (1, None),

@@ -4,6 +4,9 @@
   half its score every ``halfLifeDays``; MEMORY.md, undated files and transcripts
   never decay, and neither does an exact hit (an ID written 119 days ago is still
   what the user asked for).
+* Dates named in the query (``query.dateBoost``): a dated daily log inside a
+  period the query names ("in March 2026", "on May 3", "2025") ranks as if its
+  score were ``1 + dateBoost`` times higher (dates.py says what counts as a period).
 * Source balance: when both sources are searched, memory files keep up to
   ``memoryShare`` of the result slots against transcripts, as long as they have hits
   that passed ``minScore`` (the larger session corpus must not crowd them out).
@@ -21,10 +24,19 @@ from dataclasses import replace
 from datetime import UTC, date, datetime
 
 from indexer.search.candidates import Candidate, ChunkRows
+from indexer.search.dates import Period, in_period
 from indexer.search.query import stem_prefix
 from indexer.search.retrieval import has_word_with_prefix
 
-__all__ = ["apply_decay", "balance_sources", "line_speakers", "mmr", "path_date", "relevance"]
+__all__ = [
+    "apply_decay",
+    "balance_sources",
+    "boost_dated",
+    "line_speakers",
+    "mmr",
+    "path_date",
+    "relevance",
+]
 
 _DATED = re.compile(r"(?:^|/)memory/(?:.*/)?(\d{4})-(\d{2})-(\d{2})[^/]*\.md$")
 _WORDS = re.compile(r"[a-z0-9_]+")
@@ -56,6 +68,24 @@ def apply_decay(
             age = max(0, (today - d).days)
             factor = math.exp(-rate * age)
             h = replace(h, score=h.score * factor, decay=factor)
+        out.append(h)
+    out.sort(key=lambda h: -h.score)
+    return out
+
+
+def boost_dated(
+    hits: Sequence[Candidate], rows: ChunkRows, periods: tuple[Period, ...], boost: float
+) -> list[Candidate]:
+    """The candidates with the dated daily logs inside ``periods`` scored ``1 +
+    boost`` times higher, re-sorted."""
+    rows.need(h.id for h in hits if h.source == "memory")
+    factor = 1.0 + boost
+    out: list[Candidate] = []
+    for h in hits:
+        row = rows.get(h.id) if h.source == "memory" else None
+        d = None if row is None else path_date(row.path)
+        if d is not None and in_period(d, periods):
+            h = replace(h, score=h.score * factor, dated=factor)
         out.append(h)
     out.sort(key=lambda h: -h.score)
     return out

@@ -171,9 +171,11 @@ def explain_parts(c: Candidate) -> dict[str, Any]:
         parts["vectorRank"] = None if c.ranks[1] is None else c.ranks[1] + 1
     if c.fused:
         fused = c.before_rerank if c.before_rerank is not None else c.score
-        parts["fused"] = round(fused / (c.decay or 1.0), 4)
+        parts["fused"] = round(fused / (c.decay or 1.0) / (c.dated or 1.0), 4)
     if c.decay is not None:
         parts["decay"] = round(c.decay, 4)
+    if c.dated is not None:
+        parts["dateBoost"] = round(c.dated, 4)
     if c.rerank is not None:
         parts["rerank"] = round(c.rerank, 4)
     if c.shown is not None and c.shown > max(c.text_score, c.vector_score or 0.0):

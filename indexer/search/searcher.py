@@ -3,9 +3,10 @@ agent's index (an open store, read-only in the daemon's reader threads).
 
 A search: keyword candidates (the in-memory postings of the daemon's snapshot,
 live.py, else FTS5) and, when vectors are built for the provider, the query's vector
-neighbours (the snapshot's vectors, else sqlite-vec) → fusion → the
-floor → decay, source balance, MMR → result objects (``retrieval.render_results``),
-as immutable ``candidates.Candidate`` records whose rows are read once (``ChunkRows``).
+neighbours (the snapshot's vectors, else sqlite-vec) → fusion → the floor → decay,
+dates the query names, rerank, source balance, MMR → result objects
+(``retrieval.render_results``), as immutable ``candidates.Candidate`` records whose
+rows are read once (``ChunkRows``).
 Nothing here writes to the index.
 """
 
@@ -34,10 +35,11 @@ from indexer.api import (
 from indexer.config import Config
 from indexer.errors import IndexMismatch, InvalidParams
 from indexer.search.candidates import Candidate, ChunkRows
+from indexer.search.dates import Period, query_periods
 from indexer.search.documents import get_lines
 from indexer.search.gating import skip_reason
 from indexer.search.query import ParsedQuery, parse_query
-from indexer.search.ranking import apply_decay, balance_sources, mmr, relevance
+from indexer.search.ranking import apply_decay, balance_sources, boost_dated, mmr, relevance
 from indexer.search.retrieval import EXACT_BOOST, fuse, keyword_search, render_results
 from indexer.selection import NO_PROVIDER, provider_spec
 from indexer.store import IndexStore
@@ -65,6 +67,12 @@ def _pool() -> ThreadPoolExecutor:
         if _POOL is None:
             _POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="memindex-search")
         return _POOL
+
+
+def _period_text(p: Period) -> str:
+    """(2026, 3) -> "2026-03", (None, 6) -> "*-06", (2025, None) -> "2025"."""
+    year, month = p
+    return ("*" if year is None else str(year)) + ("" if month is None else f"-{month:02d}")
 
 
 class Searcher:
@@ -236,11 +244,15 @@ class Searcher:
         chars: int,
         wanted: list[str] | None,
     ) -> list[SearchResult]:
-        """Decay, source balance and MMR (as configured), then result objects; when
-        both sources were searched, the same memory in both is one result."""
+        """Decay, date boost, rerank, source balance and MMR (as configured), then
+        result objects; when both sources were searched, the same memory in both is
+        one result."""
         qc = self.cfg.query
         if qc.temporalDecay:
             hits = apply_decay(hits, rows, qc.halfLifeDays)
+        periods = query_periods(req.query) if qc.dateBoost > 0 else ()
+        if periods and hits:
+            hits = boost_dated(hits, rows, periods, qc.dateBoost)
         if self.cfg.rerank.provider and hits:
             from indexer.search.rerank import rerank
 
@@ -262,6 +274,8 @@ class Searcher:
                 "textWeight": h.textWeight,
                 "minScore": self.cfg.query.minScore if req.min_score is None else req.min_score,
                 "temporalDecay": qc.temporalDecay,
+                "dateBoost": qc.dateBoost,
+                "dates": [_period_text(p) for p in periods],
                 "mmr": qc.mmr,
                 "exactBoost": 1.0 + EXACT_BOOST,
             }
