@@ -87,6 +87,9 @@ def test_logs_dated_in_the_named_month_rank_first(logs: Config) -> None:
         assert res["explain"]["dateBoost"] == 0.5
         first = res["results"][0]
         assert first["explain"]["dateBoost"] == 1.5
+        # The order is boosted; the score shown is still the chunk's own, 0..1.
+        assert first["score"] == first["textScore"] <= 1.0
+        assert first["explain"]["rankKey"] == pytest.approx(1.5 * first["score"], abs=1e-3)
         # Only dated daily logs: MEMORY.md and files outside memory/ never are.
         assert all("dateBoost" not in r["explain"] for r in res["results"][1:])
     off = replace(logs, query=QueryConfig(dateBoost=0.0))

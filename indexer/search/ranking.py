@@ -76,8 +76,9 @@ def apply_decay(
 def boost_dated(
     hits: Sequence[Candidate], rows: ChunkRows, periods: tuple[Period, ...], boost: float
 ) -> list[Candidate]:
-    """The candidates with the dated daily logs inside ``periods`` scored ``1 +
-    boost`` times higher, re-sorted."""
+    """The candidates with the dated daily logs inside ``periods`` ranked ``1 +
+    boost`` times higher, re-sorted. The result's shown ``score`` stays the chunk's
+    own relevance (0..1): the boost changes the order, not how well it matched."""
     rows.need(h.id for h in hits if h.source == "memory")
     factor = 1.0 + boost
     out: list[Candidate] = []
@@ -85,7 +86,8 @@ def boost_dated(
         row = rows.get(h.id) if h.source == "memory" else None
         d = None if row is None else path_date(row.path)
         if d is not None and in_period(d, periods):
-            h = replace(h, score=h.score * factor, dated=factor)
+            shown = h.score if h.shown is None else h.shown
+            h = replace(h, score=h.score * factor, dated=factor, shown=shown)
         out.append(h)
     out.sort(key=lambda h: -h.score)
     return out
