@@ -39,6 +39,9 @@ from indexer.search.dates import in_period, query_periods
         ("version 2.2019 build", ()),
         ("the 2020s", ()),
         ("port 80, pid 12345", ()),
+        # The longest query a request may carry, dates everywhere: read once each.
+        ("in May " * 1400, ((None, 5),)),
+        ("x" * 9990 + " May", ()),
     ],
 )
 def test_query_periods(text: str, periods: tuple[tuple[int | None, int | None], ...]) -> None:

@@ -48,7 +48,7 @@ _TIME_WORDS = frozenset(
     ("in", "on", "during", "since", "until", "till", "by", "before", "after", "from", "of")
     + ("early", "late", "mid", "last", "next", "this", "that", "through", "to")
 )
-_LAST_WORD = re.compile(r"(\w+)[\s-]*$")
+_LONGEST_TIME_WORD = max(map(len, _TIME_WORDS))
 _YEAR = r"(?:19|20)\d\d"
 _DAY = r"(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?"
 _NAME = "|".join(sorted(_MONTHS, key=len, reverse=True))
@@ -63,24 +63,37 @@ _BARE_YEAR = re.compile(rf"(?<![\w.:/-])({_YEAR})(?![\w]|[.:/-]\d)")
 def query_periods(text: str) -> tuple[Period, ...]:
     """The periods ``text`` names, in order, without repeats."""
     found: list[Period] = []
-    taken: list[tuple[int, int]] = []  # spans already read as part of a date
+    taken = bytearray(len(text))  # 1: the character was read as part of a date
     for m in _ISO.finditer(text):
         found.append((int(m.group(1)), int(m.group(2))))
-        taken.append(m.span())
+        taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
     for m in _NAMED.finditer(text):
-        if any(a < m.end() and m.start() < b for a, b in taken):
+        if any(taken[m.start() : m.end()]):
             continue
         day_before, name, day_after, year = m.groups()
-        if not (day_before or day_after or year):
-            before = _LAST_WORD.search(text[: m.start(2)])
-            if before is None or before.group(1).lower() not in _TIME_WORDS:
-                continue
+        if not (day_before or day_after or year) and not _after_time_word(text, m.start(2)):
+            continue
         found.append((int(year) if year else None, _MONTHS[name.lower()]))
-        taken.append(m.span())
+        taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
     for m in _BARE_YEAR.finditer(text):
-        if not any(a <= m.start() and m.end() <= b for a, b in taken):
+        if not any(taken[m.start() : m.end()]):
             found.append((int(m.group(1)), None))
     return tuple(dict.fromkeys(found))
+
+
+def _after_time_word(text: str, at: int) -> bool:
+    """Whether the word before ``text[at]`` (past spaces and hyphens: "mid-July") is
+    one of ``_TIME_WORDS``. Walks back from ``at``: a query of 10,000 characters
+    naming many months costs no more than reading it."""
+    end = at
+    while end > 0 and (text[end - 1].isspace() or text[end - 1] == "-"):
+        end -= 1
+    start = end
+    while start > 0 and end - start <= _LONGEST_TIME_WORD and text[start - 1].isalnum():
+        start -= 1
+    if start > 0 and text[start - 1].isalnum():
+        return False  # a longer word than any time word
+    return text[start:end].lower() in _TIME_WORDS
 
 
 def in_period(day: date, periods: tuple[Period, ...]) -> bool:
