@@ -12,7 +12,8 @@ from indexer.config import Config
 from indexer.engine import MemoryIndex
 from indexer.errors import InvalidParams
 from indexer.search.query import parse_query
-from indexer.search.retrieval import bm25_to_score, make_snippet
+from indexer.search.retrieval import bm25_to_score
+from indexer.search.snippets import make_snippet
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from datetime import date
 
-__all__ = ["Period", "in_period", "query_periods"]
+__all__ = ["Period", "in_period", "period_text", "query_periods"]
 
 Period = tuple[int | None, int | None]  # (year, month); None: any
 
@@ -102,3 +102,10 @@ def in_period(day: date, periods: tuple[Period, ...]) -> bool:
         (year is None or year == day.year) and (month is None or month == day.month)
         for year, month in periods
     )
+
+
+def period_text(p: Period) -> str:
+    """How ``explain`` shows a period: (2026, 3) -> "2026-03", (None, 6) -> "*-06",
+    (2025, None) -> "2025"."""
+    year, month = p
+    return ("*" if year is None else str(year)) + ("" if month is None else f"-{month:02d}")

@@ -26,7 +26,7 @@ from datetime import UTC, date, datetime
 from indexer.search.candidates import Candidate, ChunkRows
 from indexer.search.dates import Period, in_period
 from indexer.search.query import stem_prefix
-from indexer.search.retrieval import has_word_with_prefix
+from indexer.search.snippets import has_word_with_prefix
 
 __all__ = [
     "apply_decay",
@@ -53,17 +53,26 @@ def path_date(path: str) -> date | None:
         return None
 
 
+def _log_dates(hits: Sequence[Candidate], rows: ChunkRows, *, exact_too: bool) -> list[date | None]:
+    """Each hit's daily-log date (``path_date``): None for transcripts, undated files
+    and, unless ``exact_too``, exact hits. The rows needed are read in one batch."""
+    dated = [h.source == "memory" and (exact_too or not h.exact) for h in hits]
+    rows.need(h.id for h, d in zip(hits, dated, strict=True) if d)
+    out: list[date | None] = []
+    for h, d in zip(hits, dated, strict=True):
+        row = rows.get(h.id) if d else None
+        out.append(None if row is None else path_date(row.path))
+    return out
+
+
 def apply_decay(
     hits: Sequence[Candidate], rows: ChunkRows, half_life_days: float, today: date | None = None
 ) -> list[Candidate]:
     """The candidates with dated daily logs' scores scaled by their age, re-sorted."""
     today = today or datetime.now(UTC).date()
     rate = math.log(2) / max(half_life_days, 1e-6)
-    rows.need(h.id for h in hits if not h.exact and h.source == "memory")
     out: list[Candidate] = []
-    for h in hits:
-        row = None if h.exact or h.source != "memory" else rows.get(h.id)
-        d = None if row is None else path_date(row.path)
+    for h, d in zip(hits, _log_dates(hits, rows, exact_too=False), strict=True):
         if d is not None:
             age = max(0, (today - d).days)
             factor = math.exp(-rate * age)
@@ -79,12 +88,9 @@ def boost_dated(
     """The candidates with the dated daily logs inside ``periods`` ranked ``1 +
     boost`` times higher, re-sorted. The result's shown ``score`` stays the chunk's
     own relevance (0..1): the boost changes the order, not how well it matched."""
-    rows.need(h.id for h in hits if h.source == "memory")
     factor = 1.0 + boost
     out: list[Candidate] = []
-    for h in hits:
-        row = rows.get(h.id) if h.source == "memory" else None
-        d = None if row is None else path_date(row.path)
+    for h, d in zip(hits, _log_dates(hits, rows, exact_too=True), strict=True):
         if d is not None and in_period(d, periods):
             shown = h.score if h.shown is None else h.shown
             h = replace(h, score=h.score * factor, dated=factor, shown=shown)

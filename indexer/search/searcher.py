@@ -35,7 +35,7 @@ from indexer.api import (
 from indexer.config import Config
 from indexer.errors import IndexMismatch, InvalidParams
 from indexer.search.candidates import Candidate, ChunkRows
-from indexer.search.dates import Period, query_periods
+from indexer.search.dates import period_text, query_periods
 from indexer.search.documents import get_lines
 from indexer.search.gating import skip_reason
 from indexer.search.query import ParsedQuery, parse_query
@@ -67,12 +67,6 @@ def _pool() -> ThreadPoolExecutor:
         if _POOL is None:
             _POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="memindex-search")
         return _POOL
-
-
-def _period_text(p: Period) -> str:
-    """(2026, 3) -> "2026-03", (None, 6) -> "*-06", (2025, None) -> "2025"."""
-    year, month = p
-    return ("*" if year is None else str(year)) + ("" if month is None else f"-{month:02d}")
 
 
 class Searcher:
@@ -275,7 +269,7 @@ class Searcher:
                 "minScore": self.cfg.query.minScore if req.min_score is None else req.min_score,
                 "temporalDecay": qc.temporalDecay,
                 "dateBoost": qc.dateBoost,
-                "dates": [_period_text(p) for p in periods],
+                "dates": [period_text(p) for p in periods],
                 "mmr": qc.mmr,
                 "exactBoost": 1.0 + EXACT_BOOST,
             }
