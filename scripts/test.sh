@@ -14,4 +14,9 @@ bash scripts/setup_openclaw.sh
 
 echo "== ruff";  .venv/bin/ruff check . && .venv/bin/ruff format --check .
 echo "== mypy";  .venv/bin/mypy
-echo "== pytest"; .venv/bin/python -m pytest -p no:cacheprovider "$@"
+# The suite's temporary files (its PostgreSQL data folder and socket among them) go
+# in a folder of this run's own: pytest's shared /tmp/pytest-of-$USER keeps only the
+# three newest runs, so a second pytest on the machine would delete this one's.
+basetemp="$(mktemp -d "${TMPDIR:-/tmp}/memindex-test.XXXXXX")"
+trap 'rm -rf "$basetemp"' EXIT
+echo "== pytest"; .venv/bin/python -m pytest -p no:cacheprovider --basetemp "$basetemp/t" "$@"
