@@ -115,3 +115,25 @@ def test_vectors_switch_from_an_exact_scan_to_hnsw(pg_url: str) -> None:
     while _index_scans(pg_url, name) < before + len(queries):  # statistics lag a little
         assert time.monotonic() < deadline, "the HNSW index was not scanned"
         time.sleep(0.2)
+    # A rebuild writes its generation into the same table, under the same index:
+    # near copies of a query there fill the index's candidates for it. The published
+    # generation still answers with its own k nearest (scanned exactly when short).
+    new = backend.create()
+    try:
+        copies = 300
+        with new.batch() as commit:
+            rows = [ChunkRow(i + 1, i + 1, "", f"c{i}", f"copy {i}", f"copy {i}")
+                    for i in range(copies)]  # fmt: skip
+            new.replace_file("memory/copies.md", "memory", FileState("c", 0, 0), copies, rows)
+            commit()
+        new_ids = [i for i, _, _ in new.pending_chunks(10 * copies)]
+        assert len(new_ids) == copies
+        near = queries[0] + 1e-3 * rng.standard_normal((len(new_ids), dims)).astype("<f4")
+        with new.transaction():
+            new.put_vectors([(i, near[n].tobytes()) for n, i in enumerate(new_ids)])
+        with backend.open(readonly=True) as r:
+            got = r.knn(queries[0].tobytes(), 10)
+        assert [i for i, _ in got] == [i for i, _ in exact[0]]
+    finally:
+        new.close()
+        backend.discard(new.generation)

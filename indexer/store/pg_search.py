@@ -297,13 +297,7 @@ class PgSearch(PgBase):
             return []
         text = _vector_text(query)
         if not self.hnsw_in_use():
-            rows = self._q(
-                "SELECT id, embedding <=> %s::vector AS d FROM chunk_vectors WHERE {k} "
-                "ORDER BY d LIMIT %s",
-                k,
-                before=(text,),
-            )
-            return [(int(i), float(d)) for i, d in rows]
+            return self._knn_exact(text, k)
         from psycopg import sql
 
         stmt = sql.SQL(
@@ -312,13 +306,28 @@ class PgSearch(PgBase):
         ).format(d=sql.Literal(dims), a=sql.Literal(self.agent))
         # The index is partial on (agent, dims); the generation is a filter on what it
         # yields (ef_search candidates: while a rebuild's rows share the table, fewer
-        # than k may remain). Sorting is off so the planner never trades the index for
-        # the primary key plus a sort of every row (it would, on stale statistics).
+        # than k may remain, and then the generation is scanned exactly). Sorting is
+        # off so the planner never trades the index for the primary key plus a sort of
+        # every row (it would, on stale statistics).
         with self._errors(), self.db.transaction():
             self.db.execute("SET LOCAL enable_sort = off")
             self.db.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
                 sql.Literal(min(1000, max(40, 2 * k)))))  # fmt: skip
             rows = self.db.execute(stmt, (text, self.gen, k)).fetchall()
+        if len(rows) < k:
+            # Short: the other generation's rows took the index's candidates (or this
+            # one holds fewer than k vectors, when the scan below is cheap anyway).
+            return self._knn_exact(text, k)
+        return [(int(i), float(d)) for i, d in rows]
+
+    def _knn_exact(self, text: str, k: int) -> list[tuple[int, float]]:
+        """The ``k`` nearest of this generation's vectors by a scan of all of them."""
+        rows = self._q(
+            "SELECT id, embedding <=> %s::vector AS d FROM chunk_vectors WHERE {k} "
+            "ORDER BY d LIMIT %s",
+            k,
+            before=(text,),
+        )
         return [(int(i), float(d)) for i, d in rows]
 
     def versions(self) -> dict[str, str | None]:
