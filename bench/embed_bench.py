@@ -5,6 +5,9 @@ on the same chunks of ~400 tokens (cl100k) cut by memindex's chunker from
 ../shared/corpora/tldr-pages, in the same process, alternating, several rounds.
 Raw llama-cpp-python uses its defaults (as a user would first try) and the tuned
 settings memindex uses, so the table shows both the tuning gain and the overhead.
+memindex runs twice: as shipped (each chunk's 3-line windows are embedded too and
+mixed into its vector, providers/base.py) and with line windows off (the overhead
+of the provider alone against raw tuned).
 
     python bench/embed_bench.py [--chunks 96] [--rounds 3]
 """
@@ -53,6 +56,8 @@ def main() -> None:
     texts = chunks(args.chunks)
     toks = get_counter()(texts)
     mine = LocalGGUFProvider(model)
+    plain = LocalGGUFProvider(model)
+    plain.line_windows = False
     tuned = Llama(
         model_path=str(model),
         embedding=True,
@@ -70,19 +75,21 @@ def main() -> None:
         llm.embed(texts, normalize=True, truncate=True)
         return time.perf_counter() - t0
 
-    def run_mine() -> float:
+    def run_mine(p: LocalGGUFProvider) -> float:
         t0 = time.perf_counter()
-        mine.embed_all(texts)
+        p.embed_all(texts)
         return time.perf_counter() - t0
 
     res: dict[str, list[float]] = {
         "memindex provider": [],
+        "memindex, no windows": [],
         "raw llama-cpp tuned": [],
         "raw llama-cpp defaults": [],
     }
-    run_mine()  # warm up
+    run_mine(mine)  # warm up
     for _ in range(args.rounds):
-        res["memindex provider"].append(run_mine())
+        res["memindex provider"].append(run_mine(mine))
+        res["memindex, no windows"].append(run_mine(plain))
         res["raw llama-cpp tuned"].append(run_raw(tuned))
         res["raw llama-cpp defaults"].append(run_raw(default))
     print(

@@ -4,7 +4,16 @@ A provider turns texts into L2-normalised float32 vectors. ``embed_documents`` i
 one method to implement; it receives at most ``max_batch_items`` texts whose
 estimated tokens stay within ``max_batch_tokens`` (``batches()`` makes such groups).
 Capabilities are class attributes; ``key()`` identifies what makes two vectors
-comparable (provider, model, endpoint, dimensions) and keys the embedding cache.
+comparable (provider, model, endpoint, dimensions, line windows) and keys the
+embedding cache.
+
+Line windows (``line_windows``, on for the local model): a document's vector is the
+normalised sum of its own vector and the mean of the vectors of its windows of
+``WINDOW_LINES`` non-empty lines (every ``WINDOW_STRIDE`` lines). A small model
+trained on sentences averages a 400-token chunk into a blur; the windows keep the
+line that answers a question visible in the chunk's one vector. LoCoMo-dev daily
+logs, local MiniLM, vector-only recall@10: 0.673 whole, 0.718 with windows
+(docs/RETRIEVAL.md).
 """
 
 from __future__ import annotations
@@ -21,7 +30,14 @@ import numpy.typing as npt
 from .batch import BatchState
 from .errors import PermanentError
 
-__all__ = ["EmbeddingProvider", "RemoteProvider", "Vectors", "batches", "normalize"]
+__all__ = [
+    "EmbeddingProvider",
+    "RemoteProvider",
+    "Vectors",
+    "batches",
+    "line_windows",
+    "normalize",
+]
 
 Vectors = npt.NDArray[np.float32]  # shape (n, dims), rows L2-normalised
 
@@ -40,6 +56,23 @@ def normalize(m: npt.ArrayLike) -> Vectors:
 def estimate_tokens(text: str) -> int:
     """A cheap upper-bound-ish token estimate for request sizing (UTF-8 bytes / 3)."""
     return len(text.encode("utf-8")) // 3 + 1
+
+
+WINDOW_LINES = 3
+WINDOW_STRIDE = 2
+
+
+def line_windows(text: str) -> list[str]:
+    """The windows of ``WINDOW_LINES`` non-empty lines of ``text``, one every
+    ``WINDOW_STRIDE`` lines; none for a text of no more lines than one window."""
+    lines = [line for line in text.split("\n") if line.strip()]
+    if len(lines) <= WINDOW_LINES:
+        return []
+    last = len(lines) - WINDOW_LINES
+    starts = list(range(0, last + 1, WINDOW_STRIDE))
+    if starts[-1] != last:
+        starts.append(last)  # the last lines get a window of their own
+    return ["\n".join(lines[i : i + WINDOW_LINES]) for i in starts]
 
 
 def batches(texts: Sequence[str], max_items: int, max_tokens: int) -> Iterator[range]:
@@ -65,6 +98,7 @@ class EmbeddingProvider(ABC):
     max_input_tokens: int = 8192
     supports_batch_jobs: bool = False
     max_batch_job_requests: int = 0
+    line_windows: bool = False  # documents: own vector + mean of line windows' (above)
 
     def __init__(self, model: str, dims: int, endpoint: str = "") -> None:
         self.model = model
@@ -80,7 +114,23 @@ class EmbeddingProvider(ABC):
         return self.embed_documents([text])
 
     def embed_all(self, texts: Sequence[str]) -> Vectors:
-        """Any number of texts, split into requests within the provider's caps."""
+        """Any number of documents, split into requests within the provider's caps
+        (with ``line_windows``: each one's windows embedded too, and mixed in)."""
+        if not self.line_windows:
+            return self._embed_many(texts)
+        windows = [line_windows(t) for t in texts]
+        flat = list(texts) + [w for ws in windows for w in ws]
+        vecs = self._embed_many(flat)
+        out = vecs[: len(texts)].copy()
+        at = len(texts)
+        for n, ws in enumerate(windows):
+            if ws:
+                mean = normalize(vecs[at : at + len(ws)].mean(axis=0))[0]
+                out[n] = out[n] + mean
+                at += len(ws)
+        return normalize(out)
+
+    def _embed_many(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
         parts = [
@@ -117,6 +167,8 @@ class EmbeddingProvider(ABC):
             "endpoint": self.endpoint,
             "dims": self.dims,
         }
+        if self.line_windows:  # other vectors than the model's own for the same text
+            ident["lineWindows"] = f"{WINDOW_LINES}/{WINDOW_STRIDE}"
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
 
     def describe(self) -> dict[str, Any]:

@@ -73,6 +73,7 @@ class LocalGGUFProvider(EmbeddingProvider):
     id = "local"
     max_batch_items = 256
     max_batch_tokens = 1_000_000
+    line_windows = True  # a sentence model: see providers/base.py
 
     def __init__(self, model_path: Path, *, threads: int | None = None, n_ctx: int = 512) -> None:
         try:

@@ -20,6 +20,7 @@ from indexer.config import Config, LocalProviderConfig, ProviderConfig
 from indexer.engine import MemoryIndex
 from indexer.selection import select_provider
 from indexer.store import Store
+from providers.base import line_windows, normalize
 from providers.errors import MissingCredentials, ProviderTimeout
 from providers.local_gguf import LocalGGUFProvider, resolve_model
 
@@ -67,6 +68,46 @@ def test_vectors_are_normalised_and_meaningful(provider: LocalGGUFProvider) -> N
     assert np.allclose(again[0], v[0], atol=1e-5)
     # Texts longer than the context are truncated, not an error.
     assert provider.embed_documents(["word " * 3000]).shape == (1, 384)
+
+
+def test_line_windows() -> None:
+    lines = [f"line {n}" for n in range(8)]
+    assert line_windows("\n".join(lines[:3])) == []  # one window's worth: none
+    assert line_windows("\n\n".join(lines[:3]) + "\n   \n") == []  # blank lines do not count
+    got = line_windows("\n".join(lines[:7]))
+    assert got == ["\n".join(lines[i : i + 3]) for i in (0, 2, 4)]
+    got = line_windows("\n".join(lines))  # the last lines get a window of their own
+    assert got == ["\n".join(lines[i : i + 3]) for i in (0, 2, 4, 5)]
+
+
+LOG = [
+    "- 09:10 Nate: morning, coffee first.",
+    "- 09:12 Joanna: I finished the screenplay draft last night.",
+    "- 09:15 Nate: The weather is grey again today.",
+    "- 09:20 Joanna: My turtles are hungry, feeding them now.",
+    "- 09:31 Nate: Big news, I reached the final of a Valorant tournament!",
+    "- 09:33 Joanna: Congrats! When is the final match?",
+    "- 09:40 Nate: Saturday. Then groceries and laundry.",
+    "- 09:45 Joanna: I am trying a new lasagna recipe tonight.",
+    "- 09:52 Nate: Save me a slice.",
+]
+
+
+def test_documents_mix_in_their_line_windows(provider: LocalGGUFProvider) -> None:
+    """A document's vector is its own plus the mean of its 3-line windows' (one
+    vector per chunk, so search is unchanged); a short text keeps its own."""
+    chunk = "\n".join(LOG)
+    short = "\n".join(LOG[:3])
+    got = provider.embed_all([chunk, short])
+    whole = provider.embed_documents([chunk])[0]
+    wins = provider.embed_documents(line_windows(chunk))
+    want = normalize(whole + normalize(wins.mean(axis=0))[0])[0]
+    assert np.allclose(got[0], want, atol=1e-4)  # batched vs alone: float noise
+    assert np.allclose(got[1], provider.embed_documents([short])[0], atol=1e-4)
+    assert abs(float(np.linalg.norm(got[0])) - 1.0) < 1e-5
+    # The line that answers a question counts for more in the chunk's vector.
+    q = provider.embed_query("Which video game tournament did Nate play in?")[0]
+    assert float(q @ got[0]) > float(q @ whole)
 
 
 def test_paraphrase_found_only_with_vectors(cfg: Config, workspace: Path, model_path: Path) -> None:
@@ -216,6 +257,10 @@ def test_key_follows_the_file_not_its_name(
     try:
         assert other.model == provider.model and other.dims == provider.dims
         assert other.key() != provider.key()
+        plain = LocalGGUFProvider(model_path)
+        plain.line_windows = False  # other vectors for the same text: another key
+        assert plain.key() != provider.key()
+        plain.close()
     finally:
         other.close()
     # The same bytes again, even copied or rebuilt with a new mtime: the same key.
