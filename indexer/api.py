@@ -319,6 +319,8 @@ class StatusResponse(TypedDict):
     malformedLines: int
     indexBytes: int
     checkedAt: float
+    # a damaged index file was set aside and this index started anew: {at, reason, keptAs}
+    recovered: NotRequired[dict[str, Any]]
     # added by the daemon
     agent: NotRequired[str]
     agents: NotRequired[list[str]]

@@ -14,7 +14,8 @@
     ├── ForeignSocket             the socket is served by another user: nothing is sent
     ├── RemoteError               the daemon answered with a JSON-RPC error
     └── StoreError                the index file cannot be opened, migrated or written
-        └── IndexMismatch         the index file belongs to another workspace
+        ├── IndexMismatch         the index file belongs to another workspace
+        └── IndexCorrupt          the index file is damaged (a writer sets it aside)
 
 The CLI turns these into one line on stderr and exit status 2; the socket server
 turns them into JSON-RPC errors carrying ``code`` in ``data``. Anything else that
@@ -24,12 +25,14 @@ escapes is a bug and is reported as such.
 from __future__ import annotations
 
 __all__ = [
+    "DAMAGED_HINT",
     "ConfigError",
     "DaemonRunning",
     "DaemonUnavailable",
     "FileUnreadable",
     "FileVanished",
     "ForeignSocket",
+    "IndexCorrupt",
     "RemoteError",
     "IndexMismatch",
     "InvalidParams",
@@ -38,6 +41,7 @@ __all__ = [
     "PathRefused",
     "StoreError",
     "WorkspaceError",
+    "index_damaged",
 ]
 
 
@@ -79,6 +83,14 @@ class IndexMismatch(StoreError):
     code = "index_mismatch"
 
 
+class IndexCorrupt(StoreError):
+    """The index file is not a readable SQLite database (garbage, cut short, a
+    damaged schema). It holds only what memindex derived from the user's files, so
+    a writer sets it aside and builds a new one (``SqliteBackend.open``)."""
+
+    code = "index_corrupt"
+
+
 class FileUnreadable(PathRefused):
     """The file exists but is not indexable text; ``reason`` says why."""
 
@@ -116,3 +128,16 @@ class RemoteError(MemindexError):
         super().__init__(message)
         self.rpc_code = rpc_code
         self.code = code
+
+
+def index_damaged(exc: BaseException) -> bool:
+    """``exc`` says the SQLite index file itself is damaged: ``IndexCorrupt``, or
+    apsw's ``CorruptError``/``NotADBError`` from a page read after opening (named
+    here without importing apsw)."""
+    if isinstance(exc, IndexCorrupt):
+        return True
+    kind = type(exc)
+    return kind.__module__ == "apsw" and kind.__name__ in ("CorruptError", "NotADBError")
+
+
+DAMAGED_HINT = "the index file is damaged ({}): 'memindex index --force' builds a new one"

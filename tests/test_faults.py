@@ -4,6 +4,7 @@ test_agents_watcher.py; kills: test_crash.py.)"""
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import signal
@@ -118,3 +119,112 @@ def test_clock_jumps_and_restored_mtimes_are_not_missed(tmp_path: Path) -> None:
         idx.sync()
         assert idx.search("delta", min_score=0)["results"]
         assert idx.store.consistency() == []
+
+
+# -- a damaged index file ------------------------------------------------------------
+
+
+def _damaged_setup(tmp_path: Path) -> tuple[Path, Path]:
+    """A workspace with enough text for the chunks table to span leaf pages, and a
+    config whose index is ``idx/main.sqlite``, built by ``memindex index``."""
+    ws = tmp_path / "ws"
+    _many_files(ws, 30)
+    write(ws, "memory/2026-03-03.md", "- the ptarmigan nests above the tree line\n")
+    (tmp_path / "sessions").mkdir()
+    index = tmp_path / "idx" / "main.sqlite"
+    cfg = write(
+        tmp_path,
+        "c.toml",
+        f'workspace = "{ws}"\nindexPath = "{index}"\n[sessions]\ndir = "{tmp_path}/sessions"\n'
+        "[sync]\nwatchDebounceMs = 100\n",
+    )
+    done = run_cli("--config", str(cfg), "index")
+    assert done.returncode == 0, done.stderr
+    return cfg, index
+
+
+def _damage(index: Path, how: str) -> bytes:
+    """Damage the index the way a failing disk or a bad copy does; its new bytes."""
+    with Store(index) as s:
+        s.checkpoint()  # every page in the main file, the WAL empty
+        size = int(s.db.execute("PRAGMA page_size").fetchone()[0])
+        leaves = [
+            int(p)
+            for (p,) in s.db.execute(
+                "SELECT pageno FROM dbstat WHERE name='chunks' AND pagetype='leaf'"
+            )
+        ]
+    real = Path(os.path.realpath(index))
+    if how == "garbage":
+        real.write_bytes(os.urandom(64 * 1024))
+    else:
+        spots = [(100, 3000)] if how == "schema" else [((p - 1) * size, size) for p in leaves]
+        assert spots, "the chunks table has no leaf pages to damage"
+        with open(real, "r+b") as f:
+            for at, n in spots:
+                f.seek(at)
+                f.write(os.urandom(n))
+    return real.read_bytes()
+
+
+@pytest.mark.parametrize("how", ["garbage", "schema"])
+def test_a_damaged_index_is_a_clear_error_then_set_aside_and_rebuilt(
+    tmp_path: Path, how: str
+) -> None:
+    cfg, index = _damaged_setup(tmp_path)
+    damaged = _damage(index, how)
+    found = run_cli("--config", str(cfg), "search", "ptarmigan")
+    assert found.returncode == 2
+    assert "damaged" in found.stderr and "memindex index" in found.stderr, found.stderr
+    assert "FTS5" not in found.stderr and "internal error" not in found.stderr, found.stderr
+    fixed = run_cli("--config", str(cfg), "index")
+    assert fixed.returncode == 0, fixed.stderr
+    assert "kept it as" in fixed.stderr, fixed.stderr
+    found = run_cli("--config", str(cfg), "search", "ptarmigan")
+    assert found.returncode == 0 and "2026-03-03.md" in found.stdout, found.stderr
+    st = json.loads(run_cli("--config", str(cfg), "status", "--json").stdout)
+    kept = Path(st["recovered"]["keptAs"])
+    assert kept.parent == index.parent and kept.read_bytes() == damaged  # nothing lost
+    assert "recovered:" in run_cli("--config", str(cfg), "status").stdout
+    with Store(index, readonly=True) as s:
+        assert s.consistency() == []
+
+
+def test_a_daemon_starts_over_a_damaged_index_instead_of_exiting(tmp_path: Path) -> None:
+    cfg, index = _damaged_setup(tmp_path)
+    _damage(index, "garbage")
+    d = DaemonProc(cfg, tmp_path / "run" / "mi.sock", child_env()).start()
+    try:
+        wait_for(lambda: _search(d, "ptarmigan") == ["memory/2026-03-03.md"], timeout=60)
+        st = rpc(d.sock, "status")
+        assert st["recovered"]["keptAs"].startswith(str(index.parent))
+        assert st["lastError"] is None and not st["dirty"]
+    finally:
+        d.stop()
+
+
+def test_a_daemon_rebuilds_an_index_whose_rows_are_damaged(tmp_path: Path) -> None:
+    """The file opens (header and schema intact) but the chunks' pages are garbage:
+    the first search that reads them is told so (not "internal error"), and the
+    daemon rebuilds the index from the files on its own."""
+    cfg, index = _damaged_setup(tmp_path)
+    _damage(index, "rows")
+    d = DaemonProc(cfg, tmp_path / "run" / "mi.sock", child_env()).start()
+    try:
+        answers: list[str] = []
+
+        def answered() -> bool:
+            try:
+                hits = _search(d, "ptarmigan")
+            except RuntimeError as exc:  # the JSON-RPC error, until the rebuild lands
+                answers.append(str(exc))
+                return False
+            return hits == ["memory/2026-03-03.md"]
+
+        wait_for(answered, timeout=60)
+        assert all("index_corrupt" in a for a in answers), answers
+        wait_for(lambda: rpc(d.sock, "status")["lastError"] is None, timeout=30)
+        with Store(index, readonly=True) as s:
+            assert s.consistency() == []
+    finally:
+        d.stop()

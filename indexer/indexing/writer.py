@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from indexer.config import Config
-from indexer.errors import MemindexError
+from indexer.errors import MemindexError, index_damaged
 from indexer.indexing.pipeline import Progress, SyncReport, rebuild_reason, sync
 from indexer.indexing.session_sync import SessionReport, sync_sessions
 from indexer.store import STORE_ERRORS, IndexStore
@@ -128,7 +128,14 @@ class Indexer:
             backend.discard(old_gen)
         fresh = backend.create()
         try:
-            fresh.copy_carryover(self.store.generation)
+            try:
+                fresh.copy_carryover(self.store.generation)
+            except STORE_ERRORS as exc:
+                if not index_damaged(exc):
+                    raise
+                # A damaged generation: rebuild without its cache (vectors are made
+                # again) rather than not at all.
+                log.warning("not keeping the embedding cache of a damaged index: %s", exc)
             builder = Indexer(self.cfg, fresh, self.provider, backend=backend)
             # Vectors too, whatever the caller asked: a generation is published
             # complete, so searches keep the old one (and its vectors) until then.

@@ -413,6 +413,9 @@ class Searcher:
             "indexBytes": s.size_bytes(),
             "checkedAt": time.time(),
         }
+        recovered = s.meta_get("recovered")
+        if recovered:
+            out["recovered"] = json.loads(recovered)
         if "sqlite" in versions:
             out["sqlite"] = versions
         else:

@@ -15,11 +15,15 @@ PostgreSQL database; otherwise the SQLite file at ``indexPath``.
 
 from __future__ import annotations
 
+import json
+import logging
+import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from indexer.errors import IndexCorrupt
 from indexer.store import generations
 from indexer.store.interface import IndexStore
 
@@ -27,6 +31,8 @@ if TYPE_CHECKING:
     from indexer.config import Config
 
 __all__ = ["Backend", "SqliteBackend", "backend_for", "database_url"]
+
+log = logging.getLogger(__name__)
 
 
 class Backend(Protocol):
@@ -85,9 +91,32 @@ class SqliteBackend:
         return self.index_path.exists()
 
     def open(self, *, readonly: bool = False) -> IndexStore:
+        """The published generation. A writer that finds it damaged (not a SQLite
+        database, cut short, a broken schema) sets it aside and starts a new index:
+        everything in it is derived from the user's files, and a daemon refusing to
+        start over it would stop indexing for good. The damaged file is kept, and
+        the new index says where (``status`` ``recovered``)."""
         from indexer.store.sqlite import Store
 
-        return Store(self.index_path, readonly=readonly)
+        try:
+            return Store(self.index_path, readonly=readonly)
+        except IndexCorrupt as exc:
+            if readonly:
+                raise
+            with generations.rebuild_lock(self.index_path):
+                try:  # another writer may have replaced it meanwhile
+                    return Store(self.index_path)
+                except IndexCorrupt:
+                    kept = generations.set_aside(self.index_path)
+            reason = str(exc.__cause__ or exc)
+            log.warning(
+                "index %s was damaged (%s): kept it as %s and started a new one",
+                self.index_path, reason, kept,
+            )  # fmt: skip
+            store = Store(self.index_path)
+            note = {"at": time.time(), "reason": reason, "keptAs": str(kept)}
+            store.meta_set("recovered", json.dumps(note))
+            return store
 
     def current(self) -> str:
         return str(generations.current_file(self.index_path))

@@ -13,7 +13,7 @@ from typing import Any, Self
 
 import apsw
 
-from indexer.errors import StoreError
+from indexer.errors import IndexCorrupt, StoreError
 from indexer.store import bm25
 from indexer.store.migrations import MIGRATIONS
 from indexer.store.records import MMAP_BYTES
@@ -72,6 +72,9 @@ class StoreBase:
                 flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
             self.db = apsw.Connection(str(path), flags=flags)
             self.db.set_busy_timeout(10_000)
+            # Reads the header and the schema's pages: a damaged file says so here,
+            # not as "Getting the FTS5 API failed" from the registration below.
+            self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()
             bm25.register(self.db)
             # Reads through a memory map, not read() into SQLite's 2 MB page cache:
             # fetching the rows of a search's candidates at 100k chunks took half the
@@ -86,6 +89,14 @@ class StoreBase:
                 self._migrate()
             elif not self._has_table("schema_migrations"):
                 raise StoreError(f"{path} is not a memindex index (run 'memindex index' first)")
+        except (apsw.NotADBError, apsw.CorruptError) as exc:
+            with contextlib.suppress(apsw.Error, AttributeError):
+                self.db.close()
+            raise IndexCorrupt(
+                f"index {path} is damaged ({exc}); it holds only what memindex derived "
+                "from your files: 'memindex index' (or the daemon) sets it aside and "
+                "builds a new one"
+            ) from exc
         except apsw.Error as exc:
             raise StoreError(f"cannot open index {path}: {exc}") from exc
         except OSError as exc:

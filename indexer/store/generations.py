@@ -36,6 +36,7 @@ __all__ = [
     "publish",
     "rebuild_lock",
     "remove_generation",
+    "set_aside",
 ]
 
 _GEN = re.compile(r"\.g(\d+)\.sqlite$")
@@ -74,6 +75,23 @@ def remove_generation(gen: Path) -> None:
     for suffix in ("", "-wal", "-shm", "-journal"):
         with contextlib.suppress(OSError):
             os.unlink(f"{gen}{suffix}")
+
+
+def set_aside(index_path: Path) -> Path:
+    """Move the current file (and its -wal/-shm/-journal) to ``<file>.damaged-<UTC
+    time>`` and remove the index path's symlink, so the path opens as a new, empty
+    index. Returns where the file went (kept for the user; never removed by
+    ``cleanup``, whose names end in ``.sqlite``)."""
+    current = current_file(index_path)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    kept = current.with_name(f"{current.name}.damaged-{stamp}")
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(f"{current}{suffix}", f"{kept}{suffix}")
+    if index_path.is_symlink():
+        with contextlib.suppress(FileNotFoundError):
+            index_path.unlink()
+    return kept
 
 
 @contextlib.contextmanager

@@ -52,6 +52,7 @@ class AgentRuntime:
         limit = backend.reader_limit()
         self._idle_max = _IDLE_READERS if limit is None else min(_IDLE_READERS, limit)
         self._slots = threading.BoundedSemaphore(limit) if limit is not None else None
+        self.rebuild_queued = False  # a forced rebuild of a damaged index is queued
         self.backfill = True  # first pass: everything, transcripts below thresholds too
         self.memory_due: float | None = None
         self.memory_first: float | None = None

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 from indexer.config import Config, Settings
 from indexer.config_file import load_config, load_settings
-from indexer.errors import InvalidParams, MemindexError
+from indexer.errors import DAMAGED_HINT, InvalidParams, MemindexError, index_damaged
 from indexer.surfaces.cli_parts import ProgressBar, parser
 from indexer.surfaces.client import call
 from indexer.surfaces.reading import daemon_socket, read_call
@@ -205,6 +205,13 @@ def _cmd_status(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO)
         out.write("last sync: never (run 'memindex index')\n")
     for s in st["skipped"]:
         out.write(f"skipped:   {s['path']}: {s['reason']}\n")
+    rec = st.get("recovered")
+    if rec:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(rec["at"]))
+        out.write(
+            f"recovered: {when}: the index file was damaged ({rec['reason']}); "
+            f"rebuilt, the old file kept as {rec['keptAs']}\n"
+        )
     d = st.get("daemon")
     if d:
         w = d["watcher"]
@@ -383,6 +390,9 @@ def main(
         _quiet_stdout()
         return 0
     except Exception as exc:  # a bug: one line (the traceback with -v), never a crash dump
+        if index_damaged(exc):  # a page read failed after the file opened: not a bug
+            err.write(f"memindex: error: {DAMAGED_HINT.format(exc)}\n")
+            return 2
         if args.verbose:
             import logging
 

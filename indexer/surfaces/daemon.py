@@ -34,7 +34,7 @@ from typing import Any
 
 from indexer import __version__, api
 from indexer.config import Settings
-from indexer.errors import ConfigError, InvalidParams
+from indexer.errors import ConfigError, InvalidParams, index_damaged
 from indexer.sources.watcher import ObserverFactory, Watcher
 from indexer.surfaces.agent import AgentRuntime
 from indexer.surfaces.rpc import METHOD_NOT_FOUND, RpcError
@@ -235,6 +235,7 @@ class Daemon:
             rt.backfill = False
             rt.memory_due = time.monotonic() + wait  # retried as a memory sync
             rt.sessions_due = rt.memory_due
+            self._rebuild_if_damaged(rt, exc)
             log.exception("%s: initial sync failed (retry in %.0f s)", rt.cfg.agent_name, wait)
 
     def _embed(self, rt: AgentRuntime) -> None:
@@ -249,6 +250,7 @@ class Daemon:
         except Exception as exc:
             wait = rt.health.failed("embedding", exc)
             rt.embed_due = time.monotonic() + wait
+            self._rebuild_if_damaged(rt, exc)
             log.exception("%s: embedding failed (retry in %.0f s)", rt.cfg.agent_name, wait)
             return
         if rep and rep.get("error"):  # the provider failed; chunks stay pending
@@ -272,6 +274,7 @@ class Daemon:
         except Exception as exc:  # keep serving; status shows it; retried with backoff
             wait = rt.health.failed("memory", exc)
             rt.memory_due = time.monotonic() + wait
+            self._rebuild_if_damaged(rt, exc)
             log.exception("%s: memory sync failed (retry in %.0f s)", rt.cfg.agent_name, wait)
             return
         self._embed(rt)
@@ -284,6 +287,7 @@ class Daemon:
         except Exception as exc:
             wait = rt.health.failed("sessions", exc)
             rt.sessions_due = time.monotonic() + wait
+            self._rebuild_if_damaged(rt, exc)
             log.exception("%s: session sync failed (retry in %.0f s)", rt.cfg.agent_name, wait)
             return
         if rep.deferred:  # below the thresholds: look again when idle flush may apply
@@ -292,6 +296,18 @@ class Daemon:
             )
         if rep.chunksWritten:
             self._embed(rt)
+
+    def _rebuild_if_damaged(self, rt: AgentRuntime, exc: BaseException) -> None:
+        """A page of the index file failed to read (the file opened, so the writer's
+        open did not set it aside): queue one forced rebuild, which builds a new
+        generation from the files and publishes it."""
+        if not index_damaged(exc) or rt.rebuild_queued:
+            return
+        rt.rebuild_queued = True
+        log.warning("%s: the index file is damaged (%s): rebuilding it", rt.cfg.agent_name, exc)
+        self._jobs.put((rt.cfg.agent_name, True, Future()))
+        with self._wake:
+            self._wake.notify_all()
 
     def _run_jobs(self) -> None:
         while True:
@@ -303,6 +319,8 @@ class Daemon:
             if rt is None:
                 fut.set_exception(InvalidParams(f"unknown agent '{agent}'"))
                 continue
+            if force:
+                rt.rebuild_queued = False
             try:
                 with rt.health.working("memory", self._stop) as stop:
                     rep = rt.writer.sync(force=force, should_stop=stop)
@@ -352,8 +370,12 @@ class Daemon:
             with self._wake:
                 self._wake.notify_all()
             return fut.result(timeout=_REINDEX_TIMEOUT_S)
-        with rt.reader() as searcher:
-            answer = searcher.answer(req)
+        try:
+            with rt.reader() as searcher:
+                answer = searcher.answer(req)
+        except Exception as exc:
+            self._rebuild_if_damaged(rt, exc)
+            raise
         if isinstance(req, api.StatusRequest):
             st: dict[str, Any] = dict(answer)
             st["agent"] = rt.cfg.agent_name

@@ -28,7 +28,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from indexer.errors import ConfigError, DaemonRunning, InvalidParams, MemindexError
+from indexer.errors import (
+    DAMAGED_HINT,
+    ConfigError,
+    DaemonRunning,
+    InvalidParams,
+    MemindexError,
+    index_damaged,
+)
 from indexer.sources.safefs import valid_utf8
 from indexer.surfaces.client import peer_uid
 from indexer.surfaces.rpc import (
@@ -370,6 +377,14 @@ class SocketServer:
                 else error_reply(id_, APP_ERROR, exc.message, {"code": exc.code})
             )
         except Exception as exc:  # a bug: report it, keep serving
+            if index_damaged(exc):  # not a bug: the daemon rebuilds it (daemon.py)
+                return (
+                    None
+                    if is_notification
+                    else error_reply(
+                        id_, APP_ERROR, DAMAGED_HINT.format(exc), {"code": "index_corrupt"}
+                    )
+                )
             log.exception("internal error in %s", method)
             return (
                 None
