@@ -537,3 +537,33 @@ def test_a_socket_path_too_long_is_a_clear_error(tmp_path: Path, ws: Path) -> No
     )
     r = run_cli("--config", str(conf), "serve")
     assert r.returncode == 2 and "shorter" in r.stderr and "internal error" not in r.stderr
+
+
+# -- a client that leaks its connections -------------------------------------------------------
+
+
+def test_a_client_leaking_connections_cannot_lock_the_others_out(tmp_path: Path, ws: Path) -> None:
+    """At ``maxConnections`` the connection idle the longest is closed to make room:
+    a leaking client (one connection per call, never closed; one with half a request
+    sent) used to get every later caller "too many connections" for ``idleTimeoutMs``
+    (5 minutes by default)."""
+    d = _daemon(tmp_path, ws, "maxConnections = 8\n").start()
+    leaked: list[socket.socket] = []
+    try:
+        for n in range(8):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(10)
+            s.connect(str(d.sock))
+            if n % 2:
+                s.sendall(b'{"jsonrpc": "2.0", "id": 1, "meth')  # half a request
+            leaked.append(s)
+            time.sleep(0.02)  # idle since distinct times
+        for _ in range(3):  # the first call's slot is freed for the next when it closes
+            assert rpc(d.sock, "ping")["ok"]
+        assert leaked[0].recv(100) == b""  # the oldest was closed by the daemon
+        assert rpc(d.sock, "status")["daemon"]["evictedConnections"] == 1
+        assert _found(d.sock, "heron")
+    finally:
+        for s in leaked:
+            s.close()
+        d.stop()

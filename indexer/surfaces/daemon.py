@@ -386,6 +386,7 @@ class Daemon:
                 "socket": str(self.socket_path),
                 "watcher": self.watcher.status(),
                 "refusedConnections": self.server.refused,
+                "evictedConnections": self.server.evicted,
                 "reloads": self.reloads,
             }
             st.update(rt.report_health())

@@ -8,9 +8,12 @@ connection stays usable. Replies are bounded too: one over ``max_reply`` bytes i
 replaced by an error saying so, and a batch (at most ``MAX_BATCH`` requests) shares one
 ``max_reply`` budget, so a small request cannot make the daemon build a huge answer.
 Strings that are not valid Unicode (lone surrogates, which JSON can carry) are
-refused as invalid params and never kill the connection. Each connection has its
-own thread; handlers must be thread-safe (the daemon gives each request its own
-read-only SQLite connection).
+refused as invalid params and never kill the connection. At ``max_connections``
+the connection idle the longest is closed to make room (a client leaking its
+connections cannot lock the others out); only when every one is answering a
+request is a new one refused as busy. Each connection has its own thread;
+handlers must be thread-safe (the daemon gives each request its own read-only
+SQLite connection).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import select
 import socket
 import stat
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -88,9 +92,12 @@ class SocketServer:
         self._lock_fd: int | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._conns: set[socket.socket] = set()
+        # Open connections -> when each went idle (monotonic), None while it is
+        # answering a request.
+        self._conns: dict[socket.socket, float | None] = {}
         self._conns_lock = threading.Lock()
         self.refused = 0
+        self.evicted = 0  # idle connections closed at the limit to make room
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -200,15 +207,31 @@ class SocketServer:
                 raise
             conn.setblocking(True)
             with self._conns_lock:
-                too_many = len(self._conns) >= self.max_connections
+                too_many = len(self._conns) >= self.max_connections and not self._evict_idle()
                 if not too_many:
-                    self._conns.add(conn)
+                    self._conns[conn] = time.monotonic()
             if too_many:
                 self._send_and_close(conn, error_reply(None, BUSY, "too many connections"))
                 continue
             threading.Thread(
                 target=self._serve, args=(conn,), daemon=True, name="memindex-conn"
             ).start()
+
+    def _evict_idle(self) -> bool:
+        """At the connection limit: close the connection idle the longest (one with
+        no request being answered) to make room, so a client that leaks its
+        connections cannot lock out the others for ``idle_timeout``. Its thread sees
+        the shutdown and leaves. False when every connection is busy. Called with
+        ``_conns_lock`` held."""
+        idle = [(since, c) for c, since in self._conns.items() if since is not None]
+        if not idle:
+            return False
+        _, oldest = min(idle, key=lambda x: x[0])
+        del self._conns[oldest]  # its thread's discard is then a no-op
+        self.evicted += 1
+        with contextlib.suppress(OSError):
+            oldest.shutdown(socket.SHUT_RDWR)
+        return True
 
     def _send_and_close(self, conn: socket.socket, obj: dict[str, Any]) -> None:
         with contextlib.suppress(OSError):
@@ -232,7 +255,7 @@ class SocketServer:
             pass
         finally:
             with self._conns_lock:
-                self._conns.discard(conn)
+                self._conns.pop(conn, None)
             with contextlib.suppress(OSError):
                 conn.close()
 
@@ -261,9 +284,18 @@ class SocketServer:
                 if len(line) > self.max_request:
                     conn.sendall(self._too_large())
                     continue
-                reply = self.handle_line(line)
-                if reply is not None:
-                    conn.sendall(reply)
+                self._mark(conn, busy=True)
+                try:
+                    reply = self.handle_line(line)
+                    if reply is not None:
+                        conn.sendall(reply)
+                finally:
+                    self._mark(conn, busy=False)
+
+    def _mark(self, conn: socket.socket, *, busy: bool) -> None:
+        with self._conns_lock:
+            if conn in self._conns:
+                self._conns[conn] = None if busy else time.monotonic()
 
     def _too_large(self) -> bytes:
         return encode_line(
