@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it.token import Token
@@ -40,6 +41,31 @@ line_text = st.one_of(
     crlf=st.booleans(),
 )
 def test_chunk_properties(lines: list[str], tokens: int, overlap_frac: float, crlf: bool) -> None:
+    _check_properties(lines, tokens, overlap_frac, crlf)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    lines=st.lists(line_text, min_size=0, max_size=120),
+    tokens=st.integers(min_value=16, max_value=200),
+    overlap_frac=st.floats(min_value=0.0, max_value=0.5),
+    crlf=st.booleans(),
+)
+def test_chunk_properties_without_the_parser(
+    lines: list[str], tokens: int, overlap_frac: float, crlf: bool
+) -> None:
+    """The same guarantees for a file past PARSE_MAX_LINES (here every file is)."""
+    import indexer.sources.chunking as chunking
+
+    saved = chunking.PARSE_MAX_LINES
+    chunking.PARSE_MAX_LINES = 0
+    try:
+        _check_properties(lines, tokens, overlap_frac, crlf)
+    finally:
+        chunking.PARSE_MAX_LINES = saved
+
+
+def _check_properties(lines: list[str], tokens: int, overlap_frac: float, crlf: bool) -> None:
     overlap = int(tokens * overlap_frac)
     text = ("\r\n" if crlf else "\n").join(lines)
     file_lines = split_lines(text)
@@ -279,3 +305,44 @@ def test_the_list_shortcut_reads_the_blocks_of_the_full_parse(doc: list[str]) ->
     for i in fast_items - full_items:
         line = doc[i].lstrip(">")
         assert line.lstrip(" \t")[:1].isdigit() or line.startswith(("    ", "\t")), doc[i]
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(line_text, min_size=0, max_size=60))
+def test_atx_headings_are_the_parsers_atx_headings(lines: list[str]) -> None:
+    """The parser-free heading reader used for very long files finds the ATX
+    headings markdown-it finds (setext headings are out of its scope)."""
+    from indexer.sources.markdown_blocks import atx_headings, heading_title, parse_blocks
+
+    tokens = parse_blocks(lines, 0, len(lines))
+    want = [
+        (t.map[0], *heading_title(tokens, i))
+        for i, t in enumerate(tokens)
+        if t.type == "heading_open" and t.level == 0 and t.markup.startswith("#") and t.map
+    ]
+    assert atx_headings(lines, 0) == want
+
+
+def test_a_file_too_long_to_parse_keeps_the_guarantees_and_its_headings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past PARSE_MAX_LINES (a 4M-line file took a minute in markdown-it-py) the file
+    is chunked without the parser: every line covered, the text exact, the size
+    limit kept, ATX headings (not those inside fences) still name chunks."""
+    import indexer.sources.chunking as chunking
+
+    monkeypatch.setattr(chunking, "PARSE_MAX_LINES", 50)
+    body = [f"log line {i} alpha beta gamma" for i in range(150)]
+    lines = ["# Dump", *body[:70], "```", "# not a heading", "```", "## Part two", *body[70:]]
+    text = "\n".join(lines)
+    chunks = chunk_markdown(text, COUNT, tokens=60, overlap=10)
+    covered: set[int] = set()
+    for c in chunks:
+        assert "\n".join(lines[c.start_line - 1 : c.end_line]) == c.text
+        size = measure(lines[c.start_line - 1 : c.end_line])
+        assert size <= 60 or c.start_line == c.end_line
+        covered.update(range(c.start_line, c.end_line + 1))
+    assert covered == set(range(1, len(lines) + 1))
+    # The fenced "# not a heading" names nothing; the real one names what follows.
+    assert {c.heading for c in chunks} == {"Dump", "Dump > Part two"}
+    assert chunks[-1].heading == "Dump > Part two"

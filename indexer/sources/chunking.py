@@ -22,7 +22,10 @@ the guarantees below are stated in:
 * the lines two consecutive chunks share measure at most ``overlap``.
 
 A file that fits in one chunk is not parsed beyond its first block (the heading in
-effect where the chunk starts): most memory files are that small.
+effect where the chunk starts): most memory files are that small. A file of more
+than ``PARSE_MAX_LINES`` lines (a log dump, not notes) is not parsed at all: its
+cuts prefer ATX headings outside fences and blocks after blank lines, and no block
+is placed whole.
 """
 
 from __future__ import annotations
@@ -32,13 +35,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from indexer.sources.markdown_blocks import WHOLE, first_heading, heading_title, structure
+from indexer.sources.markdown_blocks import (
+    WHOLE,
+    atx_headings,
+    first_heading,
+    heading_title,
+    structure,
+)
 from indexer.sources.tokenizer import TokenCounter
 
 if TYPE_CHECKING:
-    pass
+    from markdown_it.token import Token
 
-__all__ = ["CHUNKER_VERSION", "Chunk", "chunk_markdown", "split_lines"]
+__all__ = ["CHUNKER_VERSION", "PARSE_MAX_LINES", "Chunk", "chunk_markdown", "split_lines"]
 
 CHUNKER_VERSION = 2  # 2: cut points from markdown-it-py's block tokens
 
@@ -48,6 +57,8 @@ _SCORE_BLOCK = 60  # a block placed whole (fence, table, blockquote, ...)
 _SCORE_AFTER_BLANK = 50
 _SCORE_LIST = 30
 _SCORE_LINE = 1
+# A file with more lines is not parsed as Markdown (see ``_units``).
+PARSE_MAX_LINES = 50_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,13 +116,28 @@ def _units(
         if prev_blank and not blank:
             score[i] = _SCORE_AFTER_BLANK
         prev_blank = blank
-    tokens, items = structure(lines, fm_end + 1, exact=exact)
-    for i in items:
-        score[i] = max(score[i], _SCORE_LIST)
+    stack: list[str] = []
+
+    def heading(a: int, level: int, title: str) -> None:
+        del stack[level - 1 :]
+        stack.extend([""] * (level - 1 - len(stack)))
+        stack.append(title)
+        heading_at[a] = " > ".join(s for s in stack if s)
+        score[a] = _SCORE_HEADING[level]
+
     # Blocks placed whole, outermost first; a nested one is kept for when the
     # block holding it turns out larger than a chunk.
     whole: list[tuple[int, int]] = []
-    stack: list[str] = []
+    if n - fm_end - 1 > PARSE_MAX_LINES and not exact:
+        # markdown-it-py takes ~15 us a line: 8 MiB of one-character lines (4M) took
+        # a minute. Past this many lines only ATX headings outside fences are read.
+        for a, level, title in atx_headings(lines, fm_end + 1):
+            heading(a, level, title)
+        tokens: list[Token] = []
+    else:
+        tokens, items = structure(lines, fm_end + 1, exact=exact)
+        for i in items:
+            score[i] = max(score[i], _SCORE_LIST)
     for i, t in enumerate(tokens):
         if t.map is None:
             continue
@@ -121,11 +147,7 @@ def _units(
         if t.type == "heading_open":
             level, title = heading_title(tokens, i)
             if t.level == 0:
-                del stack[level - 1 :]
-                stack.extend([""] * (level - 1 - len(stack)))
-                stack.append(title)
-                heading_at[a] = " > ".join(s for s in stack if s)
-                score[a] = _SCORE_HEADING[level]
+                heading(a, level, title)
             if b - a > 1:
                 whole.append((a, b - 1))
         elif t.type in WHOLE:

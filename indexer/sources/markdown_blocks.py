@@ -15,7 +15,14 @@ if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.token import Token
 
-__all__ = ["WHOLE", "first_heading", "heading_title", "parse_blocks", "structure"]
+__all__ = [
+    "WHOLE",
+    "atx_headings",
+    "first_heading",
+    "heading_title",
+    "parse_blocks",
+    "structure",
+]
 
 # Blocks placed whole unless larger than a chunk.
 WHOLE = frozenset({"fence", "code_block", "table_open", "html_block", "blockquote_open"})
@@ -136,6 +143,35 @@ def heading_title(tokens: Sequence[Token], i: int) -> tuple[int, str]:
     """(level, title) of the heading that opens at ``tokens[i]``."""
     title = tokens[i + 1].content if i + 1 < len(tokens) else ""
     return int(tokens[i].tag[1]), " ".join(title.split())
+
+
+_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+|$)(.*)$")
+_ATX_CLOSE = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+
+
+def atx_headings(lines: Sequence[str], first: int) -> list[tuple[int, int, str]]:
+    """(line, level, title) of every ``#`` heading in ``lines[first:]`` outside a
+    fenced block, without a parser: for files too long to parse. Setext headings and
+    containers are not read."""
+    out: list[tuple[int, int, str]] = []
+    fence = ""
+    for i in range(first, len(lines)):
+        line = lines[i]
+        f = _FENCE.match(line)
+        if fence:
+            closes = f and f.group(1)[0] == fence[0] and len(f.group(1)) >= len(fence)
+            if closes and f and not line[f.end() :].strip():
+                fence = ""
+            continue
+        if f and not (f.group(1)[0] == "`" and "`" in line[f.end() :]):
+            fence = f.group(1)
+            continue
+        m = _ATX.match(line)
+        if m:
+            title = _ATX_CLOSE.sub("", m.group(2))
+            out.append((i, len(m.group(1)), " ".join(title.split())))
+    return out
 
 
 def first_heading(lines: Sequence[str], start: int) -> str:
