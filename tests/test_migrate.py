@@ -45,6 +45,7 @@ def _workspace(tmp_path: Path) -> tuple[Path, Path]:
             ("user", "Remember the falcon password hint is violet."),
         ]
     ]
+    lines.insert(1, "{not json")  # a gap: the chunk's text lines map to lines 1, 3, 4
     write(sessions, "s1.jsonl", "\n".join(lines) + "\n")
     return ws, sessions
 
@@ -78,7 +79,8 @@ def _answers(cli: Runner, conf: Path, mode: str) -> list[Any]:
     for q in QUERIES:
         res = cli_json(cli, "--config", str(conf), "search", q, "--mode", mode, "--json")
         hits = res["results"]
-        got.append([(r["path"], r["startLine"], r["endLine"], round(r["score"], 6)) for r in hits])
+        got.append([(r["path"], r["startLine"], r["endLine"], r["snippetStartLine"],
+                     r["snippetEndLine"], round(r["score"], 6)) for r in hits])  # fmt: skip
     return got
 
 

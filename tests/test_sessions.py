@@ -205,3 +205,39 @@ def test_kill_between_deltas_converges(sess: tuple[Config, Path], tmp_path: Path
     covered_a = {n for s, e, _ in a for n in range(s, e + 1)}
     covered_b = {n for s, e, _ in b for n in range(s, e + 1)}
     assert covered_a == covered_b == set(range(1, 41))
+
+
+def test_snippet_lines_are_the_transcripts_across_skipped_lines(
+    sess: tuple[Config, Path], workspace: Path
+) -> None:
+    """A transcript chunk's text skips malformed, noise and non-message lines, so its
+    text line k is not file line start + k: the snippet's range (and the line a
+    search centres on) must still be the transcript's, so that memory_get of
+    snippetStartLine..snippetEndLine returns the lines the snippet shows."""
+    cfg, d = sess
+    f = d / "s.jsonl"
+    append(
+        f,
+        json.dumps({"type": "session", "id": "s"}),  # 1: not a message
+        msg("user", "where does the wombat colony live?"),  # 2
+        "{broken json",  # 3: malformed
+        msg("assistant", "NO_REPLY"),  # 4: noise
+        json.dumps({"type": "tool_call", "name": "x"}),  # 5
+        msg("assistant", "the wombat colony lives by the creek bend"),  # 6
+        msg("user", "and the platypus?"),  # 7
+        "",  # 8: blank
+        msg("assistant", "the platypus hides under the old bridge"),  # 9
+    )
+    with MemoryIndex(cfg) as idx:
+        idx.sync()
+        for query, want in (("creek bend", 6), ("old bridge", 9), ("wombat colony live", 2)):
+            (hit,) = idx.search(query, sources=["sessions"], max_results=1, min_score=0)["results"]
+            assert hit["startLine"] <= hit["snippetStartLine"] <= want <= hit["snippetEndLine"]
+            got = idx.get(
+                hit["path"],
+                start=hit["snippetStartLine"],
+                lines=hit["snippetEndLine"] - hit["snippetStartLine"] + 1,
+            )
+            shown = [ln.split(": ", 1)[1] for ln in hit["snippet"].split("\n")]
+            for text in shown:  # every message the snippet shows is in the range read
+                assert text in got["text"], (text, got["text"])

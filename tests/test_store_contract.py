@@ -74,6 +74,19 @@ def test_files_chunks_and_ids_that_only_grow(backend: Backend) -> None:
         assert "b.md" not in s.file_states() and s.has_source("memory")
 
 
+def test_a_transcript_chunks_line_offsets_round_trip(backend: Backend) -> None:
+    """``lines`` (a transcript chunk's text line -> file line) comes back from reads
+    by id and from keyword search."""
+    chunk = ChunkRow(2, 6, "", "h-t", "User: wombat\nAssistant: creek", "wombat creek", "0,4")
+    with backend.open() as s:
+        with s.transaction():
+            s.append_chunks("sessions/t.jsonl", "sessions", FileState("1", 0, 0), 6, [chunk])
+        (row,) = s.chunk_rows(range(1, 10_000)).values()
+        assert row.lines == "0,4" and row.file_line(1) == 6 and row.text_line(6) == 1
+        (hit,) = s.fts_search(parse_query("creek").keyword_query(), 5)
+        assert hit.lines == "0,4" and hit.text_line(4) == -1
+
+
 def test_a_failed_transaction_leaves_nothing(backend: Backend) -> None:
     with backend.open() as s:
         with pytest.raises(RuntimeError), s.transaction():

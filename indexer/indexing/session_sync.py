@@ -21,7 +21,7 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +63,14 @@ class SessionReport:
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+def _offsets(file_lines: Sequence[int]) -> str | None:
+    """``ChunkRow.lines`` of a chunk whose text lines are these file lines."""
+    first = file_lines[0]
+    if file_lines[-1] - first == len(file_lines) - 1:
+        return None  # no gap: text line k is file line first + k
+    return ",".join(str(n - first) for n in file_lines)
 
 
 def _head_hash(f: TranscriptFile, length: int) -> str:
@@ -241,6 +249,7 @@ def _index_file(
                 c.hash,
                 c.text,
                 index_text(c.text),
+                _offsets(line_map[c.start_line - 1 : c.end_line]),
             )
             for c in chunks
         ]

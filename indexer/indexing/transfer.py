@@ -152,13 +152,14 @@ def _copy_files(
         )
     }
     rows = src.db.execute(
-        "SELECT path, start_line, end_line, heading, hash, text FROM chunks ORDER BY path, id"
+        "SELECT path, start_line, end_line, heading, hash, text, lines FROM chunks "
+        "ORDER BY path, id"
     )
     done: set[str] = set()
     for path, group in groupby(rows, key=lambda r: str(r[0])):
         chunks = [
-            ChunkRow(int(a), int(b), str(h), str(x), str(t), index_text(str(t)))
-            for _, a, b, h, x, t in group
+            ChunkRow(int(a), int(b), str(h), str(x), str(t), index_text(str(t)), m)
+            for _, a, b, h, x, t, m in group
         ]
         if path not in files:
             report.orphans += len(chunks)

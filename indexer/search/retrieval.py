@@ -89,7 +89,9 @@ def to_result(
 ) -> tuple[SearchResult, int]:
     """The result object of candidate ``c``, whose chunk is ``row``, and the line its
     snippet is centred on; ``explain``: with its score parts."""
-    snippet, s0, s1, best = make_snippet(row.text, row.start_line, q, max_chars)
+    snippet, s0, s1, best = make_snippet(row.text, 0, q, max_chars)
+    # Text lines -> the file's lines (a transcript chunk skips malformed and noise lines).
+    s0, s1, best = row.file_line(s0), row.file_line(s1), row.file_line(best)
     out: SearchResult = {
         "path": row.path,
         "startLine": row.start_line,
@@ -213,7 +215,7 @@ def _shingles(text: str) -> set[tuple[str, ...]]:
 
 def _line(row: SearchRow, absolute: int) -> str:
     lines = row.text.split("\n")
-    i = absolute - row.start_line
+    i = row.text_line(absolute)
     return lines[i] if 0 <= i < len(lines) else ""
 
 

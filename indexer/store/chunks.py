@@ -64,14 +64,15 @@ class ChunkTables(StoreBase):
         (top,) = self.db.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone() or (0,)
         rowid = max(int(self.meta_get("chunkIdHigh") or 0), int(top))
         insert = (
-            "INSERT INTO chunks(id, path, source, start_line, end_line, heading, hash, text) "
-            "VALUES(?, ?, ?, ?, ?, ?, ?, ?)"
+            "INSERT INTO chunks(id, path, source, start_line, end_line, heading, hash, text, "
+            "lines) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
         n = 0
         for c in chunks:
             rowid += 1
             self.db.execute(
-                insert, (rowid, path, source, c.start_line, c.end_line, c.heading, c.hash, c.text)
+                insert,
+                (rowid, path, source, c.start_line, c.end_line, c.heading, c.hash, c.text, c.lines),
             )
             self.db.execute(
                 "INSERT INTO chunks_fts(rowid, body, heading, path, source) VALUES(?, ?, ?, ?, ?)",
@@ -221,12 +222,12 @@ class ChunkTables(StoreBase):
     def chunk_rows(self, ids: Sequence[int]) -> dict[int, SearchRow]:
         """Rows by id (one query; rank 0.0); ids of chunks that do not exist are left out."""
         sql = (
-            "SELECT id, path, source, start_line, end_line, heading, text FROM chunks "
+            "SELECT id, path, source, start_line, end_line, heading, text, lines FROM chunks "
             "WHERE id IN ({marks})"
         )
         return {
-            int(i): SearchRow(int(i), str(p), str(s), int(a), int(b), str(h), str(t), 0.0)
-            for i, p, s, a, b, h, t in self._rows_in(sql, list(ids))
+            int(i): SearchRow(int(i), str(p), str(s), int(a), int(b), str(h), str(t), 0.0, m)
+            for i, p, s, a, b, h, t, m in self._rows_in(sql, list(ids))
         }
 
     # -- the change feed (migration 0006) ----------------------------------------------

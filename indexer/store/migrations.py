@@ -136,4 +136,12 @@ MIGRATIONS: list[tuple[str, str]] = [
         END;
         """,
     ),
+    (
+        "0007_chunk_lines",
+        """
+        -- Transcript chunks: each text line's file line (records.ChunkRow.lines), so a
+        -- snippet's line range is the transcript's, across skipped lines.
+        ALTER TABLE chunks ADD COLUMN lines TEXT;
+        """,
+    ),
 ]

@@ -176,13 +176,13 @@ class PgBase:
 
     def chunk_rows(self, ids: Sequence[int]) -> dict[int, SearchRow]:
         rows = self._q(
-            "SELECT id, path, source, start_line, end_line, heading, text FROM chunks "
+            "SELECT id, path, source, start_line, end_line, heading, text, lines FROM chunks "
             "WHERE {k} AND id = ANY(%s)",
             list(ids),
         )
         return {
-            int(i): SearchRow(int(i), str(p), str(s), int(a), int(b), str(h), str(t), 0.0)
-            for i, p, s, a, b, h, t in rows
+            int(i): SearchRow(int(i), str(p), str(s), int(a), int(b), str(h), str(t), 0.0, m)
+            for i, p, s, a, b, h, t, m in rows
         }
 
     def has_vectors(self) -> bool:

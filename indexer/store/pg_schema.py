@@ -117,4 +117,10 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         FOR EACH ROW EXECUTE FUNCTION memindex_chunk_changed('2');
         """,
     ),
+    (
+        "0002_chunk_lines",
+        """
+        ALTER TABLE chunks ADD COLUMN IF NOT EXISTS lines TEXT;
+        """,
+    ),
 ]

@@ -95,7 +95,7 @@ class PgSearch(PgBase):
             r = got.get(cid)
             if r is not None:
                 out.append(SearchRow(r.id, r.path, r.source, r.start_line, r.end_line,
-                                     r.heading, r.text, score))  # fmt: skip
+                                     r.heading, r.text, score, r.lines))  # fmt: skip
         return out
 
     def _phrase_rows(

@@ -66,12 +66,13 @@ class PgTables(PgBase):
                 dl += self._postings(cid, col, text, postings)
             chunk_rows.append(
                 (self.agent, self.gen, cid, path, source, c.start_line, c.end_line,
-                 c.heading, c.hash, c.text, dl)
+                 c.heading, c.hash, c.text, dl, c.lines)
             )  # fmt: skip
         with self.db.cursor() as cur:
             cur.executemany(
                 "INSERT INTO chunks(agent, gen, id, path, source, start_line, end_line, "
-                "heading, hash, text, dl) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                "heading, hash, text, dl, lines) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 chunk_rows,
             )
             self._put_postings(cur, postings)

@@ -108,6 +108,10 @@ class ChunkRow:
     hash: str
     text: str
     fts_body: str
+    # Transcript chunks: the file line of each text line, as offsets from start_line
+    # ("0,1,3": a malformed or noise line between); None when text line k is file
+    # line start_line + k (Markdown, and transcripts without gaps).
+    lines: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +139,23 @@ class SearchRow:
     heading: str
     text: str
     rank: float  # BM25 (bm25.py): negative, lower is better; 0.0 when read by id
+    lines: str | None = None  # as ChunkRow.lines
+
+    def file_line(self, k: int) -> int:
+        """The file line of text line ``k`` (0-based) of this chunk."""
+        if self.lines is None:
+            return self.start_line + k
+        offsets = self.lines.split(",")
+        return self.start_line + int(offsets[max(0, min(k, len(offsets) - 1))])
+
+    def text_line(self, file_line: int) -> int:
+        """The text line (0-based) holding ``file_line``; -1 when none does."""
+        if self.lines is None:
+            k = file_line - self.start_line
+            return k if 0 <= k <= self.end_line - self.start_line else -1
+        want = str(file_line - self.start_line)
+        offsets = self.lines.split(",")
+        return offsets.index(want) if want in offsets else -1
 
 
 # What means the index itself is in trouble (as opposed to one file being odd).

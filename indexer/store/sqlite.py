@@ -61,7 +61,8 @@ class Store(ChunkTables, VectorTables):
             else f"{bm25.SQL_FUNCTION}(chunks_fts, ?, ?, ?, 0.0"
         )
         sql = (
-            "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.heading, c.text, f.rank "
+            "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.heading, c.text, f.rank, "
+            "c.lines "
             f"FROM (SELECT rowid, {rank}) AS rank FROM chunks_fts "
             "WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?) f "
             "JOIN chunks c ON c.id = f.rowid ORDER BY f.rank"
@@ -72,8 +73,8 @@ class Store(ChunkTables, VectorTables):
         except apsw.SQLError as exc:  # a MATCH expression FTS5 rejects
             raise StoreError(f"keyword query rejected: {exc}") from exc
         return [
-            SearchRow(int(i), str(p), str(s), int(a), int(b), str(h), str(t), float(r))
-            for i, p, s, a, b, h, t, r in rows
+            SearchRow(int(i), str(p), str(s), int(a), int(b), str(h), str(t), float(r), m)
+            for i, p, s, a, b, h, t, r, m in rows
         ]
 
     @contextlib.contextmanager
