@@ -275,6 +275,42 @@ def test_sighup_reloads_config(daemon: DaemonProc, tmp_path: Path) -> None:
     assert hit[0]["path"] == "extra/notes/idea.md"
 
 
+def test_a_reload_that_cannot_be_served_keeps_the_old_config_and_says_so(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """A SIGHUP to a config whose index cannot be opened (an index path under a
+    file) used to empty the daemon's agents and kill its indexing thread: it kept
+    its socket, answered every request "internal error: StopIteration", and never
+    indexed again. Now the reload is refused as a whole. (SQLite: on PostgreSQL the
+    index path is not used.)"""
+    (tmp_path / "sessions").mkdir()
+    cfg = make_config(tmp_path, workspace, tmp_path / "sessions")
+    daemon = DaemonProc(cfg, tmp_path / "run" / "mi.sock", child_env()).start()
+    try:
+        _refused_then_fixed(daemon, tmp_path)
+    finally:
+        daemon.stop()
+
+
+def _refused_then_fixed(daemon: DaemonProc, tmp_path: Path) -> None:
+    good = daemon.config.read_text()
+    (tmp_path / "blocker").write_text("a file, not a folder\n")
+    daemon.config.write_text(
+        good.replace("[", f'indexPath = "{tmp_path / "blocker" / "x.sqlite"}"\n[', 1)
+    )
+    daemon.signal(signal.SIGHUP)
+    st = wait_for(lambda: (s := rpc(daemon.sock, "status"))["daemon"].get("reloadError") and s)
+    assert "blocker" in st["daemon"]["reloadError"] and st["daemon"]["reloads"] == 0
+    ws = Path(st["workspace"])
+    write(ws, "memory/2026-12-01.md", "- a capybara crossed the road\n")  # still indexing
+    hit = wait_for(lambda: rpc(daemon.sock, "memory_search", {"query": "capybara"})["results"])
+    assert hit[0]["path"] == "memory/2026-12-01.md"
+    daemon.config.write_text(good)  # fixed: the next reload goes through and clears it
+    daemon.signal(signal.SIGHUP)
+    wait_for(lambda: rpc(daemon.sock, "status")["daemon"]["reloads"] == 1)
+    assert rpc(daemon.sock, "status")["daemon"]["reloadError"] is None
+
+
 def test_kill9_mid_sync_then_restart_converges(tmp_path: Path) -> None:
     ws = tmp_path / "big"
     for i in range(1500):
@@ -371,3 +407,31 @@ def test_one_method_table_for_the_daemon_and_the_direct_path(
         direct = read_call(cfg, "memory_search", params)["results"]
         assert [r["citation"] for r in over_socket] == [r["citation"] for r in direct]
         assert {r["source"] for r in direct} == want
+
+
+def test_the_index_loop_survives_an_error_no_task_handled(tmp_path: Path, workspace: Path) -> None:
+    """An exception escaping the writer's loop used to end its thread silently: the
+    daemon kept answering and never indexed again. The loop now logs it, counts it
+    (``daemon.loopErrors``) and goes on."""
+    from indexer.config import Config, Settings
+    from indexer.surfaces.daemon import Daemon
+
+    cfg = Config(workspace=workspace, indexPath=tmp_path / "i.sqlite")
+    d = Daemon(Settings((cfg,)), socket_path=tmp_path / "d.sock")
+    real, failed = d._run_jobs, []
+
+    def once() -> None:
+        if not failed:
+            failed.append(1)
+            raise RuntimeError("an error no task handled")
+        real()
+
+    d._run_jobs = once  # type: ignore[method-assign]
+    d.start()
+    try:
+        write(workspace, "memory/2026-12-02.md", "- an okapi at the watering hole\n")
+        hit = wait_for(lambda: rpc(d.socket_path, "memory_search", {"query": "okapi"})["results"])
+        assert hit[0]["path"] == "memory/2026-12-02.md"
+        assert rpc(d.socket_path, "status")["daemon"]["loopErrors"] == 1
+    finally:
+        d.stop()

@@ -220,6 +220,8 @@ def _cmd_status(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO)
             + (f" ({w['reason']})" if w.get("reason") else "")
             + "\n"
         )
+        if d.get("reloadError"):
+            out.write(f"reload:    refused, the old config is in use: {d['reloadError']}\n")
     else:
         out.write("daemon:    not running (read the index file directly)\n")
     return 0

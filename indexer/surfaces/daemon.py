@@ -21,6 +21,7 @@ the writer beats a heartbeat between files, so a task that makes no progress for
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -88,6 +89,8 @@ class Daemon:
         self._indexer: threading.Thread | None = None
         self._reload_requested = threading.Event()
         self.reloads = 0  # completed config reloads (SIGHUP), shown by status
+        self.reload_error: str | None = None  # why the last reload was refused
+        self.loop_errors = 0  # unexpected errors the index loop survived
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -128,6 +131,9 @@ class Daemon:
         )
         try:
             while not self._stop.wait(0.5):
+                if self._indexer is not None and not self._indexer.is_alive():
+                    log.critical("the indexer thread ended: exiting so the service restarts")
+                    return 1
                 idle = time.monotonic() - self.last_request
                 if self.idle_exit_s is not None and idle > self.idle_exit_s:
                     log.info("no request for %.0f s: exiting", idle)
@@ -142,31 +148,61 @@ class Daemon:
             self._wake.notify_all()
 
     def _reload(self) -> None:
+        """All or nothing: a config that cannot be served (a bad file, an index path
+        that cannot be created) leaves the daemon on the old one, with
+        ``reloadError`` in ``status`` saying why. An agent whose settings changed is
+        closed before it is opened again (an index has one writer), and reopened
+        with its old settings if the reload fails."""
         if self._reload_fn is None:
             return
         try:
             new = self._reload_fn()
         except ConfigError as exc:
-            log.error("config reload failed, keeping the old config: %s", exc.message)
+            self._reload_failed(exc.message)
             return
         old = self.agents
         fresh: dict[str, AgentRuntime] = {}
-        for cfg in new.agents:
-            rt = old.pop(cfg.agent_name, None)
-            if rt is not None and rt.cfg == cfg:
-                fresh[cfg.agent_name] = rt
-                continue
-            if rt is not None:
+        made: list[AgentRuntime] = []
+        replaced: list[AgentRuntime] = []  # closed first: an index has one writer
+        try:
+            for cfg in new.agents:
+                rt = old.get(cfg.agent_name)
+                if rt is not None and rt.cfg == cfg:
+                    fresh[cfg.agent_name] = rt
+                    continue
+                cfg.require_workspace()
+                if rt is not None:
+                    rt.close()
+                    replaced.append(rt)
+                made.append(AgentRuntime(cfg))
+                fresh[cfg.agent_name] = made[-1]
+        except Exception as exc:
+            why = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            for rt in made:
+                with contextlib.suppress(Exception):
+                    rt.close()
+            for rt in replaced:  # back to the old config
+                try:
+                    old[rt.cfg.agent_name] = AgentRuntime(rt.cfg)
+                except Exception as again:
+                    del old[rt.cfg.agent_name]
+                    why += f"; agent {rt.cfg.agent_name} could not be reopened: {again}"
+            self._reload_failed(why)
+            return
+        for name, rt in old.items():
+            if fresh.get(name) is not rt and rt not in replaced:
                 rt.close()
-            fresh[cfg.agent_name] = AgentRuntime(cfg)
-        for rt in old.values():
-            rt.close()
         self.settings = new
         self.agents = fresh
         self.watcher.stop()
         self.watcher.start([a.cfg for a in fresh.values()])
         self.reloads += 1
+        self.reload_error = None
         log.info("config reloaded: %d agent(s)", len(fresh))
+
+    def _reload_failed(self, why: str) -> None:
+        self.reload_error = why
+        log.error("config reload failed, keeping the old config: %s", why)
 
     # -- watcher -> indexer ------------------------------------------------------------
 
@@ -189,6 +225,18 @@ class Daemon:
             self._wake.notify_all()
 
     def _index_loop(self) -> None:
+        """The writer's loop. An error no task handled is logged and the loop goes
+        on after a pause: this thread ending would leave a daemon that answers but
+        never indexes again (``run`` exits if it ends anyway)."""
+        while not self._stop.is_set():
+            try:
+                self._index_loop_once_more()
+            except Exception:
+                self.loop_errors += 1
+                log.exception("the index loop failed; going on in 1 s")
+                self._stop.wait(1.0)
+
+    def _index_loop_once_more(self) -> None:
         next_refresh = time.monotonic() + _REFRESH_WATCHES_S
         while not self._stop.is_set():
             if self._reload_requested.is_set():
@@ -388,6 +436,8 @@ class Daemon:
                 "refusedConnections": self.server.refused,
                 "evictedConnections": self.server.evicted,
                 "reloads": self.reloads,
+                "reloadError": self.reload_error,
+                "loopErrors": self.loop_errors,
             }
             st.update(rt.report_health())
             return st
