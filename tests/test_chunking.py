@@ -33,24 +33,23 @@ line_text = st.one_of(
 )
 
 
+# A document and chunk settings: what the property tests draw.
+DOCUMENTS = {
+    "lines": st.lists(line_text, min_size=0, max_size=120),
+    "tokens": st.integers(min_value=16, max_value=200),
+    "overlap_frac": st.floats(min_value=0.0, max_value=0.5),
+    "crlf": st.booleans(),
+}
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    lines=st.lists(line_text, min_size=0, max_size=120),
-    tokens=st.integers(min_value=16, max_value=200),
-    overlap_frac=st.floats(min_value=0.0, max_value=0.5),
-    crlf=st.booleans(),
-)
+@given(**DOCUMENTS)
 def test_chunk_properties(lines: list[str], tokens: int, overlap_frac: float, crlf: bool) -> None:
     _check_properties(lines, tokens, overlap_frac, crlf)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    lines=st.lists(line_text, min_size=0, max_size=120),
-    tokens=st.integers(min_value=16, max_value=200),
-    overlap_frac=st.floats(min_value=0.0, max_value=0.5),
-    crlf=st.booleans(),
-)
+@given(**DOCUMENTS)
 def test_chunk_properties_without_the_parser(
     lines: list[str], tokens: int, overlap_frac: float, crlf: bool
 ) -> None:
