@@ -145,13 +145,30 @@ def test_ignored_dirs_are_never_watched(tmp_path: Path) -> None:
         w.stop()
 
 
-def test_too_many_directories_means_polling(tmp_path: Path) -> None:
+def test_too_many_directories_means_polling_on_one_thread(tmp_path: Path) -> None:
+    """watchdog's PollingObserver runs a thread per watch: with a watch per
+    directory, 10,000 directories made thousands of threads, two busy cores and a
+    daemon whose status did not answer in 2 minutes. Polling is one thread, and it
+    still reports new, changed and deleted files and new directories."""
     ws = tmp_path / "ws"
-    for i in range(12):
+    for i in range(300):
         write(ws, f"memory/d{i}/n.md", "x")
-    w = Watcher(lambda *a: None, max_dirs=5)
+    seen: list[tuple[str, str, str]] = []
+    before = threading.active_count()
+    w = Watcher(lambda *a: seen.append(a), poll_interval=0.05, max_dirs=5)
     w.start([Config(workspace=ws, agentId="main")])
     try:
         assert w.status()["backend"] == "polling" and "limit 5" in w.status()["reason"]
+        assert w.status()["watchedDirs"] == 302  # memory/, its 300 folders, the root
+        assert threading.active_count() - before <= 3  # poller, refresher, dispatcher
+        changed = write(ws, "memory/d7/n.md", "changed, and longer")
+        wait_for(lambda: ("main", "memory", str(changed)) in seen, timeout=10)
+        (ws / "memory" / "d8" / "n.md").unlink()
+        wait_for(lambda: ("main", "memory", str(ws / "memory/d8/n.md")) in seen, timeout=10)
+        seen.clear()
+        write(ws, "memory/fresh/deep/new.md", "a new folder")  # watched once seen,
+        wait_for(lambda: ("main", "memory", "") in seen, timeout=10)  # then synced
+        later = write(ws, "memory/fresh/deep/later.md", "and a file in it later")
+        wait_for(lambda: ("main", "memory", str(later)) in seen, timeout=10)
     finally:
         w.stop()

@@ -35,14 +35,22 @@ import errno
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
-from watchdog.observers.api import BaseObserver, ObservedWatch
-from watchdog.observers.polling import PollingObserver
+from watchdog.observers.api import BaseObserver
 
 from indexer.config import DEFAULT_IGNORE_DIRS, Config
 from indexer.sources.discovery import MEMORY_DIR, ROOT_FILES, is_ignored, roots_for
@@ -97,8 +105,8 @@ class Watcher:
         self._agents: dict[str, Config] = {}
         # dir -> what it serves; replaced whole by refresh(), read by _event() unlocked
         self._targets: Mapping[str, frozenset[_Target]] = {}
-        self._watches: dict[str, ObservedWatch] = {}
-        self._observer: BaseObserver | None = None
+        self._watches: dict[str, Any] = {}
+        self._observer: BaseObserver | _Poller | None = None
         self.backend = "none"
         self.reason: str | None = None
         self._handler = _Handler(self)
@@ -137,12 +145,13 @@ class Watcher:
             observer.join(timeout=5)
 
     def status(self) -> dict[str, Any]:
-        with self._lock:
-            return {
-                "backend": self.backend,
-                "reason": self.reason,
-                "watchedDirs": len(self._watches),
-            }
+        """Read without ``_lock``: a refresh scheduling thousands of directories
+        holds it, and ``status`` must answer meanwhile."""
+        return {
+            "backend": self.backend,
+            "reason": self.reason,
+            "watchedDirs": len(self._watches),
+        }
 
     def refresh(self) -> None:
         """Make the watched set match the directories that hold indexable files."""
@@ -190,10 +199,10 @@ class Watcher:
 
     # -- internals -------------------------------------------------------------------
 
-    def _new_observer(self, polling: bool) -> BaseObserver:
+    def _new_observer(self, polling: bool) -> BaseObserver | _Poller:
         if polling:
             self.backend = "polling"
-            return PollingObserver(timeout=self.poll_interval)
+            return _Poller(self.poll_interval)
         obs = self._factory()
         self.backend = "inotify" if "Inotify" in type(obs).__name__ else type(obs).__name__
         return obs
@@ -304,3 +313,114 @@ def _walk_dirs(top: str, cfg: Config) -> list[str]:
             except OSError:
                 continue
     return out
+
+
+_Entry = tuple[bool, int, int, int, int]  # is_dir, inode, mtime_ns, ctime_ns, size
+
+
+class _Poller:
+    """Polling for when inotify cannot be used: one thread for every directory.
+
+    watchdog's ``PollingObserver`` runs a thread per watch; with one watch per
+    directory, a tree of 10,000 directories (``extraPaths`` on a big folder) made
+    thousands of threads that kept two cores busy, and the daemon stopped
+    answering. Here one thread lists each scheduled directory in turn
+    (``os.scandir``, no recursion: each directory is scheduled on its own) and hands
+    what changed to the handler as watchdog events. It waits ``interval`` between
+    passes, and at least twice as long as the last pass took, so scanning never
+    takes more than a third of a core."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self._lock = threading.Lock()
+        self._dirs: dict[str, tuple[FileSystemEventHandler, dict[str, _Entry]]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="memindex-poll", daemon=True)
+        self.last_pass_s = 0.0
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def schedule(self, handler: FileSystemEventHandler, path: str, recursive: bool = False) -> str:
+        if recursive:
+            raise ValueError("the poller watches single directories")
+        seen = _listing(path)
+        if seen is None:
+            raise FileNotFoundError(errno.ENOENT, "no such directory", path)
+        with self._lock:
+            self._dirs[path] = (handler, seen)
+        return path
+
+    def unschedule(self, watch: str) -> None:
+        with self._lock:
+            self._dirs.pop(watch, None)
+
+    def _run(self) -> None:
+        while not self._stop.wait(max(self.interval, 2 * self.last_pass_s)):
+            t0 = time.monotonic()
+            with self._lock:
+                dirs = list(self._dirs)
+            for d in dirs:
+                if self._stop.is_set():
+                    return
+                try:
+                    self._scan(d)
+                except Exception:  # one odd directory never stops the others
+                    log.exception("polling %s failed", d)
+            self.last_pass_s = time.monotonic() - t0
+
+    def _scan(self, d: str) -> None:
+        with self._lock:
+            got = self._dirs.get(d)
+        if got is None:
+            return
+        handler, before = got
+        now = _listing(d)
+        if now is None:  # the directory went away: its parent's scan reports it
+            now = {}
+        events: list[FileSystemEvent] = []
+        for name, e in now.items():
+            path = os.path.join(d, name)
+            old = before.get(name)
+            if old is None or old[:2] != e[:2]:
+                events.append(DirCreatedEvent(path) if e[0] else FileCreatedEvent(path))
+            elif old != e and not e[0]:
+                events.append(FileModifiedEvent(path))
+        for name, e in before.items():
+            if name not in now or now[name][:2] != e[:2]:
+                path = os.path.join(d, name)
+                events.insert(0, DirDeletedEvent(path) if e[0] else FileDeletedEvent(path))
+        with self._lock:
+            if d in self._dirs:
+                self._dirs[d] = (handler, now)
+        for ev in events:
+            handler.dispatch(ev)
+
+
+def _listing(d: str) -> dict[str, _Entry] | None:
+    """A directory's entries, None if it cannot be listed."""
+    try:
+        with os.scandir(d) as it:
+            out: dict[str, _Entry] = {}
+            for e in it:
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                out[e.name] = (
+                    e.is_dir(follow_symlinks=False),
+                    st.st_ino,
+                    st.st_mtime_ns,
+                    st.st_ctime_ns,  # an edit that restores the mtime still moves it
+                    st.st_size,
+                )
+            return out
+    except OSError:
+        return None
