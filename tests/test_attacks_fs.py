@@ -519,3 +519,38 @@ def test_refusals_name_the_file(tmp_path: Path, workspace: Path) -> None:
         with pytest.raises(NotFound) as missing:
             idx.get("memory/gone.md")
         assert missing.value.message.startswith("memory/gone.md")
+
+
+def test_extra_paths_that_add_nothing_are_listed_with_the_reason(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """A typo or an odd file in ``extraPaths`` used to index nothing without a word
+    (the code said "reported by status"; nothing reported it)."""
+    from indexer.config import ExtraPath
+
+    os.mkfifo(tmp_path / "pipe.md")
+    write(tmp_path, "notes.txt", "not markdown")
+    missing = tmp_path / "no-such-notes"
+    extras = [missing, tmp_path / "pipe.md", Path("/dev/null"), tmp_path / "notes.txt"]
+    cfg = Config(
+        workspace=workspace,
+        indexPath=tmp_path / "index.sqlite",
+        extraPaths=tuple(ExtraPath(p) for p in extras),
+    )
+    with MemoryIndex(cfg) as idx:
+        idx.sync()
+        why = {s["path"]: s["reason"] for s in idx.status()["skipped"]}
+        assert why == {
+            str(missing): "extra path does not exist",
+            str(
+                tmp_path / "pipe.md"
+            ): "extra path is not a folder or a regular file (a FIFO or device)",
+            "/dev/null": "extra path is not a folder or a regular file (a FIFO or device)",
+            str(tmp_path / "notes.txt"): "extra path is not a folder or a .md file",
+        }
+        write(missing, "found.md", "- the okapi note\n")  # fixed: indexed, no longer listed
+        idx.sync()
+        assert str(missing) not in {s["path"] for s in idx.status()["skipped"]}
+        assert (
+            idx.search("okapi", min_score=0)["results"][0]["path"] == "extra/no-such-notes/found.md"
+        )

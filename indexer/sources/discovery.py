@@ -18,7 +18,7 @@ import contextlib
 import fnmatch
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -112,7 +112,7 @@ def roots_for(cfg: Config) -> list[Root]:
         try:
             real = extra.path.resolve(strict=True)
         except (OSError, RuntimeError):
-            continue  # a missing extra path is reported by status, not an error
+            continue  # missing: discover() reports it (status lists it as skipped)
         is_file = real.is_file()
         if is_file and real.suffix.lower() != ".md":
             continue
@@ -182,16 +182,38 @@ def discover(cfg: Config, *, on_skip: OnSkip | None = None) -> list[SourceFile]:
         skip=skipper(""),
     ):
         add(ws, e.parts, e.st, "/".join(e.parts))
+    if on_skip is not None:
+        _unusable_extras(cfg, roots, on_skip)
     for root in roots[1:]:
         if root.is_file:
             with contextlib.suppress(OSError):
                 add(root.real.parent, (root.real.name,), os.lstat(root.real), root.display)
             continue
+        if not root.real.is_dir():
+            continue  # reported by _unusable_extras
         for e in safefs.walk(
             root.real, (), prune=prune, want=_wanted_by(root, md), skip=skipper(root.display)
         ):
             add(root.real, e.parts, e.st, _join(root.display, "/".join(e.parts)))
     return sorted(found.values(), key=lambda f: f.path)
+
+
+def _unusable_extras(cfg: Config, roots: Sequence[Root], on_skip: OnSkip) -> None:
+    """Tell ``on_skip`` of each ``extraPaths`` entry that adds nothing: missing, not
+    Markdown, or neither a folder nor a regular file (a FIFO, a device). A typo in
+    the config would otherwise index nothing without a word."""
+    used = {r.real for r in roots[1:]}
+    for extra in cfg.extraPaths:
+        shown = safefs.printable(str(extra.path))
+        try:
+            real = extra.path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            on_skip(shown, "extra path does not exist")
+            continue
+        if real not in used:
+            on_skip(shown, "extra path is not a folder or a .md file")
+        elif not (real.is_dir() or real.is_file()):
+            on_skip(shown, "extra path is not a folder or a regular file (a FIFO or device)")
 
 
 def _wanted_by(root: Root, md: Callable[[str, str], bool]) -> Callable[[str, str], bool]:
