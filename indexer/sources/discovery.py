@@ -18,11 +18,11 @@ import contextlib
 import fnmatch
 import os
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from indexer.config import DEFAULT_IGNORE_DIRS, Config
+from indexer.config import DEFAULT_IGNORE_DIRS, Config, ExtraPath
 from indexer.errors import PathRefused
 from indexer.sources import safefs
 
@@ -109,13 +109,9 @@ def roots_for(cfg: Config) -> list[Root]:
     roots = [Root(ws, "", None)]
     used: set[str] = set()
     for extra in cfg.extraPaths:
-        try:
-            real = extra.path.resolve(strict=True)
-        except (OSError, RuntimeError):
-            continue  # missing: discover() reports it (status lists it as skipped)
-        is_file = real.is_file()
-        if is_file and real.suffix.lower() != ".md":
-            continue
+        real, is_file, _ = _resolve_extra(extra)
+        if real is None:
+            continue  # missing or not Markdown: discover() reports it (status: skipped)
         if real == ws or ws in real.parents:
             display = real.relative_to(ws).as_posix()
         else:
@@ -183,7 +179,7 @@ def discover(cfg: Config, *, on_skip: OnSkip | None = None) -> list[SourceFile]:
     ):
         add(ws, e.parts, e.st, "/".join(e.parts))
     if on_skip is not None:
-        _unusable_extras(cfg, roots, on_skip)
+        _unusable_extras(cfg, on_skip)
     for root in roots[1:]:
         if root.is_file:
             with contextlib.suppress(OSError):
@@ -198,22 +194,32 @@ def discover(cfg: Config, *, on_skip: OnSkip | None = None) -> list[SourceFile]:
     return sorted(found.values(), key=lambda f: f.path)
 
 
-def _unusable_extras(cfg: Config, roots: Sequence[Root], on_skip: OnSkip) -> None:
+def _resolve_extra(extra: ExtraPath) -> tuple[Path | None, bool, str | None]:
+    """An ``extraPaths`` entry: (its real path, whether it is a file, why it adds
+    nothing). The real path is None when it does not exist or is a file that is
+    not Markdown; a FIFO or device keeps its path (``memory_get`` refuses it by
+    name) but adds nothing."""
+    try:
+        real = extra.path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None, False, "extra path does not exist"
+    if real.is_file():
+        if real.suffix.lower() != ".md":
+            return None, True, "extra path is not a folder or a .md file"
+        return real, True, None
+    if real.is_dir():
+        return real, False, None
+    return real, False, "extra path is not a folder or a regular file (a FIFO or device)"
+
+
+def _unusable_extras(cfg: Config, on_skip: OnSkip) -> None:
     """Tell ``on_skip`` of each ``extraPaths`` entry that adds nothing: missing, not
     Markdown, or neither a folder nor a regular file (a FIFO, a device). A typo in
     the config would otherwise index nothing without a word."""
-    used = {r.real for r in roots[1:]}
     for extra in cfg.extraPaths:
-        shown = safefs.printable(str(extra.path))
-        try:
-            real = extra.path.resolve(strict=True)
-        except (OSError, RuntimeError):
-            on_skip(shown, "extra path does not exist")
-            continue
-        if real not in used:
-            on_skip(shown, "extra path is not a folder or a .md file")
-        elif not (real.is_dir() or real.is_file()):
-            on_skip(shown, "extra path is not a folder or a regular file (a FIFO or device)")
+        why = _resolve_extra(extra)[2]
+        if why is not None:
+            on_skip(safefs.printable(str(extra.path)), why)
 
 
 def _wanted_by(root: Root, md: Callable[[str, str], bool]) -> Callable[[str, str], bool]:

@@ -279,11 +279,10 @@ class Daemon:
             rt.backfill = rep.stopped
             self._embed(rt)
         except Exception as exc:
-            wait = rt.health.failed("memory", exc)
+            wait = self._task_failed(rt, "memory", exc)
             rt.backfill = False
             rt.memory_due = time.monotonic() + wait  # retried as a memory sync
             rt.sessions_due = rt.memory_due
-            self._rebuild_if_damaged(rt, exc)
             log.exception("%s: initial sync failed (retry in %.0f s)", rt.cfg.agent_name, wait)
 
     def _embed(self, rt: AgentRuntime) -> None:
@@ -296,9 +295,8 @@ class Daemon:
                 rep = rt.writer.embed(should_stop=stop, wait=False)
             rt.health.succeeded("embedding")
         except Exception as exc:
-            wait = rt.health.failed("embedding", exc)
+            wait = self._task_failed(rt, "embedding", exc)
             rt.embed_due = time.monotonic() + wait
-            self._rebuild_if_damaged(rt, exc)
             log.exception("%s: embedding failed (retry in %.0f s)", rt.cfg.agent_name, wait)
             return
         if rep and rep.get("error"):  # the provider failed; chunks stay pending
@@ -320,9 +318,8 @@ class Daemon:
             rt.health.succeeded("memory")
             log.debug("%s: synced memory (%s)", rt.cfg.agent_name, rt.last_report)
         except Exception as exc:  # keep serving; status shows it; retried with backoff
-            wait = rt.health.failed("memory", exc)
+            wait = self._task_failed(rt, "memory", exc)
             rt.memory_due = time.monotonic() + wait
-            self._rebuild_if_damaged(rt, exc)
             log.exception("%s: memory sync failed (retry in %.0f s)", rt.cfg.agent_name, wait)
             return
         self._embed(rt)
@@ -333,9 +330,8 @@ class Daemon:
                 rep = rt.writer.sync_sessions(due_only=True, should_stop=stop)
             rt.health.succeeded("sessions")
         except Exception as exc:
-            wait = rt.health.failed("sessions", exc)
+            wait = self._task_failed(rt, "sessions", exc)
             rt.sessions_due = time.monotonic() + wait
-            self._rebuild_if_damaged(rt, exc)
             log.exception("%s: session sync failed (retry in %.0f s)", rt.cfg.agent_name, wait)
             return
         if rep.deferred:  # below the thresholds: look again when idle flush may apply
@@ -344,6 +340,14 @@ class Daemon:
             )
         if rep.chunksWritten:
             self._embed(rt)
+
+    def _task_failed(self, rt: AgentRuntime, task: str, exc: BaseException) -> float:
+        """A writer task failed: record it (``status`` shows it until the task
+        succeeds), queue a rebuild if the index file is damaged, and return how long
+        to wait before retrying."""
+        wait = rt.health.failed(task, exc)
+        self._rebuild_if_damaged(rt, exc)
+        return wait
 
     def _rebuild_if_damaged(self, rt: AgentRuntime, exc: BaseException) -> None:
         """A page of the index file failed to read (the file opened, so the writer's
