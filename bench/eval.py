@@ -9,7 +9,9 @@ LoCoMo-dev conversation's daily logs *and* session transcripts) and scores:
   (bench/anchors.py);
 
 each keyword-only and hybrid (local all-MiniLM-L6-v2 GGUF from
-scripts/build_test_model.py; QMD's hybrid needs its own LLMs and is not run).
+scripts/build_test_model.py, or with ``--model e5-small`` multilingual-e5-small from
+scripts/build_e5_model.py, its indexes in bench/.cache/e5-small; QMD's hybrid needs
+its own LLMs and is not run).
 ``--store sqlite,pgserver`` (or a postgresql:// URL) runs memindex on PostgreSQL as
 well, beside SQLite in the same run: the PostgreSQL rows are labelled ``memindex@pg``
 (the anchors read SQLite's FTS5 and run on SQLite only); ``pgserver`` keeps a server
@@ -24,6 +26,7 @@ Writes bench/results/eval-<time>.json and .md (the tables) and prints the tables
                          [--configs memindex,openclaw,qmd]
                          [--sources memory,sessions,both] [--limit-queries N]
                          [--store sqlite,pgserver|postgresql://...]
+                         [--model minilm|e5-small]
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ HYBRID = HybridConfig()  # --fusion / --vector-weight change memindex's
 RERANK = RerankConfig()  # --rerank turns memindex's rerank stage on
 QUERY = QueryConfig(abstainBelow=0.0)  # every search reports its relevance, none abstains
 LAST: dict[str, Any] = {}  # the last memindex search's relevance; rerank fallbacks
+MODEL = "minilm"  # --model: the local embedding model of hybrid runs
 STORES = ["sqlite"]  # --store: "sqlite" and/or PostgreSQL URLs
 
 # One result: the ranges it cites (memindex cites the same memory in both sources
@@ -72,14 +76,17 @@ Searcher = Callable[[MemoryIndex, str, int, "list[str] | None", float | None], l
 
 
 def provider() -> Any:
-    """The local test model; query vectors memoised for this run (every
+    """The local model (``MODEL``); query vectors memoised for this run (every
     configuration asks for the same questions)."""
     global _PROVIDER
     if _PROVIDER is None:
         sys.path.insert(0, str(REPO / "scripts"))
-        from build_test_model import build
-
         from providers.local_gguf import LocalGGUFProvider
+
+        if MODEL == "e5-small":
+            from build_e5_model import build
+        else:
+            from build_test_model import build
 
         _PROVIDER = LocalGGUFProvider(build())
         _PROVIDER.embed_query = functools.lru_cache(maxsize=None)(_PROVIDER.embed_query)
@@ -365,7 +372,8 @@ def markdown(sf: list[dict[str, Any]], lc: list[dict[str, Any]], meta: dict[str,
     h = meta["hybrid"]
     lines = [
         f"Run {meta['date']}, `{meta['command']}`, {meta['seconds']:.0f} s; memindex hybrid "
-        f"fusion {h['fusion']}, vector weight {h['vectorWeight']}.",
+        f"fusion {h['fusion']}, vector weight {h['vectorWeight']}, local model "
+        f"{meta.get('model', 'minilm')}.",
         "",
     ]
     if sf:
@@ -431,7 +439,7 @@ def markdown(sf: list[dict[str, Any]], lc: list[dict[str, Any]], meta: dict[str,
 
 
 def main() -> None:
-    global HYBRID, RERANK
+    global HYBRID, RERANK, MODEL, CACHE
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--data", default="scifact,locomo")
     ap.add_argument("--mode", choices=["keyword", "hybrid", "both"], default="both")
@@ -448,7 +456,16 @@ def main() -> None:
     )
     ap.add_argument("--rerank-blend", choices=["rank", "fixed"], default="rank")
     ap.add_argument("--rerank-candidates", type=int, default=RerankConfig.candidates)
+    ap.add_argument(
+        "--model",
+        choices=["minilm", "e5-small"],
+        default=MODEL,
+        help="local embedding model: all-MiniLM-L6-v2 (the test model) or multilingual-e5-small",
+    )
     args = ap.parse_args()
+    MODEL = args.model
+    if MODEL != "minilm":
+        CACHE = CACHE / MODEL  # its own indexes: the minilm ones stay usable
     if args.rerank:
         kind, _, where = args.rerank.partition(":")
         RERANK = RerankConfig(
@@ -473,7 +490,7 @@ def main() -> None:
     ):
         if not set(values) <= allowed:
             ap.error(f"{name}: choose from {sorted(allowed)}")
-    CACHE.mkdir(exist_ok=True)
+    CACHE.mkdir(parents=True, exist_ok=True)
     RESULTS.mkdir(exist_ok=True)
     STORES[:] = [s if s == "sqlite" else pg_url(s, "memindex_eval") for s in args.store.split(",")]
     t0 = time.time()
@@ -485,6 +502,7 @@ def main() -> None:
         "command": "python bench/eval.py " + " ".join(sys.argv[1:]),
         "seconds": time.time() - t0,
         "hybrid": {"fusion": HYBRID.fusion, "vectorWeight": HYBRID.vectorWeight},
+        "model": MODEL,
         "rerank": {"provider": RERANK.provider, "model": RERANK.model, "blend": RERANK.blend}
         if RERANK.provider
         else None,

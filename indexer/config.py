@@ -95,6 +95,8 @@ class LocalProviderConfig:
     modelPath: str = ""  # a .gguf file or hf:<owner>/<repo>/<file>.gguf
     modelCacheDir: str = ""  # default <stateDir>/models
     threads: int = 0  # 0 = all cores
+    queryPrefix: str = ""  # put before a query ("" = the model file's own, if any)
+    documentPrefix: str = ""  # put before a chunk ("" = the model file's own, if any)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,8 @@ def provider_spec(cfg: Config) -> ProviderSpec:
         local_model=p.local.modelPath,
         model_cache_dir=cache or ProviderSpec().model_cache_dir,
         threads=p.local.threads,
+        query_prefix=p.local.queryPrefix,
+        document_prefix=p.local.documentPrefix,
         base_url=p.remote.baseUrl,
         api_key=p.remote.apiKey,
         timeout_s=p.remote.timeoutMs / 1000,

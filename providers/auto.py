@@ -43,6 +43,8 @@ class ProviderSpec:
     local_model: str = ""  # path or hf: URI
     model_cache_dir: Path = Path.home() / ".cache" / "memindex" / "models"
     threads: int = 0
+    query_prefix: str = ""  # "" = the model file's own
+    document_prefix: str = ""
     base_url: str = ""
     api_key: str = ""
     timeout_s: float = 60.0
@@ -76,7 +78,12 @@ def build(name: str, spec: ProviderSpec) -> EmbeddingProvider:
         from .local_gguf import LocalGGUFProvider, resolve_model
 
         path = resolve_model(spec.local_model, spec.model_cache_dir, timeout=spec.timeout_s)
-        return LocalGGUFProvider(path, threads=spec.threads or None)
+        return LocalGGUFProvider(
+            path,
+            threads=spec.threads or None,
+            query_prefix=spec.query_prefix or None,
+            document_prefix=spec.document_prefix or None,
+        )
     if name in REMOTE:
         key = api_key(name, spec)
         if not key:

@@ -4,6 +4,12 @@ The model is a file path or an ``hf:<owner>/<repo>/<file>.gguf`` URI, resolved i
 cache directory (downloaded once from ``$HF_ENDPOINT`` or huggingface.co, with a
 timeout: a model that cannot be fetched is a clear error, never a hang).
 
+Some models want their input marked: e5 reads ``query: …`` and ``passage: …``,
+nomic ``search_query: …`` and ``search_document: …``. The prefixes come from the
+configuration, else from the model file's ``memindex.query_prefix`` /
+``memindex.document_prefix`` metadata (``scripts/build_e5_model.py`` writes them),
+else none; they are part of the provider key.
+
 Tuned for CPU throughput (measured on this project's 2-core machine): flash attention
 with n_ctx = n_batch = n_ubatch (an n_ubatch below n_batch aborted the process), all
 cores, many chunks per call. Vectors are L2-normalised here (llama.cpp does not unless
@@ -28,6 +34,8 @@ from .errors import MissingCredentials, PermanentError, ProviderTimeout, Transie
 __all__ = ["LocalGGUFProvider", "resolve_model"]
 
 DEFAULT_HF_ENDPOINT = "https://huggingface.co"
+QUERY_PREFIX_KEY = "memindex.query_prefix"  # GGUF metadata a model may carry
+DOCUMENT_PREFIX_KEY = "memindex.document_prefix"
 
 
 def resolve_model(spec: str, cache_dir: Path, *, timeout: float = 60.0) -> Path:
@@ -75,7 +83,15 @@ class LocalGGUFProvider(EmbeddingProvider):
     max_batch_tokens = 1_000_000
     line_windows = True  # a sentence model: see providers/base.py
 
-    def __init__(self, model_path: Path, *, threads: int | None = None, n_ctx: int = 512) -> None:
+    def __init__(
+        self,
+        model_path: Path,
+        *,
+        threads: int | None = None,
+        n_ctx: int = 512,
+        query_prefix: str | None = None,
+        document_prefix: str | None = None,
+    ) -> None:
         try:
             from llama_cpp import Llama
         except ImportError as exc:
@@ -99,15 +115,42 @@ class LocalGGUFProvider(EmbeddingProvider):
         ident = f"gguf:{model_path.stat().st_size}:{_sample_hash(model_path)}"
         super().__init__(model=model_path.name, dims=dims, endpoint=ident)
         self.max_input_tokens = n_ctx
+        meta = getattr(self._llm, "metadata", None) or {}
+        self.query_prefix = (
+            query_prefix if query_prefix is not None else str(meta.get(QUERY_PREFIX_KEY, ""))
+        )
+        self.document_prefix = (
+            document_prefix
+            if document_prefix is not None
+            else str(meta.get(DOCUMENT_PREFIX_KEY, ""))
+        )
         self._lock = threading.Lock()  # a llama.cpp context is not thread-safe
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        return self._embed([self.document_prefix + t for t in texts])
+
+    def embed_query(self, text: str) -> Vectors:
+        return self._embed([self.query_prefix + text])
+
+    def _embed(self, texts: list[str]) -> Vectors:
         try:
             with self._lock:
-                out = self._llm.embed(list(texts), normalize=False, truncate=True)
+                out = self._llm.embed(texts, normalize=False, truncate=True)
         except (ValueError, RuntimeError) as exc:
             raise PermanentError(f"local embedding failed: {exc}") from exc
         return self._checked(out, len(texts))
+
+    def key(self) -> str:
+        if not (self.query_prefix or self.document_prefix):
+            return super().key()  # unchanged for models without prefixes
+        marked = f"{super().key()}|{self.query_prefix}|{self.document_prefix}"
+        return hashlib.sha256(marked.encode()).hexdigest()[:24]
+
+    def describe(self) -> dict[str, Any]:
+        out = super().describe()
+        if self.query_prefix or self.document_prefix:
+            out["prefixes"] = {"query": self.query_prefix, "document": self.document_prefix}
+        return out
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
