@@ -7,9 +7,11 @@ Raw llama-cpp-python uses its defaults (as a user would first try) and the tuned
 settings memindex uses, so the table shows both the tuning gain and the overhead.
 memindex runs twice: as shipped (each chunk's 3-line windows are embedded too and
 mixed into its vector, providers/base.py) and with line windows off (the overhead
-of the provider alone against raw tuned).
+of the provider alone against raw tuned). ``--model e5-small`` runs
+multilingual-e5-small (scripts/build_e5_model.py) instead; the provider then puts
+e5's ``passage: `` before each chunk, the raw runs do not (two tokens).
 
-    python bench/embed_bench.py [--chunks 96] [--rounds 3]
+    python bench/embed_bench.py [--chunks 96] [--rounds 3] [--model minilm|e5-small]
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-from build_test_model import build  # noqa: E402
+import build_e5_model  # noqa: E402
+import build_test_model  # noqa: E402
 from common import shared  # noqa: E402
 
 from indexer.sources.chunking import chunk_markdown  # noqa: E402
@@ -49,10 +52,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--chunks", type=int, default=96)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--model", choices=["minilm", "e5-small"], default="minilm")
     args = ap.parse_args()
     from llama_cpp import Llama
 
-    model = build()
+    model = (build_e5_model if args.model == "e5-small" else build_test_model).build()
     texts = chunks(args.chunks)
     toks = get_counter()(texts)
     mine = LocalGGUFProvider(model)
@@ -92,7 +96,7 @@ def main() -> None:
         res["raw llama-cpp tuned"].append(run_raw(tuned))
         res["raw llama-cpp defaults"].append(run_raw(default))
     print(
-        f"{len(texts)} chunks, mean {statistics.mean(toks):.0f} cl100k tokens "
+        f"{model.name}: {len(texts)} chunks, mean {statistics.mean(toks):.0f} cl100k tokens "
         f"(max {max(toks)}), {args.rounds} rounds, {os.cpu_count()} threads"
     )
     base = len(texts) / statistics.median(res["raw llama-cpp tuned"])
