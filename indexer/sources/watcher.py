@@ -385,6 +385,11 @@ class _Poller:
         now = _listing(d)
         if now is None:  # the directory went away: its parent's scan reports it
             now = {}
+        gone: list[FileSystemEvent] = []  # reported first: a replaced entry goes, then comes
+        for name, e in before.items():
+            if name not in now or now[name][:2] != e[:2]:
+                path = os.path.join(d, name)
+                gone.append(DirDeletedEvent(path) if e[0] else FileDeletedEvent(path))
         events: list[FileSystemEvent] = []
         for name, e in now.items():
             path = os.path.join(d, name)
@@ -393,14 +398,10 @@ class _Poller:
                 events.append(DirCreatedEvent(path) if e[0] else FileCreatedEvent(path))
             elif old != e and not e[0]:
                 events.append(FileModifiedEvent(path))
-        for name, e in before.items():
-            if name not in now or now[name][:2] != e[:2]:
-                path = os.path.join(d, name)
-                events.insert(0, DirDeletedEvent(path) if e[0] else FileDeletedEvent(path))
         with self._lock:
             if d in self._dirs:
                 self._dirs[d] = (handler, now)
-        for ev in events:
+        for ev in gone + events:
             handler.dispatch(ev)
 
 
