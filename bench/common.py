@@ -19,6 +19,24 @@ def shared(*parts: str) -> Path:
     return p
 
 
+LOCAL_MODELS = ("minilm", "e5-small")  # --model of the bench scripts
+
+
+def local_model(name: str) -> Path:
+    """The GGUF file of a ``LOCAL_MODELS`` name, built on first use: all-MiniLM-L6-v2
+    (scripts/build_test_model.py) or multilingual-e5-small (scripts/build_e5_model.py)."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    if name == "e5-small":
+        import build_e5_model
+
+        return build_e5_model.build()
+    if name != "minilm":
+        raise ValueError(f"unknown local model {name!r}: one of {LOCAL_MODELS}")
+    import build_test_model
+
+    return build_test_model.build()
+
+
 def pg_url(store: str, db: str) -> str:
     """A PostgreSQL URL for a bench's ``--store``: the URL itself, or with
     ``pgserver`` a server of the pgserver wheel (the development extra) kept in

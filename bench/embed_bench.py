@@ -24,10 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import build_e5_model  # noqa: E402
-import build_test_model  # noqa: E402
-from common import shared  # noqa: E402
+from common import LOCAL_MODELS, local_model, shared  # noqa: E402
 
 from indexer.sources.chunking import chunk_markdown  # noqa: E402
 from indexer.sources.tokenizer import get_counter  # noqa: E402
@@ -52,11 +49,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--chunks", type=int, default=96)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--model", choices=["minilm", "e5-small"], default="minilm")
+    ap.add_argument("--model", choices=LOCAL_MODELS, default="minilm")
     args = ap.parse_args()
     from llama_cpp import Llama
 
-    model = (build_e5_model if args.model == "e5-small" else build_test_model).build()
+    model = local_model(args.model)
     texts = chunks(args.chunks)
     toks = get_counter()(texts)
     mine = LocalGGUFProvider(model)

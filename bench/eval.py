@@ -44,7 +44,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from anchors import Result, openclaw_search, qmd_search  # noqa: E402
-from common import REPO, ndcg_at, pg_url, recall_at, shared  # noqa: E402
+from common import LOCAL_MODELS, local_model, ndcg_at, pg_url, recall_at, shared  # noqa: E402
 
 from indexer.config import (  # noqa: E402
     Config,
@@ -80,15 +80,9 @@ def provider() -> Any:
     configuration asks for the same questions)."""
     global _PROVIDER
     if _PROVIDER is None:
-        sys.path.insert(0, str(REPO / "scripts"))
         from providers.local_gguf import LocalGGUFProvider
 
-        if MODEL == "e5-small":
-            from build_e5_model import build
-        else:
-            from build_test_model import build
-
-        _PROVIDER = LocalGGUFProvider(build())
+        _PROVIDER = LocalGGUFProvider(local_model(MODEL))
         _PROVIDER.embed_query = functools.lru_cache(maxsize=None)(_PROVIDER.embed_query)
     return _PROVIDER
 
@@ -458,7 +452,7 @@ def main() -> None:
     ap.add_argument("--rerank-candidates", type=int, default=RerankConfig.candidates)
     ap.add_argument(
         "--model",
-        choices=["minilm", "e5-small"],
+        choices=LOCAL_MODELS,
         default=MODEL,
         help="local embedding model: all-MiniLM-L6-v2 (the test model) or multilingual-e5-small",
     )
