@@ -1,7 +1,8 @@
 """What only the PostgreSQL store has, against the suite's own server (conftest
 ``pg_server``): searches served from ``readUrl`` (a read-only role standing in for a
 replica) while writes go to ``url``, and the switch from an exact scan to the agent's
-HNSW index once it holds ``HNSW_MIN`` vectors."""
+HNSW index once it holds ``HNSW_MIN`` vectors; and, on a server of its own, a daemon
+riding out a restart of its database."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from urllib.parse import quote, urlsplit
 
 import numpy as np
 import psycopg
+import pytest
 from conftest import Runner, cli_json, write
+from daemon_util import DaemonProc, child_env, daemon_config, rpc, wait_for
 
 from indexer.store import ChunkRow, FileState
 from indexer.store.pg_search import HNSW_MIN
@@ -137,3 +140,45 @@ def test_vectors_switch_from_an_exact_scan_to_hnsw(pg_url: str) -> None:
     finally:
         new.close()
         backend.discard(new.generation)
+
+
+def _search(sock: Path, query: str) -> list[str]:
+    return [h["path"] for h in rpc(sock, "memory_search", {"query": query})["results"]]
+
+
+def test_the_daemon_rides_out_a_database_restart(tmp_path: Path, workspace: Path) -> None:
+    """The database restarts under a running daemon (maintenance, a failover): while
+    it is away a search fails at once with the reason instead of waiting out the
+    pool; once it is back, the first search is answered and what changed meanwhile
+    is indexed. Before, the writer kept its dead connection and never indexed again,
+    and each reader failed once more on its own dead connection."""
+    import pgserver
+
+    data = tmp_path / "pg"
+    srv = pgserver.get_server(data, cleanup_mode="stop")
+    url = srv.get_uri()
+    cfg = daemon_config(
+        tmp_path, workspace, tmp_path / "sessions",
+        extra=f'[sync]\nwatchDebounceMs = 200\n[store]\nurl = "{url}"\n',
+    )  # fmt: skip
+    d = DaemonProc(cfg, tmp_path / "run" / "mi.sock", child_env()).start()
+    try:
+        assert _search(d.sock, "rye bread") == ["MEMORY.md"]  # a reader is pooled now
+
+        srv.cleanup()  # stops the server: the daemon's connections die with it
+        write(workspace, "memory/2026-11-22.md", "# 2026-11-22\n\n- The heron fishes at dawn.\n")
+        for _ in range(3):  # the first finds its connections dead, the next ones none
+            t0 = time.monotonic()
+            with pytest.raises(RuntimeError, match="cannot connect to PostgreSQL"):
+                rpc(d.sock, "memory_search", {"query": "rye bread"})
+            assert time.monotonic() - t0 < 15, "waited out the pool instead of failing at once"
+
+        srv = pgserver.get_server(data, cleanup_mode="stop")  # the same socket again
+        assert srv.get_uri() == url
+        assert _search(d.sock, "rye bread") == ["MEMORY.md"]  # no dead reader answers
+        wait_for(lambda: _search(d.sock, "heron fishes") == ["memory/2026-11-22.md"], 60)
+        st = rpc(d.sock, "status")
+        assert st["errors"]["memory"] is None, st["errors"]
+    finally:
+        d.stop()
+        srv.cleanup()

@@ -72,8 +72,11 @@ class Indexer:
 
     @contextlib.contextmanager
     def _task(self) -> Iterator[None]:
-        """A write task: afterwards (whatever happened) the change feed is pruned and
-        ``changed`` told."""
+        """A write task: on a store whose connection is alive (``_reconnect``);
+        afterwards (whatever happened) the change feed is pruned and ``changed``
+        told."""
+        if self.store.broken():
+            self._reconnect()
         try:
             yield
         finally:
@@ -85,6 +88,17 @@ class Indexer:
                     self.changed(self.store)
             except _TASK_ERRORS as exc:
                 log.warning("after a write task on %s: %s", self.backend.where, exc)
+
+    def _reconnect(self) -> None:
+        """The store lost its connection (its database server restarted or failed
+        over): open the published generation again, which takes the writer lock
+        again. While the server is still away this raises StoreError, the task fails
+        (``status`` says so) and the daemon retries it; the files changed meanwhile
+        are found by that sync, as after any failed one."""
+        log.warning("%s: the connection to the index was lost: reconnecting", self.backend.where)
+        with contextlib.suppress(*STORE_ERRORS):
+            self.store.close()
+        self.store = self.backend.open()
 
     def _sync(
         self,

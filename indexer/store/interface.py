@@ -47,6 +47,11 @@ class IndexStore(Protocol):
         """Another read-only connection to the same generation (for another thread)."""
         ...
 
+    def broken(self) -> bool:
+        """The connection is lost for good (a database server that restarted or went
+        away): this store can only fail, and its owner opens a new one."""
+        ...
+
     # -- transactions and meta -------------------------------------------------------
 
     def transaction(self) -> AbstractContextManager[None]: ...

@@ -74,6 +74,12 @@ class PgBase:
         self._ctx.__exit__(None, None, None)
         self.db = None
 
+    def broken(self) -> bool:
+        """The server closed or lost this connection (a restart, a failover, a
+        network cut): nothing on it can succeed again."""
+        db = self.db
+        return db is None or bool(db.closed) or bool(db.broken)
+
     def __enter__(self) -> Self:
         return self
 

@@ -59,6 +59,10 @@ def gen_of(name: str) -> int:
 
 
 _POOLS: dict[str, ConnectionPool] = {}
+# url -> (time.monotonic(), error) of its last failed connection attempt, cleared by
+# a success: a request fails at once while the server is away (``connect``)
+_REFUSED: dict[str, tuple[float, str]] = {}
+_WAIT = 30.0  # seconds a request waits for a connection while every one is busy
 _RESERVED: dict[str, dict[str, int]] = {}  # url -> agent -> connections (``reserve``)
 _POOLS_LOCK = threading.Lock()
 _MIGRATED: set[str] = set()
@@ -89,10 +93,19 @@ def _pool(url: str, size: int) -> ConnectionPool:
                 ) from exc
             pool = ConnectionPool(
                 url,
+                connection_class=_connection_class(),
                 min_size=0,
                 max_size=max(2, size),
                 kwargs={"autocommit": True, "application_name": "memindex"},
-                timeout=30.0,
+                timeout=_WAIT,
+                # an idle connection is checked before it is handed out: one the
+                # server dropped (a restart) is replaced instead of failing a request
+                check=ConnectionPool.check_connection,
+                # a connection attempt is retried (1 s, 2 s, 4 s ...) for this long,
+                # then given up; the next request starts a new one at once. The
+                # default, 300 s, left a daemon waiting minutes on its back-off
+                # after the server was back.
+                reconnect_timeout=10.0,
                 open=True,
                 name="memindex",
             )
@@ -111,13 +124,64 @@ def store_errors(url: str) -> Iterator[None]:
         raise StoreError(f"PostgreSQL at {redact(url)}: {exc}") from exc
 
 
+_CLASS: list[type] = []
+
+
+def _connection_class() -> type:
+    """psycopg's Connection, noting each connection attempt's outcome in ``_REFUSED``
+    (the pool connects on its own threads; this is how a waiting request learns
+    that the server refused)."""
+    if not _CLASS:
+        import psycopg
+
+        class _Noted(psycopg.Connection):
+            @classmethod
+            def connect(cls, conninfo: str = "", **kwargs: Any) -> Any:
+                try:
+                    conn = super().connect(conninfo, **kwargs)
+                except Exception as exc:
+                    _REFUSED[conninfo] = (time.monotonic(), str(exc).strip())
+                    raise
+                _REFUSED.pop(conninfo, None)
+                return conn
+
+        _CLASS.append(_Noted)
+    return _CLASS[0]
+
+
+def _getconn(pool: ConnectionPool, url: str) -> psycopg.Connection[Any]:
+    """A connection from ``pool``: waits up to ``_WAIT`` while all are busy, but fails
+    within about a second when an attempt to connect made meanwhile failed (the
+    server is down: a search or ``status`` says so instead of hanging 30 s)."""
+    from psycopg_pool import PoolTimeout
+
+    start = time.monotonic()
+    while True:
+        left = _WAIT - (time.monotonic() - start)
+        try:
+            return pool.getconn(timeout=max(0.05, min(1.0, left)))
+        except PoolTimeout as exc:
+            refused = _REFUSED.get(url)
+            if refused is not None and refused[0] >= start:
+                raise StoreError(
+                    f"cannot connect to PostgreSQL at {redact(url)}: {refused[1]}"
+                ) from exc
+            if left <= 1.0:
+                raise StoreError(
+                    f"cannot connect to PostgreSQL at {redact(url)}: no connection free "
+                    f"after {_WAIT:g} s ({exc})"
+                ) from exc
+
+
 @contextlib.contextmanager
 def connect(url: str, size: int = 8) -> Iterator[psycopg.Connection[Any]]:
     """A pooled connection (autocommit; psycopg errors become StoreError)."""
     pool = _pool(url, size)
     try:
-        conn = pool.getconn()
-    except Exception as exc:  # PoolTimeout, OperationalError
+        conn = _getconn(pool, url)
+    except StoreError:
+        raise
+    except Exception as exc:  # OperationalError, a closed pool
         raise StoreError(f"cannot connect to PostgreSQL at {redact(url)}: {exc}") from exc
     try:
         with store_errors(url):
@@ -187,3 +251,4 @@ def close_pools() -> None:
         _POOLS.clear()
         _RESERVED.clear()
         _MIGRATED.clear()
+        _REFUSED.clear()

@@ -127,6 +127,11 @@ class Store(ChunkTables, VectorTables):
     def reopen(self) -> Store:
         return Store(self.file, readonly=True)
 
+    def broken(self) -> bool:
+        """Never: a file has no connection to lose (a damaged file is another matter:
+        ``index_damaged``)."""
+        return False
+
     def copy_carryover(self, other: str) -> int:
         """Copy the embedding cache and open batch jobs of another index file (a
         rebuild keeps every vector already paid for). Returns cache rows copied."""

@@ -9,13 +9,14 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from indexer.api import GetResponse, Request, SearchResponse, StatusResponse
 from indexer.config import Config
 from indexer.errors import StoreError
 from indexer.indexing.writer import Indexer
 from indexer.search.live import LiveIndex
 from indexer.search.searcher import Searcher
 from indexer.selection import provider_note, select_provider
-from indexer.store import IndexStore
+from indexer.store import STORE_ERRORS, IndexStore
 from indexer.store.backend import backend_for
 from indexer.surfaces.health import TaskHealth
 
@@ -75,7 +76,8 @@ class AgentRuntime:
         current = self.writer.backend.current()
         try:
             idx = self._readers.get_nowait()
-            if idx.store.generation != current:  # a rebuild swapped generations: reopen
+            # a rebuild swapped generations, or the database restarted: reopen
+            if idx.store.generation != current or idx.store.broken():
                 self._close_reader(idx)
                 raise queue.Empty
         except queue.Empty:
@@ -83,10 +85,23 @@ class AgentRuntime:
         try:
             yield idx
         finally:
-            if self._readers.qsize() < self._idle_max:
+            if self._readers.qsize() < self._idle_max and not idx.store.broken():
                 self._readers.put(idx)
-            else:  # a burst of clients is over: do not keep its connections
+            else:  # a burst of clients is over, or a lost connection: do not keep it
                 self._close_reader(idx)
+
+    def answer(self, req: Request) -> SearchResponse | GetResponse | StatusResponse:
+        """``req`` answered by a reader; again on a new connection if the reader's
+        turns out lost (an idle connection the database dropped while it restarted
+        is only found out by using it)."""
+        for attempt in (1, 2):
+            with self.reader() as searcher:
+                try:
+                    return searcher.answer(req)
+                except STORE_ERRORS:
+                    if attempt == 2 or not searcher.store.broken():
+                        raise
+        raise AssertionError("unreachable")
 
     def _open_reader(self) -> Searcher:
         if self._slots is not None and not self._slots.acquire(timeout=_READER_WAIT):

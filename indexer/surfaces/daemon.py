@@ -423,8 +423,7 @@ class Daemon:
                 self._wake.notify_all()
             return fut.result(timeout=_REINDEX_TIMEOUT_S)
         try:
-            with rt.reader() as searcher:
-                answer = searcher.answer(req)
+            answer = rt.answer(req)
         except Exception as exc:
             self._rebuild_if_damaged(rt, exc)
             raise
