@@ -79,3 +79,22 @@ def test_missing_and_bad_params(idx: MemoryIndex) -> None:
         idx.get("MEMORY.md", start=0)
     with pytest.raises(InvalidParams):
         idx.get("MEMORY.md", lines="3")
+
+
+def test_utf16_files_with_a_byte_order_mark_are_read(idx: MemoryIndex, workspace: Path) -> None:
+    """Windows editors save "Unicode" text as UTF-16 with a byte-order mark (Notepad:
+    little-endian, CRLF). It is indexed and cited like UTF-8, and memory_get returns
+    the same lines; UTF-16 that does not decode is skipped with the reason."""
+    text = "# Garden\r\n\r\n- The quince tree was planted in March.\r\n- Café au lait.\r\n"
+    write(workspace, "memory/notepad.md", b"\xff\xfe" + text.encode("utf-16-le"))
+    write(workspace, "memory/big-endian.md", b"\xfe\xff" + "- Heron at dawn.\n".encode("utf-16-be"))
+    write(workspace, "memory/broken.md", b"\xff\xfe" + "- ok".encode("utf-16-le") + b"\x00\xd8")
+    rep = idx.sync().to_json()
+    skipped = {s["path"]: s["reason"] for s in rep["skipped"]}
+    assert "not valid UTF-16-LE" in skipped["memory/broken.md"]
+    assert "memory/notepad.md" not in skipped and "memory/big-endian.md" not in skipped
+    hit = idx.search("quince tree")["results"][0]
+    assert hit["path"] == "memory/notepad.md"
+    assert hit["snippet"] == text.replace("\r\n", "\n").strip()
+    assert idx.get("memory/notepad.md", start=4, lines=1)["text"] == "- Café au lait."
+    assert idx.search("heron dawn")["results"][0]["path"] == "memory/big-endian.md"

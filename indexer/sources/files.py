@@ -1,9 +1,10 @@
 """Reading a Markdown file under a root as the index sees it: through ``safefs`` (no
 symlinks, regular files only, never blocking), as UTF-8, with the hash and change
-stamp of the bytes it was decoded from."""
+stamp of the bytes it was decoded from. UTF-16 with a byte-order mark is read too."""
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 from pathlib import Path
 from typing import NamedTuple
@@ -24,8 +25,26 @@ class SourceText(NamedTuple):
     size: int
 
 
+# Windows editors save "Unicode" text as UTF-16 with a byte-order mark (Notepad's
+# "UTF-16 LE"); its bytes are half NULs, so it would pass for a binary file.
+_UTF16 = ((codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+
+
 def decode_text(data: bytes) -> str:
-    """Markdown bytes as text, or FileUnreadable (binary or not UTF-8). A BOM is dropped."""
+    """Markdown bytes as text, or FileUnreadable (binary, or neither UTF-8 nor UTF-16
+    with a byte-order mark). A BOM is dropped."""
+    for bom, codec in _UTF16:
+        if data.startswith(bom) and not data.startswith(codecs.BOM_UTF32_LE):
+            try:
+                text = data[len(bom) :].decode(codec)
+            except UnicodeDecodeError as exc:
+                raise FileUnreadable(
+                    f"not valid {codec.upper()} (after its byte-order mark: bytes "
+                    f"{exc.start + len(bom)}-{exc.end + len(bom) - 1})"
+                ) from exc
+            if "\x00" in text:
+                raise FileUnreadable("binary file (UTF-16 holding NUL characters)")
+            return text
     if b"\x00" in data:
         raise FileUnreadable("binary file (contains NUL bytes)")
     try:
