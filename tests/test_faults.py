@@ -83,6 +83,26 @@ def _search(d: DaemonProc, q: str) -> list[str]:
     return [r["path"] for r in res]
 
 
+def test_an_index_file_deleted_under_the_daemon_is_built_again(
+    daemon: DaemonProc, tmp_path: Path
+) -> None:
+    """Someone clears the state folder while the daemon runs. Before, the daemon went
+    on writing into the deleted file: a search on a connection opened after the
+    deletion said "run 'memindex index' first" (`memindex index`, answered by the
+    daemon, did not help), and the next start had lost everything."""
+    index = Path(rpc(daemon.sock, "status")["indexPath"])
+    assert _search(daemon, "heron") == ["memory/2026-01-01.md"]
+    gone = list(index.parent.glob(index.name.removesuffix(".sqlite") + "*"))
+    assert index in gone
+    for f in gone:
+        f.unlink()
+    write(tmp_path / "ws", "memory/2026-02-02.md", "- kingfisher at the new pond\n")
+    wait_for(lambda: _search(daemon, "kingfisher") == ["memory/2026-02-02.md"], timeout=30)
+    assert _search(daemon, "heron") == ["memory/2026-01-01.md"]  # everything read again
+    st = rpc(daemon.sock, "status")
+    assert index.is_file() and st["errors"]["memory"] is None and st["files"] == 3, st
+
+
 def test_watched_directory_deleted_and_recreated(daemon: DaemonProc, tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     assert _search(daemon, "heron") == ["memory/2026-01-01.md"]

@@ -95,7 +95,9 @@ class Indexer:
         again. While the server is still away this raises StoreError, the task fails
         (``status`` says so) and the daemon retries it; the files changed meanwhile
         are found by that sync, as after any failed one."""
-        log.warning("%s: the connection to the index was lost: reconnecting", self.backend.where)
+        log.warning(
+            "%s: its connection was lost or its file removed: opening it again", self.backend.where
+        )
         with contextlib.suppress(*STORE_ERRORS):
             self.store.close()
         self.store = self.backend.open()

@@ -71,6 +71,8 @@ class StoreBase:
                 private_file(path)
                 flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
             self.db = apsw.Connection(str(path), flags=flags)
+            st = os.stat(self.file)
+            self._ident = (st.st_dev, st.st_ino)  # the file this connection has open
             self.db.set_busy_timeout(10_000)
             # Reads the header and the schema's pages: a damaged file says so here,
             # not as "Getting the FTS5 API failed" from the registration below.

@@ -128,9 +128,17 @@ class Store(ChunkTables, VectorTables):
         return Store(self.file, readonly=True)
 
     def broken(self) -> bool:
-        """Never: a file has no connection to lose (a damaged file is another matter:
-        ``index_damaged``)."""
-        return False
+        """The index file was deleted or replaced under this connection (someone
+        cleared the state folder): what is written here could never be read again,
+        and the path holds no index or another one. (A damaged file is another
+        matter: ``index_damaged``.)"""
+        try:
+            st = os.stat(self.file)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False  # cannot tell: go on with the open file
+        return (st.st_dev, st.st_ino) != self._ident
 
     def copy_carryover(self, other: str) -> int:
         """Copy the embedding cache and open batch jobs of another index file (a

@@ -248,6 +248,8 @@ class Daemon:
             for rt in list(self.agents.values()):
                 if self._stop.is_set():
                     break
+                if self._index_lost(rt):
+                    rt.backfill = True  # the writer opens it again; everything is read
                 if rt.backfill:
                     self._backfill(rt)
                 if rt.memory_due is not None and rt.memory_due <= now:
@@ -268,6 +270,21 @@ class Daemon:
             with self._wake:
                 if self._jobs.empty() and not self._reload_requested.is_set():
                     self._wake.wait(timeout=wait)
+
+    def _index_lost(self, rt: AgentRuntime) -> bool:
+        """The writer's index was deleted or replaced under it (someone cleared the
+        state folder): it would go on writing into a file no search can open, and
+        every search would say "run 'memindex index' first". Checked once a second
+        (a ``stat``); not while a failed sync waits for its retry, which reopens the
+        store itself (a database that is away must not be retried every second)."""
+        if rt.backfill or rt.health.failures["memory"] or not rt.writer.store.broken():
+            return False
+        log.warning(
+            "%s: the index %s was removed or replaced: building it again",
+            rt.cfg.agent_name,
+            rt.writer.backend.where,
+        )
+        return True
 
     def _backfill(self, rt: AgentRuntime) -> None:
         try:
