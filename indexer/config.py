@@ -158,6 +158,7 @@ class SyncConfig:
     watchDebounceMs: int = 1500
     watcher: str = "auto"  # auto | inotify | polling
     pollIntervalMs: int = 2000
+    rescanMs: int = 300_000  # the daemon syncs this often even with no event; 0: never
 
 
 @dataclass(frozen=True)

@@ -272,6 +272,7 @@ _RANGES: dict[str, tuple[float | None, float | None]] = {
     "cache.maxEntries": (0, None),
     "sync.watchDebounceMs": (0, 3_600_000),
     "sync.pollIntervalMs": (50, 3_600_000),
+    "sync.rescanMs": (0, 86_400_000),
     "server.maxRequestBytes": (1024, 64 * 1024 * 1024),
     "server.maxReplyBytes": (64 * 1024, 1024 * 1024 * 1024),
     "server.maxConnections": (1, 100_000),

@@ -103,6 +103,32 @@ def test_an_index_file_deleted_under_the_daemon_is_built_again(
     assert index.is_file() and st["errors"]["memory"] is None and st["files"] == 3, st
 
 
+def test_a_change_no_event_announced_is_found_by_the_rescan(tmp_path: Path) -> None:
+    """A file changed through a hard link outside the workspace: inotify tells only
+    the watchers of the directory the write went through, so the daemon hears
+    nothing (as when the kernel drops events on a queue overflow). The periodic
+    rescan (``sync.rescanMs``) finds it; before it existed, never."""
+    ws = tmp_path / "ws"
+    write(ws, "MEMORY.md", "# Memory\n- first\n")
+    note = write(ws, "memory/2026-01-01.md", "- heron sighting at the pond\n")
+    link = tmp_path / "elsewhere" / "note.md"
+    link.parent.mkdir()
+    os.link(note, link)
+    (tmp_path / "sessions").mkdir()
+    extra = '[sync]\nwatchDebounceMs = 100\nwatcher = "inotify"\nrescanMs = 1500\n'
+    cfg = daemon_config(tmp_path, ws, tmp_path / "sessions", extra=extra)
+    d = DaemonProc(cfg, tmp_path / "run" / "mi.sock", child_env()).start()
+    try:
+        assert rpc(d.sock, "status")["daemon"]["watcher"]["backend"] == "inotify"
+        with open(link, "r+", encoding="utf-8") as f:  # the same inode, another directory
+            f.write("- kingfisher at the pond\n")
+            f.truncate()
+        wait_for(lambda: _search(d, "kingfisher") == ["memory/2026-01-01.md"], timeout=30)
+        assert _search(d, "heron") == []
+    finally:
+        d.stop()
+
+
 def test_watched_directory_deleted_and_recreated(daemon: DaemonProc, tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     assert _search(daemon, "heron") == ["memory/2026-01-01.md"]

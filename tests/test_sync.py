@@ -98,6 +98,30 @@ def test_bad_files_are_skipped_with_reasons(cfg: Config, workspace: Path) -> Non
         assert "memory/latin1.md" not in paths(idx)
 
 
+def test_a_skipped_file_is_a_warning_once_per_reason(
+    cfg: Config, workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The daemon syncs every few minutes (``sync.rescanMs``): a file that stays
+    skipped must not fill its log; a new reason is a new warning."""
+    write(workspace, "memory/blob.md", b"\x00\x01binary")
+
+    def warned() -> list[str]:
+        got = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        caplog.clear()
+        return got
+
+    with MemoryIndex(cfg) as idx:
+        caplog.set_level("DEBUG", logger="indexer.indexing.pipeline")
+        idx.sync()
+        assert warned() == ["skipped memory/blob.md: binary file (contains NUL bytes)"]
+        idx.sync()
+        assert warned() == []
+        assert idx.status()["skipped"][0]["path"] == "memory/blob.md"  # still listed
+        write(workspace, "memory/blob.md", b"caf\xe9")
+        idx.sync()
+        assert warned() == ["skipped memory/blob.md: not valid UTF-8 (byte 0xe9 at offset 3)"]
+
+
 def test_file_vanishing_mid_sync(cfg: Config, workspace: Path) -> None:
     """A file listed by discovery but gone when read counts as deleted."""
     import indexer.sources.files as source_files

@@ -163,10 +163,11 @@ def sync(
         pending.append(f)
 
     skipped_now: set[str] = set()
+    told = {(str(s["path"]), str(s["reason"])) for s in store.skipped()}  # logged before
     if odd:
         with store.transaction():
             for item in odd:
-                log.warning("skipped %s: %s", item["path"], item["reason"])
+                _log_skip(told, "skipped", item["path"], item["reason"])
                 store.record_skip(item["path"], MEMORY_SOURCE, item["reason"])
                 skipped_now.add(item["path"])
         report.skipped.extend(odd)
@@ -183,7 +184,7 @@ def sync(
                 break
             try:
                 with store.savepoint():  # one file's trouble never rolls back the batch
-                    _sync_one(store, cfg, f, known.get(f.path), report, skipped_now, count)
+                    _sync_one(store, cfg, f, known.get(f.path), report, skipped_now, count, told)
             except STORE_ERRORS:
                 raise  # the index itself is in trouble (disk full): the sync fails
             except Exception as exc:  # a bug for this file only: report it, go on
@@ -209,6 +210,14 @@ def sync(
     return report
 
 
+def _log_skip(told: set[tuple[str, str]], what: str, path: str, reason: str) -> None:
+    """A file skipped (or unreadable) is a warning the first time, or with a new
+    reason; a sync finding it the same again (the daemon rescans every few minutes)
+    logs it at debug level: ``status`` lists it all along."""
+    level = logging.DEBUG if (path, reason) in told else logging.WARNING
+    log.log(level, "%s %s: %s", what, path, reason)
+
+
 def _summary(r: SyncReport) -> dict[str, Any]:
     return {
         "files": r.files,
@@ -228,6 +237,7 @@ def _sync_one(
     report: SyncReport,
     skipped_now: set[str],
     count: TokenCounter,
+    told: set[tuple[str, str]],
 ) -> None:
     """Index one file inside the caller's transaction (a savepoint keeps it atomic)."""
     try:
@@ -239,7 +249,7 @@ def _sync_one(
             report.removed += 1
         return
     except FileUnreadable as exc:
-        log.warning("skipped %s: %s", f.path, exc.reason)
+        _log_skip(told, "skipped", f.path, exc.reason)
         report.skipped.append({"path": f.path, "reason": exc.reason})
         skipped_now.add(f.path)
         store.record_skip(f.path, f.source, exc.reason)
@@ -249,7 +259,7 @@ def _sync_one(
         return
     except OSError as exc:  # keep the previous version; try again next sync
         reason = f"cannot read: {exc.strerror or exc}"
-        log.warning("error reading %s: %s", f.path, reason)
+        _log_skip(told, "error reading", f.path, reason)
         report.errors.append({"path": f.path, "reason": reason})
         skipped_now.add(f.path)
         store.record_skip(f.path, f.source, reason)

@@ -60,6 +60,7 @@ class AgentRuntime:
         self.sessions_due: float | None = None
         self.embed_due: float | None = None  # open batch jobs: poll them then
         self.embed_poll = 0.5
+        self.next_rescan: float | None = None  # the daemon's next sync with no event
         self.last_report: dict[str, Any] | None = None
         self.health = TaskHealth()
 

@@ -248,6 +248,7 @@ class Daemon:
             for rt in list(self.agents.values()):
                 if self._stop.is_set():
                     break
+                self._rescan_if_due(rt, now)
                 if self._index_lost(rt):
                     rt.backfill = True  # the writer opens it again; everything is read
                 if rt.backfill:
@@ -270,6 +271,26 @@ class Daemon:
             with self._wake:
                 if self._jobs.empty() and not self._reload_requested.is_set():
                     self._wake.wait(timeout=wait)
+
+    def _rescan_if_due(self, rt: AgentRuntime, now: float) -> None:
+        """A memory and transcript sync every ``sync.rescanMs`` even if no event came:
+        the watcher can miss changes for good (the kernel drops inotify events when
+        its queue overflows, and watchdog tells no handler; a network file system
+        sends none). Unchanged files cost a ``stat`` each. A task waiting for its
+        retry after a failure keeps its back-off."""
+        every = rt.cfg.sync.rescanMs / 1000
+        if not every:
+            return
+        if rt.next_rescan is None or rt.memory_due is not None:
+            rt.next_rescan = now + every  # a sync is coming anyway: count from there
+            return
+        if now < rt.next_rescan:
+            return
+        rt.next_rescan = now + every
+        if not rt.health.failures["memory"]:
+            rt.memory_due = now
+        if rt.sessions_due is None and not rt.health.failures["sessions"]:
+            rt.sessions_due = now
 
     def _index_lost(self, rt: AgentRuntime) -> bool:
         """The writer's index was deleted or replaced under it (someone cleared the
