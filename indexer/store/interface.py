@@ -48,8 +48,9 @@ class IndexStore(Protocol):
         ...
 
     def broken(self) -> bool:
-        """The connection is lost for good (a database server that restarted or went
-        away): this store can only fail, and its owner opens a new one."""
+        """This store can only fail, or write where nobody reads: its connection is
+        lost (a database server that restarted or went away) or its file was deleted
+        or replaced. Its owner opens a new one."""
         ...
 
     # -- transactions and meta -------------------------------------------------------

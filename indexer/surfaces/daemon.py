@@ -301,7 +301,8 @@ class Daemon:
         if rt.backfill or rt.health.failures["memory"] or not rt.writer.store.broken():
             return False
         log.warning(
-            "%s: the index %s was removed or replaced: building it again",
+            "%s: lost its index %s (the file removed or replaced, or the connection "
+            "lost): opening it again and syncing everything",
             rt.cfg.agent_name,
             rt.writer.backend.where,
         )
