@@ -90,11 +90,12 @@ class Indexer:
                 log.warning("after a write task on %s: %s", self.backend.where, exc)
 
     def _reconnect(self) -> None:
-        """The store lost its connection (its database server restarted or failed
-        over): open the published generation again, which takes the writer lock
-        again. While the server is still away this raises StoreError, the task fails
-        (``status`` says so) and the daemon retries it; the files changed meanwhile
-        are found by that sync, as after any failed one."""
+        """The store is ``broken()``: its database server restarted or failed over
+        (open the published generation again, which takes the writer lock again), or
+        its file was deleted or replaced (open what the path holds now, or a new
+        index). While the server is still away this raises StoreError, the task
+        fails (``status`` says so) and the daemon retries it; the files changed
+        meanwhile are found by that sync, as after any failed one."""
         log.warning(
             "%s: its connection was lost or its file removed: opening it again", self.backend.where
         )

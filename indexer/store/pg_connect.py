@@ -4,6 +4,7 @@ advisory-lock keys, and ``PgTarget`` (which database and agent a store reads).""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import socket
 import threading
@@ -124,29 +125,25 @@ def store_errors(url: str) -> Iterator[None]:
         raise StoreError(f"PostgreSQL at {redact(url)}: {exc}") from exc
 
 
-_CLASS: list[type] = []
-
-
+@functools.cache
 def _connection_class() -> type:
     """psycopg's Connection, noting each connection attempt's outcome in ``_REFUSED``
     (the pool connects on its own threads; this is how a waiting request learns
     that the server refused)."""
-    if not _CLASS:
-        import psycopg
+    import psycopg
 
-        class _Noted(psycopg.Connection):
-            @classmethod
-            def connect(cls, conninfo: str = "", **kwargs: Any) -> Any:
-                try:
-                    conn = super().connect(conninfo, **kwargs)
-                except Exception as exc:
-                    _REFUSED[conninfo] = (time.monotonic(), str(exc).strip())
-                    raise
-                _REFUSED.pop(conninfo, None)
-                return conn
+    class _Noted(psycopg.Connection):
+        @classmethod
+        def connect(cls, conninfo: str = "", **kwargs: Any) -> Any:
+            try:
+                conn = super().connect(conninfo, **kwargs)
+            except Exception as exc:
+                _REFUSED[conninfo] = (time.monotonic(), str(exc).strip())
+                raise
+            _REFUSED.pop(conninfo, None)
+            return conn
 
-        _CLASS.append(_Noted)
-    return _CLASS[0]
+    return _Noted
 
 
 def _getconn(pool: ConnectionPool, url: str) -> psycopg.Connection[Any]:

@@ -95,14 +95,14 @@ class AgentRuntime:
         """``req`` answered by a reader; again on a new connection if the reader's
         turns out lost (an idle connection the database dropped while it restarted
         is only found out by using it)."""
-        for attempt in (1, 2):
-            with self.reader() as searcher:
-                try:
-                    return searcher.answer(req)
-                except STORE_ERRORS:
-                    if attempt == 2 or not searcher.store.broken():
-                        raise
-        raise AssertionError("unreachable")
+        with self.reader() as searcher:
+            try:
+                return searcher.answer(req)
+            except STORE_ERRORS:
+                if not searcher.store.broken():
+                    raise
+        with self.reader() as searcher:  # the lost one was closed, not pooled again
+            return searcher.answer(req)
 
     def _open_reader(self) -> Searcher:
         if self._slots is not None and not self._slots.acquire(timeout=_READER_WAIT):
