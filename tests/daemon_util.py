@@ -55,6 +55,12 @@ def rpc(sock_path: Path, method: str, params: dict[str, Any] | None = None) -> A
     return reply["result"]
 
 
+def search_paths(sock_path: Path, query: str, **params: Any) -> list[str]:
+    """The paths of a ``memory_search``'s results, in order."""
+    res = rpc(sock_path, "memory_search", {"query": query, **params})["results"]
+    return [r["path"] for r in res]
+
+
 def wait_for(pred: Callable[[], Any], timeout: float = 20.0, interval: float = 0.05) -> Any:
     deadline = time.monotonic() + timeout
     last: Any = None

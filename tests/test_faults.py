@@ -15,7 +15,15 @@ from pathlib import Path
 
 import pytest
 from conftest import write
-from daemon_util import DaemonProc, child_env, daemon_config, rpc, run_cli, wait_for
+from daemon_util import (
+    DaemonProc,
+    child_env,
+    daemon_config,
+    rpc,
+    run_cli,
+    search_paths,
+    wait_for,
+)
 
 from indexer.config import Config
 from indexer.engine import MemoryIndex
@@ -79,8 +87,7 @@ def daemon(tmp_path: Path) -> Iterator[DaemonProc]:
 
 
 def _search(d: DaemonProc, q: str) -> list[str]:
-    res = rpc(d.sock, "memory_search", {"query": q, "minScore": 0})["results"]
-    return [r["path"] for r in res]
+    return search_paths(d.sock, q, minScore=0)
 
 
 def test_an_index_file_deleted_under_the_daemon_is_built_again(

@@ -14,7 +14,7 @@ import numpy as np
 import psycopg
 import pytest
 from conftest import Runner, cli_json, write
-from daemon_util import DaemonProc, child_env, daemon_config, rpc, wait_for
+from daemon_util import DaemonProc, child_env, daemon_config, rpc, search_paths, wait_for
 
 from indexer.store import ChunkRow, FileState
 from indexer.store.pg_search import HNSW_MIN
@@ -142,10 +142,6 @@ def test_vectors_switch_from_an_exact_scan_to_hnsw(pg_url: str) -> None:
         backend.discard(new.generation)
 
 
-def _search(sock: Path, query: str) -> list[str]:
-    return [h["path"] for h in rpc(sock, "memory_search", {"query": query})["results"]]
-
-
 def test_the_daemon_rides_out_a_database_restart(tmp_path: Path, workspace: Path) -> None:
     """The database restarts under a running daemon (maintenance, a failover): while
     it is away a search fails at once with the reason instead of waiting out the
@@ -163,7 +159,7 @@ def test_the_daemon_rides_out_a_database_restart(tmp_path: Path, workspace: Path
     )  # fmt: skip
     d = DaemonProc(cfg, tmp_path / "run" / "mi.sock", child_env()).start()
     try:
-        assert _search(d.sock, "rye bread") == ["MEMORY.md"]  # a reader is pooled now
+        assert search_paths(d.sock, "rye bread") == ["MEMORY.md"]  # a reader is pooled now
 
         srv.cleanup()  # stops the server: the daemon's connections die with it
         write(workspace, "memory/2026-11-22.md", "# 2026-11-22\n\n- The heron fishes at dawn.\n")
@@ -175,8 +171,8 @@ def test_the_daemon_rides_out_a_database_restart(tmp_path: Path, workspace: Path
 
         srv = pgserver.get_server(data, cleanup_mode="stop")  # the same socket again
         assert srv.get_uri() == url
-        assert _search(d.sock, "rye bread") == ["MEMORY.md"]  # no dead reader answers
-        wait_for(lambda: _search(d.sock, "heron fishes") == ["memory/2026-11-22.md"], 60)
+        assert search_paths(d.sock, "rye bread") == ["MEMORY.md"]  # no dead reader answers
+        wait_for(lambda: search_paths(d.sock, "heron fishes") == ["memory/2026-11-22.md"], 60)
         st = rpc(d.sock, "status")
         assert st["errors"]["memory"] is None, st["errors"]
     finally:
