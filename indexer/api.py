@@ -108,6 +108,22 @@ def _sources(params: Mapping[str, Any]) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(sources)) or None
 
 
+# OpenClaw's tools take snake_case arguments since 2026.10; the wire's names are camelCase
+_SNAKE = {"max_results": "maxResults", "min_score": "minScore", "start_line": "from"}
+
+
+def _camel(params: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``params`` with snake_case names as their camelCase ones (the camelCase wins)."""
+    if not any(k in params for k in _SNAKE):
+        return params
+    out = dict(params)
+    for snake, camel in _SNAKE.items():
+        if snake in out:
+            value = out.pop(snake)
+            out.setdefault(camel, value)
+    return out
+
+
 # -- requests ---------------------------------------------------------------------------
 
 
@@ -157,6 +173,7 @@ class SearchRequest:
 
     @classmethod
     def parse(cls, params: Mapping[str, Any]) -> SearchRequest:
+        params = _camel(params)
         query = params.get("query")
         if not isinstance(query, str) or not query.strip():
             raise InvalidParams("'query' must be a non-empty string")
@@ -187,25 +204,36 @@ class SearchRequest:
 
 @dataclass(frozen=True, slots=True)
 class GetRequest:
-    """memory_get: ``lines`` lines from line ``start`` (1-based; all when None)."""
+    """memory_get: ``lines`` lines from line ``start`` (1-based; all when None). A
+    transcript's lines come rendered (``User: …``; a line that is no message is
+    empty, so line numbers stay the transcript's), or its JSON events with ``raw``;
+    secrets redacted either way."""
 
     path: str
     start: int = 1
     lines: int | None = None
+    raw: bool = False
 
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param("path", {"type": "string"}, "e.g. memory/2026-11-21.md", required=True),
         Param("from", {"type": "integer", "minimum": 1}, "first line, 1-based"),
         Param("lines", {"type": "integer", "minimum": 1}, "how many lines (default: all)"),
+        Param("raw", {"type": "boolean"}, "a transcript's JSON events instead of its messages"),
         AGENT,
     )
 
     @classmethod
     def parse(cls, params: Mapping[str, Any]) -> GetRequest:
+        params = _camel(params)
         path = params.get("path")
         if not isinstance(path, str):
             raise InvalidParams("'path' must be a string")
-        return cls(path=path, start=_int(params, "from", 1) or 1, lines=_int(params, "lines", 1))
+        return cls(
+            path=path,
+            start=_int(params, "from", 1) or 1,
+            lines=_int(params, "lines", 1),
+            raw=_bool(params, "raw"),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,6 +349,8 @@ class StatusResponse(TypedDict):
     checkedAt: float
     # a damaged index file was set aside and this index started anew: {at, reason, keptAs}
     recovered: NotRequired[dict[str, Any]]
+    # the index holds another workspace than the one configured (searches refuse it)
+    mismatch: NotRequired[str]
     # added by the daemon
     agent: NotRequired[str]
     agents: NotRequired[list[str]]

@@ -78,6 +78,7 @@ class QueryConfig:
 class LimitsConfig:
     maxFileBytes: int = 8 * 1024 * 1024
     maxGetBytes: int = 1024 * 1024  # memory_get returns at most this much text
+    allowHardLinks: bool = False  # index and serve files that have more than one name
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,8 @@ class SessionsConfig:
     deltaMessages: int = 50
     idleFlushMs: int = 60_000  # index a smaller delta once the file has been quiet this long
     includeRotated: bool = True  # *.jsonl.reset.* and *.jsonl.deleted.*
+    # OpenClaw 2026.9+: the agent's database (default <dir>/../agent/openclaw-agent.sqlite)
+    database: str = ""
 
 
 @dataclass(frozen=True)
@@ -219,6 +222,20 @@ class Config:
         if self.agentId is None and not own_workspace:
             return None
         return openclaw / "agents" / self.agent_name / "sessions"
+
+    def transcript_db(self) -> Path | None:
+        """OpenClaw's agent database, whose ``transcript_events`` hold the transcripts
+        of OpenClaw 2026.9 and later: ``sessions.database``, else the ``agent`` folder
+        beside an OpenClaw sessions folder (``agents/<id>/sessions``); None when
+        transcripts are off or the sessions folder is not laid out as OpenClaw's."""
+        sdir = self.sessions_dir()
+        if sdir is None:
+            return None
+        if self.sessions.database:
+            return Path(os.path.expandvars(os.path.expanduser(self.sessions.database)))
+        if sdir.name != "sessions" or sdir.parent.parent.name != "agents":
+            return None
+        return sdir.parent / "agent" / "openclaw-agent.sqlite"
 
     def socket_path(self) -> Path:
         if self.server.socket:

@@ -99,6 +99,8 @@ def parse_config(
     sessions = _section(data, "sessions", SessionsConfig, where)
     if sessions.dir:
         sessions = replace(sessions, dir=str(_expand(sessions.dir, base)))
+    if sessions.database:
+        sessions = replace(sessions, database=str(_expand(sessions.database, base)))
     sync = _section(data, "sync", SyncConfig, where)
     if sync.watcher not in ("auto", "inotify", "polling"):
         raise ConfigError(f"{where}: sync.watcher must be auto, inotify or polling")

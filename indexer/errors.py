@@ -13,8 +13,10 @@
     ├── DaemonUnavailable         no daemon answers on the socket (or it went away)
     ├── ForeignSocket             the socket is served by another user: nothing is sent
     ├── RemoteError               the daemon answered with a JSON-RPC error
+    ├── TranscriptDbError         OpenClaw's agent database cannot be read (schema, I/O)
     └── StoreError                the index file cannot be opened, migrated or written
         ├── IndexMismatch         the index file belongs to another workspace
+        ├── IndexBusy             another process holds the agent's writer lock
         └── IndexCorrupt          the index file is damaged (a writer sets it aside)
 
 The CLI turns these into one line on stderr and exit status 2; the socket server
@@ -35,11 +37,13 @@ __all__ = [
     "IndexCorrupt",
     "RemoteError",
     "IndexMismatch",
+    "IndexBusy",
     "InvalidParams",
     "MemindexError",
     "NotFound",
     "PathRefused",
     "StoreError",
+    "TranscriptDbError",
     "WorkspaceError",
     "index_damaged",
 ]
@@ -83,12 +87,25 @@ class IndexMismatch(StoreError):
     code = "index_mismatch"
 
 
+class IndexBusy(StoreError):
+    """Another process writes this agent's index (``store.writer_lock``)."""
+
+    code = "index_busy"
+
+
 class IndexCorrupt(StoreError):
     """The index file is not a readable SQLite database (garbage, cut short, a
     damaged schema). It holds only what memindex derived from the user's files, so
     a writer sets it aside and builds a new one (``SqliteBackend.open``)."""
 
     code = "index_corrupt"
+
+
+class TranscriptDbError(MemindexError):
+    """OpenClaw's agent database (its transcripts) cannot be read: a schema this
+    memindex does not know, a damaged file, a cold archive that does not verify."""
+
+    code = "transcript_db"
 
 
 class FileUnreadable(PathRefused):

@@ -18,6 +18,7 @@ file, which has more settings than memory search.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,14 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     for k, v in over.items():
         out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
     return out
+
+
+def normalize_agent_id(value: str) -> str:
+    """An agent id as OpenClaw normalises it: lower-cased, each run of characters
+    other than a-z 0-9 _ - as one "-", no "-" at either end, at most 64 characters;
+    "main" when nothing is left."""
+    text = re.sub(r"[^a-z0-9_-]+", "-", value.strip().lower()).strip("-")[:64]
+    return text or "main"
 
 
 def _get(d: Any, *keys: str) -> Any:
@@ -223,8 +232,9 @@ def load_openclaw(path: Path, base_cfg: Config | None = None) -> tuple[Config, .
 
     out: list[Config] = []
     seen: set[str] = set()
-    for aid, entry in default_first:
-        if aid in seen or "/" in aid or aid.startswith("."):
+    for raw_id, entry in default_first:
+        aid = normalize_agent_id(raw_id)  # the id OpenClaw uses (paths, session keys)
+        if aid in seen:
             continue
         seen.add(aid)
         ms = _merge(ms_default, entry.get("memorySearch") or _get(entry, "memory", "search") or {})

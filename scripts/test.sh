@@ -12,7 +12,7 @@ setup_venv "dev,local"
 # The real OpenClaw 2026.9.6 + Node 24 for the plugin test (npm, cached in ~/.cache).
 bash scripts/setup_openclaw.sh
 
-echo "== ruff";  .venv/bin/ruff check . && .venv/bin/ruff format --check .
+echo "== ruff";  .venv/bin/ruff check .; .venv/bin/ruff format --check .
 echo "== mypy";  .venv/bin/mypy
 # The suite's temporary files (its PostgreSQL data folder and socket among them) go
 # in a folder of this run's own: pytest's shared /tmp/pytest-of-$USER keeps only the

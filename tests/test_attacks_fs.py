@@ -554,3 +554,72 @@ def test_extra_paths_that_add_nothing_are_listed_with_the_reason(
         assert (
             idx.search("okapi", min_score=0)["results"][0]["path"] == "extra/no-such-notes/found.md"
         )
+
+
+def test_a_hard_link_to_an_outside_file_is_neither_indexed_nor_served(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """A hard link (or, as root, a bind mount) makes an outside file look like one of
+    the workspace's: no symlink check sees it. A file with more than one name is
+    skipped (status says why) and refused by memory_get and memindex-qmd get,
+    unless ``limits.allowHardLinks`` says otherwise."""
+    out = _outside(tmp_path)
+    os.link(out / "target.md", workspace / "memory" / "linked.md")
+    cfg = _sessions_cfg(workspace, tmp_path)
+    transcript = tmp_path / "elsewhere.jsonl"
+    transcript.write_text(
+        '{"type":"message","role":"user","content":"' + SECRET + ' in a transcript"}\n'
+    )
+    os.link(transcript, tmp_path / "sessions" / "linked.jsonl")
+    with MemoryIndex(cfg) as idx:
+        idx.sync()
+        assert idx.search(SECRET, min_score=0)["results"] == []
+        skipped = {s["path"]: s["reason"] for s in idx.status()["skipped"]}
+        assert "hard link" in skipped["memory/linked.md"], skipped
+        assert "allowHardLinks" in skipped["sessions/linked.jsonl"], skipped
+        for path in ("memory/linked.md", "sessions/linked.jsonl"):
+            with pytest.raises(PathRefused, match="hard link"):
+                idx.get(path)
+    home = tmp_path / "h"
+    assert _qmd(home, "collection", "add", str(workspace / "memory"), "--name", "m").returncode == 0
+    r = _qmd(home, "get", "m/linked.md")
+    assert r.returncode != 0 and SECRET not in r.stdout and "hard link" in r.stderr, r.stderr
+    from dataclasses import replace
+
+    from indexer.config import LimitsConfig
+
+    allowed = replace(cfg, limits=LimitsConfig(allowHardLinks=True))
+    with MemoryIndex(allowed) as idx:  # the user said so: indexed and served
+        idx.sync()
+        found = {r["path"] for r in idx.search(SECRET, min_score=0)["results"]}
+        assert found == {"memory/linked.md", "sessions/linked.jsonl"}
+        assert SECRET in idx.get("memory/linked.md")["text"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a read-only bind mount needs root")
+def test_an_index_on_a_read_only_file_system_can_be_searched(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """A backup mounted read-only, a container's read-only volume: SQLite cannot
+    make the WAL index file (-shm) beside it, and opening it even to search failed
+    with "unable to open database file"."""
+    state, ro = tmp_path / "state", tmp_path / "ro"
+    ro.mkdir()
+    cfg = Config(workspace=workspace, indexPath=state / "main.sqlite")
+    with MemoryIndex(cfg) as idx:
+        idx.sync()
+    subprocess.run(["mount", "--bind", str(state), str(ro)], check=True)
+    try:
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(ro)], check=True)
+        conf = write(
+            tmp_path, "ro.toml", f'workspace = "{workspace}"\nindexPath = "{ro}/main.sqlite"\n'
+        )
+        r = run_cli("--config", str(conf), "search", "rye bread")
+        assert r.returncode == 0 and "MEMORY.md" in r.stdout, r.stderr
+        r = run_cli("--config", str(conf), "status")
+        assert r.returncode == 0 and "last sync" in r.stdout, r.stderr
+        r = run_cli("--config", str(conf), "index")
+        assert r.returncode == 2 and "Read-only file system" in r.stderr, r.stderr
+        assert "can be searched, not updated" in r.stderr and "Traceback" not in r.stderr
+    finally:
+        subprocess.run(["umount", str(ro)], check=False)

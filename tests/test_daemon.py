@@ -6,6 +6,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -120,6 +121,12 @@ def test_garbage_requests_get_errors_and_the_daemon_keeps_serving(daemon: Daemon
     s.connect(str(daemon.sock))
     s.sendall(b'{"jsonrpc":"2.0","id":1,"meth')
     s.close()
+    # A whole request without its newline, then the client closes its side: answered
+    # (a client that ends its request with shutdown(SHUT_WR) used to wait in vain).
+    (reply,) = rpc_raw(daemon.sock, b'{"jsonrpc":"2.0","id":7,"method":"ping"}')
+    assert reply["id"] == 7 and reply["result"]["ok"] is True
+    (reply,) = rpc_raw(daemon.sock, b'{"jsonrpc":"2.0","id":8,"meth')
+    assert reply["error"]["code"] == -32700
     # Batch requests.
     batch = rpc_raw(
         daemon.sock,
@@ -165,6 +172,45 @@ def test_other_uid_is_refused(daemon: DaemonProc) -> None:
     reply = as_nobody()
     assert '"code": -32003' in reply and "different user" in reply, reply
     assert rpc(daemon.sock, "status")["daemon"]["refusedConnections"] == 1
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to listen as another uid")
+def test_serve_on_a_socket_another_user_serves_says_so(tmp_path: Path, workspace: Path) -> None:
+    """Another user's process listens on the socket path: that is no memindex of
+    ours, and `serve` used to say "a memindex daemon is already serving"."""
+    run = tmp_path / "shared"
+    run.mkdir(mode=0o777)
+    os.chmod(run, 0o1777)
+    sock = run / "mi.sock"
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: another user, listening where the daemon would
+        try:
+            os.close(r)
+            os.chdir(run)  # pytest's folders above are 0700: bind by the name inside
+            os.setgid(65534)
+            os.setuid(65534)
+            srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            srv.bind(sock.name)
+            srv.listen()
+            os.write(w, b"up")
+            time.sleep(60)
+        finally:
+            os._exit(0)
+    os.close(w)
+    try:
+        assert os.read(r, 16) == b"up"
+        sessions = tmp_path / "sessions"
+        sessions.mkdir()
+        d = DaemonProc(make_config(tmp_path, workspace, sessions), sock, child_env())
+        d.start(wait=False)
+        assert d.proc is not None and d.proc.wait(timeout=30) == 2
+        out = d.stop()
+        assert "served by a process of uid 65534" in out and "already serving" not in out, out
+    finally:
+        os.close(r)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
 
 
 def test_stale_socket_replaced_live_one_kept(tmp_path: Path, workspace: Path) -> None:

@@ -114,7 +114,8 @@ def test_a_change_no_event_announced_is_found_by_the_rescan(tmp_path: Path) -> N
     """A file changed through a hard link outside the workspace: inotify tells only
     the watchers of the directory the write went through, so the daemon hears
     nothing (as when the kernel drops events on a queue overflow). The periodic
-    rescan (``sync.rescanMs``) finds it; before it existed, never."""
+    rescan (``sync.rescanMs``) finds it; before it existed, never. (Hard links are
+    indexed only when ``limits.allowHardLinks`` says so.)"""
     ws = tmp_path / "ws"
     write(ws, "MEMORY.md", "# Memory\n- first\n")
     note = write(ws, "memory/2026-01-01.md", "- heron sighting at the pond\n")
@@ -123,6 +124,7 @@ def test_a_change_no_event_announced_is_found_by_the_rescan(tmp_path: Path) -> N
     os.link(note, link)
     (tmp_path / "sessions").mkdir()
     extra = '[sync]\nwatchDebounceMs = 100\nwatcher = "inotify"\nrescanMs = 1500\n'
+    extra += "[limits]\nallowHardLinks = true\n"
     cfg = daemon_config(tmp_path, ws, tmp_path / "sessions", extra=extra)
     d = DaemonProc(cfg, tmp_path / "run" / "mi.sock", child_env()).start()
     try:

@@ -116,3 +116,21 @@ def test_kill9_during_rebuild_leaves_a_working_index(
         assert idx.store.integrity() == "ok"
     cleanup(cfg.indexPath, grace_s=0)  # type: ignore[arg-type]
     assert not any(".g" in p.name for p in gen_dir.iterdir()), list(gen_dir.iterdir())
+
+
+def test_a_rebuild_leaves_no_wal_files_beside_the_index_link(cfg: Config, workspace: Path) -> None:
+    """The first rebuild replaces the plain index file (generation zero) with a link
+    to a generation; its -wal and -shm, named after the path, used to stay beside
+    the link for good (nothing opens them by that name again)."""
+    index = cfg.indexPath
+    assert index is not None
+    with MemoryIndex(cfg) as idx:
+        idx.sync()
+        with MemoryIndex(cfg, readonly=True) as reader:  # a reader holds them open
+            assert reader.search("rye bread")["results"]
+            assert Path(f"{index}-wal").exists() or Path(f"{index}-shm").exists()
+            assert idx.sync(force=True).rebuilt == "forced"
+            assert reader.search("rye bread")["results"]  # it keeps answering
+    assert index.is_symlink()
+    left = sorted(p.name for p in index.parent.glob(index.name + "-*"))
+    assert left == [], left

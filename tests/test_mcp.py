@@ -62,6 +62,7 @@ def test_mcp_tools_and_results(cli: Runner, workspace: Path) -> None:
         "path",
         "from",
         "lines",
+        "raw",
         "agent",
     }
     for name, tool in by_name.items():  # the socket's request types, as JSON Schema
@@ -82,3 +83,45 @@ def test_mcp_tools_and_results(cli: Runner, workspace: Path) -> None:
     assert json.loads(results[2].content[0].text)["sources"]["memory"]["files"] == 3
     assert results[3].is_error and "refused" in results[3].content[0].text
     assert results[4].is_error and "serves agent 'main'" in results[4].content[0].text
+
+
+def test_mcp_answers_lines_the_sdk_would_drop(workspace: Path) -> None:
+    """JSON-RPC asks for an error reply to a line that is not JSON, to a batch (MCP
+    has none) and to an id that is not a string, number or null; the SDK said
+    nothing, and its client waited."""
+    import subprocess
+
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
+    lines = [
+        json.dumps(init),
+        "this is not json",
+        json.dumps([{"jsonrpc": "2.0", "id": 2, "method": "ping"}]),
+        '{"jsonrpc": "2.0", "id": NaN, "method": "ping"}',
+        '{"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}',
+        json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"}),
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "indexer.surfaces.cli", "--workspace", str(workspace), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write("\n".join(lines) + "\n")
+        proc.stdin.flush()
+        replies = []
+        for line in proc.stdout:
+            replies.append(json.loads(line))
+            if replies[-1].get("id") == 3:
+                break
+    finally:
+        proc.kill()
+        proc.wait()
+    errors = [r["error"] for r in replies if "error" in r]
+    assert [e["code"] for e in errors] == [-32700, -32600, -32600, -32600], replies
+    assert "batches" in errors[1]["message"] and "'id'" in errors[2]["message"]
+    assert replies[-1] == {"jsonrpc": "2.0", "id": 3, "result": {}}

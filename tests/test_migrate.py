@@ -161,3 +161,25 @@ def test_migrate_refuses_to_overwrite_or_to_race(
     with backend.open(readonly=True) as s:  # one generation left: the new one
         assert s.generation == backend.current()
         assert s.counts()["memory"]["files"] == 14
+
+
+def test_migrating_a_damaged_index_names_it_and_copies_nothing(
+    cli: Runner, tmp_path: Path, fake: FakeOpenAI, pg_url: str
+) -> None:
+    on_sqlite = _config(tmp_path, fake, "sqlite.toml")
+    cli_json(cli, "--config", str(on_sqlite), "index", "--json")
+    index = tmp_path / "main.sqlite"
+    real = index.resolve()
+    with real.open("r+b") as f:  # the schema's pages stay readable; the rows do not
+        for page in range(6, 15):  # files, chunks and their keyword index (each table's root)
+            f.seek((page - 1) * 4096)
+            f.write(b"\xde\xad" * 2048)
+    code, _, err = cli("--config", str(on_sqlite), "migrate", "--to", pg_url)
+    assert code == 2 and "Traceback" not in err, err
+    assert str(index) in err and "damaged" in err and "memindex index --force" in err, err
+    from indexer.store.postgres import PostgresBackend
+
+    backend = PostgresBackend(pg_url, "main")
+    if backend.exists():  # the agent's row, made to hold the lock: no rows in it
+        with backend.open(readonly=True) as s:
+            assert s.counts() == {}

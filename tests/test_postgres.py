@@ -178,3 +178,59 @@ def test_the_daemon_rides_out_a_database_restart(tmp_path: Path, workspace: Path
     finally:
         d.stop()
         srv.cleanup()
+
+
+def test_the_writer_takes_its_lock_back_as_soon_as_the_database_returns(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """A restart ends the session that held the agent's writer lock. The daemon takes
+    it back within a second of the server's return, without waiting for something
+    to write: a second daemon for the agent (another workspace) started then is
+    refused. Before, it took the lock and rebuilt the agent's index for its own
+    workspace, and the first daemon answered from those rows while saying all was
+    well. Every idle reader's connection died too: none of them answers."""
+    import threading
+
+    import pgserver
+
+    data = tmp_path / "pg"
+    srv = pgserver.get_server(data, cleanup_mode="stop")
+    url = srv.get_uri()
+    other = tmp_path / "other"
+    write(other, "MEMORY.md", "# Memory\n- the otter swims in the river\n")
+    extra = f'[sync]\nwatchDebounceMs = 200\n[store]\nurl = "{url}"\n'
+    d = DaemonProc(
+        daemon_config(tmp_path / "c1", workspace, tmp_path / "sessions", extra=extra),
+        tmp_path / "run" / "one.sock",
+        child_env(),
+    ).start()
+    second = DaemonProc(
+        daemon_config(tmp_path / "c2", other, tmp_path / "sessions", extra=extra),
+        tmp_path / "run" / "two.sock",
+        child_env(),
+    )
+    try:
+        searches = [
+            threading.Thread(target=search_paths, args=(d.sock, "rye bread")) for _ in range(4)
+        ]
+        for t in searches:  # several readers pooled, each with its connection
+            t.start()
+        for t in searches:
+            t.join()
+        srv.cleanup()
+        srv = pgserver.get_server(data, cleanup_mode="stop")
+        assert srv.get_uri() == url
+        time.sleep(3)  # nothing changes in the workspace: the daemon has nothing to write
+        second.start(wait=False)
+        assert second.proc is not None and second.proc.wait(timeout=60) == 2
+        out = second.stop()
+        assert "already has a writer" in out and "one.sock" in out, out
+        for _ in range(5):  # no dead pooled reader answers any of them
+            assert search_paths(d.sock, "rye bread") == ["MEMORY.md"]
+        assert search_paths(d.sock, "otter") == []
+        st = rpc(d.sock, "status")
+        assert st["errors"]["writer"] is None and st["lastError"] is None, st
+    finally:
+        second.stop()
+        d.stop()
+        srv.cleanup()

@@ -142,12 +142,17 @@ def test_growth_partial_lines_and_thresholds(sess: tuple[Config, Path]) -> None:
 
 def test_idle_flush(sess: tuple[Config, Path]) -> None:
     cfg, d = sess
-    cfg = replace(cfg, sessions=replace(cfg.sessions, idleFlushMs=1))
+    """A small delta is indexed once it has been quiet for idleFlushMs as the writer
+    saw it: the first look starts the count (an mtime in the past does not vouch)."""
+    cfg = replace(cfg, sessions=replace(cfg.sessions, idleFlushMs=50))
     f = d / "s.jsonl"
     append(f, msg("user", "a single quiet message about otters"))
     old = time.time() - 5
     os.utime(f, (old, old))
     with MemoryIndex(cfg) as idx:
+        first = idx.sync_sessions(due_only=True)
+        assert first.messages == 0 and first.deferred == 1
+        time.sleep(0.1)
         assert idx.sync_sessions(due_only=True).messages == 1
 
 

@@ -1,7 +1,8 @@
 """The store contract (``IndexStore`` and ``Backend``), run against both stores:
 SQLite files and a real PostgreSQL with pgvector that the suite starts (conftest's
-``pg_server``). Then what only a shared database has: agents kept apart, one
-writer per agent, a killed writer's lock freed."""
+``pg_server``): among it one writer per agent (a second is refused naming the
+first, a killed writer's lock is freed, a rebuild keeps it). Then what only a
+shared database has: agents kept apart."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from conftest import write
 
 from indexer.config import Config, StoreConfig
 from indexer.engine import MemoryIndex
-from indexer.errors import StoreError
+from indexer.errors import IndexBusy, StoreError
 from indexer.search.query import parse_query
 from indexer.sources.text import index_text
 from indexer.store import ChunkRow, FileState
@@ -269,12 +270,16 @@ def test_agents_sharing_a_database_never_see_each_other(tmp_path: Path, pg_url: 
     assert len(answers["bob"]) == 1 and "badger" in answers["bob"][0]
 
 
-def test_a_second_writer_for_an_agent_is_refused(tmp_path: Path, pg_url: str) -> None:
-    cfg = Config(workspace=tmp_path, agentId="solo", store=StoreConfig(url=pg_url))
-    backend = backend_for(cfg)
-    first = backend.open()
+_BUSY = "already has a writer|being written by another memindex"
+
+
+def test_a_second_writer_for_an_agent_is_refused_naming_the_first(
+    kind: str, tmp_path: Path, request: Req
+) -> None:
+    cfg = _config(kind, tmp_path, request, "solo")
+    first = backend_for(cfg, note="the first one").open()
     try:
-        with pytest.raises(StoreError, match="already has a writer"):
+        with pytest.raises(IndexBusy, match=f"({_BUSY}).*pid {os.getpid()}.*the first one"):
             backend_for(cfg).open()
         backend_for(cfg).open(readonly=True).close()  # readers are welcome
     finally:
@@ -282,15 +287,33 @@ def test_a_second_writer_for_an_agent_is_refused(tmp_path: Path, pg_url: str) ->
     backend_for(cfg).open().close()  # released on close
 
 
-def test_a_killed_writer_frees_its_agent(tmp_path: Path, pg_url: str) -> None:
+def test_a_writer_keeps_its_lock_through_a_rebuild(kind: str, tmp_path: Path, request: Req) -> None:
+    """A rebuild publishes a new generation and closes the old one: the lock goes
+    with the writer to the new one (it was dropped with the old one before, and
+    any process could then write the agent's index)."""
+    cfg = _config(kind, tmp_path, request, "solo")
+    write(cfg.require_workspace(), "MEMORY.md", "# Memory\n- the heron\n")
+    with MemoryIndex(cfg) as idx:
+        idx.sync()
+        assert idx.sync(force=True).rebuilt == "forced"
+        with pytest.raises(IndexBusy):
+            backend_for(cfg).open()
+    backend_for(cfg).open().close()
+
+
+def test_a_killed_writer_frees_its_agent(kind: str, tmp_path: Path, request: Req) -> None:
+    cfg = _config(kind, tmp_path, request, "k")
     script = textwrap.dedent(
         f"""
         import sys, time
         from pathlib import Path
         from indexer.config import Config, StoreConfig
         from indexer.store.backend import backend_for
-        url = {pg_url!r}
-        cfg = Config(workspace=Path({str(tmp_path)!r}), agentId="k", store=StoreConfig(url=url))
+        cfg = Config(
+            workspace=Path({str(cfg.workspace)!r}), agentId="k",
+            indexPath=Path({str(cfg.resolved_index_path())!r}),
+            store=StoreConfig(url={cfg.store.url!r}),
+        )
         s = backend_for(cfg).open()
         print("locked", flush=True)
         time.sleep(60)
@@ -300,8 +323,7 @@ def test_a_killed_writer_frees_its_agent(tmp_path: Path, pg_url: str) -> None:
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, env=env)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == b"locked"
-        cfg = Config(workspace=tmp_path, agentId="k", store=StoreConfig(url=pg_url))
-        with pytest.raises(StoreError, match="already has a writer"):
+        with pytest.raises(StoreError, match=_BUSY):
             backend_for(cfg).open()
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)

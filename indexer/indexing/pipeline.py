@@ -241,7 +241,9 @@ def _sync_one(
 ) -> None:
     """Index one file inside the caller's transaction (a savepoint keeps it atomic)."""
     try:
-        src = source_files.read_text(f.root, f.parts, cfg.limits.maxFileBytes)
+        src = source_files.read_text(
+            f.root, f.parts, cfg.limits.maxFileBytes, links=cfg.limits.allowHardLinks
+        )
         text, state = src.text, FileState(src.sha256, src.mtime_ns, src.size)
     except FileVanished:
         if old is not None:

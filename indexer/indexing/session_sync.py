@@ -13,6 +13,13 @@ file is known by (device, inode) plus a hash of its first bytes, so:
 * malformed lines are skipped and counted (logged once per file).
 
 Rows and cursor move in one transaction, so a crash re-reads at most one delta.
+
+The daemon indexes a delta once it is large enough or has been quiet for
+``idleFlushMs`` — quiet as the daemon saw it (``Quiet``: the size it last saw and
+since when), never by the file's mtime alone, which a clock stepped back or a file
+from a host whose clock runs ahead puts in the future. A call may be given a time
+budget: a large transcript is then read in slices (``SessionReport.more``), so the
+one writer turns to memory files and to shutdown in between.
 """
 
 from __future__ import annotations
@@ -21,13 +28,12 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
 
 from indexer.config import Config
 from indexer.errors import FileUnreadable, FileVanished, MemindexError
-from indexer.sources.chunking import chunk_markdown
+from indexer.indexing.db_sessions import is_db_path, sync_db_sessions
+from indexer.indexing.transcripts import SessionReport, transcript_rows
 from indexer.sources.sessions import (
     MAX_LINE_BYTES,
     SESSIONS_SOURCE,
@@ -39,38 +45,34 @@ from indexer.sources.sessions import (
 )
 from indexer.sources.text import index_text
 from indexer.sources.tokenizer import TokenCounter, get_counter
-from indexer.store import ChunkRow, FileState, IndexStore, SessionCursor
+from indexer.store import FileState, IndexStore, SessionCursor
 
-__all__ = ["SessionReport", "pending_delta", "sync_sessions"]
+__all__ = ["Quiet", "SessionReport", "pending_delta", "sync_sessions", "transcript_rows"]
 
 log = logging.getLogger(__name__)
 
-_STEP_BYTES = 8 * 1024 * 1024  # read at most this much per transaction
+_STEP_BYTES = 1024 * 1024  # read at most this much per transaction (~1 s of work)
 
 
-@dataclass
-class SessionReport:
-    files: int = 0
-    indexed: int = 0  # files that got new rows
-    messages: int = 0
-    malformed: int = 0
-    rotated: int = 0
-    restarted: int = 0  # truncated or replaced files read again from the start
-    removed: int = 0
-    deferred: int = 0  # deltas below the thresholds, left for later
-    chunksWritten: int = 0
-    errors: list[dict[str, str]] = field(default_factory=list)
+class Quiet:
+    """When the daemon last saw each transcript's size change (monotonic time): a
+    delta is quiet once the daemon has seen no change for ``idleFlushMs``."""
 
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[int, int, float]] = {}  # path -> (inode, size, since)
 
+    def quiet_for(self, f: TranscriptFile, now: float) -> float:
+        """Seconds this file has been unchanged as far as the daemon knows (a file
+        seen for the first time, or at a new size, starts the count)."""
+        prev = self._seen.get(f.display)
+        if prev is not None and prev[:2] == (f.ino, f.size):
+            return now - prev[2]
+        self._seen[f.display] = (f.ino, f.size, now)
+        return 0.0
 
-def _offsets(file_lines: Sequence[int]) -> str | None:
-    """``ChunkRow.lines`` of a chunk whose text lines are these file lines."""
-    first = file_lines[0]
-    if file_lines[-1] - first == len(file_lines) - 1:
-        return None  # no gap: text line k is file line first + k
-    return ",".join(str(n - first) for n in file_lines)
+    def forget(self, keep: set[str]) -> None:
+        for path in [p for p in self._seen if p not in keep]:
+            del self._seen[path]
 
 
 def _head_hash(f: TranscriptFile, length: int) -> str:
@@ -103,13 +105,13 @@ def pending_delta(f: TranscriptFile, cur: SessionCursor | None) -> tuple[int, in
     return f.size - start, data.count(b"\n")
 
 
-def _due(cfg: Config, f: TranscriptFile, nbytes: int, nlines: int, now: float) -> bool:
+def _due(cfg: Config, nbytes: int, nlines: int, quiet_s: float) -> bool:
     if nbytes == 0:
         return False
     s = cfg.sessions
     if nbytes >= s.deltaBytes or nlines >= s.deltaMessages:
         return True
-    return (now - f.mtime_ns / 1e9) * 1000 >= s.idleFlushMs
+    return quiet_s * 1000 >= s.idleFlushMs
 
 
 def sync_sessions(
@@ -119,29 +121,39 @@ def sync_sessions(
     due_only: bool = False,
     counter: TokenCounter | None = None,
     should_stop: Callable[[], bool] | None = None,
+    quiet: Quiet | None = None,
+    budget_s: float | None = None,
 ) -> SessionReport:
     """Index what is new in every transcript. With ``due_only`` (the watcher), a delta
-    is indexed only once it passes ``deltaBytes``/``deltaMessages`` or the file has
-    been quiet for ``idleFlushMs``; ``memindex index`` and ``reindex`` index all.
-    ``should_stop`` is asked between transcripts."""
+    is indexed only once it passes ``deltaBytes``/``deltaMessages`` or has been quiet
+    for ``idleFlushMs`` (``quiet``: what the daemon saw; without it, every delta
+    seen is new); ``memindex index`` and ``reindex`` index all. ``should_stop`` is
+    asked between slices of at most ``_STEP_BYTES``; past ``budget_s`` seconds the
+    call returns with ``more`` set."""
     report = SessionReport()
+    deadline = None if budget_s is None else time.monotonic() + budget_s
+    quiet = quiet if quiet is not None else Quiet()
     directory = cfg.sessions_dir()
     odd: list[tuple[str, str]] = []
     files = list_transcripts(
-        directory, cfg.sessions.includeRotated, on_skip=lambda p, why: odd.append((p, why))
+        directory,
+        cfg.sessions.includeRotated,
+        on_skip=lambda p, why: odd.append((p, why)),
+        links=cfg.limits.allowHardLinks,
     )
     report.files = len(files)
     store.sync_skips(SESSIONS_SOURCE, odd)  # names that cannot be indexed: status shows them
     for path, why in odd:
         report.errors.append({"path": path, "reason": why})
     count = counter or get_counter()
-    now = time.time()
+    now = time.monotonic()
+    quiet.forget({f.display for f in files})
     with store.transaction():
         _follow_renames(store, files, report)
     present = {f.display for f in files}
     cursors = store.session_cursors()  # read once: deleting gone paths leaves the rest as is
     known_paths = set(store.file_states(SESSIONS_SOURCE)) | set(cursors)
-    gone = [p for p in known_paths if p not in present]
+    gone = [p for p in known_paths if p not in present and not is_db_path(p)]
     if gone:
         with store.transaction():
             for p in gone:
@@ -150,25 +162,50 @@ def sync_sessions(
     for f in files:
         if should_stop is not None and should_stop():
             break
+        if deadline is not None and time.monotonic() >= deadline:
+            report.more = True
+            break
         cur = cursors.get(f.display)
         if due_only:
             try:
                 nbytes, nlines = pending_delta(f, cur)
             except (OSError, MemindexError):
                 continue  # gone or replaced since the listing: the next sync sees it
-            if not _due(cfg, f, nbytes, nlines, now):
+            if not _due(cfg, nbytes, nlines, quiet.quiet_for(f, now)):
                 if nbytes:
                     report.deferred += 1
                 continue
         try:
-            _index_file(store, cfg, f, cur, report, count)
+            stop = should_stop
+            if deadline is not None:
+                stop = _until(deadline, should_stop, report)
+            _index_file(store, cfg, f, cur, report, count, stop)
         except FileVanished:
             continue  # vanished mid-sync: the next sync drops its rows
         except FileUnreadable as exc:  # replaced by a symlink, FIFO or device meanwhile
             report.errors.append({"path": f.display, "reason": exc.reason})
         except OSError as exc:
             report.errors.append({"path": f.display, "reason": str(exc.strerror or exc)})
+    if not report.more and not (should_stop is not None and should_stop()):
+        stop = should_stop if deadline is None else _until(deadline, should_stop, report)
+        sync_db_sessions(store, cfg, report, count, stop)
     return report
+
+
+def _until(
+    deadline: float, should_stop: Callable[[], bool] | None, report: SessionReport
+) -> Callable[[], bool]:
+    """``should_stop`` that also stops at ``deadline`` (and says there is more)."""
+
+    def stop() -> bool:
+        if should_stop is not None and should_stop():
+            return True
+        if time.monotonic() >= deadline:
+            report.more = True
+            return True
+        return False
+
+    return stop
 
 
 def _follow_renames(store: IndexStore, files: list[TranscriptFile], report: SessionReport) -> None:
@@ -195,6 +232,7 @@ def _index_file(
     cur: SessionCursor | None,
     report: SessionReport,
     count: TokenCounter,
+    should_stop: Callable[[], bool] | None = None,
 ) -> None:
     if cur is not None and not _same_file(cur, f):
         with store.transaction():
@@ -207,6 +245,8 @@ def _index_file(
     malformed = cur.malformed if cur else 0
     wrote = False
     while committed < f.size:
+        if wrote and should_stop is not None and should_stop():
+            break  # the cursor is committed: the rest comes next time
         fd = f.open()
         try:
             raw_lines, end, head = read_complete_lines(fd, committed, _STEP_BYTES)
@@ -234,25 +274,7 @@ def _index_file(
                 continue
             rendered.append(msg.render())
             line_map.append(lineno)
-        chunks = (
-            chunk_markdown(
-                "\n".join(rendered), count, tokens=cfg.chunking.tokens, overlap=cfg.chunking.overlap
-            )
-            if rendered
-            else []
-        )
-        rows = [
-            ChunkRow(
-                line_map[c.start_line - 1],
-                line_map[c.end_line - 1],
-                "",
-                c.hash,
-                c.text,
-                index_text(c.text),
-                _offsets(line_map[c.start_line - 1 : c.end_line]),
-            )
-            for c in chunks
-        ]
+        rows = transcript_rows(rendered, line_map, cfg, count)
         lines_done += len(raw_lines)
         head_len = min(len(head), end)
         cursor = SessionCursor(

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
-from indexer.errors import InvalidParams
+from indexer.errors import IndexCorrupt, InvalidParams, index_damaged
 from indexer.sources.text import index_text
 from indexer.store.interface import IndexStore
 from indexer.store.records import ChunkRow, FileState
@@ -96,10 +96,16 @@ def migrate_agent(
             try:
                 report = copy_index(src, fresh, progress=progress)
                 dest.publish(fresh)
-            except BaseException:
+            except BaseException as exc:
                 generation = fresh.generation
                 fresh.close()
                 dest.discard(generation)
+                if index_damaged(exc) and not isinstance(exc, IndexCorrupt):
+                    raise IndexCorrupt(
+                        f"the SQLite index {source.where} is damaged ({exc}); nothing was "
+                        "copied: 'memindex index --force' builds it anew from your files, "
+                        "then migrate again"
+                    ) from exc
                 raise
             fresh.close()
         dest.cleanup()

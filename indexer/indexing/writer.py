@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from indexer.config import Config
 from indexer.errors import MemindexError, index_damaged
 from indexer.indexing.pipeline import Progress, SyncReport, rebuild_reason, sync
-from indexer.indexing.session_sync import SessionReport, sync_sessions
+from indexer.indexing.session_sync import Quiet, SessionReport, sync_sessions
 from indexer.store import STORE_ERRORS, IndexStore
 from indexer.store.backend import Backend, backend_for
 
@@ -57,6 +57,7 @@ class Indexer:
         self.store = store
         self.provider = provider
         self.changed = changed
+        self.quiet = Quiet()  # when the transcripts last changed, as this writer saw it
 
     def sync(
         self,
@@ -65,10 +66,19 @@ class Indexer:
         progress: Progress | None = None,
         should_stop: Callable[[], bool] | None = None,
         embed: bool = True,
+        sessions_budget_s: float | None = None,
     ) -> SyncReport:
-        """Memory files, then every transcript delta (a full backfill), then vectors."""
+        """Memory files, then every transcript delta (a full backfill), then vectors.
+        ``sessions_budget_s``: stop reading transcripts after so long (the report's
+        ``sessions.more`` says work is left; ``sync_sessions`` goes on)."""
         with self._task():
-            return self._sync(force=force, progress=progress, should_stop=should_stop, embed=embed)
+            return self._sync(
+                force=force,
+                progress=progress,
+                should_stop=should_stop,
+                embed=embed,
+                sessions_budget_s=sessions_budget_s,
+            )
 
     @contextlib.contextmanager
     def _task(self) -> Iterator[None]:
@@ -77,6 +87,8 @@ class Indexer:
         told."""
         if self.store.broken():
             self._reconnect()
+        else:
+            self.keep_lock()
         try:
             yield
         finally:
@@ -89,6 +101,21 @@ class Indexer:
             except _TASK_ERRORS as exc:
                 log.warning("after a write task on %s: %s", self.backend.where, exc)
 
+    def keep_lock(self) -> bool:
+        """Take the agent's writer lock back if it was lost (a database restart ended
+        its session; the state folder was cleared). True if it had to; IndexBusy if
+        another writer took it meanwhile, StoreError while the database is away."""
+        lock = self.store.writer_lock
+        if lock is None or not lock.lost():
+            return False
+        lock.retake()
+        log.warning("%s: took the writer lock back", self.backend.where)
+        return True
+
+    def close(self) -> None:
+        """Close the store, releasing the writer lock."""
+        self.store.close()
+
     def _reconnect(self) -> None:
         """The store is ``broken()``: its database server restarted or failed over
         (open the published generation again, which takes the writer lock again), or
@@ -99,9 +126,14 @@ class Indexer:
         log.warning(
             "%s: its connection was lost or its file removed: opening it again", self.backend.where
         )
+        lock, self.store.writer_lock = self.store.writer_lock, None  # kept across the reopen
         with contextlib.suppress(*STORE_ERRORS):
             self.store.close()
-        self.store = self.backend.open()
+        try:
+            self.store = self.backend.open(lock=lock)
+        except BaseException:
+            self.store.writer_lock = lock  # released with the store when closed
+            raise
 
     def _sync(
         self,
@@ -110,6 +142,7 @@ class Indexer:
         progress: Progress | None,
         should_stop: Callable[[], bool] | None,
         embed: bool,
+        sessions_budget_s: float | None = None,
     ) -> SyncReport:
         t0 = time.monotonic()
         key = self.provider.key() if self.provider else None
@@ -121,7 +154,13 @@ class Indexer:
             return rebuilt
         report = sync(self.store, self.cfg, force=force, progress=progress, should_stop=should_stop)
         if not report.stopped:
-            report.sessions = sync_sessions(self.store, self.cfg, should_stop=should_stop).to_json()
+            report.sessions = sync_sessions(
+                self.store,
+                self.cfg,
+                should_stop=should_stop,
+                quiet=self.quiet,
+                budget_s=sessions_budget_s,
+            ).to_json()
         if embed and not report.stopped:
             report.embedding = self._embed(should_stop, wait=True)  # inside sync's task
         report.seconds = round(time.monotonic() - t0, 3)
@@ -170,6 +209,7 @@ class Indexer:
                 return report
             raise
         old, self.store = self.store, fresh
+        fresh.writer_lock, old.writer_lock = old.writer_lock, None  # the writer keeps it
         old.close()
         backend.cleanup()
         report.rebuilt = reason
@@ -181,10 +221,23 @@ class Indexer:
             return sync(self.store, self.cfg, should_stop=should_stop)
 
     def sync_sessions(
-        self, *, due_only: bool, should_stop: Callable[[], bool] | None = None
+        self,
+        *,
+        due_only: bool,
+        should_stop: Callable[[], bool] | None = None,
+        budget_s: float | None = None,
     ) -> SessionReport:
+        """Transcript deltas (``due_only``: those large or quiet enough), for at most
+        ``budget_s`` seconds (the report's ``more``: call again)."""
         with self._task():
-            return sync_sessions(self.store, self.cfg, due_only=due_only, should_stop=should_stop)
+            return sync_sessions(
+                self.store,
+                self.cfg,
+                due_only=due_only,
+                should_stop=should_stop,
+                quiet=self.quiet,
+                budget_s=budget_s,
+            )
 
     def embed(
         self, *, should_stop: Callable[[], bool] | None = None, wait: bool = True

@@ -13,7 +13,14 @@ from indexer.sources import safefs
 from indexer.sources.chunking import split_lines
 from indexer.sources.discovery import resolve_get_path
 from indexer.sources.files import read_text
-from indexer.sources.sessions import SESSIONS_SOURCE, is_transcript_name, read_lines, redact
+from indexer.sources.openclaw_db import AgentDb, is_db_path, parse_db_path, render_events
+from indexer.sources.sessions import (
+    SESSIONS_SOURCE,
+    is_transcript_name,
+    raw_event_line,
+    read_lines,
+    rendered_line,
+)
 
 __all__ = ["get_lines", "read_document"]
 
@@ -34,12 +41,20 @@ def read_document(cfg: Config, raw: str) -> tuple[str, str]:
     (``resolve_get_path``, then a read through ``safefs``)."""
     target = resolve_get_path(cfg, raw)
     with _reading(target.display):
-        text = read_text(target.root, target.parts, cfg.limits.maxFileBytes, exact=True).text
+        text = read_text(
+            target.root,
+            target.parts,
+            cfg.limits.maxFileBytes,
+            exact=True,
+            links=cfg.limits.allowHardLinks,
+        ).text
     return target.display, text
 
 
 def get_lines(cfg: Config, req: GetRequest) -> GetResponse:
     """The memory_get answer for ``req``."""
+    if is_db_path(req.path):
+        return _db_transcript_lines(cfg, req)
     if req.path.startswith(SESSIONS_SOURCE + "/"):
         return _transcript_lines(cfg, req)
     display, text = read_document(cfg, req.path)
@@ -80,8 +95,10 @@ def _slice(path: str, text: str, first: int, count: int | None, max_bytes: int) 
 
 
 def _transcript_lines(cfg: Config, req: GetRequest) -> GetResponse:
-    """Lines of a transcript, secrets redacted; citations use these line numbers.
-    Streamed: any size, and a line that is not UTF-8 spoils only itself."""
+    """Lines of a transcript, one per JSONL line (citations use these numbers):
+    rendered as search shows them, or the events themselves with ``raw``; secrets
+    redacted in the decoded text either way. Streamed: any size, and a line that is
+    not UTF-8 spoils only itself."""
     path = req.path
     name = path[len(SESSIONS_SOURCE) + 1 :]
     if (
@@ -93,7 +110,58 @@ def _transcript_lines(cfg: Config, req: GetRequest) -> GetResponse:
     directory = cfg.sessions_dir()
     if directory is None:
         raise PathRefused(f"refused path {path!r}: sessions are disabled for this agent")
-    with _reading(path), safefs.opened(directory, (name,), exact=True) as (fd, _):
+    links = cfg.limits.allowHardLinks
+    with _reading(path), safefs.opened(directory, (name,), exact=True, links=links) as (fd, _):
         got = read_lines(fd, req.start, req.lines, cfg.limits.maxGetBytes)
-    picked = [redact(line) for line in got.lines]
+    show = raw_event_line if req.raw else rendered_line
+    picked = [show(line) for line in got.lines]
     return _lines_result(path, picked, req.start, got.total, got.truncated)
+
+
+_DB_LINES = 5000  # events read for one memory_get at most (then: truncated, nextFrom)
+
+
+def _db_transcript_lines(cfg: Config, req: GetRequest) -> GetResponse:
+    """Lines of a transcript in OpenClaw's agent database: line ``n`` is event
+    ``seq = n - 1``, shown as search shows it (or the event itself with ``raw``);
+    an event that is no message is an empty line."""
+    path = req.path
+    sid = parse_db_path(path, cfg.agent_name)
+    if sid is None:
+        raise PathRefused(
+            f"refused path {path!r}: not a transcript of agent {cfg.agent_name} "
+            "(sessions/<agent>/<sessionId>.jsonl)"
+        )
+    db_file = cfg.transcript_db()
+    if db_file is None or not db_file.is_file():
+        raise NotFound(f"{path}: no OpenClaw agent database for agent {cfg.agent_name}")
+    first = req.start - 1
+    want = min(req.lines or _DB_LINES, _DB_LINES)
+    with AgentDb(db_file) as db:
+        session = next((s for s in db.sessions() if s.session_id == sid), None)
+        if session is None:
+            raise NotFound(f"{path}: no such session in {db_file}")
+        got: dict[int, str | None]
+        if session.max_seq is None and session.cold is not None:
+            events = db.cold_events(sid, session.cold)
+            got = {q: t for q, t in events if first <= q < first + want}
+            total = session.cold.last_seq + 1
+        else:
+            total = (session.max_seq or -1) + 1
+            got = db.events_between(sid, first, first + want - 1)
+    picked: list[str] = []
+    size = 0
+    for seq in range(first, min(total, first + want)):
+        text = got.get(seq)
+        if req.raw:
+            line = raw_event_line(text) if text is not None else ""
+        else:
+            rendered, _, _ = render_events([(seq, text)])
+            line = rendered[0] if rendered else ""
+        n = len(line.encode("utf-8")) + 1
+        if picked and size + n > cfg.limits.maxGetBytes:
+            return _lines_result(path, picked, req.start, total, True)
+        picked.append(line)
+        size += n
+    more = req.lines is None and first + len(picked) < total
+    return _lines_result(path, picked, req.start, total, more)

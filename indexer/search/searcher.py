@@ -356,15 +356,26 @@ class Searcher:
     def _check_workspace(self) -> None:
         if self._workspace_ok == (self.store.generation, self._versions[0]):
             return  # a clear (a new workspace) changes the version
+        self.cfg.require_workspace()
         indexed = self.store.meta_get("workspace")
-        current = str(self.cfg.require_workspace().resolve())
-        if indexed is not None and indexed != current:
-            raise IndexMismatch(
-                f"index {self.cfg.resolved_index_path()} holds workspace {indexed}, not "
-                f"{current}: run 'memindex index' to rebuild it for this workspace"
-            )
+        wrong = self._mismatch(indexed)
+        if wrong:
+            raise IndexMismatch(wrong)
         if indexed is not None:
             self._workspace_ok = (self.store.generation, self._versions[0])
+
+    def _mismatch(self, indexed: str | None) -> str | None:
+        """Why the index cannot answer for this workspace, or None (also when the
+        workspace is gone: that is the sync's error to report)."""
+        if indexed is None or self.cfg.workspace is None:
+            return None
+        current = str(self.cfg.workspace.resolve())
+        if indexed == current:
+            return None
+        return (
+            f"index {backend_for(self.cfg).where} holds workspace {indexed}, not {current}: "
+            "run 'memindex index' to rebuild it for this workspace"
+        )
 
     # -- status -----------------------------------------------------------------------
 
@@ -413,6 +424,10 @@ class Searcher:
             "indexBytes": s.size_bytes(),
             "checkedAt": time.time(),
         }
+        wrong = self._mismatch(out["workspace"])
+        if wrong:
+            out["mismatch"] = wrong
+            out["dirty"] = True
         recovered = s.meta_get("recovered")
         if recovered:
             out["recovered"] = json.loads(recovered)

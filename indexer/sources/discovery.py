@@ -60,9 +60,9 @@ class SourceFile:
         """The absolute path on disk, for messages (reads go through root + parts)."""
         return os.path.join(self.root, *self.parts)
 
-    def open(self) -> int:
+    def open(self, *, links: bool = False) -> int:
         """A descriptor of this file, opened under its root (see ``safefs``)."""
-        return safefs.open_under(self.root, self.parts)
+        return safefs.open_under(self.root, self.parts, links=links)
 
 
 OnSkip = Callable[[str, str], None]  # (display path, reason)
@@ -139,6 +139,11 @@ def discover(cfg: Config, *, on_skip: OnSkip | None = None) -> list[SourceFile]:
     def add(root: Path, parts: tuple[str, ...], st: os.stat_result, display: str) -> None:
         root_text = str(root)
         if not stat.S_ISREG(st.st_mode):
+            return
+        why = safefs.hard_link(st, cfg.limits.allowHardLinks)
+        if why is not None:
+            if on_skip is not None:
+                on_skip(safefs.printable(display), why)
             return
         key = (st.st_dev, st.st_ino)
         if key in seen_real:

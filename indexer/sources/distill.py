@@ -83,7 +83,9 @@ class Distiller:
     def _sources(self) -> list[_Source]:
         out: list[_Source] = []
         for cfg in self.agents:
-            for t in list_transcripts(cfg.sessions_dir(), cfg.sessions.includeRotated):
+            for t in list_transcripts(
+                cfg.sessions_dir(), cfg.sessions.includeRotated, links=cfg.limits.allowHardLinks
+            ):
                 out.append(_Source(cfg.agent_name, t.name, t.path, f"{t.dev}:{t.ino}", t.size))
         return out
 

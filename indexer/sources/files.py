@@ -57,14 +57,20 @@ def decode_text(data: bytes) -> str:
 
 
 def read_text(
-    root: str | Path, parts: tuple[str, ...], max_bytes: int, *, exact: bool = False
+    root: str | Path,
+    parts: tuple[str, ...],
+    max_bytes: int,
+    *,
+    exact: bool = False,
+    links: bool = False,
 ) -> SourceText:
     """Read the Markdown file ``root/parts…`` as UTF-8, opened through ``safefs`` (no
     symlink anywhere below the root, regular files only, never blocking).
 
-    Raises FileVanished, FileUnreadable (a symlink, FIFO or device, binary, invalid
-    UTF-8, too large) or OSError for other I/O failures."""
-    with safefs.opened(root, parts, exact=exact) as (fd, st):
+    Raises FileVanished, FileUnreadable (a symlink, FIFO or device, a hard link
+    unless ``links``, binary, invalid UTF-8, too large) or OSError for other I/O
+    failures."""
+    with safefs.opened(root, parts, exact=exact, links=links) as (fd, st):
         data = safefs.read_all(fd, max_bytes)
     return SourceText(
         decode_text(data), hashlib.sha256(data).hexdigest(), change_stamp(st), len(data)

@@ -11,6 +11,9 @@ deltas, ``memory_get``, ``memindex-qmd get``) goes through ``open_under``:
   opened with ``O_NOFOLLOW | O_NONBLOCK | O_NOCTTY`` and checked again with ``fstat``
   (a regular file, and the same inode the look saw): a file replaced by a FIFO
   mid-sync can neither hang the writer nor be read;
+* a regular file with more than one name (a hard link) is refused unless the caller
+  allows it (``limits.allowHardLinks``): a link made in the workspace to a file
+  outside it would otherwise be indexed and served as if it were a memory;
 * reads are bounded by a byte limit.
 
 File names are bytes on Linux. Python hands a name that is not valid UTF-8 over with
@@ -34,6 +37,7 @@ from dataclasses import dataclass
 from indexer.errors import FileUnreadable, FileVanished
 
 __all__ = [
+    "HARD_LINK",
     "MAX_DEPTH",
     "Entry",
     "kind",
@@ -47,6 +51,18 @@ __all__ = [
 ]
 
 MAX_DEPTH = 64  # directory levels below a root that are walked
+HARD_LINK = (
+    "a hard link (the file has {n} names; it may be a file from outside the workspace): "
+    "not read; set limits.allowHardLinks = true to index hard-linked files"
+)
+
+
+def hard_link(st: os.stat_result, links: bool) -> str | None:
+    """Why a regular file is refused as a hard link, or None."""
+    if links or st.st_nlink <= 1:
+        return None
+    return HARD_LINK.format(n=st.st_nlink)
+
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -119,14 +135,19 @@ def _step(dfd: int, part: str, exact: bool) -> int:
 
 
 def open_under(
-    root: str | os.PathLike[str] | int, parts: Sequence[str], *, exact: bool = False
+    root: str | os.PathLike[str] | int,
+    parts: Sequence[str],
+    *,
+    exact: bool = False,
+    links: bool = False,
 ) -> int:
     """A read-only descriptor of the regular file ``root/parts…``, or an error.
 
     ``root`` is a path or an open directory descriptor (not closed here). Raises
     FileVanished (it is not there), FileUnreadable (a symlink on the way, a FIFO,
-    device, socket or directory, a bad component) or OSError (permissions, I/O).
-    ``exact``: every name must be listed as given (no case-insensitive matches)."""
+    device, socket or directory, a hard link unless ``links``, a bad component) or
+    OSError (permissions, I/O). ``exact``: every name must be listed as given (no
+    case-insensitive matches)."""
     if not parts:
         raise FileUnreadable("empty path")
     dfd = root if isinstance(root, int) else open_dir(root)
@@ -158,15 +179,23 @@ def open_under(
     if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (seen.st_dev, seen.st_ino):
         os.close(fd)  # swapped between the look and the open
         raise FileUnreadable(kind(st.st_mode) if not stat.S_ISREG(st.st_mode) else "replaced")
+    why = hard_link(st, links)
+    if why is not None:
+        os.close(fd)
+        raise FileUnreadable(why)
     return fd
 
 
 @contextlib.contextmanager
 def opened(
-    root: str | os.PathLike[str] | int, parts: Sequence[str], *, exact: bool = False
+    root: str | os.PathLike[str] | int,
+    parts: Sequence[str],
+    *,
+    exact: bool = False,
+    links: bool = False,
 ) -> Iterator[tuple[int, os.stat_result]]:
     """``open_under`` as a context manager yielding (fd, fstat)."""
-    fd = open_under(root, parts, exact=exact)
+    fd = open_under(root, parts, exact=exact, links=links)
     try:
         yield fd, os.fstat(fd)
     finally:

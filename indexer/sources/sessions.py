@@ -4,8 +4,9 @@ One JSON object per line. A line is a message when ``type == "message"`` and its
 is ``user`` or ``assistant``, in the flat shape (``role``, ``content``) or the nested
 one (``message: {role, content}``); content is a string or a list of
 ``{type: "text", text}`` blocks. Each message renders as one line (``User: …`` /
-``Assistant: …``) with whitespace collapsed and secrets redacted; the caller keeps the
-JSONL line number of every rendered line so citations point at real JSONL lines.
+``Assistant: …``) with whitespace collapsed and secrets redacted (``redaction``);
+the caller keeps the JSONL line number of every rendered line so citations point at
+real JSONL lines.
 
 Pure except ``list_transcripts``, ``read_complete_lines`` and ``read_lines`` (file
 access, all through ``safefs``: a symlink, FIFO or device named ``*.jsonl`` is
@@ -15,7 +16,6 @@ never opened, and no read blocks).
 from __future__ import annotations
 
 import fnmatch
-import functools
 import json
 import os
 import re
@@ -27,6 +27,7 @@ from typing import Any
 
 from indexer.errors import FileUnreadable, FileVanished
 from indexer.sources import safefs
+from indexer.sources.redaction import redact, redact_json
 
 __all__ = [
     "LineRange",
@@ -37,8 +38,10 @@ __all__ = [
     "open_transcript",
     "parse_message",
     "read_complete_lines",
+    "raw_event_line",
     "read_lines",
     "redact",
+    "rendered_line",
 ]
 
 SESSIONS_SOURCE = "sessions"
@@ -49,75 +52,6 @@ _ROLES = {"user": "User", "assistant": "Assistant"}
 _NOISE = re.compile(
     r"^(?:no_reply|heartbeat(?:_ok)?|ok|okay|k|\[?no reply\]?|\(no reply\))[.!]?$", re.I
 )
-
-# Obvious secrets; each pattern's whole match is replaced unless it has a group
-# named "keep", which is kept in front of the redaction marker.
-# A key name that announces a secret: any words joined by _ - or . (or camelCase)
-# around one of these, so DB_PASSWORD, aws_secret_access_key, "apiKey" and
-# OPENAI_API_KEY all count, but "tokenizer" or "passwords are hard" do not.
-_SECRET_WORDS = (
-    r"(?i:password|passwd|passphrase|pwd|secret|api[_-]?key|apikey|access[_-]?key"
-    r"|access[_-]?token|auth[_-]?token|refresh[_-]?token|session[_-]?token|token"
-    r"|credentials?|private[_-]?key|client[_-]?secret|account[_-]?key|shared[_-]?access[_-]?key"
-    r"|signing[_-]?key|encryption[_-]?key|webhook[_-]?secret)"
-)
-_KEY_NAME = (
-    r"(?<![A-Za-z0-9_.\-])(?:[A-Za-z0-9]+[_.\-])*"
-    + _SECRET_WORDS
-    + r"(?:[_.\-][A-Za-z0-9]+|[A-Z][a-z0-9]+)*"
-)
-
-
-@functools.cache
-def _secret_patterns() -> list[re.Pattern[str]]:
-    """Compiled on first use (~4 ms; a process with no transcripts to read skips it)."""
-    return [
-        re.compile(
-            r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", re.S
-        ),
-        # key = value, key: value, "key": "value", key => 'value' (env files, JSON, YAML,
-        # logs; quotes may be backslash-escaped: a raw JSONL line holds JSON inside JSON)
-        re.compile(
-            r"(?P<keep>" + _KEY_NAME + r"\\?[\"']?\s*(?:[:=]|=>)\s*)"
-            r"(?:\\?\"[^\"\n]+?\\?\"|'[^'\n]+'|[^\s\"',;}\]\\]{4,})"
-        ),
-        re.compile(
-            r"(?P<keep>(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?:[A-Za-z]+\s+)?)[^\s\"']{6,}"
-        ),
-        re.compile(r"(?P<keep>\b(?i:basic|bearer|token)\s+)[A-Za-z0-9._~+/\-]{16,}=*"),
-        re.compile(
-            r"\b(?:sk|pk|rk)-(?:proj-|live-|test-|ant-[a-z0-9]*-?|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}"
-        ),
-        re.compile(r"\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),  # Stripe
-        re.compile(r"\bwhsec_[A-Za-z0-9]{16,}"),  # Stripe webhooks
-        re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}"),  # GitHub
-        re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
-        re.compile(r"\bglpat-[A-Za-z0-9_\-]{16,}"),  # GitLab
-        re.compile(r"\bhf_[A-Za-z0-9]{20,}"),  # Hugging Face
-        re.compile(r"\bpa-[A-Za-z0-9_\-]{20,}"),  # Voyage AI
-        re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}"),  # Slack
-        re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),  # AWS access key ids
-        re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"),  # Google
-        re.compile(r"\bnpm_[A-Za-z0-9]{30,}"),  # npm
-        re.compile(r"\bpypi-[A-Za-z0-9_\-]{40,}"),  # PyPI
-        re.compile(r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"),  # SendGrid
-        re.compile(r"\bdop_v1_[a-f0-9]{40,}"),  # DigitalOcean
-        re.compile(r"\b\d{8,10}:AA[A-Za-z0-9_\-]{30,}"),  # Telegram bot tokens
-        re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),  # JWT
-        re.compile(r"(?P<keep>\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:)[^\s@/]+(?=@)"),  # URL passwords
-    ]
-
-
-REDACTED = "[REDACTED]"
-
-
-def redact(text: str) -> str:
-    """Replace API keys, bearer tokens, URL passwords and similar with [REDACTED]."""
-    for pattern in _secret_patterns():
-        text = pattern.sub(
-            lambda m: (m.group("keep") if "keep" in m.re.groupindex else "") + REDACTED, text
-        )
-    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,8 +122,40 @@ def _speaker(obj: dict[str, Any], body: dict[str, Any]) -> str | None:
     return None
 
 
+def rendered_line(line: str) -> str:
+    """One transcript line as memory_get shows it: the message as search renders it,
+    "" for a line that is no message (a tool call, a header, noise, malformed)."""
+    try:
+        msg = parse_message(line.encode("utf-8", "surrogatepass"))
+    except Malformed:
+        return ""
+    return msg.render() if msg is not None else ""
+
+
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|([\\/\"bfnrt]))")
+_SIMPLE = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def raw_event_line(line: str) -> str:
+    """One transcript line as JSON with every string in it redacted (parsed first, so
+    no escape hides a secret); a line that does not parse has its escapes decoded
+    before it is redacted."""
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        decoded = _ESCAPE.sub(
+            lambda m: (
+                chr(int(m.group(1), 16)) if m.group(1) else _SIMPLE.get(m.group(2), m.group(2))
+            ),
+            line,
+        )
+        return redact(decoded)
+    return json.dumps(redact_json(obj), ensure_ascii=False, separators=(",", ":"))
+
+
 def is_transcript_name(name: str, include_rotated: bool = True) -> bool:
-    if "/" in name or name.startswith("."):
+    """A JSONL transcript's file name (not OpenClaw's zstd archives of deleted ones)."""
+    if "/" in name or name.startswith(".") or name.endswith(".zst"):
         return False
     patterns = TRANSCRIPT_PATTERNS if include_rotated else TRANSCRIPT_PATTERNS[:1]
     return any(fnmatch.fnmatchcase(name, p) for p in patterns)
@@ -203,6 +169,7 @@ class TranscriptFile:
     ino: int
     size: int
     mtime_ns: int
+    links: bool = False  # hard links allowed (limits.allowHardLinks)
 
     @property
     def display(self) -> str:
@@ -210,17 +177,20 @@ class TranscriptFile:
 
     def open(self) -> int:
         """A descriptor of this transcript (no symlink, regular file, non-blocking)."""
-        return open_transcript(self.path)
+        return open_transcript(self.path, links=self.links)
 
 
 def list_transcripts(
     directory: Path | None,
     include_rotated: bool = True,
     on_skip: Callable[[str, str], None] | None = None,
+    *,
+    links: bool = False,
 ) -> list[TranscriptFile]:
-    """Regular transcript files directly in ``directory`` (no symlinks), sorted.
-    ``on_skip(display, reason)`` hears of names that are not UTF-8 and of symlinks,
-    FIFOs or devices with a transcript's name."""
+    """Regular transcript files directly in ``directory`` (no symlinks; no hard links
+    unless ``links``), sorted. ``on_skip(display, reason)`` hears of names that are
+    not UTF-8, of hard links, and of symlinks, FIFOs or devices with a transcript's
+    name."""
     if directory is None:
         return []
     out: list[TranscriptFile] = []
@@ -247,9 +217,16 @@ def list_transcripts(
                 if on_skip is not None:
                     on_skip(display, "file name is not valid UTF-8")
                 continue
+            why = safefs.hard_link(st, links)
+            if why is not None:
+                if on_skip is not None:
+                    on_skip(display, why)
+                continue
             path = os.path.join(directory, e.name)
             out.append(
-                TranscriptFile(e.name, path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+                TranscriptFile(
+                    e.name, path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, links
+                )
             )
     except OSError:
         return []
@@ -259,9 +236,9 @@ def list_transcripts(
     return out
 
 
-def open_transcript(path: str) -> int:
+def open_transcript(path: str, *, links: bool = False) -> int:
     """A descriptor of the transcript at ``path`` (see ``TranscriptFile.open``)."""
-    return safefs.open_under(os.path.dirname(path), (os.path.basename(path),))
+    return safefs.open_under(os.path.dirname(path), (os.path.basename(path),), links=links)
 
 
 def read_complete_lines(

@@ -70,7 +70,11 @@ _LIMIT_ERRNOS = {errno.EMFILE, errno.ENOSPC, errno.ENOMEM, errno.ENFILE}
 @dataclass(frozen=True)
 class _Target:
     agent: str
-    role: str  # "memory" | "sessions" | "root" (workspace root: MEMORY.md, memory.md)
+    # "memory" | "sessions" | "root" (workspace root: MEMORY.md, memory.md) | "agentdb"
+    # (the folder of OpenClaw's agent database: its transcripts since 2026.9) |
+    # "parent" (the nearest existing folder above a sessions or database folder that
+    # does not exist yet: its creation is what is waited for)
+    role: str
     include_rotated: bool = True
 
 
@@ -174,9 +178,10 @@ class Watcher:
                 # watch existed: no event will ever name them, so sync what it feeds.
                 for agent, source in sorted(
                     {
-                        (t.agent, "sessions" if t.role == "sessions" else "memory")
+                        (t.agent, "sessions" if t.role in ("sessions", "agentdb") else "memory")
                         for d in added
                         for t in wanted[d]
+                        if t.role != "parent"
                     }
                 ):
                     self.on_change(agent, source, "")
@@ -249,22 +254,28 @@ class Watcher:
         for name, cfg in self._agents.items():
             try:
                 roots = roots_for(cfg)
-            except Exception:  # workspace missing right now: nothing to watch yet
-                continue
-            ws = str(roots[0].real)
-            add(ws, _Target(name, "root"))
-            trees = [os.path.join(ws, "memory")]
-            for r in roots[1:]:
-                if r.is_file:
-                    add(str(r.real.parent), _Target(name, "memory"))
-                else:
-                    trees.append(str(r.real))
-            for tree in trees:
-                for d in _walk_dirs(tree, cfg):
-                    add(d, _Target(name, "memory"))
+            except Exception:  # workspace missing right now: no memory to watch yet
+                roots = []
+            if roots:
+                ws = str(roots[0].real)
+                add(ws, _Target(name, "root"))
+                trees = [os.path.join(ws, "memory")]
+                for r in roots[1:]:
+                    if r.is_file:
+                        add(str(r.real.parent), _Target(name, "memory"))
+                    else:
+                        trees.append(str(r.real))
+                for tree in trees:
+                    for d in _walk_dirs(tree, cfg):
+                        add(d, _Target(name, "memory"))
             sdir = cfg.sessions_dir()
             if sdir is not None:
                 add(str(sdir), _Target(name, "sessions", cfg.sessions.includeRotated))
+                _await(str(sdir), _Target(name, "parent"), add)
+            db = cfg.transcript_db()
+            if db is not None:
+                add(str(db.parent), _Target(name, "agentdb"))
+                _await(str(db.parent), _Target(name, "parent"), add)
         return {d: frozenset(t) for d, t in wanted.items()}
 
     def _event(self, path: str, is_dir: bool, kind: str) -> None:
@@ -282,11 +293,29 @@ class Watcher:
             if t.role == "sessions":
                 if is_transcript_name(name, t.include_rotated):
                     self.on_change(t.agent, "sessions", path)
+            elif t.role == "agentdb":
+                if name.endswith((".sqlite", ".sqlite-wal")):  # the gateway wrote a transcript
+                    self.on_change(t.agent, "sessions", path)
+            elif t.role == "parent":
+                continue  # only its new directories matter (a refresh, above)
             elif t.role == "root":
                 if name in ROOT_FILES or (is_dir and name == MEMORY_DIR):
                     self.on_change(t.agent, "memory", path)
             elif is_dir or name.lower().endswith(".md"):
                 self.on_change(t.agent, "memory", path)
+
+
+def _await(directory: str, target: _Target, add: Callable[[str, _Target], None]) -> None:
+    """Watch the nearest existing folder above ``directory`` (three levels at most)
+    while it does not exist: OpenClaw makes ``agents/<id>/agent`` at its first turn."""
+    if os.path.isdir(directory):
+        return
+    d = directory
+    for _ in range(3):
+        d = os.path.dirname(d)
+        if os.path.isdir(d):
+            add(d, target)
+            return
 
 
 def _walk_dirs(top: str, cfg: Config) -> list[str]:

@@ -1,6 +1,7 @@
 """Where an agent's index lives, and its generations: the ``Backend`` protocol.
 
-A backend opens the published generation of one agent's index (``open``) and runs
+A backend opens the published generation of one agent's index (``open``; for
+writing, with the agent's one-writer lock, ``writer_lock``) and runs
 the rebuild cycle the writer drives: make an unpublished generation (``create``),
 fill it while the published one keeps answering, then ``publish`` it in one atomic
 step, or ``discard`` it. A generation is named by a string (``IndexStore.generation``)
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Protocol
 from indexer.errors import IndexCorrupt
 from indexer.store import generations
 from indexer.store.interface import IndexStore
+from indexer.store.writer_lock import FileLock, WriterLock, holder_label
 
 if TYPE_CHECKING:
     from indexer.config import Config
@@ -40,7 +42,13 @@ class Backend(Protocol):
     where: str  # for messages: the index file, or the database and agent
 
     def exists(self) -> bool: ...
-    def open(self, *, readonly: bool = False) -> IndexStore: ...
+    def open(self, *, readonly: bool = False, lock: WriterLock | None = None) -> IndexStore:
+        """The published generation. For writing (not ``readonly``) the store holds the
+        agent's writer lock: ``lock`` if given (a writer reopening its index keeps its
+        lock; taken again if it was lost), else a new one; IndexBusy if another
+        process holds it."""
+        ...
+
     def current(self) -> str:
         """The published generation's name."""
         ...
@@ -71,26 +79,30 @@ def database_url(cfg: Config) -> str:
     return cfg.database_url()
 
 
-def backend_for(cfg: Config) -> Backend:
+def backend_for(cfg: Config, *, note: str = "") -> Backend:
+    """The configured backend. ``note`` adds to what a writer's lock says of it
+    (the daemon: its socket)."""
+    label = holder_label(f"workspace {cfg.workspace}" + (f", {note}" if note else ""))
     url = database_url(cfg)
     if url:
         from indexer.store.postgres import PostgresBackend
 
-        return PostgresBackend.for_config(cfg, url)
-    return SqliteBackend(cfg.resolved_index_path())
+        return PostgresBackend.for_config(cfg, url, label=label)
+    return SqliteBackend(cfg.resolved_index_path(), label=label)
 
 
 class SqliteBackend:
     kind = "sqlite"
 
-    def __init__(self, index_path: Path) -> None:
+    def __init__(self, index_path: Path, *, label: str = "") -> None:
         self.index_path = index_path
         self.where = str(index_path)
+        self.label = label or holder_label()
 
     def exists(self) -> bool:
         return self.index_path.exists()
 
-    def open(self, *, readonly: bool = False) -> IndexStore:
+    def open(self, *, readonly: bool = False, lock: WriterLock | None = None) -> IndexStore:
         """The published generation. A writer that finds it damaged (not a SQLite
         database, cut short, a broken schema) sets it aside and starts a new index:
         everything in it is derived from the user's files, and a daemon refusing to
@@ -98,11 +110,28 @@ class SqliteBackend:
         the new index says where (``status`` ``recovered``)."""
         from indexer.store.sqlite import Store
 
+        if readonly:
+            return Store(self.index_path, readonly=True)
+        held = lock
+        if lock is None:
+            lock = FileLock(self.index_path, self.label)
+        elif lock.lost():
+            lock.retake()
         try:
-            return Store(self.index_path, readonly=readonly)
+            store = self._open_writer()
+        except BaseException:
+            if held is None:
+                lock.release()
+            raise
+        store.writer_lock = lock
+        return store
+
+    def _open_writer(self) -> IndexStore:
+        from indexer.store.sqlite import Store
+
+        try:
+            return Store(self.index_path)
         except IndexCorrupt as exc:
-            if readonly:
-                raise
             with generations.rebuild_lock(self.index_path):
                 try:  # another writer may have replaced it meanwhile
                     return Store(self.index_path)

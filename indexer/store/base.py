@@ -6,6 +6,7 @@ import contextlib
 import importlib.util
 import os
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +18,7 @@ from indexer.errors import IndexCorrupt, StoreError
 from indexer.store import bm25
 from indexer.store.migrations import MIGRATIONS
 from indexer.store.records import MMAP_BYTES
+from indexer.store.writer_lock import WriterLock
 
 
 def private_file(path: Path) -> None:
@@ -51,6 +53,32 @@ def _vec_path() -> str:
     return os.path.join(next(iter(spec.submodule_search_locations)), "vec0")
 
 
+def _open_readonly(path: Path) -> apsw.Connection:
+    """A read-only connection. A WAL database needs its ``-shm`` file, which SQLite
+    cannot make in a folder it may not write (a read-only file system, a backup
+    mounted read-only): there, with nobody able to write the file either, it is
+    opened ``immutable``."""
+    db = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()  # opens the file
+        return db
+    except apsw.CantOpenError as exc:
+        db.close()
+        folder = os.path.dirname(os.path.realpath(path))
+        if os.access(folder, os.W_OK):
+            raise
+        uri = "file:" + urllib.parse.quote(os.path.realpath(path)) + "?immutable=1"
+        try:
+            db = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return db
+        except apsw.Error:
+            raise StoreError(
+                f"cannot open index {path}: its folder {folder} is read-only (or not "
+                "yours) and the index cannot be read without writing beside it"
+            ) from exc
+
+
 class StoreBase:
     """An open index file: what every part of the store builds on."""
 
@@ -59,18 +87,19 @@ class StoreBase:
         self.file = Path(os.path.realpath(path))  # the generation file behind the path
         self.generation = str(self.file)
         self.readonly = readonly
+        self.writer_lock: WriterLock | None = None
         self.vector_error: str | None = None
         self.vec_version: str | None = None
         if readonly and not path.exists():
             raise StoreError(f"no index at {path}: run 'memindex index' first")
         try:
             if readonly:
-                flags = apsw.SQLITE_OPEN_READONLY
+                self.db = _open_readonly(path)
             else:
                 private_dir(path.parent)
                 private_file(path)
                 flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
-            self.db = apsw.Connection(str(path), flags=flags)
+                self.db = apsw.Connection(str(path), flags=flags)
             st = os.stat(self.file)
             self._ident = (st.st_dev, st.st_ino)  # the file this connection has open
             self.db.set_busy_timeout(10_000)
@@ -105,7 +134,12 @@ class StoreBase:
             raise StoreError(f"cannot create index directory {path.parent}: {exc}") from exc
 
     def close(self) -> None:
-        self.db.close()
+        try:
+            self.db.close()
+        finally:
+            lock, self.writer_lock = self.writer_lock, None
+            if lock is not None:
+                lock.release()
 
     def __enter__(self) -> Self:
         return self

@@ -112,12 +112,20 @@ def rebuild_lock(index_path: Path) -> Iterator[None]:
 
 
 def publish(index_path: Path, generation: Path) -> None:
-    """Point the index path at ``generation`` with one atomic rename."""
+    """Point the index path at ``generation`` with one atomic rename. A plain file
+    there (generation zero) is replaced; its ``-wal``/``-shm`` go with it: nobody
+    opens them by name again (SQLite names them after the resolved file), and a
+    reader that still has them open keeps its descriptors."""
     tmp = index_path.with_name(f".{index_path.name}.swap-{os.getpid()}")
     with contextlib.suppress(FileNotFoundError):
         tmp.unlink()
+    zero = index_path.is_file() and not index_path.is_symlink()
     os.symlink(generation.name, tmp)
     os.replace(tmp, index_path)
+    if zero:
+        for suffix in ("-wal", "-shm", "-journal"):
+            with contextlib.suppress(OSError):
+                os.unlink(f"{index_path}{suffix}")
     with contextlib.suppress(OSError):  # make the rename durable
         fd = os.open(index_path.parent, os.O_RDONLY)
         try:

@@ -30,6 +30,7 @@ from indexer.store.records import (
     SearchRow,
     SessionCursor,
 )
+from indexer.store.writer_lock import WriterLock
 
 __all__ = ["IndexStore"]
 
@@ -39,6 +40,10 @@ class IndexStore(Protocol):
     vec_version: str | None  # the vector extension's version; None: keyword only
     vector_error: str | None  # why vectors are unavailable
     readonly: bool  # opened for reading only
+    # a writable store opened by its backend holds the agent's one-writer lock
+    # (``writer_lock``), released by ``close()``; None for readers and for a new
+    # generation a rebuild fills (the rebuilding writer holds the lock)
+    writer_lock: WriterLock | None
 
     def close(self) -> None: ...
     def __enter__(self) -> IndexStore: ...

@@ -1,7 +1,8 @@
 """The plumbing of a PostgreSQL store (``PgBase``): one pooled connection to one
-agent's generation, the agent's writer lock, transactions, meta and the reads every
-part needs. ``pg_store.PgStore`` puts the parts together: ``pg_tables`` (files,
-chunks, the change feed, cursors), ``pg_search`` (keyword search and vectors),
+agent's generation, transactions, meta and the reads every part needs (the agent's
+writer lock is ``writer_lock.PgLock``, on a connection of its own).
+``pg_store.PgStore`` puts the parts together: ``pg_tables`` (files, chunks, the
+change feed, cursors), ``pg_search`` (keyword search and vectors),
 ``pg_cache`` (the shared embedding cache and batch jobs)."""
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Self
 
 from indexer.errors import StoreError
-from indexer.store.pg_connect import PgTarget, connect, lock_key, redact, store_errors, writer_label
+from indexer.store.pg_connect import PgTarget, connect, store_errors
 from indexer.store.records import SearchRow
+from indexer.store.writer_lock import WriterLock
 
 __all__ = ["PgBase"]
 
@@ -21,7 +23,7 @@ __all__ = ["PgBase"]
 class PgBase:
     db: Any  # the pooled psycopg connection; None once closed
 
-    def __init__(self, target: PgTarget, gen: int, *, readonly: bool, lock: bool) -> None:
+    def __init__(self, target: PgTarget, gen: int, *, readonly: bool) -> None:
         self.target = target
         self.agent = target.agent
         self.gen = gen
@@ -31,15 +33,13 @@ class PgBase:
         self.url = url
         self._ctx = connect(url, target.pool_size)
         self.db = self._ctx.__enter__()
-        self._locked = False
+        self.writer_lock: WriterLock | None = None
         self.vector_error: str | None = None
         try:
             with self._errors():
                 row = self.db.execute(
                     "SELECT extversion FROM pg_extension WHERE extname='vector'"
                 ).fetchone()
-                if lock:
-                    self._lock_writer()
         except StoreError:
             self.close()
             raise
@@ -47,30 +47,15 @@ class PgBase:
         if self.vec_version is None:
             self.vector_error = "pgvector is not installed in the database"
 
-    def _lock_writer(self) -> None:
-        key = lock_key("writer", self.agent)
-        row = self.db.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()
-        if not (row and row[0]):
-            holder = self.db.execute(
-                "SELECT writer FROM agents WHERE agent=%s", (self.agent,)
-            ).fetchone()
-            who = f" ({holder[0]})" if holder and holder[0] else ""
-            raise StoreError(
-                f"agent {self.agent} in {redact(self.url)} already has a writer{who}: one "
-                "daemon writes each agent; give this one another agentId"
-            )
-        self._locked = True
-        self.db.execute("UPDATE agents SET writer=%s WHERE agent=%s", (writer_label(), self.agent))
-
     def close(self) -> None:
+        lock, self.writer_lock = self.writer_lock, None
+        if lock is not None:
+            lock.release()
         if self.db is None:
             return
         with contextlib.suppress(Exception):
             if self.db.info.transaction_status != 0:  # not idle: roll back
                 self.db.rollback()
-            if self._locked:
-                key = lock_key("writer", self.agent)
-                self.db.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
         self._ctx.__exit__(None, None, None)
         self.db = None
 

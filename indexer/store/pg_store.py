@@ -1,7 +1,7 @@
 """The PostgreSQL store: one connection to one agent's generation (``PgStore``).
 
 The same operations as the SQLite ``Store`` (``IndexStore``) on the tables of
-``pg_schema``, in parts: ``pg_base`` (connection, writer lock, transactions, meta),
+``pg_schema``, in parts: ``pg_base`` (connection, transactions, meta),
 ``pg_tables`` (files, chunks, the change feed, cursors, skips), ``pg_search``
 (keyword search and vectors), ``pg_cache`` (the shared embedding cache, batch jobs);
 here, what joins them: upkeep and the health checks."""
@@ -23,7 +23,7 @@ __all__ = ["PgStore"]
 
 class PgStore(PgTables, PgSearch, PgCache):
     def reopen(self) -> IndexStore:
-        return PgStore(self.target, self.gen, readonly=True, lock=False)
+        return PgStore(self.target, self.gen, readonly=True)
 
     # -- upkeep and health -----------------------------------------------------------
 

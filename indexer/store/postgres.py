@@ -4,9 +4,10 @@
 ``[store] url`` (or ``MEMINDEX_DATABASE_URL``); searches may read from a replica
 (``[store] readUrl``). Connections come from one psycopg pool per URL and process.
 
-Each agent has at most one writer at a time: a writable store holds a session
-advisory lock on the agent (released when its connection closes, so a killed writer
-frees it), and a second writer gets a StoreError naming the holder. A rebuild holds a
+Each agent has at most one writer at a time: a writable store holds the agent's
+``writer_lock.PgLock`` (a session advisory lock on a connection of its own, released
+when it closes, so a killed writer frees it), and a second writer gets IndexBusy
+naming the holder. A rebuild holds a
 second lock. Generations are rows: ``agents.published`` names the one searches read,
 and ``publish`` sets it in one transaction, so a reader sees the old or the new
 generation, never a mix. The tables are in ``pg_schema``; the operations in
@@ -31,6 +32,7 @@ from indexer.store.pg_connect import (
     redact,
     reserve,
 )
+from indexer.store.writer_lock import PgLock, WriterLock, holder_label
 
 if TYPE_CHECKING:
     import psycopg
@@ -45,13 +47,22 @@ __all__ = ["PostgresBackend"]
 class PostgresBackend:
     kind = "postgresql"
 
-    def __init__(self, url: str, agent: str, *, read_url: str = "", pool_size: int = 8) -> None:
+    def __init__(
+        self, url: str, agent: str, *, read_url: str = "", pool_size: int = 8, label: str = ""
+    ) -> None:
         self.target = PgTarget(url, read_url or url, agent, pool_size)
         self.where = self.target.where
+        self.label = label or holder_label()
 
     @classmethod
-    def for_config(cls, cfg: Config, url: str) -> PostgresBackend:
-        return cls(url, cfg.agent_name, read_url=cfg.store.readUrl, pool_size=cfg.store.poolSize)
+    def for_config(cls, cfg: Config, url: str, *, label: str = "") -> PostgresBackend:
+        return cls(
+            url,
+            cfg.agent_name,
+            read_url=cfg.store.readUrl,
+            pool_size=cfg.store.poolSize,
+            label=label,
+        )
 
     def _published(self, conn: psycopg.Connection[Any]) -> int | None:
         row = conn.execute(
@@ -66,17 +77,19 @@ class PostgresBackend:
             except Exception:  # no tables yet (a replica of a database never written)
                 return False
 
-    def open(self, *, readonly: bool = False) -> IndexStore:
-        return self._open(None, readonly=readonly)
+    def open(self, *, readonly: bool = False, lock: WriterLock | None = None) -> IndexStore:
+        return self._open(None, readonly=readonly, held=lock)
 
-    def _open(self, gen: int | None, *, readonly: bool, lock: bool = True) -> PgStore:
+    def _open(self, gen: int | None, *, readonly: bool, held: WriterLock | None = None) -> PgStore:
         from indexer.store.pg_store import PgStore
 
+        writer_lock: WriterLock | None = None
         if not readonly:
             with connect(self.target.url, self.target.pool_size) as conn:
                 migrate(conn, self.target.url)
                 if gen is None:
                     gen = self._ensure_agent(conn)
+                    writer_lock = self._writer_lock(held)
         elif gen is None:
             with connect(self.target.read_url, self.target.pool_size) as conn:
                 try:
@@ -90,7 +103,23 @@ class PostgresBackend:
                     f"no index for agent {self.target.agent} in {redact(self.target.read_url)}: "
                     "run 'memindex index'"
                 )
-        return PgStore(self.target, gen, readonly=readonly, lock=lock and not readonly)
+        try:
+            store = PgStore(self.target, gen, readonly=readonly)
+        except BaseException:
+            if writer_lock is not None and writer_lock is not held:
+                writer_lock.release()
+            raise
+        store.writer_lock = writer_lock
+        return store
+
+    def _writer_lock(self, held: WriterLock | None) -> WriterLock:
+        """The agent's writer lock: ``held`` (taken again if it was lost), or new."""
+        if held is None:
+            key = lock_key("writer", self.target.agent)
+            return PgLock(self.target.url, self.target.agent, key, self.label, self.where)
+        if held.lost():
+            held.retake()
+        return held
 
     def _ensure_agent(self, conn: psycopg.Connection[Any]) -> int:
         with conn.transaction():
@@ -149,7 +178,7 @@ class PostgresBackend:
                     (self.target.agent, time.time(), self.target.agent),
                 ).fetchone()
         assert row is not None
-        return self._open(int(row[0]), readonly=False, lock=False)
+        return self._open(int(row[0]), readonly=False)
 
     def publish(self, store: IndexStore) -> None:
         gen = gen_of(store.generation)

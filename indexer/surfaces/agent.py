@@ -32,8 +32,10 @@ class AgentRuntime:
     """One agent: its ``Indexer`` (the indexer thread's only) and a pool of
     ``Searcher``s on read-only connections (the request threads')."""
 
-    def __init__(self, cfg: Config) -> None:
+    def __init__(self, cfg: Config, *, note: str = "") -> None:
+        """``note``: what the agent's writer lock says of this process (its socket)."""
         self.cfg = cfg
+        self.note = note
         sel = select_provider(cfg)
         self.provider = sel.provider
         self.provider_note = provider_note(cfg, sel)
@@ -43,7 +45,7 @@ class AgentRuntime:
             log.info("%s: embeddings by %s %s", cfg.agent_name, sel.provider.id, sel.provider.model)
         self.live = LiveIndex()  # shared by the readers, caught up by the writer
         # the writer creates and migrates the index file
-        backend = backend_for(cfg)
+        backend = backend_for(cfg, note=note)
         self.writer = Indexer(
             cfg, backend.open(), sel.provider, changed=self._caught_up, backend=backend
         )
@@ -58,9 +60,12 @@ class AgentRuntime:
         self.memory_due: float | None = None
         self.memory_first: float | None = None
         self.sessions_due: float | None = None
+        self.sessions_all = False  # the next session sync reads every delta (a backfill's rest)
+        self.sessions_more = False  # a transcript is being read in slices: more to come
         self.embed_due: float | None = None  # open batch jobs: poll them then
         self.embed_poll = 0.5
         self.next_rescan: float | None = None  # the daemon's next sync with no event
+        self.lock_check: float = 0.0  # when the writer lock is next checked (monotonic)
         self.last_report: dict[str, Any] | None = None
         self.health = TaskHealth()
 
@@ -69,7 +74,12 @@ class AgentRuntime:
         self.live.update(store, full=False)
 
     def report_health(self) -> dict[str, Any]:
-        pending = self.backfill or self.memory_due is not None or self.sessions_due is not None
+        pending = (
+            self.backfill
+            or self.memory_due is not None
+            or self.sessions_due is not None
+            or self.sessions_more
+        )
         return self.health.report(pending)
 
     @contextlib.contextmanager
@@ -94,13 +104,16 @@ class AgentRuntime:
     def answer(self, req: Request) -> SearchResponse | GetResponse | StatusResponse:
         """``req`` answered by a reader; again on a new connection if the reader's
         turns out lost (an idle connection the database dropped while it restarted
-        is only found out by using it)."""
+        is only found out by using it). A restart loses every idle reader's
+        connection at once: they are all closed, so the retry (and the requests
+        after it) get new ones instead of the next dead one."""
         with self.reader() as searcher:
             try:
                 return searcher.answer(req)
             except STORE_ERRORS:
                 if not searcher.store.broken():
                     raise
+        self._close_idle()
         with self.reader() as searcher:  # the lost one was closed, not pooled again
             return searcher.answer(req)
 
@@ -130,12 +143,15 @@ class AgentRuntime:
             if self._slots is not None:
                 self._slots.release()
 
-    def close(self) -> None:
+    def _close_idle(self) -> None:
         while True:
             try:
                 self._close_reader(self._readers.get_nowait())
             except queue.Empty:
                 break
+
+    def close(self) -> None:
+        self._close_idle()
         self.writer.store.close()
         if self.provider is not None:
             self.provider.close()

@@ -156,6 +156,8 @@ def _cmd_get(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) ->
         params["from"] = args.start
     if args.lines is not None:
         params["lines"] = args.lines
+    if args.raw:
+        params["raw"] = True
     result = read_call(cfg, "memory_get", params, direct=lambda: _setup_logging(args, err))
     if args.json:
         _print_json(result, out)
@@ -205,6 +207,10 @@ def _cmd_status(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO)
         out.write("last sync: never (run 'memindex index')\n")
     for s in st["skipped"]:
         out.write(f"skipped:   {s['path']}: {s['reason']}\n")
+    if st.get("mismatch"):
+        out.write(f"MISMATCH:  {st['mismatch']}\n")
+    if st.get("lastError") or st.get("stuck"):
+        out.write(f"error:     {st.get('lastError')}\n")
     rec = st.get("recovered")
     if rec:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(rec["at"]))
@@ -336,6 +342,57 @@ def _cmd_service(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _cmd_openclaw(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from indexer.surfaces import openclaw_setup as setup
+
+    if args.action == "uninstall":
+        done = setup.uninstall(args.openclaw_config, openclaw=args.openclaw, out=out, err=err)
+        if args.json:
+            _print_json(done, out)
+            return 0
+        lines = [
+            f"memindex is out of OpenClaw's memory slot ({done['config']}): memory-core is "
+            "back, with its memory tools."
+        ]
+        if done["daemonStopped"]:
+            lines.append(f"stopped the memindex daemon (pid {done['daemonStopped']}).")
+        lines.append("The index files are kept; `memindex status` names them.")
+        out.write("\n".join(lines) + "\n")
+        return 0
+    done = setup.install(
+        args.openclaw_config,
+        openclaw=args.openclaw,
+        dreaming=not args.no_dreaming,
+        service=args.service,
+        plugin=args.plugin,
+        out=out,
+        err=err,
+    )
+    if args.json:
+        _print_json(done, out)
+        return 0
+    d, c = done["daemon"], done["check"]
+    dreaming = (
+        "dreaming kept (memory-core runs it); memory-core's own memory tools denied "
+        "(tools.deny: memory-core)"
+        if done["dreaming"]
+        else "dreaming off (plugins.entries.memindex.config.dreaming.enabled = false)"
+    )
+    found = f"{c['results']} result(s)" + (f", first {c['top']}" if c["top"] else "")
+    lines = [
+        f"memindex is OpenClaw's memory engine now ({done['config']}):",
+        "  plugin memindex installed and selected: plugins.slots.memory = memindex",
+        f"  {dreaming}",
+        f"  daemon on {d['socket']} " + ("(started)" if d["started"] else "(already running)"),
+        f"check: agent {c['agent']}: {c['files']} files, {c['chunks']} chunks; a search "
+        f"found {found}",
+        "Restart the gateway to load it (openclaw gateway restart). To go back: "
+        "memindex openclaw uninstall",
+    ]
+    out.write("\n".join(lines) + "\n")
+    return 0
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     from indexer.surfaces.daemon import Daemon
 
@@ -363,6 +420,8 @@ def main(
             return _cmd_distill(args, out)
         if args.command == "service":
             return _cmd_service(args, out)
+        if args.command == "openclaw":
+            return _cmd_openclaw(args, out, err)
         if args.command == "migrate":
             return _cmd_migrate(args, out, err)
         cfg = load_config(

@@ -133,6 +133,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("path", help="path as shown in search results, e.g. memory/2026-11-21.md")
     s.add_argument("--from", dest="start", type=int, default=None, help="first line (1-based)")
     s.add_argument("--lines", type=int, default=None, help="number of lines (default: all)")
+    s.add_argument(
+        "--raw", action="store_true", help="a transcript's JSON events, not its messages"
+    )
     s.add_argument("--json", action="store_true", help="print the memory_get result as JSON")
 
     s = sub.add_parser("status", help="show what the index holds and its health")
@@ -167,4 +170,22 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="service manager (default: launchd on macOS, else systemd)",
     )
+
+    s = sub.add_parser(
+        "openclaw", help="put memindex in OpenClaw's memory slot (install), or take it out"
+    )
+    s.add_argument("action", choices=["install", "uninstall"], help="what to do")
+    s.add_argument(
+        "--openclaw", default=None, help="the openclaw command (default: openclaw on PATH)"
+    )
+    s.add_argument(
+        "--no-dreaming",
+        action="store_true",
+        help="switch OpenClaw's dreaming off instead of denying memory-core's tools",
+    )
+    s.add_argument(
+        "--service", action="store_true", help="run the daemon as a systemd / launchd user service"
+    )
+    s.add_argument("--plugin", type=Path, default=None, help="install this plugin (dir or .tgz)")
+    s.add_argument("--json", action="store_true", help="print what was done as JSON")
     return p

@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from indexer import __version__, api
-from indexer.config import Settings
-from indexer.errors import ConfigError, InvalidParams, index_damaged
+from indexer.config import Config, Settings
+from indexer.errors import ConfigError, IndexBusy, InvalidParams, index_damaged
+from indexer.openclaw import normalize_agent_id
 from indexer.sources.watcher import ObserverFactory, Watcher
 from indexer.surfaces.agent import AgentRuntime
 from indexer.surfaces.rpc import METHOD_NOT_FOUND, RpcError
@@ -47,6 +48,11 @@ log = logging.getLogger(__name__)
 
 _REFRESH_WATCHES_S = 30.0
 _REINDEX_TIMEOUT_S = 3600.0
+# Transcripts are read this long at a time: a large one is indexed in slices, with
+# memory files, requests for a reindex and shutdown served in between.
+_SESSIONS_SLICE_S = 1.0
+_EMBED_SLICE_S = 2.0  # likewise, embedding a backlog
+_LOCK_WAIT_S = 5.0
 
 
 class Daemon:
@@ -95,15 +101,37 @@ class Daemon:
     # -- lifecycle -------------------------------------------------------------------
 
     def start(self) -> None:
-        for cfg in self.settings.agents:
-            cfg.require_workspace()
-            self.agents[cfg.agent_name] = AgentRuntime(cfg)
+        self.server.claim()  # a daemon already on this socket: say so before anything else
+        try:
+            for cfg in self.settings.agents:
+                cfg.require_workspace()
+                self.agents[cfg.agent_name] = self._runtime(cfg)
+        except BaseException:
+            for rt in self.agents.values():
+                with contextlib.suppress(Exception):
+                    rt.close()
+            self.server.stop()
+            raise
         self.server.start()
         self.watcher.start([a.cfg for a in self.agents.values()])
         self._indexer = threading.Thread(
             target=self._index_loop, name="memindex-indexer", daemon=True
         )
         self._indexer.start()
+
+    def _runtime(self, cfg: Config) -> AgentRuntime:
+        """The agent's runtime, holding its writer lock. A lock held by a daemon that
+        was just killed is freed a moment later (its database session or file
+        descriptor closes): a restart right after a crash waits up to
+        ``_LOCK_WAIT_S`` for it before saying who holds it."""
+        deadline = time.monotonic() + _LOCK_WAIT_S
+        while True:
+            try:
+                return AgentRuntime(cfg, note=f"memindex serve on {self.socket_path}")
+            except IndexBusy:
+                if time.monotonic() >= deadline or self._stop.is_set():
+                    raise
+                time.sleep(0.25)
 
     def stop(self) -> None:
         self._stop.set()
@@ -174,7 +202,7 @@ class Daemon:
                 if rt is not None:
                     rt.close()
                     replaced.append(rt)
-                made.append(AgentRuntime(cfg))
+                made.append(self._runtime(cfg))
                 fresh[cfg.agent_name] = made[-1]
         except Exception as exc:
             why = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
@@ -183,7 +211,7 @@ class Daemon:
                     rt.close()
             for rt in replaced:  # back to the old config
                 try:
-                    old[rt.cfg.agent_name] = AgentRuntime(rt.cfg)
+                    old[rt.cfg.agent_name] = self._runtime(rt.cfg)
                 except Exception as again:
                     del old[rt.cfg.agent_name]
                     why += f"; agent {rt.cfg.agent_name} could not be reopened: {again}"
@@ -249,6 +277,7 @@ class Daemon:
                 if self._stop.is_set():
                     break
                 self._rescan_if_due(rt, now)
+                self._keep_writer_lock(rt, now)
                 if self._index_lost(rt):
                     rt.backfill = True  # the writer opens it again; everything is read
                 if rt.backfill:
@@ -292,6 +321,27 @@ class Daemon:
         if rt.sessions_due is None and not rt.health.failures["sessions"]:
             rt.sessions_due = now
 
+    def _keep_writer_lock(self, rt: AgentRuntime, now: float) -> None:
+        """Take the agent's writer lock back as soon as it is lost (checked once a
+        second; free while the lock's connection is quiet): a database restart ends
+        the session that held it, and another daemon for the same agent must not
+        take it in the time until this one next writes. If another one did, status
+        says so (``errors.writer``) until this daemon has it again."""
+        if now < rt.lock_check:
+            return
+        rt.lock_check = now + 1.0
+        try:
+            rt.writer.keep_lock()
+        except Exception as exc:  # tried again every second: no back-off to lose it in
+            first = not rt.health.errors["writer"]
+            rt.health.failed("writer", exc)
+            if first:
+                log.error("%s: cannot hold the writer lock: %s", rt.cfg.agent_name, exc)
+            return
+        if rt.health.errors["writer"]:
+            rt.health.succeeded("writer")
+            log.info("%s: holds the writer lock again", rt.cfg.agent_name)
+
     def _index_lost(self, rt: AgentRuntime) -> bool:
         """The writer's index was deleted or replaced under it (someone cleared the
         state folder): it would go on writing into a file no search can open, and
@@ -311,11 +361,16 @@ class Daemon:
     def _backfill(self, rt: AgentRuntime) -> None:
         try:
             with rt.health.working("memory", self._stop) as stop:
-                rep = rt.writer.sync(should_stop=stop, embed=False)
+                rep = rt.writer.sync(
+                    should_stop=stop, embed=False, sessions_budget_s=_SESSIONS_SLICE_S
+                )
             rt.last_report = rep.to_json()
             rt.health.succeeded("memory")
             rt.health.succeeded("sessions")
             rt.backfill = rep.stopped
+            if (rep.sessions or {}).get("more"):  # the rest of the transcripts, in slices
+                rt.sessions_all = rt.sessions_more = True
+                rt.sessions_due = time.monotonic()
             self._embed(rt)
         except Exception as exc:
             wait = self._task_failed(rt, "memory", exc)
@@ -325,13 +380,17 @@ class Daemon:
             log.exception("%s: initial sync failed (retry in %.0f s)", rt.cfg.agent_name, wait)
 
     def _embed(self, rt: AgentRuntime) -> None:
-        """Vectors for new chunks; open batch jobs are polled again later, so the
-        writer never blocks on a job that may take hours."""
+        """Vectors for new chunks, ``_EMBED_SLICE_S`` at a time (a backlog goes on in
+        the next pass, after what else is due); open batch jobs are polled again
+        later, so the writer never blocks on a job that may take hours."""
         if rt.provider is None:
             return
         try:
             with rt.health.working("embedding", self._stop) as stop:
-                rep = rt.writer.embed(should_stop=stop, wait=False)
+                until = time.monotonic() + _EMBED_SLICE_S
+                rep = rt.writer.embed(
+                    should_stop=lambda: stop() or time.monotonic() >= until, wait=False
+                )
             rt.health.succeeded("embedding")
         except Exception as exc:
             wait = self._task_failed(rt, "embedding", exc)
@@ -346,6 +405,8 @@ class Daemon:
             rt.embed_due = time.monotonic() + rt.embed_poll
         else:
             rt.embed_poll = 0.5
+            if rep and rep.get("pending") and (rep.get("embedded") or rep.get("cacheHits")):
+                rt.embed_due = time.monotonic()  # the slice ran out: the rest next
 
     def _sync_memory(self, rt: AgentRuntime) -> None:
         try:
@@ -366,17 +427,24 @@ class Daemon:
     def _sync_sessions(self, rt: AgentRuntime) -> None:
         try:
             with rt.health.working("sessions", self._stop) as stop:
-                rep = rt.writer.sync_sessions(due_only=True, should_stop=stop)
+                rep = rt.writer.sync_sessions(
+                    due_only=not rt.sessions_all, should_stop=stop, budget_s=_SESSIONS_SLICE_S
+                )
             rt.health.succeeded("sessions")
         except Exception as exc:
             wait = self._task_failed(rt, "sessions", exc)
             rt.sessions_due = time.monotonic() + wait
             log.exception("%s: session sync failed (retry in %.0f s)", rt.cfg.agent_name, wait)
             return
-        if rep.deferred:  # below the thresholds: look again when idle flush may apply
-            rt.sessions_due = time.monotonic() + max(
-                0.5, min(5.0, rt.cfg.sessions.idleFlushMs / 4000)
-            )
+        rt.sessions_more = rep.more
+        if rep.more:  # a slice is done: memory files first, then the next one
+            rt.sessions_due = time.monotonic()
+        else:
+            rt.sessions_all = False
+            if rep.deferred:  # below the thresholds: look again when idle flush may apply
+                rt.sessions_due = time.monotonic() + max(
+                    0.5, min(5.0, rt.cfg.sessions.idleFlushMs / 4000)
+                )
         if rep.chunksWritten:
             self._embed(rt)
 
@@ -434,7 +502,7 @@ class Daemon:
             return next(iter(self.agents.values()))
         if not isinstance(name, str):
             raise InvalidParams("'agent' must be a string")
-        rt = self.agents.get(name)
+        rt = self.agents.get(name) or self.agents.get(normalize_agent_id(name))
         if rt is None:
             raise InvalidParams(f"unknown agent '{name}' (serving: {', '.join(self.agents)})")
         return rt
@@ -482,5 +550,8 @@ class Daemon:
                 "loopErrors": self.loop_errors,
             }
             st.update(rt.report_health())
+            if st.get("mismatch"):  # not this daemon's index: never "all is well"
+                st["dirty"] = True
+                st["lastError"] = st.get("lastError") or st["mismatch"]
             return st
         return answer

@@ -44,6 +44,14 @@ def checks(cfg: Config) -> list[tuple[str, bool, str]]:
         if not backend.exists():
             return f"{path} not built yet: run 'memindex index'"
         with backend.open(readonly=True) as st:
+            indexed = st.meta_get("workspace")
+            current = str(cfg.require_workspace().resolve())
+            if indexed is not None and indexed != current:
+                raise RuntimeError(
+                    f"{path} holds workspace {indexed}, not {current}: another memindex "
+                    "with this agent id indexed another workspace into it; give one of them "
+                    "another agentId, then run 'memindex index'"
+                )
             problems = st.consistency()
             if problems:
                 raise RuntimeError(

@@ -1,7 +1,8 @@
 """What the writer tells ``status`` about its work: per-task errors, retry backoff,
 and a heartbeat that shows a task making no progress.
 
-Each task (``memory``, ``sessions``, ``embedding``) keeps its own last error, cleared
+Each task (``memory``, ``sessions``, ``embedding``, and ``writer``: holding the
+agent's writer lock) keeps its own last error, cleared
 only by a success of that task, so one task's success never hides another's failure.
 A task marks itself busy with ``working()``; the ``should_stop`` it yields is what the
 task calls between units of work, and each call beats the heartbeat. A busy task with
@@ -20,7 +21,7 @@ __all__ = ["STUCK_AFTER_S", "TASKS", "TaskHealth"]
 
 STUCK_AFTER_S = 300.0  # a task with no progress for this long is reported as stuck
 _RETRY_MIN_S, _RETRY_MAX_S = 2.0, 300.0  # backoff of a failed task
-TASKS = ("memory", "sessions", "embedding")
+TASKS = ("memory", "sessions", "embedding", "writer")  # writer: its one-writer lock
 
 
 class TaskHealth:
@@ -77,7 +78,7 @@ class TaskHealth:
             quiet = now - self.heartbeat
             stuck = quiet > STUCK_AFTER_S
             busy = {"task": task, "forS": round(now - since, 1), "noProgressS": round(quiet, 1)}
-        dirty = pending or any(self.errors[t] for t in ("memory", "sessions"))
+        dirty = pending or any(self.errors[t] for t in ("memory", "sessions", "writer"))
         last = self.last_error
         if stuck and busy is not None:
             last = f"{busy['task']}: no progress for {busy['noProgressS']:.0f}s (stuck?)"

@@ -7,15 +7,19 @@ used rather than schemas derived from Python signatures) and the same result obj
 as the socket's. Each call goes through the running daemon when it serves this
 index, else reads the index file directly.
 
-JSON can carry a lone surrogate (``"\\ud800"``) that is not valid Unicode; the SDK's
-parser drops such a message without a reply, so stdin reaches it through
-``_clean_lines``, which replaces lone surrogates with U+FFFD: every request is
-answered.
+Every line gets an answer. The SDK's parser drops some messages without a reply, so
+stdin reaches it through ``_CleanLines``: a lone surrogate (``"\\ud800"``, JSON that
+is not valid Unicode) is replaced with U+FFFD, and a line the SDK would ignore — not
+JSON, a batch (MCP has none), an ``id`` that JSON-RPC does not allow (``NaN``, an
+object) — is answered here with the JSON-RPC error and never reaches it.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import math
+import os
 import re
 import sys
 from collections.abc import AsyncIterator
@@ -27,7 +31,7 @@ from indexer.config import Config
 from indexer.errors import MemindexError
 from indexer.surfaces.reading import read_call
 
-__all__ = ["TOOLS", "clean_line", "run"]
+__all__ = ["TOOLS", "clean_line", "refusal", "run"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -55,20 +59,61 @@ def clean_line(raw: bytes) -> str:
     return text if clean == obj else json.dumps(clean) + "\n"
 
 
-class _CleanLines:
-    """An async iterable of ``clean_line``s of the process's stdin."""
+def _rpc_error(code: int, message: str) -> str:
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+    return json.dumps(body) + "\n"
 
-    def __init__(self) -> None:
+
+def refusal(raw: bytes) -> str | None:
+    """The JSON-RPC error reply for a line the SDK would drop silently, or None."""
+    text = raw.decode("utf-8", "replace").strip()
+    if not text:
+        return None
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        return _rpc_error(-32700, f"parse error: {str(exc)[:200]}")
+    if isinstance(obj, list):
+        return _rpc_error(-32600, "invalid request: MCP has no batches; send one message per line")
+    if not isinstance(obj, dict):
+        return _rpc_error(-32600, "invalid request: a message is a JSON object")
+    if "id" in obj:
+        rid = obj["id"]
+        bad = isinstance(rid, bool) or not isinstance(rid, (str, int, float, type(None)))
+        if bad or (isinstance(rid, float) and not math.isfinite(rid)):
+            return _rpc_error(-32600, "invalid request: 'id' must be a string, a number or null")
+    return None
+
+
+class _CleanLines:
+    """An async iterable of ``clean_line``s of the process's stdin; ``refusal``s go
+    to ``wire``, the file the SDK writes its replies to (whole lines, flushed)."""
+
+    def __init__(self, wire: Any) -> None:
         import anyio
 
         self._raw = anyio.wrap_file(sys.stdin.buffer)
+        self._wire = wire
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._lines()
 
     async def _lines(self) -> AsyncIterator[str]:
         async for raw in self._raw:
-            yield clean_line(raw)
+            reply = refusal(raw)
+            if reply is None:
+                yield clean_line(raw)
+                continue
+            await self._wire.write(reply)
+            await self._wire.flush()
+
+
+def _claim_stdout() -> io.TextIOWrapper:
+    """The protocol's stdout as a file of its own, with file descriptor 1 pointed at
+    stderr meanwhile: a stray print (a library's, a child's) cannot garble a reply."""
+    wire = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    return io.TextIOWrapper(wire, encoding="utf-8", write_through=True)
 
 
 TOOLS: dict[str, dict[str, Any]] = {
@@ -122,7 +167,9 @@ def run(cfg: Config) -> int:
     )
 
     async def main() -> None:
-        async with stdio_server(stdin=_CleanLines()) as (read, write):  # type: ignore[arg-type]
+        wire = anyio.wrap_file(_claim_stdout())
+        stdin = _CleanLines(wire)
+        async with stdio_server(stdin=stdin, stdout=wire) as (read, write):  # type: ignore[arg-type]
             await server.run(read, write, server.create_initialization_options())
 
     anyio.run(main)

@@ -101,10 +101,21 @@ class SocketServer:
 
     # -- lifecycle ---------------------------------------------------------------
 
-    def start(self) -> None:
+    def claim(self) -> None:
+        """Make the socket path this server's (DaemonRunning if a live daemon, ours
+        or another user's, serves it), without listening yet."""
+        if self._lock_fd is not None:
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._take_lock()
-        self._clear_stale()
+        try:
+            self._clear_stale()
+        except BaseException:
+            self._release_lock()
+            raise
+
+    def start(self) -> None:
+        self.claim()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old_umask = os.umask(0o177)
         try:
@@ -171,18 +182,25 @@ class SocketServer:
             raise DaemonRunning(
                 f"{self.path} exists and is not a socket; remove it or pick another server.socket"
             )
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        probe.settimeout(1.0)
-        try:
-            probe.connect(str(self.path))
-        except (ConnectionRefusedError, FileNotFoundError):
-            log.info("removing stale socket %s", self.path)
-            os.unlink(self.path)
-            return
-        except OSError as exc:
-            raise DaemonRunning(f"cannot check socket {self.path}: {exc}") from exc
-        finally:
-            probe.close()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.settimeout(1.0)
+            try:
+                probe.connect(str(self.path))
+            except (ConnectionRefusedError, FileNotFoundError):
+                log.info("removing stale socket %s", self.path)
+                os.unlink(self.path)
+                return
+            except OSError as exc:
+                raise DaemonRunning(f"cannot check socket {self.path}: {exc}") from exc
+            try:
+                uid = peer_uid(probe)
+            except OSError:
+                uid = None
+        if uid is not None and uid != os.getuid():
+            raise DaemonRunning(
+                f"{self.path} is served by a process of uid {uid}, not yours ({os.getuid()}): "
+                "that is not your memindex; pick another server.socket (or --socket)"
+            )
         raise DaemonRunning(f"a memindex daemon is already serving {self.path}")
 
     # -- connections ---------------------------------------------------------------
@@ -264,8 +282,10 @@ class SocketServer:
         discarding = False  # inside an oversized line: drop bytes until its newline
         while not self._stop.is_set():
             data = conn.recv(65536)
-            if not data:
-                return  # client closed (a half-written request is dropped)
+            if not data:  # the client closed its side: a last line without "\n" is answered
+                if buf.strip() and not discarding:
+                    self._answer(conn, bytes(buf))
+                return
             buf += data
             while True:
                 nl = buf.find(b"\n")
@@ -284,13 +304,16 @@ class SocketServer:
                 if len(line) > self.max_request:
                     conn.sendall(self._too_large())
                     continue
-                self._mark(conn, busy=True)
-                try:
-                    reply = self.handle_line(line)
-                    if reply is not None:
-                        conn.sendall(reply)
-                finally:
-                    self._mark(conn, busy=False)
+                self._answer(conn, line)
+
+    def _answer(self, conn: socket.socket, line: bytes) -> None:
+        self._mark(conn, busy=True)
+        try:
+            reply = self.handle_line(line)
+            if reply is not None:
+                conn.sendall(reply)
+        finally:
+            self._mark(conn, busy=False)
 
     def _mark(self, conn: socket.socket, *, busy: bool) -> None:
         with self._conns_lock:

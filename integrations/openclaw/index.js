@@ -1,29 +1,56 @@
 // memindex as OpenClaw's memory engine: the plugin entry.
 //
-// Owns OpenClaw's memory slot (plugins.slots.memory = "memindex"): registers the
-// memory runtime (managers behind memory search in OpenClaw's host surfaces), the
-// agent's memory_search / memory_get tools and `openclaw memory ...`, all answered by
+// Owns OpenClaw's memory slot (plugins.slots.memory = "memindex") and registers the
+// whole memory capability a slot owner gives, as memory-core does: the recall prompt,
+// the pre-compaction flush plan (without it OpenClaw skips the flush), the runtime
+// (managers behind memory search in OpenClaw's host surfaces), the public artifacts,
+// and the deterministic recall tool; plus the agent's memory_search / memory_get tools
+// and `openclaw memindex ...` (and `openclaw memory ...`). Searches are answered by
 // the memindex daemon over its Unix socket. No dependencies beyond Node itself.
+//
+// Dreaming is memory-core's: OpenClaw loads memory-core beside the slot owner to run
+// it (while plugins.entries.memindex.config.dreaming.enabled is not false), and
+// memory-core's memory_search / memory_get then come first unless the tool policy
+// denies memory-core's tools (tools.deny: ["memory-core"], which `memindex openclaw
+// install` sets). The plugin says so at start when neither holds.
 import { authorizeHits } from "./src/agents.js";
+import { listArtifacts } from "./src/artifacts.js";
 import { registerMemoryCli } from "./src/cli.js";
+import { memoryFlushPlan } from "./src/flush.js";
 import { ManagerPool } from "./src/manager.js";
 import { resolveSettings } from "./src/settings.js";
 import { createGetTool, createSearchTool } from "./src/tools.js";
 
 export const DREAMING_NOTICE =
   "memindex: OpenClaw's dreaming is on for the memory slot, so OpenClaw also loads" +
-  " memory-core, whose memory_search / memory_get tools and `openclaw memory` command" +
-  " take precedence over memindex's. memindex does no dreaming; to hand the agent's" +
-  " memory tools to memindex run: openclaw config set" +
-  " plugins.entries.memindex.config.dreaming.enabled false";
+  " memory-core, whose memory_search / memory_get tools take precedence over memindex's" +
+  " unless the tool policy denies memory-core's tools. Keep dreaming and hand the tools" +
+  " to memindex: `memindex openclaw install` (it adds memory-core to tools.deny), or" +
+  " switch dreaming off: openclaw config set plugins.entries.memindex.config.dreaming.enabled false";
 
-const PROMPT = [
-  "## Memory Recall",
-  "Before answering anything about prior work, decisions, dates, people, preferences or" +
-    " todos: run memory_search, then memory_get to read only the cited lines. If nothing" +
-    " relevant comes back, say you checked.",
-  "",
-];
+/** The "## Memory Recall" section of the system prompt, when the tools are there. */
+export function recallPrompt({ availableTools, citationsMode } = {}) {
+  const has = (name) => Boolean(availableTools?.has?.(name));
+  if (!has("memory_search") && !has("memory_get")) return [];
+  return [
+    "## Memory Recall",
+    "Before answering anything about prior work, decisions, dates, people, preferences, or" +
+      " todos: run memory_search; for a hit, use memory_get to pull only the needed lines" +
+      " (memory files and session transcripts alike). If nothing relevant comes back, say" +
+      " you checked.",
+    "Report partial, unavailable, or stale recall to the user, including the returned warning.",
+    citationsMode === "off"
+      ? "Citations are disabled: do not mention file paths or line numbers in replies."
+      : "Citations: include Source: <path#line> when it helps the user verify memory snippets.",
+    "",
+  ];
+}
+
+/** Whether memory-core's tools are denied by the tool policy (dreaming may stay on). */
+function memoryCoreToolsDenied(config) {
+  const deny = config?.tools?.deny;
+  return Array.isArray(deny) && deny.includes("memory-core");
+}
 
 export default {
   id: "memindex",
@@ -57,16 +84,23 @@ export default {
     };
     api.registerMemoryCapability({
       runtime,
+      promptBuilder: recallPrompt,
+      // without a plan OpenClaw skips the pre-compaction memory flush
+      flushPlanResolver: memoryFlushPlan,
+      publicArtifacts: { listArtifacts },
+      // memory_search is local and deterministic (no model in the loop); private
+      // transcript recall (ctx.conversationRecall) is not claimed: the tool does not
+      // scope its transcript hits to a conversation
       deterministicRecallToolName: "memory_search",
-      promptBuilder: ({ availableTools }) => (availableTools?.has?.("memory_search") ? PROMPT : []),
     });
     api.registerTool((ctx) => createSearchTool(ctx, pool), { names: ["memory_search"] });
     api.registerTool((ctx) => createGetTool(ctx, pool), { names: ["memory_get"] });
     // OpenClaw runs dreaming through memory-core, loaded beside the slot owner while
     // the slot owner's dreaming.enabled is not false; memory-core then registers the
-    // memory tools and `openclaw memory` first, and ours would only log conflicts.
+    // memory tools and `openclaw memory` first, and ours only log conflicts, unless
+    // the tool policy drops memory-core's tools.
     const dreaming = api.pluginConfig?.dreaming?.enabled !== false;
-    if (dreaming) api.logger.warn(DREAMING_NOTICE);
+    if (dreaming && !memoryCoreToolsDenied(api.config)) api.logger.warn(DREAMING_NOTICE);
     const describe = "Search, inspect and reindex memory (engine: memindex)";
     const cli = (name, notice) =>
       api.registerCli(

@@ -1,25 +1,44 @@
 // Agent ids and who may see a session-transcript hit.
 
+/**
+ * An agent id as OpenClaw normalises it: trimmed and lower-cased, runs of other
+ * characters than a-z 0-9 _ - as one "-", no leading or trailing "-", at most 64
+ * characters; "main" when nothing is left.
+ */
+export function normalizeAgentId(value) {
+  const text = typeof value === "string" ? value.trim().toLowerCase() : "";
+  const id = text
+    .replace(/[^a-z0-9_-]+/g, "-")
+    .replace(/^-+/, "")
+    .replace(/-+$/, "")
+    .slice(0, 64);
+  return id || "main";
+}
+
 /** The agent named by an OpenClaw session key (`agent:<id>:...`), else undefined. */
 export function sessionKeyAgent(sessionKey) {
   const m = /^agent:([^:]+):/i.exec(typeof sessionKey === "string" ? sessionKey.trim() : "");
-  return m ? m[1].toLowerCase() : undefined;
+  return m ? normalizeAgentId(m[1]) : undefined;
 }
 
-/** The agent ids an openclaw.json configures, the default agent first. */
+/**
+ * The agent ids an openclaw.json configures (``agents.entries`` when it has it, else
+ * ``agents.list``), normalised, the default agent first: the one marked
+ * ``default: true``, else "main" (OpenClaw asks which when several are unmarked).
+ */
 export function configuredAgents(cfg) {
   const agents = cfg?.agents ?? {};
   const out = [];
-  if (Array.isArray(agents.list)) {
+  if (agents.entries && typeof agents.entries === "object" && !Array.isArray(agents.entries)) {
+    for (const [id, a] of Object.entries(agents.entries)) out.push([id, a ?? {}]);
+  } else if (Array.isArray(agents.list)) {
     for (const a of agents.list) if (a && typeof a.id === "string") out.push([a.id, a]);
   }
-  if (agents.entries && typeof agents.entries === "object") {
-    for (const [id, a] of Object.entries(agents.entries)) out.push([id, a ?? {}]);
-  }
   if (!out.length) return ["main"];
-  const isDefault = ([id, a]) => (a?.default ?? id === "main") === true;
-  const ids = [...out.filter(isDefault), ...out.filter((e) => !isDefault(e))].map(([id]) => id);
-  return [...new Set(ids)];
+  const marked = out.some(([, a]) => a?.default === true);
+  const isDefault = ([id, a]) => (marked ? a?.default === true : normalizeAgentId(id) === "main");
+  const ids = [...out.filter(isDefault), ...out.filter((e) => !isDefault(e))];
+  return [...new Set(ids.map(([id]) => normalizeAgentId(id)))];
 }
 
 /**
@@ -32,7 +51,7 @@ export function configuredAgents(cfg) {
 export function authorizeHits({ agentId, requesterSessionKey, sandboxed, hits }) {
   if (!Array.isArray(hits)) return [];
   if (!hits.some((h) => h?.source === "sessions")) return hits;
-  const owner = typeof agentId === "string" ? agentId.trim().toLowerCase() : "";
+  const owner = typeof agentId === "string" && agentId.trim() ? normalizeAgentId(agentId) : "";
   const requester = requesterSessionKey ? sessionKeyAgent(requesterSessionKey) : owner;
   const allowed = Boolean(owner) && !sandboxed && requester === owner;
   return allowed ? hits : hits.filter((h) => h?.source !== "sessions");

@@ -1,4 +1,5 @@
 // The MemorySearchManager OpenClaw calls, one per agent, backed by the daemon.
+import { normalizeAgentId } from "./agents.js";
 import { ensureDaemon } from "./daemon.js";
 import { call } from "./rpc.js";
 
@@ -217,7 +218,8 @@ export class ManagerPool {
   }
 
   /** The agent's manager, made once (concurrent first calls share one wait). */
-  get(agentId) {
+  get(rawAgentId) {
+    const agentId = normalizeAgentId(rawAgentId);
     let pending = this.managers.get(agentId);
     if (!pending) {
       const m = new MemindexManager({ agentId, settings: this.settings });
@@ -232,7 +234,7 @@ export class ManagerPool {
 
   close(agentId) {
     if (agentId === undefined) this.managers.clear();
-    else this.managers.delete(agentId);
+    else this.managers.delete(normalizeAgentId(agentId));
   }
 }
 

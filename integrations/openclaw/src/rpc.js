@@ -1,7 +1,15 @@
 // memindex's socket protocol: JSON-RPC 2.0, one JSON object per line, over a Unix
 // stream socket. One connection per call: a call that times out is torn down with
 // its connection, so a stuck daemon can never wedge a later call.
+//
+// Nothing is sent to a socket another user owns: a query holds what the agent is
+// looking for ("deploy password"), and a fake daemon could answer with planted text.
+// Node cannot read the peer's uid (SO_PEERCRED) as memindex's Python client does,
+// so the socket file's owner is checked, and its folder: one that others may write
+// without the sticky bit would let them swap the socket after the check.
+import fs from "node:fs";
 import net from "node:net";
+import path from "node:path";
 
 /** An error a caller can show as it is: `code` is memindex's stable code or ours. */
 export class MemindexError extends Error {
@@ -16,11 +24,50 @@ const MAX_ANSWER = 64 * 1024 * 1024;
 let nextId = 1;
 
 /**
+ * Why `socketPath` must not be talked to, or null: it is not a socket, another user
+ * owns it, or it sits in a folder others can swap it in. A socket that is not there
+ * is null (nothing listens: the caller may start the daemon).
+ */
+export function socketProblem(socketPath, uid = process.getuid?.()) {
+  if (uid === undefined) return null; // no uids on this platform
+  let st;
+  try {
+    st = fs.lstatSync(socketPath);
+  } catch {
+    return null;
+  }
+  if (!st.isSocket()) return `${socketPath} is not a socket`;
+  if (st.uid !== uid)
+    return `${socketPath} belongs to uid ${st.uid}, not to this gateway's user (${uid})`;
+  const dir = path.dirname(socketPath);
+  let d;
+  try {
+    d = fs.statSync(dir);
+  } catch {
+    return null;
+  }
+  const othersWrite = (d.mode & 0o002) !== 0 || (d.uid !== uid && (d.mode & 0o020) !== 0);
+  if (othersWrite && (d.mode & 0o1000) === 0)
+    return `${dir} can be written by other users (no sticky bit): its socket could be swapped`;
+  return null;
+}
+
+/**
  * Call `method` on the daemon at `socketPath`.
  * Rejects with MemindexError: code "daemon_unavailable" when nothing listens,
  * "timeout" past `timeoutMs`, else the daemon's own error code.
  */
 export function call(socketPath, method, params = {}, { timeoutMs = 10_000, signal } = {}) {
+  const problem = socketProblem(socketPath);
+  if (problem) {
+    return Promise.reject(
+      new MemindexError(
+        `refusing memindex socket: ${problem}; nothing was sent. Point ` +
+          "plugins.entries.memindex.config.socket at your own daemon's socket",
+        "foreign_socket",
+      ),
+    );
+  }
   return new Promise((resolve, reject) => {
     const id = nextId++;
     let buf = "";

@@ -1,8 +1,10 @@
 // The agent's memory_search / memory_get tools, answered by memindex.
-import { authorizeHits, configuredAgents, sessionKeyAgent } from "./agents.js";
+import { authorizeHits, configuredAgents, normalizeAgentId, sessionKeyAgent } from "./agents.js";
 
 const CORPUS = { memory: ["memory"], sessions: ["sessions"], all: undefined };
 
+// camelCase as memory-core's tools take them; the snake_case spellings OpenClaw's own
+// tool readers also accept (since 2026.10 models are prompted with them) are aliases.
 export const SEARCH_PARAMETERS = {
   type: "object",
   properties: {
@@ -10,6 +12,8 @@ export const SEARCH_PARAMETERS = {
     maxResults: { type: "integer", minimum: 1, maximum: 200 },
     minScore: { type: "number", minimum: 0, maximum: 1 },
     corpus: { type: "string", enum: ["memory", "sessions", "all"] },
+    max_results: { type: "integer", minimum: 1, maximum: 200, description: "= maxResults" },
+    min_score: { type: "number", minimum: 0, maximum: 1, description: "= minScore" },
   },
   required: ["query"],
   additionalProperties: false,
@@ -21,10 +25,19 @@ export const GET_PARAMETERS = {
     path: { type: "string", description: "a path from memory_search, e.g. memory/2026-11-21.md" },
     from: { type: "integer", minimum: 1 },
     lines: { type: "integer", minimum: 1 },
+    corpus: { type: "string", enum: ["memory", "all"] },
   },
   required: ["path"],
   additionalProperties: false,
 };
+
+/** A parameter by its camelCase name, else its snake_case one; numeric strings too. */
+export function param(params, name) {
+  const snake = name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+  const value = params?.[name] ?? params?.[snake];
+  if (typeof value === "string" && value.trim() && Number.isFinite(Number(value))) return Number(value);
+  return value;
+}
 
 export function jsonResult(payload) {
   return { content: [{ type: "text", text: JSON.stringify(payload, null, 2) }], details: payload };
@@ -32,7 +45,8 @@ export function jsonResult(payload) {
 
 function toolAgent(ctx) {
   const cfg = ctx.getRuntimeConfig?.() ?? ctx.runtimeConfig ?? ctx.config;
-  return ctx.agentId ?? sessionKeyAgent(ctx.sessionKey) ?? configuredAgents(cfg)[0];
+  const id = ctx.agentId ?? sessionKeyAgent(ctx.sessionKey) ?? configuredAgents(cfg)[0];
+  return normalizeAgentId(id);
 }
 
 function unavailable(err, agentId) {
@@ -74,8 +88,10 @@ export function createSearchTool(ctx, pool) {
         });
       }
       const req = {};
-      if (Number.isInteger(params?.maxResults)) req.maxResults = params.maxResults;
-      if (typeof params?.minScore === "number") req.minScore = params.minScore;
+      const maxResults = param(params, "maxResults");
+      const minScore = param(params, "minScore");
+      if (Number.isInteger(maxResults)) req.maxResults = maxResults;
+      if (typeof minScore === "number" && Number.isFinite(minScore)) req.minScore = minScore;
       if (CORPUS[corpus]) req.sources = CORPUS[corpus];
       try {
         const manager = await pool.get(agentId);
@@ -107,7 +123,8 @@ export function createGetTool(ctx, pool) {
     name: "memory_get",
     label: "Memory Get",
     description:
-      "Read lines of a memory file found by memory_search (path as cited; from is 1-based)." +
+      "Read lines of a memory file or session transcript found by memory_search (path as" +
+      " cited; from is 1-based; a transcript's lines are its messages)." +
       " status=ok: the text was read; not_found: no such file; error: the read failed.",
     parameters: GET_PARAMETERS,
     async execute(_toolCallId, params) {
@@ -123,7 +140,9 @@ export function createGetTool(ctx, pool) {
       }
       try {
         const manager = await pool.get(agentId);
-        return jsonResult(await manager.readFile({ relPath, from: params?.from, lines: params?.lines }));
+        return jsonResult(
+          await manager.readFile({ relPath, from: param(params, "from"), lines: param(params, "lines") }),
+        );
       } catch (err) {
         return jsonResult({ status: "error", path: relPath, text: "", error: err.message });
       }

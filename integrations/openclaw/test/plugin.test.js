@@ -7,12 +7,14 @@ import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 
-import { authorizeHits, configuredAgents } from "../src/agents.js";
+import { authorizeHits, configuredAgents, normalizeAgentId, sessionKeyAgent } from "../src/agents.js";
+import { byteSize, memoryFlushPlan } from "../src/flush.js";
 import { ensureDaemon } from "../src/daemon.js";
 import { ManagerPool } from "../src/manager.js";
-import { call } from "../src/rpc.js";
+import { call, socketProblem } from "../src/rpc.js";
 import { resolveSettings } from "../src/settings.js";
-import { createSearchTool } from "../src/tools.js";
+import { SEARCH_PARAMETERS, createSearchTool, param } from "../src/tools.js";
+import { recallPrompt } from "../index.js";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "mi-plugin-"));
 
@@ -108,4 +110,95 @@ test("configured agents: the default first, both config shapes", () => {
     "main",
     "work",
   ]);
+});
+
+test("a socket another user owns gets nothing sent, and no daemon is started", async () => {
+  const dir = fs.mkdtempSync(path.join(tmp, "shared-"));
+  const sock = path.join(dir, "memindex.sock");
+  let received = "";
+  const server = net.createServer((c) => c.on("data", (d) => (received += d)));
+  await new Promise((resolve) => server.listen(sock, resolve));
+  try {
+    const me = process.getuid();
+    assert.equal(socketProblem(sock, me), null);
+    assert.match(socketProblem(sock, me + 1), /belongs to uid \d+, not to this gateway's user/);
+    fs.chmodSync(dir, 0o777); // others may swap the socket in a folder like this
+    assert.match(socketProblem(sock, me), /can be written by other users \(no sticky bit\)/);
+    fs.chmodSync(dir, 0o1777); // /tmp's mode: only the owner may replace its file
+    assert.equal(socketProblem(sock, me), null);
+    fs.chmodSync(dir, 0o777);
+    const settings = resolveSettings({
+      socket: sock,
+      command: path.join(tmp, "must-not-run"),
+      startTimeoutMs: 500,
+    });
+    await assert.rejects(ensureDaemon(settings), (err) => {
+      assert.equal(err.code, "foreign_socket");
+      assert.match(err.message, /nothing was sent/);
+      return true;
+    });
+    await assert.rejects(call(sock, "memory_search", { query: "deploy password" }), /refusing/);
+    if (me === 0) {
+      // as root the owner can be changed for real: the check reads the file's owner
+      fs.chmodSync(dir, 0o700);
+      fs.lchownSync(sock, 12345, 12345);
+      await assert.rejects(call(sock, "ping", {}), /belongs to uid 12345/);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(received, "");
+  } finally {
+    server.close();
+  }
+});
+
+test("the flush plan: memory-core's target, prompts and thresholds; off when disabled", () => {
+  const nowMs = Date.UTC(2026, 10, 21, 14, 5, 0);
+  const cfg = { agents: { defaults: { userTimezone: "Europe/Berlin" } } };
+  const plan = memoryFlushPlan({ cfg, nowMs });
+  assert.equal(plan.relativePath, "memory/2026-11-21.md");
+  assert.equal(plan.softThresholdTokens, 4000);
+  assert.equal(plan.forceFlushTranscriptBytes, 2 * 1024 * 1024);
+  assert.equal(plan.reserveTokensFloor, 20000);
+  assert.match(plan.prompt, /^Pre-compaction memory flush\. Store durable memories only in memory\/2026-11-21\.md/);
+  assert.match(plan.prompt, /\nCurrent time: Saturday, November 21st, 2026 - .*\(Europe\/Berlin\)\nReference UTC: 2026-11-21 14:05 UTC$/);
+  assert.match(plan.systemPrompt, /^Pre-compaction memory flush turn\./);
+  assert.ok(!("model" in plan));
+  const small = memoryFlushPlan({ cfg, nowMs, contextWindowTokens: 16000 });
+  assert.equal(small.reserveTokensFloor, 4000);
+  assert.equal(small.softThresholdTokens, 4000);
+  const tuned = memoryFlushPlan({
+    nowMs,
+    contextWindowTokens: 128000,
+    cfg: { agents: { defaults: { compaction: { memoryFlush: {
+      softThresholdTokens: 9000, forceFlushTranscriptBytes: "1mb", model: " ollama/qwen3:8b " } } } } },
+  });
+  assert.deepEqual(
+    [tuned.softThresholdTokens, tuned.forceFlushTranscriptBytes, tuned.model],
+    [9000, 1024 * 1024, "ollama/qwen3:8b"],
+  );
+  const off = { agents: { defaults: { compaction: { memoryFlush: { enabled: false } } } } };
+  assert.equal(memoryFlushPlan({ cfg: off, nowMs }), null);
+  assert.equal(byteSize("1.5kb"), 1536);
+  assert.equal(byteSize("12 parsecs"), null);
+});
+
+test("agent ids as OpenClaw normalises them, and snake_case tool arguments", () => {
+  assert.equal(normalizeAgentId("  Ops Team! "), "ops-team");
+  assert.equal(normalizeAgentId("***"), "main");
+  assert.equal(sessionKeyAgent("agent:MAIN:dm:1"), "main");
+  assert.deepEqual(configuredAgents({ agents: { list: [{ id: "Ops" }, { id: "Main" }] } }), ["main", "ops"]);
+  assert.equal(param({ max_results: 3 }, "maxResults"), 3);
+  assert.equal(param({ maxResults: 4, max_results: 3 }, "maxResults"), 4);
+  assert.equal(param({ min_score: "0.5" }, "minScore"), 0.5);
+  assert.ok("max_results" in SEARCH_PARAMETERS.properties && "min_score" in SEARCH_PARAMETERS.properties);
+});
+
+test("the recall prompt names memory_get for transcripts and follows citationsMode", () => {
+  assert.deepEqual(recallPrompt({ availableTools: new Set(["read"]) }), []);
+  const text = recallPrompt({ availableTools: new Set(["memory_search"]) }).join("\n");
+  assert.match(text, /## Memory Recall/);
+  assert.match(text, /session transcripts/);
+  assert.match(text, /Source: <path#line>/);
+  const off = recallPrompt({ availableTools: new Set(["memory_search"]), citationsMode: "off" });
+  assert.match(off.join("\n"), /Citations are disabled/);
 });

@@ -1,0 +1,68 @@
+"""What the two transcript sources share: the report of a session sync and the
+chunks of rendered messages (``transcript_rows``), each line mapped back to the
+transcript line it came from (a JSONL line; an event's ``seq + 1``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from indexer.config import Config
+from indexer.sources.chunking import chunk_markdown
+from indexer.sources.text import index_text
+from indexer.sources.tokenizer import TokenCounter
+from indexer.store import ChunkRow
+
+__all__ = ["SessionReport", "transcript_rows"]
+
+
+@dataclass
+class SessionReport:
+    files: int = 0
+    indexed: int = 0  # files that got new rows
+    messages: int = 0
+    malformed: int = 0
+    rotated: int = 0
+    restarted: int = 0  # truncated or replaced files read again from the start
+    removed: int = 0
+    deferred: int = 0  # deltas below the thresholds, left for later
+    more: bool = False  # the time budget ran out with work left: call again soon
+    dbSessions: int = 0  # sessions in OpenClaw's agent database (2026.9+)
+    chunksWritten: int = 0
+    errors: list[dict[str, str]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _offsets(file_lines: Sequence[int]) -> str | None:
+    """``ChunkRow.lines`` of a chunk whose text lines are these file lines."""
+    first = file_lines[0]
+    if file_lines[-1] - first == len(file_lines) - 1:
+        return None  # no gap: text line k is file line first + k
+    return ",".join(str(n - first) for n in file_lines)
+
+
+def transcript_rows(
+    rendered: list[str], line_map: list[int], cfg: Config, count: TokenCounter, heading: str = ""
+) -> list[ChunkRow]:
+    """The chunks of rendered messages; ``line_map[i]``: the transcript line of
+    ``rendered[i]`` (citations and snippets use those lines)."""
+    if not rendered:
+        return []
+    chunks = chunk_markdown(
+        "\n".join(rendered), count, tokens=cfg.chunking.tokens, overlap=cfg.chunking.overlap
+    )
+    return [
+        ChunkRow(
+            line_map[c.start_line - 1],
+            line_map[c.end_line - 1],
+            heading,
+            c.hash,
+            c.text,
+            index_text(c.text),
+            _offsets(line_map[c.start_line - 1 : c.end_line]),
+        )
+        for c in chunks
+    ]

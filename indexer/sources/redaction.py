@@ -1,0 +1,199 @@
+"""Secrets in transcripts: ``redact`` replaces them with ``[REDACTED]``.
+
+It runs on decoded text — a message's text once its JSON is parsed — never on a raw
+JSONL line, where an escape (``\\n``, ``\\/``, ``\\u0067``) hides a token from every
+pattern. Every path that hands transcript text out (the chunks the index stores,
+so snippets; ``memory_get``, rendered or raw) goes through it; ``redact_json`` is
+the raw form's: every string inside a parsed event, keys too.
+
+Three kinds of pattern: a key name that announces a secret (``password=…``,
+``"apiKey": "…"``, ``my password is …``), a command line that carries one
+(``mysql -p…``, ``curl -u user:…``, a URL's password), and a token whose shape is
+its vendor's (``ghp_…``, ``xoxb-…``, ``AKIA…`` and the secret beside it). Each
+pattern's whole match is replaced unless it has a group named ``keep``, which stays
+in front of the marker.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+__all__ = ["REDACTED", "redact", "redact_json"]
+
+REDACTED = "[REDACTED]"
+
+# A key name that announces a secret: any words joined by _ - or . (or camelCase)
+# around one of these, so DB_PASSWORD, aws_secret_access_key, "apiKey" and
+# OPENAI_API_KEY all count, but "tokenizer" or "passwords are hard" do not.
+_SECRET_WORDS = (
+    r"(?i:password|passwd|passphrase|pwd|secret|api[_-]?key|apikey|access[_-]?key"
+    r"|access[_-]?token|auth[_-]?token|refresh[_-]?token|session[_-]?token|token"
+    r"|credentials?|private[_-]?key|client[_-]?secret|account[_-]?key|shared[_-]?access[_-]?key"
+    r"|signing[_-]?key|encryption[_-]?key|webhook[_-]?secret|sas[_-]?token)"
+)
+_KEY_NAME = (
+    r"(?<![A-Za-z0-9_.\-])(?:[A-Za-z0-9]+[_.\-])*"
+    + _SECRET_WORDS
+    + r"(?:[_.\-][A-Za-z0-9]+|[A-Z][a-z0-9]+)*"
+)
+# "my password is X": the words that, after "is", are not the secret but prose
+_PROSE = (
+    r"(?:a|an|the|not|no|now|also|still|just|very|too|so|set|stored|saved|kept|in|on|at"
+    r"|for|from|of|to|with|here|there|that|this|what|which|wrong|right|correct|incorrect"
+    r"|invalid|valid|expired|required|optional|missing|empty|blank|weak|strong|long"
+    r"|short|same|different|hidden|secret|unknown|case|[a-z]+(?:ed|ing|ly|able|ible))\b"
+)
+
+# Vendors' token shapes (prefix and alphabet), one alternation: (pattern, note)
+_TOKENS = [
+    r"(?:sk|pk|rk)-(?:proj-|live-|test-|ant-[a-z0-9]*-?|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}",
+    r"(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",  # Stripe
+    r"whsec_[A-Za-z0-9]{16,}",  # Stripe webhooks
+    r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}",  # GitHub
+    r"github_pat_[A-Za-z0-9_]{20,}",
+    r"gl(?:pat|dt|rt|ptt|oas|soat|cbt|imt|ft|wt|agent)-[A-Za-z0-9_\-]{16,}",  # GitLab
+    r"GR1348941[A-Za-z0-9_\-]{20,}",  # GitLab runner registration
+    r"hf_[A-Za-z0-9]{20,}",  # Hugging Face
+    r"pa-[A-Za-z0-9_\-]{20,}",  # Voyage AI
+    r"xox[abposre]-[A-Za-z0-9-]{10,}",  # Slack
+    r"xoxe\.xox[bp]-[A-Za-z0-9-]{10,}",
+    r"xapp-\d-[A-Za-z0-9-]{10,}",  # Slack app-level
+    r"(?:AKIA|ASIA)[0-9A-Z]{16}\b",  # AWS access key ids
+    r"AIza[0-9A-Za-z_\-]{30,}",  # Google API keys
+    r"GOCSPX-[A-Za-z0-9_\-]{20,}",  # Google OAuth client secrets
+    r"ya29\.[0-9A-Za-z_\-]{20,}",  # Google OAuth access tokens
+    r"1//0[0-9A-Za-z_\-]{30,}",  # Google OAuth refresh tokens
+    r"npm_[A-Za-z0-9]{30,}",  # npm
+    r"pypi-[A-Za-z0-9_\-]{40,}",  # PyPI
+    r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}",  # SendGrid
+    r"dop_v1_[a-f0-9]{40,}",  # DigitalOcean
+    r"\d{8,10}:AA[A-Za-z0-9_\-]{30,}",  # Telegram bots
+    r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JWT
+    r"(?:sk|pk|tk)\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",  # Mapbox
+    r"SK[0-9a-fA-F]{32}\b",  # Twilio API keys
+    r"[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}",  # Discord bots
+    r"key-[0-9a-zA-Z]{32}\b",  # Mailgun
+    r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",  # Shopify
+    r"AT(?:ATT|CTT)3[A-Za-z0-9_\-=]{20,}",  # Atlassian
+    r"ATBB[A-Za-z0-9_\-=.]{24,}",  # Bitbucket app passwords
+    r"hv[sbr]\.[A-Za-z0-9_\-]{20,}",  # HashiCorp Vault
+    r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_\-]{40,}",  # Terraform Cloud
+    r"lin_(?:api|oauth)_[A-Za-z0-9]{32,}",  # Linear
+    r"secret_[A-Za-z0-9]{40,}",  # Notion (integrations)
+    r"ntn_[A-Za-z0-9]{40,}",  # Notion
+    r"dp\.(?:st|ct|sa|scim|audit|pt)\.[A-Za-z0-9_\-.]{20,}",  # Doppler
+    r"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}",  # Grafana service accounts
+    r"glc_[A-Za-z0-9+/]{32,}={0,2}",  # Grafana Cloud
+    r"eyJrIjoi[A-Za-z0-9+/=]{30,}",  # Grafana API keys (base64 JSON)
+    r"AGE-SECRET-KEY-1[0-9A-Z]{50,}",  # age
+    r"sntry[su]_[A-Za-z0-9+/=_]{30,}",  # Sentry auth tokens
+    r"dapi[a-f0-9]{32}",  # Databricks
+    r"sq0(?:atp|csp)-[A-Za-z0-9_\-]{20,}",  # Square
+    r"EAAA[A-Za-z0-9_\-]{40,}",  # Square access tokens
+    r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_\-.]{30,}",  # PlanetScale
+    r"pul-[a-f0-9]{40}",  # Pulumi
+    r"sbp_[a-f0-9]{40}",  # Supabase
+    r"r8_[A-Za-z0-9]{30,}",  # Replicate
+    r"gsk_[A-Za-z0-9]{40,}",  # Groq
+    r"pplx-[A-Za-z0-9]{40,}",  # Perplexity
+    r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}",  # Postman
+    r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}",  # Airtable
+    r"figd_[A-Za-z0-9_\-]{30,}",  # Figma
+    r"NRAK-[A-Z0-9]{27}",  # New Relic
+    r"tskey-(?:auth|api|client|webhook)-[A-Za-z0-9]+-[A-Za-z0-9]+",  # Tailscale
+    r"ops_eyJ[A-Za-z0-9+/=_\-]{30,}",  # 1Password service accounts
+    r"dckr_pat_[A-Za-z0-9_\-]{20,}",  # Docker Hub
+    r"LTAI[A-Za-z0-9]{16,}",  # Alibaba Cloud
+    r"AAAA[A-Za-z0-9_\-]{7}:APA91b[A-Za-z0-9_\-]{100,}",  # Firebase Cloud Messaging
+    r"fo1_[A-Za-z0-9_\-]{30,}",  # Fly.io
+    r"[A-Za-z0-9_~.\-]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}",  # Azure AD client secrets
+]
+
+
+@functools.cache
+def _patterns() -> list[re.Pattern[str]]:
+    """Compiled on first use (a process with no transcripts to read skips it)."""
+    return [
+        # key blocks: PEM (RSA, EC, OpenSSH, encrypted, PGP's BLOCK) and PuTTY files
+        re.compile(
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
+            r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|$)",
+            re.S,
+        ),
+        re.compile(r"PuTTY-User-Key-File-\d.*?(?:Private-MAC:\s*[0-9a-fA-F]+|$)", re.S),
+        # key = value, key: value, "key": "value", key => 'value' (env files, JSON, YAML)
+        re.compile(
+            r"(?P<keep>" + _KEY_NAME + r"\\?[\"']?\s*(?:[:=]|=>)\s*)"
+            r"(?:\\?\"[^\"\n]+?\\?\"|'[^'\n]+'|[^\s\"',;}\]\\]{4,})"
+        ),
+        # prose: "my password is X", "the api key was X"
+        re.compile(
+            r"(?P<keep>\b(?i:password|passphrase|passcode|passwd|pwd|api key|secret key"
+            r"|access key|token)s?\s+(?i:is|was|will be|=|:)\s+(?!(?i:" + _PROSE + r"))"
+            r"[\"'“‘`]?)[^\s\"'”’`]{3,}"
+        ),
+        re.compile(
+            r"(?P<keep>(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?:[A-Za-z]+\s+)?)[^\s\"']{6,}"
+        ),
+        re.compile(r"(?P<keep>\b(?i:basic|bearer|token)\s+)[A-Za-z0-9._~+/\-]{16,}=*"),
+        # command lines: mysql -pSECRET, curl -u user:SECRET, sshpass -p SECRET
+        re.compile(
+            r"(?P<keep>\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*?\s-p)"
+            r"(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"]+)"
+        ),
+        re.compile(r"(?P<keep>\bcurl\b[^\n|;&]*?\s(?:-u|--user)\s*[\"']?[^\s:\"']*:)[^\s\"']+"),
+        re.compile(r"(?P<keep>\bsshpass\s+-p\s*)[^\s]+"),
+        # URLs: a password (user may be empty: redis://:pw@), a long token as the whole
+        # userinfo (Sentry DSNs), Slack and Discord webhooks, Azure SAS signatures
+        re.compile(r"(?P<keep>\b[a-z][a-z0-9+.\-]*://[^\s:/@]*:)[^\s@/]+(?=@)"),
+        re.compile(r"(?P<keep>\b[a-z][a-z0-9+.\-]*://)[A-Za-z0-9_\-]{20,}(?=@)"),
+        re.compile(r"(?P<keep>hooks\.slack\.com/(?:services|workflows|triggers)/)[\w/\-]+"),
+        re.compile(r"(?P<keep>discord(?:app)?\.com/api/webhooks/\d+/)[\w\-]+"),
+        re.compile(r"(?P<keep>[?&](?i:sig|signature|x-amz-signature)=)[A-Za-z0-9%/+=_\-]{16,}"),
+        re.compile(r"(?<![A-Za-z0-9_\-])(?:" + "|".join(_TOKENS) + ")"),
+    ]
+
+
+# An AWS secret access key has no prefix: 40 characters of base64 near its key id.
+_AWS_ID = re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_AWS_NEAR = 200  # characters either side of a key id
+
+
+def redact(text: str) -> str:
+    """``text`` with every secret it recognises replaced by ``[REDACTED]``."""
+    if _AWS_ID.search(text):
+        text = _redact_aws_secrets(text)
+    for pattern in _patterns():
+        text = pattern.sub(_replacement, text)
+    return text
+
+
+def _replacement(m: re.Match[str]) -> str:
+    return (m.group("keep") if "keep" in m.re.groupindex else "") + REDACTED
+
+
+def _redact_aws_secrets(text: str) -> str:
+    spans = [(max(0, m.start() - _AWS_NEAR), m.end() + _AWS_NEAR) for m in _AWS_ID.finditer(text)]
+
+    def near(m: re.Match[str]) -> str:
+        s = m.group(0)
+        mixed = any(c.isdigit() or c in "/+" for c in s) and s.lower() != s and s.upper() != s
+        if mixed and any(a <= m.start() < b for a, b in spans):
+            return REDACTED
+        return s
+
+    return _AWS_SECRET.sub(near, text)
+
+
+def redact_json(value: Any) -> Any:
+    """A parsed JSON value with every string in it redacted (keys included)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [redact_json(v) for v in value]
+    if isinstance(value, dict):
+        return {redact(str(k)): redact_json(v) for k, v in value.items()}
+    return value

@@ -1,0 +1,185 @@
+"""One writer per agent index: the lock a writing process holds for as long as it
+writes, whatever generation it writes into.
+
+Two processes writing one agent's index (two daemons given the same ``agentId`` for
+different workspaces, say) would each rebuild it for their own workspace in turn,
+and each would answer from the other's rows. So a writer takes the agent's lock
+before it opens the index for writing, keeps it while it runs, and a second writer
+is refused with who holds it.
+
+``FileLock`` (SQLite): ``flock`` on ``.<agent>.writer.lock`` beside the index path;
+the kernel drops it when the process dies. The file says who holds it.
+``PgLock`` (PostgreSQL): a session advisory lock on a connection of its own, so it
+lives as long as the writer, not as long as one generation's connection. A restart
+of the server ends that session and frees the lock: ``lost()`` notices within one
+check (no round trip while the connection is quiet) and ``retake()`` takes it back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import select
+import socket
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+from indexer.errors import IndexBusy, StoreError
+
+__all__ = ["FileLock", "PgLock", "WriterLock", "holder_label"]
+
+
+def holder_label(note: str = "") -> str:
+    """Who a lock holder is, for the refusal another process shows."""
+    who = f"pid {os.getpid()} on {socket.gethostname()}"
+    return f"{who}, {note}" if note else who
+
+
+class WriterLock(Protocol):
+    def lost(self) -> bool:
+        """The lock is no longer held (its file replaced, its connection gone)."""
+        ...
+
+    def retake(self) -> None:
+        """Take the lock again after ``lost()``; raises IndexBusy if another writer
+        took it meanwhile, StoreError if it cannot be reached."""
+        ...
+
+    def release(self) -> None: ...
+
+
+class FileLock:
+    """The writer lock of a SQLite index: ``flock`` on a file beside it."""
+
+    def __init__(self, index_path: Path, label: str) -> None:
+        self.path = index_path.with_name(f".{index_path.name.removesuffix('.sqlite')}.writer.lock")
+        self.label = label
+        self.where = str(index_path)
+        self._fd: int | None = None
+        self._ident: tuple[int, int] | None = None
+        self.retake()
+
+    def retake(self) -> None:
+        self.release()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot write beside the index {self.where} ({exc.strerror or exc}: "
+                f"{self.path}): it can be searched, not updated, from here"
+            ) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = _read_holder(fd)
+            os.close(fd)
+            raise IndexBusy(
+                f"index {self.where} is being written by another memindex ({holder}): one "
+                "process writes each agent's index; stop that one, or give this one another "
+                "agentId (or indexPath)"
+            ) from exc
+        note = json.dumps({"holder": self.label, "since": time.time()})
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, note.encode(), 0)
+        st = os.fstat(fd)
+        self._fd, self._ident = fd, (st.st_dev, st.st_ino)
+
+    def lost(self) -> bool:
+        if self._fd is None:
+            return True
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return True  # the state folder was cleared: another writer could lock anew
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) != self._ident
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)  # closing the descriptor releases the flock
+
+    def __del__(self) -> None:  # a writer dropped without close() must not keep it
+        self.release()
+
+
+def _read_holder(fd: int) -> str:
+    try:
+        raw = os.pread(fd, 4096, 0)
+        return str(json.loads(raw)["holder"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "a process that did not say who it is"
+
+
+class PgLock:
+    """The writer lock of an agent in a PostgreSQL database: a session advisory lock
+    on a connection of its own (outside the pool), which also names the holder in
+    ``agents.writer``."""
+
+    def __init__(self, url: str, agent: str, key: str, label: str, where: str) -> None:
+        self.url, self.agent, self.key, self.label, self.where = url, agent, key, label, where
+        self._conn: Any = None
+        self.retake()
+
+    def retake(self) -> None:
+        import psycopg
+
+        from indexer.config import redact_url
+
+        self.release()
+        try:
+            conn = psycopg.connect(
+                self.url, autocommit=True, connect_timeout=5, application_name="memindex writer"
+            )
+        except psycopg.Error as exc:
+            raise StoreError(f"PostgreSQL at {redact_url(self.url)}: {exc}") from exc
+        try:
+            row = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (self.key,)).fetchone()
+            if not (row and row[0]):
+                got = conn.execute(
+                    "SELECT writer FROM agents WHERE agent=%s", (self.agent,)
+                ).fetchone()
+                holder = got[0] if got and got[0] else "a process that did not say who it is"
+                raise IndexBusy(
+                    f"agent {self.agent} in {self.where} already has a writer ({holder}): one "
+                    "daemon writes each agent; stop that one, or give this one another agentId"
+                )
+            conn.execute("UPDATE agents SET writer=%s WHERE agent=%s", (self.label, self.agent))
+        except psycopg.Error as exc:
+            conn.close()
+            raise StoreError(f"PostgreSQL at {redact_url(self.url)}: {exc}") from exc
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+
+    def lost(self) -> bool:
+        """Cheap while the connection is quiet: the server says nothing on a live
+        idle session, so a readable socket means it closed it (a restart, a
+        terminated backend); only then is a query run to be sure."""
+        conn = self._conn
+        if conn is None or conn.closed or conn.broken:
+            return True
+        try:
+            readable, _, _ = select.select([conn.fileno()], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        if not readable:
+            return False
+        try:
+            conn.execute("SELECT 1")
+        except Exception:
+            return True
+        return bool(conn.closed or conn.broken)
+
+    def release(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()  # the session ends: the server releases its advisory locks
