@@ -8,7 +8,7 @@ openclaw install``) and memory-core (OpenClaw's default, no embedding provider,
 like memindex here). For each, in the same run:
 
 * cold index: ``memindex index`` / ``openclaw memory index`` as processes, from an
-  empty index (the CLI's start included: ``openclaw --version`` is printed as the
+  empty index (the CLI's start included: ``openclaw config file`` is printed as the
   floor of an OpenClaw process);
 * ``memory_search`` through the gateway's ``/tools/invoke`` (what an agent's tool call
   costs): p50 / p95 over the queries, after a warm-up;
@@ -171,8 +171,8 @@ def main() -> int:
         )
         t = timed(lambda: base.openclaw("doctor", "--fix", "--non-interactive", timeout=900))
         print(f"openclaw doctor --fix imported {args.transcripts} transcripts in {t:.1f} s")
-        floor = timed(lambda: base.openclaw("--version"))
-        print(f"openclaw --version (an OpenClaw process's floor): {floor:.1f} s")
+        floor = timed(lambda: base.openclaw("config", "file"))
+        print(f"openclaw config file (an OpenClaw process's floor): {floor:.1f} s")
         queries = [" ".join(rng.choice(s.split()) for _ in range(3)) for s in sentences]
         queries = rng.sample(queries, args.queries)
         results: dict[str, dict[str, Any]] = {}
@@ -181,7 +181,9 @@ def main() -> int:
             shutil.copytree(ws, home.root / "ws")
             shutil.copytree(base.state / "agents", home.state / "agents", dirs_exist_ok=True)
             cfg = json.loads((base.state / "openclaw.json").read_text())
-            cfg["agents"]["list"][0]["workspace"] = str(home.root / "ws")
+            agents = cfg["agents"]  # doctor may have moved agents.list to agents.entries
+            for entry in agents.get("list", []) + list(agents.get("entries", {}).values()):
+                entry["workspace"] = str(home.root / "ws")
             cfg.pop("gateway", None)
             home.write_config(cfg)
             results[name] = run_engine(name, home, queries, probes)

@@ -334,6 +334,8 @@ class StatusResponse(TypedDict):
     provider: str | None
     model: str | None
     dims: int | None
+    # the configured provider: {name, model, state: ready|configured|failed|none, reason, fix}
+    providerState: dict[str, Any]
     mode: str  # what a search with no mode does: hybrid | keyword
     vector: VectorState
     sqlite: NotRequired[dict[str, Any]]  # on SQLite: versions of SQLite and sqlite-vec

@@ -96,7 +96,7 @@ class SessionsConfig:
 @dataclass(frozen=True)
 class LocalProviderConfig:
     modelPath: str = ""  # a .gguf file or hf:<owner>/<repo>/<file>.gguf
-    modelCacheDir: str = ""  # default <stateDir>/models
+    modelCacheDir: str = ""  # default $XDG_CACHE_HOME/memindex/models (~/.cache/...)
     threads: int = 0  # 0 = all cores
     queryPrefix: str = ""  # put before a query ("" = the model file's own, if any)
     documentPrefix: str = ""  # put before a chunk ("" = the model file's own, if any)
@@ -203,7 +203,21 @@ class Config:
 
     @property
     def agent_name(self) -> str:
-        return self.agentId or "main"
+        """The agent id: ``agentId``; else "main" for OpenClaw's own workspace (its
+        default agent); else a name made from the workspace (``ws-<folder>-<hash>``),
+        which is also the index file's name, so ``--agent <that>`` and the workspace
+        name the same index everywhere."""
+        if self.agentId:
+            return self.agentId
+        if self.workspace is None or self._openclaw_workspace():
+            return "main"
+        ws = self.workspace.resolve()
+        digest = hashlib.sha256(str(ws).encode("utf-8")).hexdigest()[:12]
+        return f"ws-{ws.name or 'root'}-{digest}"
+
+    def _openclaw_workspace(self) -> bool:
+        own = Path.home() / ".openclaw" / "workspace"
+        return self.workspace is not None and self.workspace.resolve() == own.resolve()
 
     def sessions_dir(self) -> Path | None:
         """The transcripts folder, or None when there is none to index.
@@ -215,13 +229,9 @@ class Config:
             return None
         if self.sessions.dir:
             return Path(os.path.expandvars(os.path.expanduser(self.sessions.dir)))
-        openclaw = Path.home() / ".openclaw"
-        own_workspace = self.workspace is not None and (
-            self.workspace.resolve() == (openclaw / "workspace").resolve()
-        )
-        if self.agentId is None and not own_workspace:
+        if self.agentId is None and not self._openclaw_workspace():
             return None
-        return openclaw / "agents" / self.agent_name / "sessions"
+        return Path.home() / ".openclaw" / "agents" / self.agent_name / "sessions"
 
     def transcript_db(self) -> Path | None:
         """OpenClaw's agent database, whose ``transcript_events`` hold the transcripts
@@ -273,16 +283,24 @@ class Config:
         return str(self.resolved_index_path())
 
     def resolved_index_path(self) -> Path:
-        """``indexPath``, else ``<stateDir>/<agentId>.sqlite``, else one derived from
-        the workspace, so two workspaces never share an index file."""
+        """``indexPath``, else ``<stateDir>/<agent name>.sqlite`` (``agent_name``: an
+        agent id, or a name made from the workspace, so two workspaces never share
+        an index file)."""
         if self.indexPath is not None:
             return self.indexPath
-        base = self.stateDir or state_dir()
-        if self.agentId:
-            return base / f"{self.agentId}.sqlite"
-        ws = self.require_workspace().resolve()
+        if self.agentId is None:
+            self.require_workspace()
+        return (self.stateDir or state_dir()) / f"{self.agent_name}.sqlite"
+
+    def legacy_index_path(self) -> Path | None:
+        """Where memindex before 0.2 kept the index of OpenClaw's own workspace with no
+        agent id (named after the workspace); now it is ``main.sqlite``."""
+        if self.indexPath is not None or self.agentId or not self._openclaw_workspace():
+            return None
+        assert self.workspace is not None
+        ws = self.workspace.resolve()
         digest = hashlib.sha256(str(ws).encode("utf-8")).hexdigest()[:12]
-        return base / f"ws-{ws.name or 'root'}-{digest}.sqlite"
+        return (self.stateDir or state_dir()) / f"ws-{ws.name or 'root'}-{digest}.sqlite"
 
 
 def state_dir() -> Path:

@@ -53,7 +53,10 @@ def _section(data: dict[str, Any], name: str, cls: type[Any], where: str) -> Any
     defaults = cls()
     for key, value in raw.items():
         if key not in known:
-            raise ConfigError(f"{where}: unknown key '{name}.{key}' (known: {', '.join(known)})")
+            hint = _did_you_mean(key, list(known), f"{name}.")
+            raise ConfigError(
+                f"{where}: unknown key '{name}.{key}'{hint} (known: {', '.join(known)})"
+            )
         want = type(getattr(defaults, key))
         if want is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
@@ -83,6 +86,39 @@ def _extra_paths(raw: Any, base: Path | None, where: str) -> tuple[ExtraPath, ..
         else:
             raise ConfigError(f"{where}: extraPaths entries are strings or {{path, pattern}}")
     return tuple(out)
+
+
+_TOP = ("workspace", "stateDir", "indexPath", "agentId", "extraPaths", "ignore", "agents")
+_SECTIONS = {
+    "chunking": ChunkingConfig,
+    "query": QueryConfig,
+    "limits": LimitsConfig,
+    "sessions": SessionsConfig,
+    "sync": SyncConfig,
+    "server": ServerConfig,
+    "provider": ProviderConfig,
+    "hybrid": HybridConfig,
+    "rerank": RerankConfig,
+    "cache": CacheConfig,
+    "store": StoreConfig,
+}
+
+
+def _did_you_mean(word: str, choices: list[str], prefix: str = "") -> str:
+    import difflib
+
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f" (did you mean '{prefix}{close[0]}'?)" if close else ""
+
+
+def _where_it_goes(key: str) -> str:
+    """For a key at the top level that is not one: the section that has it, or the
+    name it is probably a misspelling of."""
+    homes = [s for s, cls in _SECTIONS.items() if key in {f.name for f in fields(cls)}]
+    if homes:
+        return f" belongs under [{homes[0]}]"
+    hint = _did_you_mean(key, [*_TOP, *_SECTIONS])
+    return hint or " is not a memindex setting (config/memindex.toml lists them all)"
 
 
 def parse_config(
@@ -178,7 +214,8 @@ def parse_config(
         kwargs["ignore"] = tuple(value)
     agents_raw = data.pop("agents", None)
     if data:
-        raise ConfigError(f"{where}: unknown key(s): {', '.join(sorted(data))}")
+        hints = "".join(f"; '{k}'{_where_it_goes(k)}" for k in sorted(data))
+        raise ConfigError(f"{where}: unknown key(s): {', '.join(sorted(data))}{hints}")
     cfg = Config(source=source, **kwargs)
     _validate(cfg, where)
     return cfg, _agents(cfg, agents_raw, base, where)

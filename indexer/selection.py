@@ -5,13 +5,24 @@ the CLI's direct path."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from indexer.config import Config
-from providers.auto import ProviderSpec, Selection, select
+from providers.auto import ProviderSpec, Selection, configured, precheck, select
 
-__all__ = ["NO_PROVIDER", "provider_note", "provider_spec", "select_provider"]
+__all__ = [
+    "NO_PROVIDER",
+    "provider_note",
+    "provider_spec",
+    "provider_state",
+    "select_provider",
+]
 
 NO_PROVIDER = "no embedding provider configured"
+_SET_ONE_UP = (
+    "for hybrid search set provider.local.modelPath to a .gguf embedding model, or an API "
+    "key (OPENAI_API_KEY, GEMINI_API_KEY, VOYAGE_API_KEY)"
+)
 
 
 def provider_spec(cfg: Config) -> ProviderSpec:
@@ -39,9 +50,61 @@ def select_provider(cfg: Config) -> Selection:
 
 
 def provider_note(cfg: Config, sel: Selection) -> str:
-    """What search and status say about the provider. With ``auto`` and nothing set
-    up, the short "no embedding provider configured" (``memindex doctor`` lists what
-    was tried); a provider that was asked for by name says why it is missing."""
-    if sel.provider is None and cfg.provider.name == "auto":
-        return NO_PROVIDER
-    return sel.reason
+    """What search and status say about a missing provider: "no embedding provider
+    configured" when none was asked for, else why the one asked for (by name, or
+    with ``auto`` by a model path or an API key) could not be set up."""
+    if sel.provider is not None:
+        return ""
+    state = provider_state(cfg, sel)
+    if state["state"] == "failed":
+        return f"{state['name']} provider failed: {state['reason']}"
+    return NO_PROVIDER if cfg.provider.name == "auto" else sel.reason
+
+
+def _fix(reason: str) -> str:
+    if "llama_cpp" in reason or "llama-cpp-python" in reason:
+        return (
+            "pip install 'memindex[local]' (in a checkout: .venv/bin/pip install -e "
+            "'.[local]'); it compiles llama-cpp-python, about 15-20 minutes once"
+        )
+    if "model file" in reason and "does not exist" in reason:
+        return (
+            "build or download the model (a checkout: python scripts/build_test_model.py "
+            "makes all-MiniLM-L6-v2), or set provider.local.modelPath to a .gguf file"
+        )
+    if "API key" in reason:
+        return reason.split(": ", 1)[-1]
+    if "needs the Python package" in reason:
+        package = reason.rsplit(" ", 1)[-1]
+        return f"pip install 'memindex[{'gemini' if package == 'google' else package}]'"
+    return "see memindex doctor"
+
+
+def provider_state(cfg: Config, sel: Selection | None = None) -> dict[str, Any]:
+    """The configured provider and its state, for ``status``: ``ready`` (loaded),
+    ``configured`` (not loaded by this process, nothing found wrong), ``failed``
+    (``reason``, ``fix``), ``none`` (keyword search by choice). ``sel``: a selection
+    this process made (the daemon's, the index's); without it nothing is loaded."""
+    spec = provider_spec(cfg)
+    if sel is not None and sel.provider is not None:
+        p = sel.provider
+        return {"name": p.id, "model": p.model, "state": "ready", "reason": None, "fix": None}
+    names = configured(spec)
+    if not names:
+        reason = "provider = none" if spec.name == "none" else NO_PROVIDER
+        fix = None if spec.name == "none" else _SET_ONE_UP
+        return {"name": None, "model": None, "state": "none", "reason": reason, "fix": fix}
+    problems: list[tuple[str, str | None]] = [(n, precheck(n, spec)) for n in names]
+    if sel is not None:  # it was tried: its own reasons say more
+        failed: list[tuple[str, str | None]] = [
+            (n, r.split(": ", 1)[1]) for r in sel.reasons for n in names if r.startswith(f"{n}: ")
+        ]
+        problems = failed or [(n, why or "could not be set up") for n, why in problems]
+    bad = [(n, why) for n, why in problems if why]
+    if sel is None and len(bad) < len(names):
+        name = next(n for n, why in problems if not why)
+        return {"name": name, "model": spec.model or None, "state": "configured",
+                "reason": None, "fix": None}  # fmt: skip
+    name, why = bad[0] if bad else (names[0], "could not be set up")
+    return {"name": name, "model": spec.model or None, "state": "failed", "reason": why,
+            "fix": _fix(str(why))}  # fmt: skip

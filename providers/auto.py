@@ -8,6 +8,7 @@ reasons, so callers can run keyword-only and say why.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,7 +20,7 @@ from .names import ORDER
 if TYPE_CHECKING:
     from .base import EmbeddingProvider
 
-__all__ = ["ProviderSpec", "Selection", "select"]
+__all__ = ["ProviderSpec", "Selection", "configured", "precheck", "select"]
 
 
 REMOTE = {  # name -> (module, class), imported only when chosen
@@ -34,6 +35,12 @@ KEY_ENV = {
 }
 
 
+def model_cache() -> Path:
+    """Where models are kept: ``$XDG_CACHE_HOME/memindex/models`` (else ``~/.cache``)."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "memindex" / "models"
+
+
 @dataclass(frozen=True)
 class ProviderSpec:
     name: str = "auto"  # auto | local | openai | gemini | voyage | none
@@ -41,7 +48,7 @@ class ProviderSpec:
     model: str = ""
     dims: int = 0
     local_model: str = ""  # path or hf: URI
-    model_cache_dir: Path = Path.home() / ".cache" / "memindex" / "models"
+    model_cache_dir: Path = field(default_factory=lambda: model_cache())
     threads: int = 0
     query_prefix: str = ""  # "" = the model file's own
     document_prefix: str = ""
@@ -97,6 +104,44 @@ def build(name: str, spec: ProviderSpec) -> EmbeddingProvider:
         )
         return built
     raise ProviderError(f"unknown provider {name!r}")
+
+
+_PACKAGES = {"local": "llama_cpp", "openai": "openai", "gemini": "google.genai",
+             "voyage": "voyageai"}  # fmt: skip
+
+
+def configured(spec: ProviderSpec) -> list[str]:
+    """The providers the user asked for: the one named, or with ``auto`` each that
+    has a model path or an API key set (an empty list: keyword search by choice)."""
+    if spec.name == "none":
+        return []
+    if spec.name != "auto":
+        return [spec.name]
+    names = ["local"] if spec.local_model else []
+    return names + [n for n in REMOTE if api_key(n, spec)]
+
+
+def precheck(name: str, spec: ProviderSpec) -> str | None:
+    """Why ``name`` cannot work here, found without loading anything (a missing model
+    file, package or key), or None."""
+    if name == "local":
+        if not spec.local_model:
+            return "no local model configured (provider.local.modelPath)"
+        if not spec.local_model.startswith("hf:"):
+            path = Path(os.path.expanduser(spec.local_model))
+            if not path.is_file():
+                return f"local model file {path} does not exist"
+    elif name in REMOTE and not api_key(name, spec):
+        return f"no {name} API key: set {' or '.join(KEY_ENV[name])} or provider.remote.apiKey"
+    package = _PACKAGES.get(name)
+    if package is not None:
+        try:
+            found = importlib.util.find_spec(package) is not None
+        except ModuleNotFoundError:
+            found = False
+        if not found:
+            return f"the {name} provider needs the Python package {package.split('.')[0]}"
+    return None
 
 
 def select(spec: ProviderSpec) -> Selection:

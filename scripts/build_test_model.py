@@ -6,7 +6,8 @@ with model.safetensors and tokenizer.json; nothing else is installed), and conve
 to a GGUF file that llama.cpp loads as a BERT embedding model (mean pooling), using
 only the ``gguf`` and ``safetensors`` packages and numpy (no torch).
 
-The result is cached: ``$MEMINDEX_MODEL_CACHE`` or ``~/.cache/memindex/models``.
+The result is cached: ``$MEMINDEX_MODEL_CACHE``, else ``$XDG_CACHE_HOME/memindex/models``
+(``~/.cache/memindex/models``).
 Prints the path of the GGUF file.
 
     python scripts/build_test_model.py [--out PATH] [--force]
@@ -35,7 +36,10 @@ RERANK_GGUF_NAME = "all-MiniLM-L6-v2-rank-wiring-f32.gguf"  # random head: tests
 
 def cache_dir() -> Path:
     env = os.environ.get("MEMINDEX_MODEL_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "memindex" / "models"
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "memindex" / "models"
 
 
 def pip_download(workdir: Path, package: str, *options: str) -> None:

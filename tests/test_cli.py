@@ -177,3 +177,83 @@ def test_small_first_run_defects(cli, workspace: Path, tmp_path: Path) -> None: 
     assert forced["rebuilt"] == "forced" and forced["seconds"] > 0
     direct = cli_json(cli, "--workspace", ws, "search", "rye", "--json")
     assert direct["fallback"] == "no embedding provider configured: keyword search only"
+
+
+def test_search_output_cites_the_snippets_own_lines(cli: Runner, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    body = "\n".join(f"- line {i} about nothing much" for i in range(1, 30))
+    write(ws, "MEMORY.md", "# Memory\n\n" + body + "\n- the heron nests by the pond\n")
+    cli_json(cli, "--workspace", str(ws), "index", "--json")
+    code, out, _ = cli("--workspace", str(ws), "search", "heron", "--max-results", "1")
+    first = out.splitlines()[0]
+    res = cli_json(cli, "--workspace", str(ws), "search", "heron", "--json")["results"][0]
+    a, b = res["snippetStartLine"], res["snippetEndLine"]
+    assert first == f"{res['score']:.3f} MEMORY.md:{a}-{b}  (in lines 1-32)", first
+    assert out.splitlines()[1].strip(), "the snippet starts with a blank line"
+
+
+def test_options_are_checked_by_their_own_names(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for args, says in (
+        (["search", "x", "--min-score", "2"], "argument --min-score: 2 is not between 0 and 1"),
+        (["search", "x", "--max-results", "0"], "argument --max-results: 0 is below 1"),
+        (["get", "MEMORY.md", "--from", "zero"], "argument --from: 'zero' is not a whole number"),
+    ):
+        with pytest.raises(SystemExit) as exc:
+            _parser().parse_args(["--workspace", str(workspace), *args])
+        assert exc.value.code == 2 and says in capsys.readouterr().err
+    r = subprocess.run(
+        [sys.executable, "-m", "indexer.surfaces.cli", "search", "x", "--min-score", "2"],
+        capture_output=True,
+        text=True,
+    )
+    assert "argument --min-score: 2 is not between 0 and 1" in r.stderr
+
+
+def test_status_before_the_first_index_is_a_state(cli: Runner, workspace: Path) -> None:
+    code, out, err = cli("--workspace", str(workspace), "status")
+    assert code == 0, err
+    assert "(not built yet: run 'memindex index')" in out.splitlines()[0]
+    st = cli_json(cli, "--workspace", str(workspace), "status", "--json")
+    assert st["lastSync"] is None and st["dirty"] and st["files"] == 0
+    assert st["workspace"] == str(workspace.resolve())
+
+
+def test_mcp_without_a_workspace_fails_at_start(tmp_path: Path) -> None:
+    env = {**os.environ, "HOME": str(tmp_path)}
+    r = subprocess.run(
+        [sys.executable, "-m", "indexer.surfaces.cli", "mcp"],
+        input="",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert r.returncode == 2 and "no workspace" in r.stderr
+
+
+def test_one_agent_name_for_the_openclaw_workspace(cli: Runner, tmp_path: Path) -> None:
+    """OpenClaw's own workspace is agent main, and its index main.sqlite: `--agent
+    main` names the same index (it named another file before); an index made before
+    under the workspace's name is taken over."""
+    from indexer.config import Config
+
+    home = Path(os.environ["HOME"])
+    ws = write(home, ".openclaw/workspace/MEMORY.md", "# Memory\n- the heron nests\n").parent
+    old = Config(workspace=ws).legacy_index_path()
+    assert old is not None and old.name.startswith("ws-workspace-")
+    cli_json(cli, "--agent", "main", "index", "--json")  # an old-style index, moved aside
+    state = old.parent
+    os.replace(state / "main.sqlite", old)
+    rep = cli_json(cli, "index", "--json")  # no --agent, no --workspace: OpenClaw's
+    assert rep["unchanged"] == 1 and rep["indexPath"].endswith("/main.sqlite"), rep
+    assert not old.exists()
+    st = cli_json(cli, "--agent", "main", "status", "--json")
+    assert st["indexPath"].endswith("/main.sqlite") and st["files"] == 1
+    other = write(tmp_path, "notes/MEMORY.md", "# Notes\n").parent
+    name = Config(workspace=other).agent_name
+    assert name.startswith("ws-notes-")
+    cli_json(cli, "--workspace", str(other), "index", "--json")
+    st = cli_json(cli, "--agent", name, "status", "--json")
+    assert st["workspace"] == str(other.resolve())

@@ -67,3 +67,34 @@ def test_sessions_default_only_for_openclaw_agents(tmp_path: Path) -> None:
     explicit = Config(workspace=notes, sessions=SessionsConfig(dir=str(tmp_path / "s")))
     assert explicit.sessions_dir() == tmp_path / "s"
     assert Config(workspace=oc, sessions=SessionsConfig(enabled=False)).sessions_dir() is None
+
+
+def test_unknown_keys_say_where_they_belong(tmp_path: Path) -> None:
+    from indexer.config_file import load_config
+    from indexer.errors import ConfigError
+
+    cases = {
+        "maxResults = 3\n": "'maxResults' belongs under [query]",
+        "[provder]\nname = 'none'\n": "'provder' (did you mean 'provider'?)",
+        "[query]\nmaxResult = 3\n": (
+            "unknown key 'query.maxResult' (did you mean 'query.maxResults'?)"
+        ),
+        "colour = 'blue'\n": "'colour' is not a memindex setting",
+    }
+    for text, says in cases.items():
+        f = tmp_path / "c.toml"
+        f.write_text(text)
+        with pytest.raises(ConfigError) as exc:
+            load_config(f, workspace=tmp_path)
+        assert says in exc.value.message, exc.value.message
+
+
+def test_the_model_cache_follows_xdg_cache_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from providers.auto import ProviderSpec
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert ProviderSpec().model_cache_dir == tmp_path / "cache" / "memindex" / "models"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert ProviderSpec().model_cache_dir == Path.home() / ".cache" / "memindex" / "models"

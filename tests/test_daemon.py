@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import write
-from daemon_util import DaemonProc, child_env, daemon_config, rpc, rpc_raw, wait_for
+from daemon_util import DaemonProc, child_env, daemon_config, rpc, rpc_raw, run_cli, wait_for
 
 
 def make_config(tmp_path: Path, ws: Path, sessions: Path, extra: str = "") -> Path:
@@ -481,3 +481,62 @@ def test_the_index_loop_survives_an_error_no_task_handled(tmp_path: Path, worksp
         assert rpc(d.socket_path, "status")["daemon"]["loopErrors"] == 1
     finally:
         d.stop()
+
+
+def test_status_names_a_daemon_that_serves_something_else(tmp_path: Path, workspace: Path) -> None:
+    """A daemon answers on the socket but serves another agent: status said "daemon:
+    not running"; it says which daemon and what it serves."""
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    sock = tmp_path / "run" / "mi.sock"
+    d = DaemonProc(make_config(tmp_path, workspace, sessions), sock, child_env()).start()
+    try:
+        other = tmp_path / "other"
+        write(other, "MEMORY.md", "# Other\n")
+        conf = write(tmp_path, "o.toml", f'workspace = "{other}"\n[server]\nsocket = "{sock}"\n')
+        r = run_cli("--config", str(conf), "status")
+        line = next(ln for ln in r.stdout.splitlines() if ln.startswith("daemon:"))
+        assert "one answers on" in line and "serves main" in line and "not agent ws-other-" in line
+    finally:
+        d.stop()
+
+
+def test_status_with_a_broken_config_shows_the_running_daemon(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """An edit that breaks the default config: the daemon goes on with its own, and
+    `memindex status` shows it with why the file is refused (it failed instead)."""
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    conf_dir = tmp_path / "xdg" / "memindex"
+    conf_dir.mkdir(parents=True)
+    conf = conf_dir / "config.toml"
+    conf.write_text(f'workspace = "{workspace}"\nagentId = "main"\n')
+    env = {**child_env(), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    run = tmp_path / "rt"
+    run.mkdir(mode=0o700)
+    env["XDG_RUNTIME_DIR"] = str(run)
+    d = DaemonProc(conf, run / "memindex.sock", env).start()
+    try:
+        conf.write_text("workspace = [not toml\n")
+        r = run_cli("status", env=env)
+        assert r.returncode == 0, r.stderr
+        assert "the config does not load" in r.stderr and "not valid TOML" in r.stderr
+        assert "daemon:    pid" in r.stdout and "config:    does not load" in r.stdout
+        r = run_cli("status", "--json", env=env)
+        assert json.loads(r.stdout)["daemon"]["configError"]
+    finally:
+        d.stop()
+
+
+def test_doctor_after_a_crash_says_what_to_do(tmp_path: Path, workspace: Path) -> None:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    sock = tmp_path / "run" / "mi.sock"
+    cfg = make_config(tmp_path, workspace, sessions, f'[server]\nsocket = "{sock}"\n')
+    d = DaemonProc(cfg, sock, child_env()).start()
+    d.kill()  # the socket file stays behind
+    assert sock.exists()
+    r = run_cli("--config", str(cfg), "doctor")
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("FAIL daemon"))
+    assert "crashed or was killed" in line and "memindex serve" in line, line

@@ -135,6 +135,9 @@ def test_paraphrase_found_only_with_vectors(cfg: Config, workspace: Path, model_
         # An exact keyword hit still leads and is never dropped by minScore.
         top = idx.search("whales", min_score=0.9)["results"]
         assert [r["path"] for r in top] == ["memory/2026-09-10.md"]
+        # An ID that no file holds: no vector neighbour is offered in its place.
+        none = idx.search("CANARY-9001", min_score=0.0)
+        assert none["results"] == [] and "canary-9001" in none["abstained"]
     sel.provider.close()
 
 

@@ -56,6 +56,7 @@ def _config(tmp_path: Path, fake: FakeOpenAI, name: str, url: str = "") -> Path:
     )  # fmt: skip
     lines = [
         f'workspace = "{ws}"',
+        'agentId = "main"',
         f'indexPath = "{tmp_path / "main.sqlite"}"',
         "[sessions]",
         f'dir = "{sessions}"',

@@ -38,3 +38,22 @@ def test_every_memindex_command_in_the_readme_parses() -> None:
     assert "memindex serve          # foreground; logs to stderr" in lines
     for line in runnable:
         _parser().parse_args(shlex.split(line, comments=True)[1:])
+
+
+def test_the_quick_start_prints_what_the_readme_shows(tmp_path: Path) -> None:
+    """The sample output under "First index, first search" is what the command prints
+    on the example workspace (the README drifted from it before)."""
+    import os
+    import subprocess
+    import sys
+
+    block = README.split("```text\n", 1)[1].split("```", 1)[0]
+    cmd = 'search "which machine runs the gateway" --max-results 1'
+    assert f"memindex --workspace\nexamples/workspace {cmd}` prints:" in README
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state")}
+    base = [sys.executable, "-m", "indexer.surfaces.cli", "--workspace", "examples/workspace"]
+    subprocess.run([*base, "index"], cwd=REPO, env=env, check=True, capture_output=True)
+    got = subprocess.run(
+        [*base, *shlex.split(cmd)], cwd=REPO, env=env, check=True, capture_output=True, text=True
+    ).stdout
+    assert got.rstrip("\n") == block.rstrip("\n")

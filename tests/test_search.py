@@ -279,3 +279,22 @@ def test_snippet_line_is_the_best_line(lines: list[str], query: str) -> None:
     _, _, _, best = make_snippet(text, 1, parse_query(query), 10_000)
     first_nonblank = next((i for i, ln in enumerate(lines) if ln.strip()), 0)
     assert best - 1 == (want if want >= 0 else first_nonblank)
+
+
+def test_snippets_start_and_end_on_text() -> None:
+    text = "\n\n\n- the heron nests by the pond\n\n\n- the otter swims\n\n"
+    snippet, first, last, best = make_snippet(text, 10, parse_query("heron"), 700)
+    assert snippet.split("\n")[0] == "- the heron nests by the pond" and first == 13 == best
+    assert snippet.split("\n")[-1] == "- the otter swims" and last == 16
+
+
+def test_an_id_that_nothing_holds_finds_nothing(logs: Config) -> None:
+    """A query made only of exact tokens that no chunk holds: no results (a word of
+    it shared with other text, or a vector neighbour, is noise), and why."""
+    with MemoryIndex(logs) as idx:
+        idx.sync()
+        res = idx.search("CANARY-9001", min_score=0)
+        assert res["results"] == [] and res["abstained"] == "no memory contains canary-9001"
+        assert idx.search("KESTREL-0429")["results"]  # one that is held: found as before
+        words = idx.search("routine garden canary-9001", min_score=0)  # words: searched
+        assert words["results"] and "abstained" not in words

@@ -106,3 +106,33 @@ def test_the_units_command_starts_a_daemon_that_answers(
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_service_install_follows_xdg_and_pins_the_config_it_found(
+    cli: Runner, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    xdg = tmp_path / "elsewhere"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg))
+    conf = write(xdg, "memindex/config.toml", f'workspace = "{workspace}"\n')
+    code, out, err = cli("service", "install", "--kind", "systemd")
+    assert code == 0, err
+    unit = xdg / "systemd/user/memindex.service"
+    assert Path(out.split()[1]) == unit
+    cp = configparser.ConfigParser(strict=False, interpolation=None)
+    cp.read_string(unit.read_text())
+    argv = shlex.split(cp["Service"]["ExecStart"])
+    assert argv[1:] == ["--config", str(conf), "serve"]  # found through XDG: named
+
+
+def test_a_unit_whose_provider_cannot_load_is_refused(
+    cli: Runner, workspace: Path, tmp_path: Path
+) -> None:
+    conf = write(
+        tmp_path,
+        "c.toml",
+        f'workspace = "{workspace}"\n[provider]\nname = "local"\n'
+        f'[provider.local]\nmodelPath = "{tmp_path / "missing.gguf"}"\n',
+    )
+    code, out, err = cli("--config", str(conf), "service", "print")
+    assert code == 2 and "the local provider cannot be set up" in err, err
+    assert "missing.gguf" in err and 'provider.name = "none"' in err and out == ""

@@ -41,9 +41,11 @@ from indexer.search.gating import skip_reason
 from indexer.search.query import ParsedQuery, parse_query
 from indexer.search.ranking import apply_decay, balance_sources, boost_dated, mmr, relevance
 from indexer.search.retrieval import EXACT_BOOST, fuse, keyword_search, render_results
-from indexer.selection import NO_PROVIDER, provider_spec
+from indexer.selection import NO_PROVIDER, provider_spec, provider_state
+from indexer.sources.redaction import redact
 from indexer.store import IndexStore
 from indexer.store.backend import backend_for
+from indexer.store.records import KeywordQuery
 from providers.errors import ProviderError, ProviderTimeout
 
 if TYPE_CHECKING:  # numpy, the providers' base and tenacity load when first used
@@ -81,11 +83,16 @@ class Searcher:
         provider: EmbeddingProvider | None = None,
         provider_note: str = "",
         live: LiveIndex | None = None,
+        provider_state: dict[str, Any] | None = None,
     ) -> None:
+        """``provider_note``: why ``provider`` is None (``selection.provider_note``);
+        ``provider_state``: the configured provider's state as the process that built
+        ``provider`` saw it (else found without loading anything, when asked)."""
         self.cfg = cfg
         self.store = store
         self.provider = provider
-        self.provider_note = provider_note or NO_PROVIDER
+        self.provider_note = provider_note
+        self._state = provider_state
         self.live = live
         self._snap: Snapshot | None = None  # the snapshot this search reads
         self._sources_seen: tuple[str | None, bool] | None = None
@@ -148,8 +155,13 @@ class Searcher:
         self._versions = self.store.change_versions()
         self._snap = None if self.live is None else self.live.get(self.store, self._versions)
         self._check_workspace()
+        missing = self._absent_token(req.query, wanted)
+        if missing is not None:  # a vector neighbour of an ID nobody wrote is noise
+            out = self._envelope([], "keyword", None)
+            out["abstained"] = f"no memory contains {redact(missing)}"  # never echo a secret
+            return out
         chars = self.cfg.query.maxSnippetChars
-        fallback: str | None = f"{self.provider_note}: keyword search only"
+        fallback: str | None = f"{self._no_vectors()}: keyword search only"
         if req.mode == "keyword":
             fallback = None
         elif self._vector_ready():
@@ -163,6 +175,41 @@ class Searcher:
         q, hits = self._keyword(req.query, rows, limit * 4, floor, self._split_sources(wanted))
         results = self._finish(req, hits, rows, q, limit, chars, wanted)
         return self._envelope(results, "keyword", fallback)
+
+    def _absent_token(self, query: str, sources: list[str] | None) -> str | None:
+        """For a query made only of exact tokens (an ID, an error code, a path): the
+        first one if no chunk holds any of them as written, else None."""
+        q = parse_query(query)
+        if not q.exact or q.terms or q.required or q.cjk:
+            return None
+        phrases = tuple(tuple(p) for p in q.exact_parts if p)
+        if not phrases:
+            return None
+        rows = self.store.fts_search(KeywordQuery((), phrases), 200, sources)
+        if any(needle in row.text.lower() for row in rows for needle in q.exact):
+            return None
+        return q.exact[0]
+
+    def _provider_state(self) -> dict[str, Any]:
+        p = self.provider
+        if p is not None:
+            return {"name": p.id, "model": p.model, "state": "ready", "reason": None, "fix": None}
+        if self._state is None:
+            self._state = provider_state(self.cfg)
+        return self._state
+
+    def _no_vectors(self, *, fix: bool = True) -> str:
+        """Why a search has no provider to embed the query with (``fix``: and what to
+        do about a provider that failed)."""
+        if self.provider_note:
+            return self.provider_note
+        st = self._provider_state()
+        if st["state"] == "failed":
+            how = f" (fix: {st['fix']})" if fix else ""
+            return f"{st['name']} provider failed: {st['reason']}{how}"
+        if st["state"] == "configured":
+            return f"vectors for the {st['name']} provider are not built yet (run 'memindex index')"
+        return NO_PROVIDER
 
     def _vector_ready(self) -> bool:
         p = self.provider
@@ -392,7 +439,7 @@ class Searcher:
         if s.vector_error or ready:
             reason = s.vector_error
         else:
-            reason = self.provider_note if p is None else "vectors not built yet"
+            reason = self._no_vectors(fix=False) if p is None else "vectors not built yet"
         sessions_dir = self.cfg.sessions_dir()
         versions = s.versions()
         out: StatusResponse = {
@@ -405,6 +452,7 @@ class Searcher:
             "provider": p.id if p else None,
             "model": p.model if p else None,
             "dims": p.dims if p else None,
+            "providerState": self._provider_state(),
             "mode": "hybrid" if ready else "keyword",
             "vector": {
                 "enabled": ready,
@@ -436,3 +484,42 @@ class Searcher:
         else:
             out["postgresql"] = versions
         return out
+
+
+def status_before_indexing(cfg: Config, where: str) -> StatusResponse:
+    """``status`` of an agent whose index has not been built yet: empty, dirty, and
+    the provider's state (what ``memindex index`` would use)."""
+    sessions_dir = cfg.sessions_dir()
+    state = provider_state(cfg)
+    empty = {"files": 0, "chunks": 0}
+    reason = state["reason"] if state["state"] != "configured" else "vectors not built yet"
+    return {
+        "version": __version__,
+        "indexPath": where,
+        "workspace": str(cfg.workspace.resolve()) if cfg.workspace else None,
+        "sources": {src: dict(empty) for src in SOURCES},
+        "files": 0,
+        "chunks": 0,
+        "provider": None,
+        "model": None,
+        "dims": None,
+        "providerState": state,
+        "mode": "keyword",
+        "vector": {
+            "enabled": False,
+            "available": False,
+            "reason": reason,
+            "indexedModel": None,
+            "pendingChunks": None,
+            "cacheEntries": 0,
+        },  # fmt: skip
+        "fingerprint": None,
+        "lastSync": None,
+        "dirty": True,
+        "pendingBatches": [],
+        "skipped": [],
+        "sessionsDir": str(sessions_dir) if sessions_dir else None,
+        "malformedLines": 0,
+        "indexBytes": 0,
+        "checkedAt": time.time(),
+    }

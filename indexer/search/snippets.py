@@ -109,4 +109,8 @@ def make_snippet(
             hi += 1
             size += len(lines[hi]) + 1
         step += 1
+    while lo < best and not lines[lo].strip():  # no blank line at either end
+        lo += 1
+    while hi > best and not lines[hi].strip():
+        hi -= 1
     return "\n".join(lines[lo : hi + 1]), start_line + lo, start_line + hi, start_line + best

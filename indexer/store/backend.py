@@ -16,8 +16,10 @@ PostgreSQL database; otherwise the SQLite file at ``indexPath``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -88,19 +90,35 @@ def backend_for(cfg: Config, *, note: str = "") -> Backend:
         from indexer.store.postgres import PostgresBackend
 
         return PostgresBackend.for_config(cfg, url, label=label)
-    return SqliteBackend(cfg.resolved_index_path(), label=label)
+    return SqliteBackend(cfg.resolved_index_path(), label=label, legacy=cfg.legacy_index_path())
 
 
 class SqliteBackend:
     kind = "sqlite"
 
-    def __init__(self, index_path: Path, *, label: str = "") -> None:
+    def __init__(self, index_path: Path, *, label: str = "", legacy: Path | None = None) -> None:
         self.index_path = index_path
         self.where = str(index_path)
         self.label = label or holder_label()
+        self.legacy = legacy  # an older name of this index, taken over when found
 
     def exists(self) -> bool:
-        return self.index_path.exists()
+        return self.index_path.exists() or (self.legacy is not None and self.legacy.exists())
+
+    def _adopt_legacy(self) -> None:
+        """Rename an index kept under its older name (its embedding cache is worth
+        keeping). A link is renamed as it is (it points at a generation beside it);
+        a plain file takes its -wal/-shm with it."""
+        old = self.legacy
+        if old is None or os.path.lexists(self.index_path) or not os.path.lexists(old):
+            return
+        with contextlib.suppress(OSError):
+            if not old.is_symlink():
+                for suffix in ("-wal", "-shm"):
+                    if os.path.exists(f"{old}{suffix}"):
+                        os.replace(f"{old}{suffix}", f"{self.index_path}{suffix}")
+            os.replace(old, self.index_path)
+            log.info("index %s is now %s", old, self.index_path)
 
     def open(self, *, readonly: bool = False, lock: WriterLock | None = None) -> IndexStore:
         """The published generation. A writer that finds it damaged (not a SQLite
@@ -111,6 +129,8 @@ class SqliteBackend:
         from indexer.store.sqlite import Store
 
         if readonly:
+            if self.legacy is not None and not os.path.lexists(self.index_path):
+                return Store(self.legacy, readonly=True)  # taken over by the next writer
             return Store(self.index_path, readonly=True)
         held = lock
         if lock is None:
@@ -118,6 +138,7 @@ class SqliteBackend:
         elif lock.lost():
             lock.retake()
         try:
+            self._adopt_legacy()
             store = self._open_writer()
         except BaseException:
             if held is None:

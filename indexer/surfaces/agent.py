@@ -15,7 +15,7 @@ from indexer.errors import StoreError
 from indexer.indexing.writer import Indexer
 from indexer.search.live import LiveIndex
 from indexer.search.searcher import Searcher
-from indexer.selection import provider_note, select_provider
+from indexer.selection import provider_note, provider_state, select_provider
 from indexer.store import STORE_ERRORS, IndexStore
 from indexer.store.backend import backend_for
 from indexer.surfaces.health import TaskHealth
@@ -39,7 +39,14 @@ class AgentRuntime:
         sel = select_provider(cfg)
         self.provider = sel.provider
         self.provider_note = provider_note(cfg, sel)
-        if sel.provider is None:
+        self.provider_state = provider_state(cfg, sel)
+        if self.provider_state["state"] == "failed":
+            st = self.provider_state
+            log.warning(
+                "%s: KEYWORD SEARCH ONLY: the %s provider failed: %s (fix: %s)",
+                cfg.agent_name, st["name"], st["reason"], st["fix"],
+            )  # fmt: skip
+        elif sel.provider is None:
             log.info("%s: keyword search only (%s)", cfg.agent_name, sel.reason or "no provider")
         else:
             log.info("%s: embeddings by %s %s", cfg.agent_name, sel.provider.id, sel.provider.model)
@@ -129,6 +136,7 @@ class AgentRuntime:
                 self.writer.backend.open(readonly=True),
                 provider=self.provider,
                 provider_note=self.provider_note,
+                provider_state=self.provider_state,
                 live=self.live,
             )
         except BaseException:

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 from indexer.config import Config, Settings
 from indexer.config_file import load_config, load_settings
-from indexer.errors import DAMAGED_HINT, InvalidParams, MemindexError, index_damaged
+from indexer.errors import DAMAGED_HINT, ConfigError, InvalidParams, MemindexError, index_damaged
 from indexer.surfaces.cli_parts import ProgressBar, parser
 from indexer.surfaces.client import call
 from indexer.surfaces.reading import daemon_socket, read_call
@@ -51,14 +51,17 @@ def _cmd_index(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) 
     if sock is not None:  # the daemon is the one writer: let it do the work
         report = call(sock, "reindex", {"agent": cfg.agent_name, "force": args.force}, timeout=3600)
         index_path = report.pop("indexPath", str(cfg.resolved_index_path()))
+        state = report.pop("providerState", None)
     else:
         _setup_logging(args, err)
         from indexer.indexing.writer import Indexer
-        from indexer.selection import select_provider
+        from indexer.selection import provider_state, select_provider
         from indexer.store.backend import backend_for
 
         backend = backend_for(cfg)
-        writer = Indexer(cfg, backend.open(), select_provider(cfg).provider, backend=backend)
+        sel = select_provider(cfg)
+        state = provider_state(cfg, sel)
+        writer = Indexer(cfg, backend.open(), sel.provider, backend=backend)
         bar = ProgressBar(err, "indexing")
         try:
             report = writer.sync(force=args.force, progress=bar).to_json()
@@ -66,8 +69,13 @@ def _cmd_index(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO) 
             bar.close()
             writer.store.close()
         index_path = backend.where
+    if state and state.get("state") == "failed":  # loud: hybrid search is off
+        err.write(
+            f"memindex: warning: no vectors, keyword search only: the {state['name']} "
+            f"provider failed: {state['reason']}\n  fix: {state['fix']}\n"
+        )
     if args.json:
-        _print_json({"indexPath": index_path, **report}, out)
+        _print_json({"indexPath": index_path, **report, "providerState": state}, out)
         return 0
     r = report
     if r.get("rebuilt"):
@@ -114,6 +122,11 @@ def _cmd_search(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO)
     if args.abstain:
         params["abstain"] = True
     result = read_call(cfg, "memory_search", params, direct=lambda: _setup_logging(args, err))
+    if args.mode in ("hybrid", "vector") and result.get("mode") != args.mode:
+        err.write(
+            f"memindex: warning: --mode {args.mode} could not be honoured: "
+            f"{result.get('fallback') or 'no vectors'}\n"
+        )
     if args.json:
         _print_json(result, out)
         return 0
@@ -129,7 +142,13 @@ def _cmd_search(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO)
         out.write("No results.\n")
         return 0
     for r in result["results"]:
-        out.write(f"{r['score']:.3f} {r['path']}:{r['startLine']}-{r['endLine']}\n")
+        # the lines the snippet shows (what a citation points a reader at); the
+        # chunk's range too when it is wider
+        a, b = r.get("snippetStartLine", r["startLine"]), r.get("snippetEndLine", r["endLine"])
+        where = f"{r['path']}:{a}" + (f"-{b}" if b != a else "")
+        if (a, b) != (r["startLine"], r["endLine"]):
+            where += f"  (in lines {r['startLine']}-{r['endLine']})"
+        out.write(f"{r['score']:.3f} {where}\n")
         for also in r.get("also", []):
             out.write(f"      also {also['citation']}\n")
         if "explain" in r:
@@ -178,7 +197,14 @@ def _cmd_status(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO)
     if args.json:
         _print_json(st, out)
         return 0
-    out.write(f"index:     {st['indexPath']}\n")
+    return _print_status(st, out, cfg)
+
+
+def _print_status(st: dict[str, Any], out: TextIO, cfg: Config | None = None) -> int:
+    if st.get("lastSync") is None and not st.get("files") and st.get("indexBytes") == 0:
+        out.write(f"index:     {st['indexPath']} (not built yet: run 'memindex index')\n")
+    else:
+        out.write(f"index:     {st['indexPath']}\n")
     out.write(f"workspace: {st['workspace']}\n")
     for src, c in sorted(st["sources"].items()):
         out.write(f"{src + ':':<11}{c['files']} files, {c['chunks']} chunks\n")
@@ -190,6 +216,12 @@ def _cmd_status(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO)
         )
     else:
         out.write(f"mode:      keyword ({vec['reason']})\n")
+    ps = st.get("providerState") or {}
+    if ps.get("state") == "failed":
+        out.write(f"provider:  {ps['name']} FAILED: {ps['reason']}\n           fix: {ps['fix']}\n")
+    elif ps.get("state") in ("ready", "configured"):
+        model = f" {ps['model']}" if ps.get("model") else ""
+        out.write(f"provider:  {ps['name']}{model} ({ps['state']})\n")
     sq = st.get("sqlite")
     if sq:
         out.write(f"sqlite:    {sq['sqlite']} via {sq['binding']}, sqlite-vec {sq['sqliteVec']}\n")
@@ -228,9 +260,53 @@ def _cmd_status(cfg: Config, args: argparse.Namespace, out: TextIO, err: TextIO)
         )
         if d.get("reloadError"):
             out.write(f"reload:    refused, the old config is in use: {d['reloadError']}\n")
-    else:
-        out.write("daemon:    not running (read the index file directly)\n")
+        if d.get("configError"):
+            out.write(f"config:    does not load (the daemon keeps its own): {d['configError']}\n")
+    elif cfg is not None:
+        out.write(f"daemon:    {_other_daemon(cfg)}\n")
     return 0
+
+
+def _status_despite(exc: ConfigError, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``status`` when the config does not load (an edit gone wrong): a daemon running
+    on the default socket still serves the config it had; show its status, and why
+    the file is refused (what its next reload would say too)."""
+    from indexer.config import Config
+
+    sock = Config().socket_path()
+    try:
+        pong = call(sock, "ping", timeout=2.0)
+        agent = args.agent or next(iter(pong.get("agents") or {}), None)
+        st = call(sock, "status", {"agent": agent} if agent else {}, timeout=10.0)
+    except MemindexError:
+        raise exc from None
+    err.write(
+        f"memindex: warning: the config does not load: {exc.message}\n"
+        f"  the daemon on {sock} goes on with the config it had (status below)\n"
+    )
+    st.setdefault("daemon", {})["configError"] = exc.message
+    if args.json:
+        _print_json(st, out)
+        return 0
+    return _print_status(st, out)
+
+
+def _other_daemon(cfg: Config) -> str:
+    """What the status line says when no daemon serves this index: none answers, or
+    the one that does serves other agents (named, with their index)."""
+    from indexer.errors import MemindexError
+
+    sock = cfg.socket_path()
+    try:
+        pong = call(sock, "ping", timeout=2.0)
+    except MemindexError:
+        return "not running (read the index file directly)"
+    served = ", ".join(f"{a} ({where})" for a, where in (pong.get("agents") or {}).items())
+    return (
+        f"one answers on {sock} but serves {served or 'no agent'}, not agent "
+        f"{cfg.agent_name} ({cfg.index_location()}); read the index file directly "
+        "(--agent names the agent a daemon serves)"
+    )
 
 
 def _cmd_doctor(cfg: Config, args: argparse.Namespace, out: TextIO) -> int:
@@ -308,10 +384,17 @@ def _cmd_migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _serve_options(args: argparse.Namespace) -> list[str]:
-    """The global options that select what ``serve`` serves, with absolute paths."""
+    """The global options that select what ``serve`` serves, with absolute paths. The
+    config file found without ``--config`` (``$XDG_CONFIG_HOME/memindex/config.toml``)
+    is named too: a service's environment may not have the variable."""
+    from indexer.config import default_config_path
+
+    config = args.config
+    if config is None and default_config_path().is_file():
+        config = default_config_path()
     out: list[str] = []
     for flag, value in (
-        ("--config", args.config),
+        ("--config", config),
         ("--workspace", args.workspace),
         ("--openclaw-config", args.openclaw_config),
     ):
@@ -332,8 +415,17 @@ def _cmd_service(args: argparse.Namespace, out: TextIO) -> int:
     settings = load_settings(
         args.config, workspace=args.workspace, agent=args.agent, openclaw=args.openclaw_config
     )
+    from indexer.selection import provider_state
+
     for agent in settings.agents:
         agent.require_workspace()
+        state = provider_state(agent)
+        if state["state"] == "failed":  # the README promises this refusal
+            raise ConfigError(
+                f"agent {agent.agent_name}: the {state['name']} provider cannot be set up "
+                f'({state["reason"]}); fix: {state["fix"]}; or set provider.name = "none" '
+                "for a keyword-only service"
+            )
     if args.action == "print":
         out.write(service.render(kind, args=options))
         return 0
@@ -424,9 +516,17 @@ def main(
             return _cmd_openclaw(args, out, err)
         if args.command == "migrate":
             return _cmd_migrate(args, out, err)
-        cfg = load_config(
-            args.config, workspace=args.workspace, agent=args.agent, openclaw=args.openclaw_config
-        )
+        try:
+            cfg = load_config(
+                args.config,
+                workspace=args.workspace,
+                agent=args.agent,
+                openclaw=args.openclaw_config,
+            )
+        except ConfigError as exc:
+            if args.command != "status":
+                raise
+            return _status_despite(exc, args, out, err)
         if args.command == "index":
             return _cmd_index(cfg, args, out, err)
         if args.command == "search":
@@ -440,6 +540,7 @@ def main(
         if args.command == "mcp":
             from indexer.surfaces import mcp_server
 
+            cfg.require_workspace()  # fail now, not at the client's first call
             return mcp_server.run(cfg)
     except MemindexError as exc:
         err.write(f"memindex: error: {exc.message}\n")

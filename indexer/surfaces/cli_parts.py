@@ -78,6 +78,28 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
+def _positive(text: str) -> int:
+    """An option that takes a whole number from 1 up (argparse names the option)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is below 1")
+    return value
+
+
+def _unit(text: str) -> float:
+    """An option that takes a number from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 1")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="memindex",
@@ -105,8 +127,10 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("search", help="search the index")
     s.add_argument("query", help='words, "quoted phrases", IDs, paths')
-    s.add_argument("--max-results", type=int, default=None, help="number of results (default 6)")
-    s.add_argument("--min-score", type=float, default=None, help="drop weaker results (0..1)")
+    s.add_argument(
+        "--max-results", type=_positive, default=None, help="number of results (default 6)"
+    )
+    s.add_argument("--min-score", type=_unit, default=None, help="drop weaker results (0..1)")
     s.add_argument(
         "--source", choices=["memory", "sessions", "all"], default="all", help="which source"
     )
@@ -131,8 +155,10 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("get", help="print lines of a memory file")
     s.add_argument("path", help="path as shown in search results, e.g. memory/2026-11-21.md")
-    s.add_argument("--from", dest="start", type=int, default=None, help="first line (1-based)")
-    s.add_argument("--lines", type=int, default=None, help="number of lines (default: all)")
+    s.add_argument(
+        "--from", dest="start", type=_positive, default=None, help="first line (1-based)"
+    )
+    s.add_argument("--lines", type=_positive, default=None, help="number of lines (default: all)")
     s.add_argument(
         "--raw", action="store_true", help="a transcript's JSON events, not its messages"
     )

@@ -489,7 +489,9 @@ class Daemon:
                     rt.health.succeeded("sessions")
                     if (rep.embedding or {}).get("error") is None:
                         rt.health.succeeded("embedding")
-                fut.set_result({"agent": agent, **rep.to_json()})
+                fut.set_result(
+                    {"agent": agent, **rep.to_json(), "providerState": rt.provider_state}
+                )
             except Exception as exc:
                 rt.memory_due = time.monotonic() + rt.health.failed("memory", exc)  # retried
                 fut.set_exception(exc)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from indexer.config import Config
-from indexer.errors import MemindexError
+from indexer.errors import DaemonUnavailable, MemindexError
 from indexer.surfaces.client import call
 
 __all__ = ["checks"]
@@ -92,7 +92,14 @@ def checks(cfg: Config) -> list[tuple[str, bool, str]]:
         path = cfg.socket_path()
         if not path.exists():
             return f"not running (no socket at {path})"
-        pong = call(path, "ping", timeout=2.0)
+        try:
+            pong = call(path, "ping", timeout=2.0)
+        except DaemonUnavailable as exc:
+            raise RuntimeError(
+                f"a socket is at {path} but no daemon answers ({exc.message}): it crashed or "
+                "was killed. Start it again (memindex serve, or systemctl --user restart "
+                "memindex); the stale socket is replaced at start"
+            ) from exc
         agents = list(pong.get("agents", {}))
         problems = []
         for name in agents:  # a daemon that answers but does not index is a failure

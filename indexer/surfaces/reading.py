@@ -48,10 +48,15 @@ def read_call(
     from indexer.search.searcher import Searcher
     from indexer.store.backend import backend_for
 
+    backend = backend_for(cfg)
+    if isinstance(req, api.StatusRequest) and not backend.exists():
+        from indexer.search.searcher import status_before_indexing
+
+        return status_before_indexing(cfg, backend.where)  # a state, not an error
     provider, note = None, ""
     if isinstance(req, (api.SearchRequest, api.StatusRequest)):  # memory_get needs none
         provider, note = provider_for_reading(cfg)
-    with backend_for(cfg).open(readonly=True) as store:
+    with backend.open(readonly=True) as store:
         return Searcher(cfg, store, provider=provider, provider_note=note).answer(req)
 
 

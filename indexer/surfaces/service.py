@@ -10,6 +10,7 @@ exactly the daemon that ``memindex [those options] serve`` runs in a terminal.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import sys
@@ -126,9 +127,13 @@ def default_kind() -> str:
 
 
 def target_path(kind: str, home: Path | None = None) -> Path:
+    """Where the unit goes: systemd's user units under ``$XDG_CONFIG_HOME`` (else
+    ``~/.config``), launchd's agents under ``~/Library/LaunchAgents``."""
     h = home or Path.home()
     if kind == "systemd":
-        return h / ".config" / "systemd" / "user" / "memindex.service"
+        xdg = os.environ.get("XDG_CONFIG_HOME", "").strip()
+        base = Path(xdg) if xdg and home is None else h / ".config"
+        return base / "systemd" / "user" / "memindex.service"
     return h / "Library" / "LaunchAgents" / "com.memindex.daemon.plist"
 
 
