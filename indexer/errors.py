@@ -9,6 +9,7 @@
     ├── NotFound                  memory_get: an indexable path that does not exist
     │   └── FileVanished          a file that disappeared between listing and reading
     ├── InvalidParams             a request's parameters have the wrong type or range
+    ├── UnknownMethod             a request names a method the table does not have
     ├── DaemonRunning             another daemon already serves the socket
     ├── DaemonUnavailable         no daemon answers on the socket (or it went away)
     ├── ForeignSocket             the socket is served by another user: nothing is sent
@@ -44,6 +45,7 @@ __all__ = [
     "PathRefused",
     "StoreError",
     "TranscriptDbError",
+    "UnknownMethod",
     "WorkspaceError",
     "index_damaged",
 ]
@@ -77,6 +79,17 @@ class NotFound(MemindexError):
 
 class InvalidParams(MemindexError):
     code = "invalid_params"
+
+
+class UnknownMethod(MemindexError):
+    """A method ``api.METHODS`` does not have (or this service does not answer)."""
+
+    code = "unknown_method"
+
+    def __init__(self, method: str, methods: list[str], why: str = "") -> None:
+        super().__init__(why or f"unknown method '{method}'")
+        self.method = method
+        self.methods = methods
 
 
 class StoreError(MemindexError):

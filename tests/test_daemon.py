@@ -443,7 +443,8 @@ def test_one_method_table_for_the_daemon_and_the_direct_path(
     with pytest.raises(RuntimeError) as remote:
         rpc(daemon.sock, "memory_forget", {})
     assert remote.value.args[0]["code"] == -32601
-    assert remote.value.args[0]["data"]["methods"] == list(api.METHODS)
+    listed = [name for name, m in api.METHODS.items() if m.listed]
+    assert remote.value.args[0]["data"]["methods"] == listed
     assert rpc(daemon.sock, "memory_search", {"query": "sourdough", "mode": "keyword"})["mode"] == (
         "keyword"
     )
@@ -464,7 +465,7 @@ def test_the_index_loop_survives_an_error_no_task_handled(tmp_path: Path, worksp
 
     cfg = Config(workspace=workspace, indexPath=tmp_path / "i.sqlite")
     d = Daemon(Settings((cfg,)), socket_path=tmp_path / "d.sock")
-    real, failed = d._run_jobs, []
+    real, failed = d.tasks.run_jobs, []
 
     def once() -> None:
         if not failed:
@@ -472,7 +473,7 @@ def test_the_index_loop_survives_an_error_no_task_handled(tmp_path: Path, worksp
             raise RuntimeError("an error no task handled")
         real()
 
-    d._run_jobs = once  # type: ignore[method-assign]
+    d.tasks.run_jobs = once  # type: ignore[method-assign]
     d.start()
     try:
         write(workspace, "memory/2026-12-02.md", "- an okapi at the watering hole\n")

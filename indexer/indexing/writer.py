@@ -13,7 +13,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from indexer.config import Config
 from indexer.errors import MemindexError, index_damaged
@@ -23,6 +23,7 @@ from indexer.store import STORE_ERRORS, IndexStore
 from indexer.store.backend import Backend, backend_for
 
 if TYPE_CHECKING:
+    from indexer.indexing.embedding import EmbedReport
     from providers.base import EmbeddingProvider
 
 __all__ = ["Indexer"]
@@ -162,7 +163,8 @@ class Indexer:
                 budget_s=sessions_budget_s,
             ).to_json()
         if embed and not report.stopped:
-            report.embedding = self._embed(should_stop, wait=True)  # inside sync's task
+            done = self._embed(should_stop, wait=True)  # inside sync's task
+            report.embedding = None if done is None else dict(done.__dict__)
         report.seconds = round(time.monotonic() - t0, 3)
         return report
 
@@ -241,7 +243,7 @@ class Indexer:
 
     def embed(
         self, *, should_stop: Callable[[], bool] | None = None, wait: bool = True
-    ) -> dict[str, Any] | None:
+    ) -> EmbedReport | None:
         """Vectors for chunks that have none (no-op without a provider). With batch
         jobs on, ``wait`` polls them until done (the CLI); the daemon polls later."""
         if self.provider is None:
@@ -249,9 +251,7 @@ class Indexer:
         with self._task():
             return self._embed(should_stop, wait=wait)
 
-    def _embed(
-        self, should_stop: Callable[[], bool] | None, *, wait: bool
-    ) -> dict[str, Any] | None:
+    def _embed(self, should_stop: Callable[[], bool] | None, *, wait: bool) -> EmbedReport | None:
         if self.provider is None:
             return None
         from indexer.indexing.embedding import embed_pending
@@ -266,4 +266,4 @@ class Indexer:
             wait=wait,
             batch_timeout=remote.batchTimeoutMs / 1000,
         )
-        return dict(rep.__dict__)
+        return rep

@@ -25,15 +25,13 @@ from indexer.api import (
     SOURCES,
     GetRequest,
     GetResponse,
-    Request,
     SearchRequest,
     SearchResponse,
     SearchResult,
-    StatusRequest,
     StatusResponse,
 )
 from indexer.config import Config
-from indexer.errors import IndexMismatch, InvalidParams
+from indexer.errors import IndexMismatch
 from indexer.search.candidates import Candidate, ChunkRows
 from indexer.search.dates import period_text, query_periods
 from indexer.search.documents import get_lines
@@ -101,16 +99,6 @@ class Searcher:
         self._versions: tuple[str | None, str | None, str | None] = (None, None, None)
         self._ready_seen: tuple[object, bool] | None = None
         self._notes: dict[str, Any] = {}  # this search's rerank, abstain and explain notes
-
-    def answer(self, req: Request) -> SearchResponse | GetResponse | StatusResponse:
-        """One read request (``api.METHODS[...].read``)."""
-        if isinstance(req, SearchRequest):
-            return self.search(req)
-        if isinstance(req, GetRequest):
-            return self.get(req)
-        if isinstance(req, StatusRequest):
-            return self.status()
-        raise InvalidParams(f"not a read request: {type(req).__name__}")
 
     def get(self, req: GetRequest) -> GetResponse:
         return get_lines(self.cfg, req)

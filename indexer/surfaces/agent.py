@@ -6,10 +6,9 @@ import contextlib
 import logging
 import queue
 import threading
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
-from indexer.api import GetResponse, Request, SearchResponse, StatusResponse
 from indexer.config import Config
 from indexer.errors import StoreError
 from indexer.indexing.writer import Indexer
@@ -21,6 +20,8 @@ from indexer.store.backend import backend_for
 from indexer.surfaces.health import TaskHealth
 
 __all__ = ["AgentRuntime"]
+
+_T = TypeVar("_T")
 
 log = logging.getLogger(__name__)
 
@@ -108,21 +109,21 @@ class AgentRuntime:
             else:  # a burst of clients is over, or a lost connection: do not keep it
                 self._close_reader(idx)
 
-    def answer(self, req: Request) -> SearchResponse | GetResponse | StatusResponse:
-        """``req`` answered by a reader; again on a new connection if the reader's
+    def read(self, answer: Callable[[Searcher], _T]) -> _T:
+        """``answer`` run with a reader; again on a new connection if the reader's
         turns out lost (an idle connection the database dropped while it restarted
         is only found out by using it). A restart loses every idle reader's
         connection at once: they are all closed, so the retry (and the requests
         after it) get new ones instead of the next dead one."""
         with self.reader() as searcher:
             try:
-                return searcher.answer(req)
+                return answer(searcher)
             except STORE_ERRORS:
                 if not searcher.store.broken():
                     raise
         self._close_idle()
         with self.reader() as searcher:  # the lost one was closed, not pooled again
-            return searcher.answer(req)
+            return answer(searcher)
 
     def _open_reader(self) -> Searcher:
         if self._slots is not None and not self._slots.acquire(timeout=_READER_WAIT):

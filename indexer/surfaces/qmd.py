@@ -234,35 +234,26 @@ def _stop_daemon() -> None:
 
 def _daemon(base: Config) -> int:
     """Serve this agent's collections warm on ``qmd_socket()`` until idle for 10 min."""
+    from indexer.api import QmdSearchRequest
     from indexer.config import Settings
+    from indexer.surfaces.agent import AgentRuntime
     from indexer.surfaces.daemon import Daemon
 
     cols = load_collections()
     cfg = _config(base, cols)
 
-    def qmd_search(daemon: Daemon, params: dict[str, Any]) -> Any:
-        rt = next(iter(daemon.agents.values()))
-        names = [str(x) for x in params.get("collections") or []]
-        with rt.reader() as searcher:
+    def qmd_search(rt: AgentRuntime, req: QmdSearchRequest) -> list[dict[str, Any]]:
+        def answer(searcher: Searcher) -> list[dict[str, Any]]:
             try:
                 return search_items(
-                    cfg,
-                    cols,
-                    str(params.get("mode", "query")),
-                    str(params.get("query", "")),
-                    int(params.get("n", 5)),
-                    names,
-                    searcher,
+                    cfg, cols, req.mode, req.query, req.n, list(req.collections), searcher
                 )
             except QmdError as exc:
                 raise InvalidParams(str(exc)) from exc
 
-    d = Daemon(
-        Settings((cfg,)),
-        socket_path=qmd_socket(),
-        extra_methods={"qmd_search": qmd_search},
-        idle_exit_s=600,
-    )
+        return rt.read(answer)
+
+    d = Daemon(Settings((cfg,)), socket_path=qmd_socket(), qmd=qmd_search, idle_exit_s=600)
     return d.run()
 
 
@@ -376,8 +367,8 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
                         out.write("No embedding provider configured: keyword search only\n")
                     else:
                         out.write(
-                            f"Embedded {emb['embedded']} chunks ({emb['cacheHits']} from cache, "
-                            f"{emb['pending']} pending)\n"
+                            f"Embedded {emb.embedded} chunks ({emb.cacheHits} from cache, "
+                            f"{emb.pending} pending)\n"
                         )
             return 0
         if args.cmd in ("search", "vsearch", "query"):

@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 from indexer import api
 from indexer.config import Config
-from indexer.errors import MemindexError
+from indexer.errors import InvalidParams, MemindexError, UnknownMethod
 from indexer.surfaces.client import DaemonUnavailable, call, serves
 
 if TYPE_CHECKING:
+    from indexer.search.searcher import Searcher
     from providers.base import EmbeddingProvider
 
-__all__ = ["daemon_socket", "provider_for_reading", "read_call"]
+__all__ = ["FileService", "daemon_socket", "provider_for_reading", "read_call"]
 
 
 def daemon_socket(cfg: Config) -> Path | None:
@@ -40,24 +41,64 @@ def read_call(
             return call(sock, method, {"agent": cfg.agent_name, **params})
         except DaemonUnavailable:
             pass  # it went away: read the file
-    req = api.parse(method, params)  # a bad parameter fails before any file is opened
+    api.parse(method, params)  # a bad parameter fails before any file is opened
     if direct is not None:
         direct()
-    # Imported only now: the read path pulls in numpy, the tokenizer and sqlite-vec,
-    # which a call answered by the daemon does not need.
-    from indexer.search.searcher import Searcher
-    from indexer.store.backend import backend_for
+    return api.dispatch(FileService(cfg), method, params)
 
-    backend = backend_for(cfg)
-    if isinstance(req, api.StatusRequest) and not backend.exists():
-        from indexer.search.searcher import status_before_indexing
 
-        return status_before_indexing(cfg, backend.where)  # a state, not an error
-    provider, note = None, ""
-    if isinstance(req, (api.SearchRequest, api.StatusRequest)):  # memory_get needs none
-        provider, note = provider_for_reading(cfg)
-    with backend.open(readonly=True) as store:
-        return Searcher(cfg, store, provider=provider, provider_note=note).answer(req)
+class FileService:
+    """The ``MemoryService`` of the direct path: the read methods answered from the
+    agent's index file (or database) with no daemon; the others need one."""
+
+    def __init__(self, cfg: Config) -> None:
+        self.cfg = cfg
+
+    def _searcher(self, agent: str | None, *, provider: bool) -> Searcher:
+        if agent is not None and agent != self.cfg.agent_name:
+            raise InvalidParams(f"this reads agent '{self.cfg.agent_name}', not '{agent}'")
+        # Imported only now: the read path pulls in numpy, the tokenizer and
+        # sqlite-vec, which a call answered by the daemon does not need.
+        from indexer.search.searcher import Searcher
+        from indexer.store.backend import backend_for
+
+        found, note = provider_for_reading(self.cfg) if provider else (None, "")
+        store = backend_for(self.cfg).open(readonly=True)
+        return Searcher(self.cfg, store, provider=found, provider_note=note)
+
+    def search(self, agent: str | None, req: api.SearchRequest) -> api.SearchResponse:
+        s = self._searcher(agent, provider=True)
+        with s.store:
+            return s.search(req)
+
+    def get(self, agent: str | None, req: api.GetRequest) -> api.GetResponse:
+        s = self._searcher(agent, provider=False)  # memory_get needs no model
+        with s.store:
+            return s.get(req)
+
+    def status(self, agent: str | None, req: api.StatusRequest) -> api.StatusResponse:
+        from indexer.store.backend import backend_for
+
+        backend = backend_for(self.cfg)
+        if not backend.exists():  # a state, not an error
+            from indexer.search.searcher import status_before_indexing
+
+            return status_before_indexing(self.cfg, backend.where)
+        s = self._searcher(agent, provider=True)
+        with s.store:
+            return s.status()
+
+    def _needs_daemon(self, method: str) -> UnknownMethod:
+        return UnknownMethod(method, [], f"{method} is answered by the daemon (memindex serve)")
+
+    def reindex(self, agent: str | None, req: api.ReindexRequest) -> api.ReindexResponse:
+        raise self._needs_daemon("reindex")
+
+    def ping(self, agent: str | None, req: api.PingRequest) -> api.PingResponse:
+        raise self._needs_daemon("ping")
+
+    def qmd_search(self, agent: str | None, req: api.QmdSearchRequest) -> list[dict[str, Any]]:
+        raise self._needs_daemon("qmd_search")
 
 
 def provider_for_reading(cfg: Config) -> tuple[EmbeddingProvider | None, str]:

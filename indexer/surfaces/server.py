@@ -38,6 +38,7 @@ from indexer.errors import (
     DaemonRunning,
     InvalidParams,
     MemindexError,
+    UnknownMethod,
     index_damaged,
 )
 from indexer.sources.safefs import valid_utf8
@@ -50,6 +51,7 @@ from indexer.surfaces.rpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     MAX_BATCH,
+    METHOD_NOT_FOUND,
     PARSE_ERROR,
     REPLY_TOO_LARGE,
     TOO_LARGE,
@@ -408,6 +410,11 @@ class SocketServer:
             result = self.handler(method, params)
         except RpcError as exc:
             return None if is_notification else error_reply(id_, exc.code, exc.message, exc.data)
+        except UnknownMethod as exc:
+            data = {"code": exc.code, "methods": exc.methods}
+            return (
+                None if is_notification else error_reply(id_, METHOD_NOT_FOUND, exc.message, data)
+            )
         except UnicodeError:  # a lone surrogate reached a path, a query or a name
             return (
                 None

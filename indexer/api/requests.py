@@ -1,44 +1,31 @@
-"""The protocol's methods as types: one request type per method, parsed and checked
-once at the edge, and the response shapes.
-
-``METHODS`` is the one table of methods. The daemon serves it over the socket, the
-CLI's and MCP's direct path (no daemon) answer its read methods with a ``Searcher``,
-``memindex-qmd`` builds ``SearchRequest``s, and MCP's tool schemas are made from the
-same ``Param`` lists (``input_schema``), so a parameter means the same everywhere
-and a bad one gets the same ``InvalidParams`` (JSON-RPC -32602) from each.
-
-This module imports nothing heavy: the CLI loads it to talk to the daemon.
+"""The protocol's requests: one type per method, parsed and checked once at the edge
+(``parse``), with the ``Param`` lists MCP's tool schemas are made from. A bad
+parameter is an ``InvalidParams`` (JSON-RPC -32602) wherever it arrives.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, NotRequired, TypedDict, TypeVar
+from typing import Any, ClassVar, Literal
 
 from indexer.errors import InvalidParams
 
 __all__ = [
-    "GetRequest",
-    "GetResponse",
+    "AGENT",
     "MAX_RESULTS",
-    "METHODS",
     "MODES",
-    "Method",
+    "GetRequest",
     "Mode",
     "Param",
     "PingRequest",
+    "QmdSearchRequest",
     "ReindexRequest",
     "Request",
     "SOURCES",
     "SearchRequest",
-    "SearchResponse",
-    "SearchResult",
     "StatusRequest",
-    "StatusResponse",
-    "VectorState",
-    "input_schema",
-    "parse",
+    "agent_of",
 ]
 
 SOURCES = ("memory", "sessions")
@@ -270,176 +257,44 @@ class PingRequest:
         return cls()
 
 
-Request = SearchRequest | GetRequest | StatusRequest | ReindexRequest | PingRequest
-_R = TypeVar("_R", SearchRequest, GetRequest, StatusRequest, ReindexRequest, PingRequest)
+@dataclass(frozen=True, slots=True)
+class QmdSearchRequest:
+    """qmd_search (the ``memindex-qmd`` daemon's): a QMD command line's search."""
+
+    query: str
+    mode: str = "query"  # search | vsearch | query
+    n: int = 5
+    collections: tuple[str, ...] = ()
+
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param("query", {"type": "string"}, required=True),
+        Param("mode", {"enum": ["search", "vsearch", "query"]}),
+        Param("n", {"type": "integer", "minimum": 1}),
+        Param("collections", {"type": "array", "items": {"type": "string"}}),
+    )
+
+    @classmethod
+    def parse(cls, params: Mapping[str, Any]) -> QmdSearchRequest:
+        query = params.get("query")
+        if not isinstance(query, str):
+            raise InvalidParams("'query' must be a string")
+        mode = params.get("mode", "query")
+        if mode not in ("search", "vsearch", "query"):
+            raise InvalidParams("'mode' must be search, vsearch or query")
+        names = params.get("collections") or []
+        if not isinstance(names, list) or not all(isinstance(c, str) for c in names):
+            raise InvalidParams("'collections' must be a list of names")
+        return cls(query, str(mode), _int(params, "n", 1) or 5, tuple(names))
 
 
-# -- responses --------------------------------------------------------------------------
-
-
-class Citation(TypedDict):
-    path: str
-    startLine: int
-    endLine: int
-    source: str
-    citation: str
-
-
-class SearchResult(TypedDict):
-    path: str  # workspace-relative, or sessions/<file>.jsonl
-    startLine: int
-    endLine: int
-    score: float  # the hit's own relevance, 0..1: what minScore judges
-    snippet: str
-    source: str  # memory | sessions
-    citation: str  # path#Lstart-Lend
-    snippetStartLine: int
-    snippetEndLine: int
-    heading: str | None
-    textScore: float
-    vectorScore: NotRequired[float]  # hybrid and vector modes
-    fusedScore: NotRequired[float]  # the rank key when two lists were fused
-    also: NotRequired[list[Citation]]  # the same memory in the other source
-    explain: NotRequired[dict[str, Any]]  # explain: true: the score's parts
-
-
-class SearchResponse(TypedDict):
-    results: list[SearchResult]
-    provider: str | None
-    model: str | None
-    mode: str  # keyword | vector | hybrid | skipped
-    fallback: str | None  # why this is not the mode asked for (or hybrid), else null
-    skipped: NotRequired[str]  # gate: why the query was not searched
-    abstained: NotRequired[str]  # abstain: why no result is returned
-    relevance: NotRequired[float]  # abstain / explain: the query's relevance signal, 0..1
-    explain: NotRequired[dict[str, Any]]  # explain: true: the settings that ranked it
-
-
-class VectorState(TypedDict):
-    enabled: bool  # searches use vectors now
-    available: bool  # sqlite-vec loaded
-    reason: str | None  # why not enabled
-    indexedModel: str | None
-    pendingChunks: int | None
-    cacheEntries: int
-
-
-class StatusResponse(TypedDict):
-    version: str
-    indexPath: str
-    workspace: str | None
-    sources: dict[str, dict[str, int]]  # {memory|sessions: {files, chunks}}
-    files: int
-    chunks: int
-    provider: str | None
-    model: str | None
-    dims: int | None
-    # the configured provider: {name, model, state: ready|configured|failed|none, reason, fix}
-    providerState: dict[str, Any]
-    mode: str  # what a search with no mode does: hybrid | keyword
-    vector: VectorState
-    sqlite: NotRequired[dict[str, Any]]  # on SQLite: versions of SQLite and sqlite-vec
-    postgresql: NotRequired[dict[str, Any]]  # on PostgreSQL: server, pgvector, HNSW in use
-    fingerprint: dict[str, Any] | None
-    lastSync: dict[str, Any] | None
-    dirty: bool
-    pendingBatches: list[dict[str, Any]]
-    skipped: list[dict[str, Any]]
-    sessionsDir: str | None
-    malformedLines: int
-    indexBytes: int
-    checkedAt: float
-    # a damaged index file was set aside and this index started anew: {at, reason, keptAs}
-    recovered: NotRequired[dict[str, Any]]
-    # the index holds another workspace than the one configured (searches refuse it)
-    mismatch: NotRequired[str]
-    # added by the daemon
-    agent: NotRequired[str]
-    agents: NotRequired[list[str]]
-    daemon: NotRequired[dict[str, Any]]
-    lastError: NotRequired[str | None]
-    errors: NotRequired[dict[str, str | None]]
-    busy: NotRequired[dict[str, Any] | None]
-    stuck: NotRequired[bool]
-
-
-GetResponse = TypedDict(
-    "GetResponse",
-    {
-        "path": str,
-        "text": str,
-        "from": int,
-        "lines": int,
-        "totalLines": int,
-        "truncated": bool,
-        "nextFrom": NotRequired[int],
-    },
+Request = (
+    SearchRequest | GetRequest | StatusRequest | ReindexRequest | PingRequest | QmdSearchRequest
 )
 
 
-# -- the table --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Method:
-    """``read``: answered from the index by a ``Searcher`` (daemon reader threads, the
-    CLI's and MCP's direct path); the others are the daemon's own."""
-
-    name: str
-    request: Callable[[Mapping[str, Any]], Request]
-    params: tuple[Param, ...]
-    description: str
-    read: bool
-
-
-def _method(name: str, cls: type[_R], description: str, *, read: bool) -> Method:
-    return Method(name, cls.parse, cls.PARAMS, description, read)
-
-
-METHODS: dict[str, Method] = {
-    m.name: m
-    for m in (
-        _method(
-            "memory_search",
-            SearchRequest,
-            "Search the agent's memory (Markdown notes and session transcripts). "
-            "Words are OR-ed and ranked; quote phrases; IDs and paths match as written. "
-            "Each result has path, startLine, endLine, score, snippet, source, citation.",
-            read=True,
-        ),
-        _method(
-            "memory_get",
-            GetRequest,
-            "Read lines of a memory file or transcript, e.g. from a search result's "
-            "citation: path plus from (1-based first line) and lines.",
-            read=True,
-        ),
-        _method(
-            "status",
-            StatusRequest,
-            "What the index holds: files and chunks per source, provider, vector state, "
-            "last sync, skipped files.",
-            read=True,
-        ),
-        _method("reindex", ReindexRequest, "Sync the index now; answers when done.", read=False),
-        _method("ping", PingRequest, "Is the daemon alive; which agents it serves.", read=False),
-    )
-}
-
-
-def parse(method: str, params: Any) -> Request:
-    """The request for ``method`` (which must be in ``METHODS``) from raw params."""
-    if params is None:
-        params = {}
-    if not isinstance(params, Mapping):
-        raise InvalidParams("params must be an object")
-    return METHODS[method].request(params)
-
-
-def input_schema(method: str) -> dict[str, Any]:
-    """The JSON Schema of a method's params (MCP's ``inputSchema``)."""
-    props: dict[str, Any] = {}
-    for p in METHODS[method].params:
-        props[p.name] = {**p.schema, **({"description": p.description} if p.description else {})}
-    required = [p.name for p in METHODS[method].params if p.required]
-    return {"type": "object", "properties": props, **({"required": required} if required else {})}
+def agent_of(params: Mapping[str, Any]) -> str | None:
+    """The request's ``agent`` (its envelope: every method takes it), else None."""
+    name = params.get("agent")
+    if name is not None and not isinstance(name, str):
+        raise InvalidParams("'agent' must be a string")
+    return name

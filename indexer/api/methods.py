@@ -1,0 +1,162 @@
+"""The one table of methods: each method's name, request parser, parameters (MCP's
+tool schema), description, and handler: the ``MemoryService`` operation that answers
+it. Every surface goes through ``dispatch``: the socket server (the daemon's
+service), the CLI's and MCP's direct path (a service reading the index file),
+``memindex-qmd``'s daemon (``qmd_search``) and, over the socket, the OpenClaw plugin.
+
+A new method is one entry here plus its operation on the services.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from indexer.api.requests import (
+    AGENT,
+    GetRequest,
+    Param,
+    PingRequest,
+    QmdSearchRequest,
+    ReindexRequest,
+    Request,
+    SearchRequest,
+    StatusRequest,
+    agent_of,
+)
+from indexer.api.responses import (
+    GetResponse,
+    PingResponse,
+    ReindexResponse,
+    SearchResponse,
+    StatusResponse,
+)
+from indexer.errors import InvalidParams, UnknownMethod
+
+__all__ = ["METHODS", "MemoryService", "Method", "dispatch", "input_schema", "parse"]
+
+
+class MemoryService(Protocol):
+    """What answers the methods, for one agent (``agent``: the request's envelope;
+    None is the service's default agent)."""
+
+    def search(self, agent: str | None, req: SearchRequest) -> SearchResponse: ...
+    def get(self, agent: str | None, req: GetRequest) -> GetResponse: ...
+    def status(self, agent: str | None, req: StatusRequest) -> StatusResponse: ...
+    def reindex(self, agent: str | None, req: ReindexRequest) -> ReindexResponse: ...
+    def ping(self, agent: str | None, req: PingRequest) -> PingResponse: ...
+    def qmd_search(self, agent: str | None, req: QmdSearchRequest) -> list[dict[str, Any]]: ...
+
+
+_Req = TypeVar("_Req", bound=Request)
+Handler = Callable[[MemoryService, str | None, Any], Any]
+
+
+@dataclass(frozen=True)
+class Method:
+    """``read``: answered from the index (the direct path can answer it without a
+    daemon); the others need the daemon. ``listed``: offered to MCP clients."""
+
+    name: str
+    request: Callable[[Mapping[str, Any]], Request]
+    params: tuple[Param, ...]
+    description: str
+    handler: Handler
+    read: bool
+    listed: bool = True
+
+
+def _method(
+    name: str,
+    cls: type[_Req],
+    description: str,
+    handler: Callable[[MemoryService, str | None, _Req], Any],
+    *,
+    read: bool,
+    listed: bool = True,
+) -> Method:
+    params = cls.PARAMS if AGENT in cls.PARAMS or not listed else (*cls.PARAMS, AGENT)
+    return Method(name, cls.parse, params, description, handler, read, listed)
+
+
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in (
+        _method(
+            "memory_search",
+            SearchRequest,
+            "Search the agent's memory (Markdown notes and session transcripts). "
+            "Words are OR-ed and ranked; quote phrases; IDs and paths match as written. "
+            "Each result has path, startLine, endLine, score, snippet, source, citation.",
+            lambda svc, agent, req: svc.search(agent, req),
+            read=True,
+        ),
+        _method(
+            "memory_get",
+            GetRequest,
+            "Read lines of a memory file or transcript, e.g. from a search result's "
+            "citation: path plus from (1-based first line) and lines.",
+            lambda svc, agent, req: svc.get(agent, req),
+            read=True,
+        ),
+        _method(
+            "status",
+            StatusRequest,
+            "What the index holds: files and chunks per source, provider, vector state, "
+            "last sync, skipped files.",
+            lambda svc, agent, req: svc.status(agent, req),
+            read=True,
+        ),
+        _method(
+            "reindex",
+            ReindexRequest,
+            "Sync the index now; answers when done.",
+            lambda svc, agent, req: svc.reindex(agent, req),
+            read=False,
+        ),
+        _method(
+            "ping",
+            PingRequest,
+            "Is the daemon alive; which agents it serves.",
+            lambda svc, agent, req: svc.ping(agent, req),
+            read=False,
+        ),
+        _method(
+            "qmd_search",
+            QmdSearchRequest,
+            "memindex-qmd's search, answered by its own daemon in QMD's shape.",
+            lambda svc, agent, req: svc.qmd_search(agent, req),
+            read=False,
+            listed=False,
+        ),
+    )
+}
+
+
+def parse(method: str, params: Any) -> tuple[str | None, Request]:
+    """(the envelope's agent, the request) for ``method`` from raw params; an
+    unknown method is ``UnknownMethod``, a bad parameter ``InvalidParams``."""
+    m = METHODS.get(method)
+    if m is None:
+        raise UnknownMethod(method, [n for n, x in METHODS.items() if x.listed])
+    if params is None:
+        params = {}
+    if not isinstance(params, Mapping):
+        raise InvalidParams("params must be an object")
+    return agent_of(params), m.request(params)
+
+
+def dispatch(service: MemoryService, method: str, params: Any) -> Any:
+    """Parse ``params`` for ``method`` and answer it with ``service``."""
+    agent, req = parse(method, params)
+    return METHODS[method].handler(service, agent, req)
+
+
+def input_schema(method: str) -> dict[str, Any]:
+    """The JSON Schema of a method's params (MCP's ``inputSchema``)."""
+    props: dict[str, Any] = {}
+    for p in METHODS[method].params:
+        props[p.name] = {**p.schema, **({"description": p.description} if p.description else {})}
+    required = [p.name for p in METHODS[method].params if p.required]
+    return {"type": "object", "properties": props, **({"required": required} if required else {})}

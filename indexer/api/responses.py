@@ -1,0 +1,143 @@
+"""The protocol's answers: one shape per method, as JSON objects (``TypedDict``)."""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict
+
+__all__ = [
+    "Citation",
+    "GetResponse",
+    "PingResponse",
+    "ReindexResponse",
+    "SearchResponse",
+    "SearchResult",
+    "StatusResponse",
+    "VectorState",
+]
+
+
+class Citation(TypedDict):
+    path: str
+    startLine: int
+    endLine: int
+    source: str
+    citation: str
+
+
+class SearchResult(TypedDict):
+    path: str  # workspace-relative, or sessions/<file>.jsonl
+    startLine: int
+    endLine: int
+    score: float  # the hit's own relevance, 0..1: what minScore judges
+    snippet: str
+    source: str  # memory | sessions
+    citation: str  # path#Lstart-Lend
+    snippetStartLine: int
+    snippetEndLine: int
+    heading: str | None
+    textScore: float
+    vectorScore: NotRequired[float]  # hybrid and vector modes
+    fusedScore: NotRequired[float]  # the rank key when two lists were fused
+    also: NotRequired[list[Citation]]  # the same memory in the other source
+    explain: NotRequired[dict[str, Any]]  # explain: true: the score's parts
+
+
+class SearchResponse(TypedDict):
+    results: list[SearchResult]
+    provider: str | None
+    model: str | None
+    mode: str  # keyword | vector | hybrid | skipped
+    fallback: str | None  # why this is not the mode asked for (or hybrid), else null
+    skipped: NotRequired[str]  # gate: why the query was not searched
+    abstained: NotRequired[str]  # abstain: why no result is returned
+    relevance: NotRequired[float]  # abstain / explain: the query's relevance signal, 0..1
+    explain: NotRequired[dict[str, Any]]  # explain: true: the settings that ranked it
+
+
+class VectorState(TypedDict):
+    enabled: bool  # searches use vectors now
+    available: bool  # sqlite-vec loaded
+    reason: str | None  # why not enabled
+    indexedModel: str | None
+    pendingChunks: int | None
+    cacheEntries: int
+
+
+class StatusResponse(TypedDict):
+    version: str
+    indexPath: str
+    workspace: str | None
+    sources: dict[str, dict[str, int]]  # {memory|sessions: {files, chunks}}
+    files: int
+    chunks: int
+    provider: str | None
+    model: str | None
+    dims: int | None
+    # the configured provider: {name, model, state: ready|configured|failed|none, reason, fix}
+    providerState: dict[str, Any]
+    mode: str  # what a search with no mode does: hybrid | keyword
+    vector: VectorState
+    sqlite: NotRequired[dict[str, Any]]  # on SQLite: versions of SQLite and sqlite-vec
+    postgresql: NotRequired[dict[str, Any]]  # on PostgreSQL: server, pgvector, HNSW in use
+    fingerprint: dict[str, Any] | None
+    lastSync: dict[str, Any] | None
+    dirty: bool
+    pendingBatches: list[dict[str, Any]]
+    skipped: list[dict[str, Any]]
+    sessionsDir: str | None
+    malformedLines: int
+    indexBytes: int
+    checkedAt: float
+    # a damaged index file was set aside and this index started anew: {at, reason, keptAs}
+    recovered: NotRequired[dict[str, Any]]
+    # the index holds another workspace than the one configured (searches refuse it)
+    mismatch: NotRequired[str]
+    # added by the daemon
+    agent: NotRequired[str]
+    agents: NotRequired[list[str]]
+    daemon: NotRequired[dict[str, Any]]
+    lastError: NotRequired[str | None]
+    errors: NotRequired[dict[str, str | None]]
+    busy: NotRequired[dict[str, Any] | None]
+    stuck: NotRequired[bool]
+
+
+GetResponse = TypedDict(
+    "GetResponse",
+    {
+        "path": str,
+        "text": str,
+        "from": int,
+        "lines": int,
+        "totalLines": int,
+        "truncated": bool,
+        "nextFrom": NotRequired[int],
+    },
+)
+
+
+class PingResponse(TypedDict):
+    ok: bool
+    version: str
+    agents: dict[str, str]  # agent -> where its index is
+
+
+class ReindexResponse(TypedDict, total=False):
+    """The sync report (``SyncReport.to_json``), the agent and its provider's state."""
+
+    agent: str
+    added: int
+    updated: int
+    unchanged: int
+    removed: int
+    files: int
+    chunksWritten: int
+    chunksRemoved: int
+    seconds: float
+    stopped: bool
+    rebuilt: str | None
+    skipped: list[dict[str, str]]
+    errors: list[dict[str, str]]
+    sessions: dict[str, Any] | None
+    embedding: dict[str, Any] | None
+    providerState: dict[str, Any] | None

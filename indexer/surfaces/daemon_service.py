@@ -1,0 +1,136 @@
+"""The daemon's ``MemoryService``: what answers each method of ``api.METHODS`` on the
+socket. Reads go to a pooled reader of the agent (never waiting for the writer);
+``reindex`` is a job for the writer thread, answered when it is done; ``status``
+adds the daemon's and the agent's health to the index's own; ``qmd_search`` is
+answered only by ``memindex-qmd``'s daemon, which gives the hook."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from indexer import __version__
+from indexer.api import (
+    METHODS,
+    GetRequest,
+    GetResponse,
+    PingRequest,
+    PingResponse,
+    QmdSearchRequest,
+    ReindexRequest,
+    ReindexResponse,
+    SearchRequest,
+    SearchResponse,
+    StatusRequest,
+    StatusResponse,
+)
+from indexer.errors import InvalidParams, UnknownMethod
+from indexer.openclaw import normalize_agent_id
+from indexer.search.searcher import Searcher
+from indexer.sources.watcher import Watcher
+from indexer.surfaces.agent import AgentRuntime
+from indexer.surfaces.server import SocketServer
+from indexer.surfaces.writer_tasks import WriterTasks
+
+__all__ = ["DaemonService", "QmdHook"]
+
+_REINDEX_TIMEOUT_S = 3600.0
+_T = TypeVar("_T")
+# memindex-qmd's search: (the agent, the request) -> QMD's result items
+QmdHook = Callable[[AgentRuntime, QmdSearchRequest], list[dict[str, Any]]]
+
+
+class _Daemon(Protocol):
+    """What the service reads of the daemon it answers for."""
+
+    agents: dict[str, AgentRuntime]
+    tasks: WriterTasks
+    started: float
+    socket_path: Path
+    watcher: Watcher
+    server: SocketServer
+    reloads: int
+    reload_error: str | None
+    loop_errors: int
+
+
+class DaemonService:
+    def __init__(self, daemon: _Daemon, qmd: QmdHook | None = None) -> None:
+        self.daemon = daemon
+        self.qmd = qmd
+
+    def _agent(self, name: str | None) -> AgentRuntime:
+        agents = self.daemon.agents
+        if name is None:
+            return next(iter(agents.values()))
+        rt = agents.get(name) or agents.get(normalize_agent_id(name))
+        if rt is None:
+            raise InvalidParams(f"unknown agent '{name}' (serving: {', '.join(agents)})")
+        return rt
+
+    def _read(self, agent: str | None, answer: Callable[[Searcher], _T]) -> _T:
+        rt = self._agent(agent)
+        try:
+            return rt.read(answer)
+        except Exception as exc:  # a damaged index: the writer rebuilds it
+            self.daemon.tasks.rebuild_if_damaged(rt, exc)
+            raise
+
+    def search(self, agent: str | None, req: SearchRequest) -> SearchResponse:
+        return self._read(agent, lambda s: s.search(req))
+
+    def get(self, agent: str | None, req: GetRequest) -> GetResponse:
+        return self._read(agent, lambda s: s.get(req))
+
+    def status(self, agent: str | None, req: StatusRequest) -> StatusResponse:
+        rt = self._agent(agent)
+        st = self._read(agent, lambda s: s.status())
+        d = self.daemon
+        st["agent"] = rt.cfg.agent_name
+        st["agents"] = list(d.agents)
+        st["daemon"] = {
+            "pid": os.getpid(),
+            "uptimeS": round(time.time() - d.started, 1),
+            "socket": str(d.socket_path),
+            "watcher": d.watcher.status(),
+            "refusedConnections": d.server.refused,
+            "evictedConnections": d.server.evicted,
+            "reloads": d.reloads,
+            "reloadError": d.reload_error,
+            "loopErrors": d.loop_errors,
+        }
+        health = rt.report_health()
+        st["dirty"] = health["dirty"]
+        st["busy"] = health["busy"]
+        st["stuck"] = health["stuck"]
+        st["lastError"] = health["lastError"]
+        st["errors"] = health["errors"]
+        if st.get("mismatch"):  # not this daemon's index: never "all is well"
+            st["dirty"] = True
+            st["lastError"] = st.get("lastError") or st["mismatch"]
+        return st
+
+    def reindex(self, agent: str | None, req: ReindexRequest) -> ReindexResponse:
+        rt = self._agent(agent)
+        fut: Future[dict[str, Any]] = Future()
+        self.daemon.tasks.submit(rt.cfg.agent_name, req.force, fut)
+        done: ReindexResponse = fut.result(timeout=_REINDEX_TIMEOUT_S)  # type: ignore[assignment]
+        return done
+
+    def ping(self, agent: str | None, req: PingRequest) -> PingResponse:
+        agents = self.daemon.agents
+        return {
+            "ok": True,
+            "version": __version__,
+            "agents": {n: a.writer.backend.where for n, a in agents.items()},
+        }
+
+    def qmd_search(self, agent: str | None, req: QmdSearchRequest) -> list[dict[str, Any]]:
+        if self.qmd is None:
+            listed = [n for n, m in METHODS.items() if m.listed]
+            raise UnknownMethod("qmd_search", listed)
+        return self.qmd(self._agent(agent), req)
