@@ -1,19 +1,70 @@
-"""The ``memindex`` command line's argument parser and its terminal output (a progress
-bar); ``cli.py`` runs the commands."""
+"""The ``memindex`` command line's argument parser, the ``Call`` every command gets
+and its terminal output (a progress bar); ``cli.py`` runs the commands."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from indexer import __version__
+from indexer.config import Config, Settings
+from indexer.config_file import load_config, load_settings
 
-__all__ = ["ProgressBar", "parser"]
+__all__ = ["Call", "ProgressBar", "parser"]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One command's invocation: its arguments, where it writes, and the config its
+    global options select (loaded when the command asks)."""
+
+    args: argparse.Namespace
+    out: TextIO
+    err: TextIO
+
+    def config(self) -> Config:
+        """The one agent the global options select."""
+        a = self.args
+        return load_config(
+            a.config, workspace=a.workspace, agent=a.agent, openclaw=a.openclaw_config
+        )
+
+    def settings(self) -> Settings:
+        """Every agent the global options select."""
+        a = self.args
+        return load_settings(
+            a.config, workspace=a.workspace, agent=a.agent, openclaw=a.openclaw_config
+        )
+
+    def json(self, obj: Any) -> int:
+        self.out.write(json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
+        return 0
+
+    def setup_logging(self) -> None:
+        """Log to stderr: INFO with timestamps for ``serve``, warnings for the rest
+        (DEBUG with -v). Commands a daemon answers call it only when they read the
+        index themselves (logging costs ~10 ms at start)."""
+        import logging
+
+        serve = self.args.command == "serve"
+        logging.basicConfig(
+            level=logging.DEBUG
+            if self.args.verbose
+            else logging.INFO
+            if serve
+            else logging.WARNING,
+            format="%(asctime)s memindex %(levelname)s %(name)s: %(message)s"
+            if serve
+            else "memindex: %(levelname)s %(name)s: %(message)s",
+            stream=self.err,
+        )
 
 
 class ProgressBar:

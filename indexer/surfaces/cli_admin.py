@@ -1,0 +1,188 @@
+"""The commands that set memindex up or run it: ``serve``, ``mcp``, ``service``,
+``openclaw``, ``migrate`` and ``distill``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from indexer.errors import ConfigError, InvalidParams, MemindexError
+from indexer.surfaces.cli_parts import Call, ProgressBar
+
+__all__ = ["run_distill", "run_mcp", "run_migrate", "run_openclaw", "run_serve", "run_service"]
+
+
+def run_serve(c: Call) -> int:
+    from indexer.surfaces.daemon import Daemon
+
+    daemon = Daemon(c.settings(), socket_path=c.args.socket, reload=c.settings)
+    return daemon.run()
+
+
+def run_mcp(c: Call) -> int:
+    from indexer.surfaces import mcp_server
+
+    cfg = c.config()
+    cfg.require_workspace()  # fail now, not at the client's first call
+    return mcp_server.run(cfg)
+
+
+def run_distill(c: Call) -> int:
+    """jsonl_distill's protocol: one JSON object on stdout, exit 1 on an error."""
+    args, out = c.args, c.out
+    from indexer.sources.distill import Distiller
+
+    settings = c.settings()
+    d = Distiller(list(settings.agents))
+    try:
+        if args.action == "init":
+            result = d.init()
+        elif args.action == "run":
+            result = d.run()
+        else:
+            if not args.batch_file:
+                raise InvalidParams("commit needs --batch-file FILE (the file run created)")
+            result = d.commit(args.batch_file)
+    except MemindexError as exc:
+        out.write(json.dumps({"ok": False, "error": exc.message}) + "\n")
+        return 1
+    out.write(json.dumps(result) + "\n")
+    return 0
+
+
+def run_migrate(c: Call) -> int:
+    """Copy each agent's SQLite index into the database (no re-embedding)."""
+    args, out, err = c.args, c.out, c.err
+    from indexer.config import is_database_url, redact_url
+    from indexer.indexing.transfer import migrate_agent
+
+    url = args.to
+    if not is_database_url(url):
+        raise InvalidParams(f"--to must be a postgresql:// URL, not {url!r}")
+    settings = c.settings()
+    agents = [settings.agent(args.agent)] if args.agent else list(settings.agents)
+    copied = {}
+    for cfg in agents:
+        bar = ProgressBar(err, f"copying {cfg.agent_name}")
+        try:
+            report = migrate_agent(cfg, url, replace=args.replace, progress=bar)
+        finally:
+            bar.close()
+        copied[cfg.agent_name] = report.to_json()
+        if not args.json:
+            r = report
+            out.write(
+                f"{cfg.agent_name}: {r.files} files, {r.chunks} chunks, {r.vectors} vectors, "
+                f"{r.cache} cache entries, {r.cursors} transcript cursors copied\n"
+            )
+            if r.orphans:
+                out.write(f"  {r.orphans} chunks of no indexed file were left behind\n")
+    if args.json:
+        c.json({"to": redact_url(url), "agents": copied})
+    else:
+        out.write(
+            f"copied into {redact_url(url)}. Point memindex at it: [store] url in the config "
+            "(or MEMINDEX_DATABASE_URL), then restart the daemon.\n"
+        )
+    return 0
+
+
+def _serve_options(args: argparse.Namespace) -> list[str]:
+    """The global options that select what ``serve`` serves, with absolute paths. The
+    config file found without ``--config`` (``$XDG_CONFIG_HOME/memindex/config.toml``)
+    is named too: a service's environment may not have the variable."""
+    from indexer.config import default_config_path
+
+    config = args.config
+    if config is None and default_config_path().is_file():
+        config = default_config_path()
+    out: list[str] = []
+    for flag, value in (
+        ("--config", config),
+        ("--workspace", args.workspace),
+        ("--openclaw-config", args.openclaw_config),
+    ):
+        if value is not None:
+            out += [flag, str(Path(value).expanduser().absolute())]
+    if args.agent is not None:
+        out += ["--agent", args.agent]
+    return out
+
+
+def run_service(c: Call) -> int:
+    args, out = c.args, c.out
+    from indexer.surfaces import service
+
+    kind = args.kind or service.default_kind()
+    options = _serve_options(args)
+    # What the unit will serve must load now: a unit that cannot start would only
+    # restart in a loop.
+    settings = c.settings()
+    from indexer.selection import provider_state
+
+    for agent in settings.agents:
+        agent.require_workspace()
+        state = provider_state(agent)
+        if state["state"] == "failed":  # the README promises this refusal
+            raise ConfigError(
+                f"agent {agent.agent_name}: the {state['name']} provider cannot be set up "
+                f'({state["reason"]}); fix: {state["fix"]}; or set provider.name = "none" '
+                "for a keyword-only service"
+            )
+    if args.action == "print":
+        out.write(service.render(kind, args=options))
+        return 0
+    path, start = service.install(kind, options)
+    out.write(f"wrote {path}\nstart it with: {start}\n")
+    return 0
+
+
+def run_openclaw(c: Call) -> int:
+    args, out, err = c.args, c.out, c.err
+    from indexer.surfaces import openclaw_setup as setup
+
+    if args.action == "uninstall":
+        done = setup.uninstall(args.openclaw_config, openclaw=args.openclaw, out=out, err=err)
+        if args.json:
+            return c.json(done)
+        lines = [
+            f"memindex is out of OpenClaw's memory slot ({done['config']}): memory-core is "
+            "back, with its memory tools."
+        ]
+        if done["daemonStopped"]:
+            lines.append(f"stopped the memindex daemon (pid {done['daemonStopped']}).")
+        lines.append("The index files are kept; `memindex status` names them.")
+        out.write("\n".join(lines) + "\n")
+        return 0
+    done = setup.install(
+        args.openclaw_config,
+        openclaw=args.openclaw,
+        dreaming=not args.no_dreaming,
+        service=args.service,
+        plugin=args.plugin,
+        out=out,
+        err=err,
+    )
+    if args.json:
+        return c.json(done)
+    d, chk = done["daemon"], done["check"]
+    dreaming = (
+        "dreaming kept (memory-core runs it); memory-core's own memory tools denied "
+        "(tools.deny: memory-core)"
+        if done["dreaming"]
+        else "dreaming off (plugins.entries.memindex.config.dreaming.enabled = false)"
+    )
+    found = f"{chk['results']} result(s)" + (f", first {chk['top']}" if chk["top"] else "")
+    lines = [
+        f"memindex is OpenClaw's memory engine now ({done['config']}):",
+        "  plugin memindex installed and selected: plugins.slots.memory = memindex",
+        f"  {dreaming}",
+        f"  daemon on {d['socket']} " + ("(started)" if d["started"] else "(already running)"),
+        f"check: agent {chk['agent']}: {chk['files']} files, {chk['chunks']} chunks; a search "
+        f"found {found}",
+        "Restart the gateway to load it (openclaw gateway restart). To go back: "
+        "memindex openclaw uninstall",
+    ]
+    out.write("\n".join(lines) + "\n")
+    return 0

@@ -1,0 +1,159 @@
+"""The commands that read or write one agent's index: ``index``, ``search``, ``get``.
+Each asks the daemon when one serves the index, else does the work itself."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from indexer.errors import InvalidParams
+from indexer.surfaces.cli_parts import Call, ProgressBar
+from indexer.surfaces.client import call
+from indexer.surfaces.reading import daemon_socket, read_call
+
+__all__ = ["run_get", "run_index", "run_search"]
+
+
+def run_index(c: Call) -> int:
+    cfg, args, out, err = c.config(), c.args, c.out, c.err
+    sock = daemon_socket(cfg)
+    if sock is not None:  # the daemon is the one writer: let it do the work
+        report = call(sock, "reindex", {"agent": cfg.agent_name, "force": args.force}, timeout=3600)
+        index_path = report.pop("indexPath", str(cfg.resolved_index_path()))
+        state = report.pop("providerState", None)
+    else:
+        c.setup_logging()
+        from indexer.indexing.writer import Indexer
+        from indexer.selection import provider_state, select_provider
+        from indexer.store.backend import backend_for
+
+        backend = backend_for(cfg)
+        sel = select_provider(cfg)
+        state = provider_state(cfg, sel)
+        writer = Indexer(cfg, backend.open(), sel.provider, backend=backend)
+        bar = ProgressBar(err, "indexing")
+        try:
+            report = writer.sync(force=args.force, progress=bar).to_json()
+        finally:
+            bar.close()
+            writer.store.close()
+        index_path = backend.where
+    if state and state.get("state") == "failed":  # loud: hybrid search is off
+        err.write(
+            f"memindex: warning: no vectors, keyword search only: the {state['name']} "
+            f"provider failed: {state['reason']}\n  fix: {state['fix']}\n"
+        )
+    if args.json:
+        return c.json({"indexPath": index_path, **report, "providerState": state})
+    r = report
+    if r.get("rebuilt"):
+        out.write(f"rebuilt the index ({r['rebuilt']})\n")
+    out.write(
+        f"{r['files']} files: {r['added']} added, {r['updated']} updated, "
+        f"{r['unchanged']} unchanged, {r['removed']} removed; "
+        f"{r['chunksWritten']} chunks written in {r['seconds']:.2f}s"
+        + (" (through the daemon)" if sock else "")
+        + "\n"
+    )
+    sess = r.get("sessions") or {}
+    if sess.get("files"):
+        out.write(
+            f"sessions: {sess['files']} transcripts, {sess['messages']} new messages"
+            f", {sess['malformed']} malformed lines skipped\n"
+        )
+    emb = r.get("embedding")
+    if emb:
+        out.write(
+            f"vectors: {emb['embedded']} embedded, {emb['cacheHits']} from cache, "
+            f"{emb['pending']} pending" + (f" ({emb['error']})" if emb["error"] else "") + "\n"
+        )
+    out.write(f"index: {index_path}\n")
+    for s in r["skipped"] + r["errors"]:
+        out.write(f"skipped {s['path']}: {s['reason']}\n")
+    return 0
+
+
+def run_search(c: Call) -> int:
+    cfg, args, out, err = c.config(), c.args, c.out, c.err
+    params: dict[str, Any] = {"query": args.query}
+    if args.max_results is not None:
+        params["maxResults"] = args.max_results
+    if args.min_score is not None:
+        params["minScore"] = args.min_score
+    if args.source != "all":
+        params["sources"] = [args.source]
+    if args.gate:
+        params["gate"] = True
+    if args.mode is not None:
+        params["mode"] = args.mode
+    if args.explain:
+        params["explain"] = True
+    if args.abstain:
+        params["abstain"] = True
+    result = read_call(cfg, "memory_search", params, direct=lambda: c.setup_logging())
+    if args.mode in ("hybrid", "vector") and result.get("mode") != args.mode:
+        err.write(
+            f"memindex: warning: --mode {args.mode} could not be honoured: "
+            f"{result.get('fallback') or 'no vectors'}\n"
+        )
+    if args.json:
+        return c.json(result)
+    if result.get("skipped"):
+        out.write(f"Not searched ({result['skipped']}).\n")
+        return 0
+    if args.explain and "explain" in result:
+        out.write(f"ranked by: {_parts(result['explain'])}\n\n")
+    if result.get("abstained"):
+        out.write(f"No results: {result['abstained']}.\n")
+        return 0
+    if not result["results"]:
+        out.write("No results.\n")
+        return 0
+    for r in result["results"]:
+        # the lines the snippet shows (what a citation points a reader at); the
+        # chunk's range too when it is wider
+        a, b = r.get("snippetStartLine", r["startLine"]), r.get("snippetEndLine", r["endLine"])
+        where = f"{r['path']}:{a}" + (f"-{b}" if b != a else "")
+        if (a, b) != (r["startLine"], r["endLine"]):
+            where += f"  (in lines {r['startLine']}-{r['endLine']})"
+        out.write(f"{r['score']:.3f} {where}\n")
+        for also in r.get("also", []):
+            out.write(f"      also {also['citation']}\n")
+        if "explain" in r:
+            out.write(f"      {_parts(r['explain'])}\n")
+        for line in r["snippet"].split("\n"):
+            out.write(f"    {line}\n")
+        out.write("\n")
+    return 0
+
+
+def _parts(parts: dict[str, Any]) -> str:
+    """``explain`` parts on one line: ``bm25=3.1 cosine=0.52 ...``."""
+    out = []
+    for k, v in parts.items():
+        if isinstance(v, dict):
+            v = "{" + _parts(v) + "}"
+        out.append(f"{k}={v}")
+    return " ".join(out)
+
+
+def run_get(c: Call) -> int:
+    cfg, args, out, err = c.config(), c.args, c.out, c.err
+    params: dict[str, Any] = {"path": args.path}
+    if args.start is not None:
+        params["from"] = args.start
+    if args.lines is not None:
+        params["lines"] = args.lines
+    if args.raw:
+        params["raw"] = True
+    result = read_call(cfg, "memory_get", params, direct=lambda: c.setup_logging())
+    if args.json:
+        return c.json(result)
+    out.write(result["text"] + ("\n" if result["text"] else ""))
+    first, total = result["from"], result["totalLines"]
+    if first > max(total, 1):  # nothing printed: say why rather than exit quietly
+        raise InvalidParams(f"--from {first} is past the end of {result['path']} ({total} lines)")
+    if result.get("truncated"):
+        err.write(
+            f"memindex: output stopped at the size limit; go on with --from {result['nextFrom']}\n"
+        )
+    return 0

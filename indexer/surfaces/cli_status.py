@@ -1,0 +1,144 @@
+"""``memindex status`` and ``memindex doctor``: what the index holds and its health,
+for a person (the JSON is the socket's ``status`` answer)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, TextIO
+
+from indexer.config import Config
+from indexer.errors import ConfigError, MemindexError
+from indexer.surfaces.cli_parts import Call
+from indexer.surfaces.client import call
+from indexer.surfaces.reading import read_call
+
+__all__ = ["run_doctor", "run_status"]
+
+
+def run_status(c: Call) -> int:
+    try:
+        cfg = c.config()
+    except ConfigError as exc:
+        return _status_despite(exc, c)
+    st = read_call(cfg, "status", {}, direct=c.setup_logging)
+    if c.args.json:
+        return c.json(st)
+    return _print_status(st, c.out, cfg)
+
+
+def _print_status(st: dict[str, Any], out: TextIO, cfg: Config | None = None) -> int:
+    if st.get("lastSync") is None and not st.get("files") and st.get("indexBytes") == 0:
+        out.write(f"index:     {st['indexPath']} (not built yet: run 'memindex index')\n")
+    else:
+        out.write(f"index:     {st['indexPath']}\n")
+    out.write(f"workspace: {st['workspace']}\n")
+    for src, c in sorted(st["sources"].items()):
+        out.write(f"{src + ':':<11}{c['files']} files, {c['chunks']} chunks\n")
+    vec = st["vector"]
+    if st["mode"] == "hybrid":
+        out.write(
+            f"mode:      hybrid ({st['provider']} {st['model']}, {st['dims']} dims; "
+            f"{vec['pendingChunks']} chunks pending, {vec['cacheEntries']} cached)\n"
+        )
+    else:
+        out.write(f"mode:      keyword ({vec['reason']})\n")
+    ps = st.get("providerState") or {}
+    if ps.get("state") == "failed":
+        out.write(f"provider:  {ps['name']} FAILED: {ps['reason']}\n           fix: {ps['fix']}\n")
+    elif ps.get("state") in ("ready", "configured"):
+        model = f" {ps['model']}" if ps.get("model") else ""
+        out.write(f"provider:  {ps['name']}{model} ({ps['state']})\n")
+    sq = st.get("sqlite")
+    if sq:
+        out.write(f"sqlite:    {sq['sqlite']} via {sq['binding']}, sqlite-vec {sq['sqliteVec']}\n")
+    pg = st.get("postgresql")
+    if pg:
+        out.write(
+            f"store:     PostgreSQL {pg['postgresql']}, pgvector {pg['pgvector']}, "
+            f"HNSW index {pg['hnsw']}\n"
+        )
+    last = st["lastSync"]
+    if last:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last["at"]))
+        out.write(f"last sync: {when} ({last['files']} files)\n")
+    else:
+        out.write("last sync: never (run 'memindex index')\n")
+    for s in st["skipped"]:
+        out.write(f"skipped:   {s['path']}: {s['reason']}\n")
+    if st.get("mismatch"):
+        out.write(f"MISMATCH:  {st['mismatch']}\n")
+    if st.get("lastError") or st.get("stuck"):
+        out.write(f"error:     {st.get('lastError')}\n")
+    rec = st.get("recovered")
+    if rec:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(rec["at"]))
+        out.write(
+            f"recovered: {when}: the index file was damaged ({rec['reason']}); "
+            f"rebuilt, the old file kept as {rec['keptAs']}\n"
+        )
+    d = st.get("daemon")
+    if d:
+        w = d["watcher"]
+        out.write(
+            f"daemon:    pid {d['pid']} on {d['socket']}, watcher {w['backend']}"
+            + (f" ({w['reason']})" if w.get("reason") else "")
+            + "\n"
+        )
+        if d.get("reloadError"):
+            out.write(f"reload:    refused, the old config is in use: {d['reloadError']}\n")
+        if d.get("configError"):
+            out.write(f"config:    does not load (the daemon keeps its own): {d['configError']}\n")
+    elif cfg is not None:
+        out.write(f"daemon:    {_other_daemon(cfg)}\n")
+    return 0
+
+
+def _status_despite(exc: ConfigError, c: Call) -> int:
+    """``status`` when the config does not load (an edit gone wrong): a daemon running
+    on the default socket still serves the config it had; show its status, and why
+    the file is refused (what its next reload would say too)."""
+    args, out, err = c.args, c.out, c.err
+    sock = Config().socket_path()
+    try:
+        pong = call(sock, "ping", timeout=2.0)
+        agent = args.agent or next(iter(pong.get("agents") or {}), None)
+        st = call(sock, "status", {"agent": agent} if agent else {}, timeout=10.0)
+    except MemindexError:
+        raise exc from None
+    err.write(
+        f"memindex: warning: the config does not load: {exc.message}\n"
+        f"  the daemon on {sock} goes on with the config it had (status below)\n"
+    )
+    st.setdefault("daemon", {})["configError"] = exc.message
+    if args.json:
+        return c.json(st)
+    return _print_status(st, out)
+
+
+def _other_daemon(cfg: Config) -> str:
+    """What the status line says when no daemon serves this index: none answers, or
+    the one that does serves other agents (named, with their index)."""
+    sock = cfg.socket_path()
+    try:
+        pong = call(sock, "ping", timeout=2.0)
+    except MemindexError:
+        return "not running (read the index file directly)"
+    served = ", ".join(f"{a} ({where})" for a, where in (pong.get("agents") or {}).items())
+    return (
+        f"one answers on {sock} but serves {served or 'no agent'}, not agent "
+        f"{cfg.agent_name} ({cfg.index_location()}); read the index file directly "
+        "(--agent names the agent a daemon serves)"
+    )
+
+
+def run_doctor(c: Call) -> int:
+    cfg, args, out = c.config(), c.args, c.out
+    from indexer.surfaces.doctor import checks
+
+    got = checks(cfg)
+    if args.json:
+        c.json([{"check": n, "ok": ok, "detail": d} for n, ok, d in got])
+    else:
+        for n, ok, d in got:
+            out.write(f"{'ok  ' if ok else 'FAIL'} {n:<11} {d}\n")
+    return 0 if all(ok for _, ok, _ in got) else 1
