@@ -257,7 +257,7 @@ out = io.StringIO()
 code = main(sys.argv[1:], out=out)
 heavy = sorted(m for m in ("numpy", "tiktoken", "tenacity", "indexer.search.searcher",
                            "indexer.indexing.writer", "indexer.store", "indexer.search.query",
-                           "indexer.search.retrieval", "logging", "shutil")
+                           "indexer.search.keyword_hits", "logging", "shutil")
                if m in sys.modules)
 logs = "logging" in sys.modules and bool(sys.modules["logging"].getLogger().handlers)
 print(json.dumps({"code": code, "out": out.getvalue(), "heavy": heavy, "logs": logs}))

@@ -20,7 +20,7 @@ from indexer.config import (
     SessionsConfig,
 )
 from indexer.engine import MemoryIndex
-from indexer.search.retrieval import EXACT_BOOST
+from indexer.search.keyword_hits import EXACT_BOOST
 from indexer.selection import select_provider
 
 TURNS = [

@@ -111,7 +111,7 @@ def _in_memory(
 
 def _compare(idx: MemoryIndex, query: str, sources: list[str] | None) -> int:
     q = parse_query(query)
-    fts = [(r.id, r.rank) for r in idx.store.fts_search(q.keyword_query(), 30, sources)]
+    fts = [(r.id, r.rank) for r in idx.store.fts_search(q.keyword, 30, sources)]
     mem = _in_memory(idx, query, 30, sources)
     assert mem is not None, query
     fts = [x for x in fts if x[1] < 0]  # rows matching only a weight-0 column score 0
@@ -315,7 +315,7 @@ def test_in_memory_candidates_give_the_same_results(idx: MemoryIndex, hybrid: bo
 
 def test_a_chunk_deleted_after_the_candidates_were_read_is_not_shown(idx: MemoryIndex) -> None:
     from indexer.search.candidates import Candidate, ChunkRows
-    from indexer.search.retrieval import render_results
+    from indexer.search.results import render_results
     from indexer.store import SearchRow
 
     by_path: dict[str, SearchRow] = {}

@@ -20,7 +20,7 @@ from indexer.config import Config, RerankConfig
 from indexer.config_file import parse_config
 from indexer.engine import MemoryIndex
 from indexer.errors import ConfigError
-from indexer.search import rerank as stage
+from indexer.search import rerank_stage as stage
 from providers.errors import MissingCredentials, PermanentError, RateLimited, TransientError
 from providers.rerank import HttpReranker, make_reranker
 from providers.retry import call_with_retries

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from indexer.config import Config
 from indexer.engine import MemoryIndex
 from indexer.errors import InvalidParams
+from indexer.search.keyword_hits import bm25_to_score
 from indexer.search.query import parse_query
-from indexer.search.retrieval import bm25_to_score
 from indexer.search.snippets import make_snippet
 
 
@@ -173,15 +173,15 @@ def test_bad_params_are_clear_errors(logs: Config) -> None:
 
 def test_parse_query() -> None:
     q = parse_query('the "flat white" KESTREL-0429 and src/app.py please?')
-    assert q.required == [["flat", "white"]]
+    assert q.required == (("flat", "white"),)
     assert "kestrel-0429" in q.exact and "src/app.py" in q.exact
     assert "the" not in q.terms and "please" in q.terms
-    assert parse_query("東京タワー").cjk == ["東京", "京タ", "タワ", "ワー"]
+    assert parse_query("東京タワー").cjk == ("東京", "京タ", "タワ", "ワー")
 
 
 def test_min_score_judges_each_side_on_its_own_scale() -> None:
     from indexer.search.candidates import Candidate, ChunkRows
-    from indexer.search.retrieval import fuse
+    from indexer.search.fusion import fuse
     from indexer.store import SearchRow
 
     def row(i: int, text: str, rank: float = 0.0) -> SearchRow:
@@ -222,8 +222,8 @@ def _best_line_by_lines(text: str, query: str) -> int:
         )
 
     items = (
-        [(2, lambda low, n=n: n in low) for n in q.literal_needles()]
-        + [(1, lambda low, p=p: holds_stem(low, p)) for p in q.word_stems()]
+        [(2, lambda low, n=n: n in low) for n in q.needles]
+        + [(1, lambda low, p=p: holds_stem(low, p)) for p in q.stems]
         + [(1, lambda low, g=g: g in low) for g in q.cjk]
     )
     scores = [0.0] * len(lows)

@@ -84,7 +84,7 @@ def test_a_transcript_chunks_line_offsets_round_trip(backend: Backend) -> None:
             s.append_chunks("sessions/t.jsonl", "sessions", FileState("1", 0, 0), 6, [chunk])
         (row,) = s.chunk_rows(range(1, 10_000)).values()
         assert row.lines == "0,4" and row.file_line(1) == 6 and row.text_line(6) == 1
-        (hit,) = s.fts_search(parse_query("creek").keyword_query(), 5)
+        (hit,) = s.fts_search(parse_query("creek").keyword, 5)
         assert hit.lines == "0,4" and hit.text_line(4) == -1
 
 
@@ -224,7 +224,7 @@ def test_keyword_ranking_is_the_same_on_both_stores(
             def ask(queries: list[str], out: list[list[tuple[str, int, float]]] = out) -> None:
                 for q in queries:
                     for sources in (None, ["memory"]):
-                        res = idx.store.fts_search(parse_query(q).keyword_query(), 20, sources)
+                        res = idx.store.fts_search(parse_query(q).keyword, 20, sources)
                         out.append([(r.path, r.start_line, round(r.rank, 9)) for r in res])
 
             ask(QUERIES)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from indexer.search.live import LiveIndex
-from indexer.search.vectors import VectorPart, knn_sqlite
+from indexer.search.vector_memory import VectorPart, stored_neighbours
 from indexer.store import ChunkRow, FileState, Store
 from providers.base import normalize
 
@@ -65,7 +65,7 @@ def test_one_pass_gives_each_parts_exact_top_k(store: Store) -> None:
     sims = [s for _, s, _ in mem]
     assert sims == sorted(sims, reverse=True)
     # sqlite-vec (the one-shot CLI path) finds the same neighbours.
-    assert [c for c, _ in knn_sqlite(store, q, 12)] == [c for c, _, _ in alone]
+    assert [c for c, _ in stored_neighbours(store, q, 12)] == [c for c, _, _ in alone]
 
 
 def test_rows_are_read_once_in_one_go_and_missing_ones_are_left_out(store: Store) -> None:

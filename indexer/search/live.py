@@ -29,7 +29,7 @@ import apsw
 from indexer.errors import MemindexError
 from indexer.search.keywords import MIN_CHUNKS, KeywordPart
 from indexer.search.refresher import Refresher
-from indexer.search.vectors import VectorPart
+from indexer.search.vector_memory import VectorPart
 from indexer.store import IndexStore
 from indexer.store.tokens import Tokenizer
 

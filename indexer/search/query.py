@@ -16,7 +16,7 @@ Query rules (ordinary questions must return results):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from indexer.sources.text import cjk
 from indexer.store.records import KeywordQuery
@@ -180,38 +180,22 @@ STOP_WORDS = frozenset(
 )
 
 
-@dataclass
+@dataclass(frozen=True)
 class ParsedQuery:
-    required: list[list[str]] = field(default_factory=list)  # quoted phrases
-    terms: list[str] = field(default_factory=list)  # OR-ed words (stop words removed)
-    exact: list[str] = field(default_factory=list)  # literal tokens, lower-cased
-    exact_parts: list[list[str]] = field(default_factory=list)
-    cjk: list[str] = field(default_factory=list)  # bigrams (or single characters)
-    _stems: list[str] | None = field(default=None, repr=False)
+    """A query taken apart once, with everything the search stages read from it."""
 
-    def empty(self) -> bool:
-        return not (self.required or self.terms or self.exact_parts or self.cjk)
-
-    def keyword_query(self) -> KeywordQuery:
-        """What the store searches: required phrases AND-ed, everything else OR-ed."""
-        optional: list[tuple[str, ...]] = [(t,) for t in self.terms]
-        optional += [tuple(p) for p in self.exact_parts]
-        optional += [tuple(g) for g in self.cjk]
-        return KeywordQuery(tuple(tuple(p) for p in self.required), tuple(optional))
-
-    def literal_needles(self) -> list[str]:
-        """Strings whose literal presence marks an exact hit."""
-        return self.exact + [" ".join(p) for p in self.required if p]
-
-    def match_words(self) -> list[str]:
-        return self.terms + [w for p in self.exact_parts for w in p]
-
-    def word_stems(self) -> list[str]:
-        """Per query word, the prefix a matching word must start with (a cheap
-        stand-in for the porter stemmer when marking matching lines)."""
-        if self._stems is None:
-            self._stems = list(dict.fromkeys(stem_prefix(w) for w in self.match_words()))
-        return self._stems
+    required: tuple[tuple[str, ...], ...] = ()  # quoted phrases
+    terms: tuple[str, ...] = ()  # OR-ed words (stop words removed)
+    exact: tuple[str, ...] = ()  # literal tokens, lower-cased
+    exact_parts: tuple[tuple[str, ...], ...] = ()
+    cjk: tuple[str, ...] = ()  # bigrams (or single characters)
+    empty: bool = True  # nothing to search for
+    keyword: KeywordQuery = KeywordQuery((), ())  # required phrases AND-ed, the rest OR-ed
+    needles: tuple[str, ...] = ()  # strings whose literal presence marks an exact hit
+    words: tuple[str, ...] = ()  # the words a hit's text is matched against
+    # per query word, the prefix a matching word must start with (a cheap stand-in
+    # for the porter stemmer when marking matching lines)
+    stems: tuple[str, ...] = ()
 
 
 def _split_words(text: str) -> tuple[list[str], list[str]]:
@@ -222,7 +206,9 @@ def _split_words(text: str) -> tuple[list[str], list[str]]:
 
 
 def parse_query(query: str) -> ParsedQuery:
-    q = ParsedQuery()
+    required: list[tuple[str, ...]] = []
+    exact: list[str] = []
+    exact_parts: list[tuple[str, ...]] = []
     words: list[str] = []
     cjk_runs: list[str] = []
 
@@ -230,7 +216,7 @@ def parse_query(query: str) -> ParsedQuery:
         ws, runs = _split_words(m.group(1))
         parts = ws + [c for run in runs for c in run]
         if parts:
-            q.required.append(parts)
+            required.append(tuple(parts))
         return " "
 
     rest = _PHRASE.sub(take_phrase, query)
@@ -239,25 +225,32 @@ def parse_query(query: str) -> ParsedQuery:
         if not piece:
             continue
         if _EXACT_PIECE.match(piece) and not cjk().search(piece):
-            parts = [w.lower() for w in _WORD.findall(piece)]
-            q.exact.append(piece.lower())
-            q.exact_parts.append(parts)
+            exact.append(piece.lower())
+            exact_parts.append(tuple(w.lower() for w in _WORD.findall(piece)))
             continue
         ws, runs = _split_words(piece)
         words.extend(ws)
         cjk_runs.extend(runs)
-    seen: set[str] = set()
     kept = [w for w in words if w not in STOP_WORDS]
-    for w in kept or words:
-        if w not in seen:
-            seen.add(w)
-            q.terms.append(w)
+    terms = tuple(dict.fromkeys(kept or words))
+    grams: dict[str, None] = {}
     for run in cjk_runs:
-        grams = [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
-        for g in grams:
-            if g not in q.cjk:
-                q.cjk.append(g)
-    return q
+        for g in [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]:
+            grams[g] = None
+    match = terms + tuple(w for p in exact_parts for w in p)
+    optional = [(t,) for t in terms] + exact_parts + [tuple(g) for g in grams]
+    return ParsedQuery(
+        required=tuple(required),
+        terms=terms,
+        exact=tuple(exact),
+        exact_parts=tuple(exact_parts),
+        cjk=tuple(grams),
+        empty=not (required or terms or exact_parts or grams),
+        keyword=KeywordQuery(tuple(required), tuple(optional)),
+        needles=tuple(exact) + tuple(" ".join(p) for p in required if p),
+        words=match,
+        stems=tuple(dict.fromkeys(stem_prefix(w) for w in match)),
+    )
 
 
 def stem_prefix(word: str) -> str:

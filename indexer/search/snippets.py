@@ -71,14 +71,14 @@ def make_snippet(
 
     Returns (snippet, first line, last line, best line), absolute and 1-based."""
     lines = text.split("\n")
-    best = _best_line(text.lower(), q.literal_needles(), q.word_stems(), q.cjk)
+    best = _best_line(text.lower(), q.needles, q.stems, q.cjk)
     if best < 0:
         best = next((i for i, ln in enumerate(lines) if ln.strip()), 0)
     line = lines[best]
     if len(line) >= max_chars:
         low = line.lower()
         pos = 0
-        for needle in q.literal_needles() + q.match_words() + q.cjk:
+        for needle in [*q.needles, *q.words, *q.cjk]:
             found = low.find(needle)
             if found >= 0:
                 pos = found

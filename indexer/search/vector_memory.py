@@ -1,4 +1,5 @@
-"""Vector retrieval: in-memory matrices for long-running processes, sqlite-vec else.
+"""Vector neighbours: in-memory matrices for long-running processes, the store's own
+vector index (sqlite-vec, pgvector) else.
 
 sqlite-vec's vec0 KNN scans its table (about 100-130 ms at 100k x 384 on this
 machine) while a numpy matrix product over the same vectors takes about 6 ms, so the
@@ -24,7 +25,7 @@ from indexer.search.candidates import ChunkRows
 from indexer.search.segments import Rows, group_rows, kill_rows, merged_rows, settle, with_codes
 from indexer.store import IndexStore
 
-__all__ = ["VectorPart", "knn_sqlite"]
+__all__ = ["VectorPart", "stored_neighbours"]
 
 Neighbours = list[tuple[int, float, str]]  # (chunk id, cosine, source)
 
@@ -150,14 +151,15 @@ class VectorPart:
         return out
 
 
-def knn_sqlite(
+def stored_neighbours(
     store: IndexStore,
     query: npt.NDArray[np.float32],
     k: int,
     sources: Sequence[str] | None = None,
     rows: ChunkRows | None = None,
 ) -> list[tuple[int, float]]:
-    """Top-k through sqlite-vec (cosine distance -> similarity), source-filtered.
+    """Top-k from the store's own vector index (sqlite-vec, pgvector: cosine
+    distance -> similarity), source-filtered; for processes with no snapshot.
     ``rows``: the search's rows, so the ones read to filter are not read again."""
     if not store.has_vectors():
         return []

@@ -1,0 +1,327 @@
+"""One search request, from its query to its results: ``SearchRun`` holds what this
+request has read (the index's versions, the daemon's snapshot, the parsed query, the
+chunk rows) and what its stages noted (rerank, abstention, explain), so the pooled
+``Searcher`` it runs on keeps nothing of it.
+
+The stages: keyword candidates (the snapshot's in-memory postings, else FTS5;
+``keyword_hits``) and, when vectors are built for the provider, the query's vector
+neighbours (the snapshot's vectors, else the store's; ``vector_memory``) → fusion
+(``fusion``) → the floor → decay, dates the query names, rerank, source balance,
+MMR (``ranking``, ``rerank_stage``) → result objects (``results``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from indexer.api import MAX_RESULTS, SearchRequest, SearchResponse, SearchResult
+from indexer.search.candidates import Candidate, ChunkRows
+from indexer.search.dates import period_text, query_periods
+from indexer.search.fusion import fuse
+from indexer.search.keyword_hits import EXACT_BOOST, keyword_search
+from indexer.search.query import parse_query
+from indexer.search.ranking import apply_decay, balance_sources, boost_dated, mmr, relevance
+from indexer.search.results import render_results
+from indexer.selection import provider_spec
+from indexer.sources.redaction import redact
+from indexer.store.records import KeywordQuery
+from providers.errors import ProviderError, ProviderTimeout
+
+if TYPE_CHECKING:  # numpy and the providers' base load when first used
+    import numpy as np
+    import numpy.typing as npt
+
+    from indexer.config import Config
+    from indexer.search.live import LiveIndex, Snapshot, Versions
+    from indexer.store import IndexStore
+    from providers.base import EmbeddingProvider
+
+__all__ = ["IndexFacts", "SearchRun", "search", "skipped"]
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """Query embeddings with a deadline run here; sized for many concurrent socket
+    clients (the threads mostly wait in a provider). Made on first use."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="memindex-search")
+        return _POOL
+
+
+@dataclass(frozen=True)
+class IndexFacts:
+    """What the pooled searcher knows of the index for this request: the versions it
+    read, the daemon's snapshot at least that new, whether vectors of the provider's
+    model are built, whether both sources are searched and present, and (for a
+    keyword-only answer) why there are no vectors."""
+
+    versions: Versions
+    snapshot: Snapshot | None
+    vectors: bool
+    both_sources: bool
+    no_vectors: str
+
+
+def search(
+    cfg: Config,
+    store: IndexStore,
+    provider: EmbeddingProvider | None,
+    live: LiveIndex | None,
+    req: SearchRequest,
+    facts: IndexFacts,
+) -> SearchResponse:
+    """``memory_search`` for ``req``."""
+    return SearchRun(cfg, store, provider, live, req, facts).answer()
+
+
+def skipped(provider: EmbeddingProvider | None, why: str) -> SearchResponse:
+    """The answer to a gated query that is not searched (small talk, a slash command)."""
+    out = _envelope({}, provider, [], "skipped", None)
+    out["skipped"] = why
+    return out
+
+
+class SearchRun:
+    """``memory_search`` for one request."""
+
+    def __init__(
+        self,
+        cfg: Config,
+        store: IndexStore,
+        provider: EmbeddingProvider | None,
+        live: LiveIndex | None,
+        req: SearchRequest,
+        facts: IndexFacts,
+    ) -> None:
+        self.cfg, self.store, self.provider, self.live = cfg, store, provider, live
+        self.req = req
+        self.facts = facts
+        self.q = parse_query(req.query)
+        self.limit = min(req.max_results or cfg.query.maxResults, MAX_RESULTS)
+        self.floor = cfg.query.minScore if req.min_score is None else req.min_score
+        self.wanted = list(req.sources) if req.sources else None
+        self.chars = cfg.query.maxSnippetChars
+        self.rows = ChunkRows(store)
+        self.notes: dict[str, Any] = {}  # the rerank, abstain and explain notes
+
+    def answer(self) -> SearchResponse:
+        req, facts = self.req, self.facts
+        missing = self._absent_token()
+        if missing is not None:  # a vector neighbour of an ID nobody wrote is noise
+            out = self._envelope([], "keyword", None)
+            out["abstained"] = f"no memory contains {redact(missing)}"  # never echo a secret
+            return out
+        fallback: str | None = f"{facts.no_vectors}: keyword search only"
+        if req.mode == "keyword":
+            fallback = None
+        elif facts.vectors:
+            try:
+                return self._with_vectors()
+            except ProviderError as exc:
+                fallback = f"query embedding failed ({exc.message}): keyword search only"
+                self.rows = ChunkRows(self.store)
+        elif self.provider is not None:
+            fallback = "vectors are not built yet (run 'memindex index'): keyword search only"
+        hits = self._keyword(self.limit * 4, self.floor)
+        return self._envelope(self._finish(hits), "keyword", fallback)
+
+    def _absent_token(self) -> str | None:
+        """For a query made only of exact tokens (an ID, an error code, a path): the
+        first one if no chunk holds any of them as written, else None."""
+        q = self.q
+        if not q.exact or q.terms or q.required or q.cjk:
+            return None
+        phrases = tuple(p for p in q.exact_parts if p)
+        if not phrases:
+            return None
+        found = self.store.fts_search(KeywordQuery((), phrases), 200, self.wanted)
+        if any(needle in row.text.lower() for row in found for needle in q.exact):
+            return None
+        return q.exact[0]
+
+    def _parts(self) -> list[list[str] | None]:
+        """Both sources asked for and both present: search each on its own, so the
+        larger transcript corpus cannot push memory chunks out of the candidates."""
+        if self.facts.both_sources:
+            return [["memory"], ["sessions"]]
+        return [self.wanted]
+
+    def _keyword(self, pool: int, floor: float, *, break_ties: bool = True) -> list[Candidate]:
+        """Keyword candidates from each part of ``_parts`` (at least one)."""
+        parts = self._parts()
+        in_memory = None
+        snap, live = self.facts.snapshot, self.live
+        if snap is not None and snap.keywords is not None and live is not None:
+            in_memory = snap.keywords.search(live.tokens, self.q, pool, parts)
+        hits: list[Candidate] = []
+        for n, part in enumerate(parts):
+            hits += keyword_search(
+                self.store,
+                self.q,
+                self.rows,
+                limit=pool,
+                min_score=floor,
+                sources=part,
+                candidates=pool,
+                found=None if in_memory is None else in_memory[n],
+                break_ties=break_ties,
+            )
+        hits.sort(key=lambda h: -h.score)
+        return hits
+
+    def _with_vectors(self) -> SearchResponse:
+        """Hybrid (keyword and vector candidates fused), or vector only."""
+        provider = self.provider
+        assert provider is not None
+        req, h = self.req, self.cfg.hybrid
+        vector_only = req.mode == "vector"
+        pool = max(self.limit, self.limit * h.candidateMultiplier)
+        parts = self._parts()
+        # The query is embedded on a pool thread (llama.cpp and HTTP release the GIL)
+        # while this thread does the keyword half; the vector scan comes after it, so
+        # numpy's BLAS threads do not compete with Python for the cores.
+        from indexer.search.vector_memory import stored_neighbours
+        from providers.retry import RetryPolicy, call_with_retries
+
+        query = req.query
+        limit_s = self.cfg.provider.remote.queryTimeoutMs / 1000
+        job = _pool().submit(
+            call_with_retries,
+            lambda: provider.embed_query(query),
+            RetryPolicy(attempts=2, initial=0.2, maximum=1.0),
+        )
+        deadline = time.monotonic() + limit_s
+        rows = self.rows
+        # Weighted fusion scores each side on its own: the keyword order among equal
+        # BM25 scores does not matter to it (rank fusion uses it).
+        kw = [] if vector_only else self._keyword(pool, 0.0, break_ties=h.fusion == "rrf")
+        try:
+            qvec: npt.NDArray[np.float32] = job.result(
+                timeout=max(0.0, deadline - time.monotonic())
+            )[0]
+        except FutureTimeout as exc:
+            raise ProviderTimeout(f"query embedding took longer than {limit_s:g}s") from exc
+        snap = self.facts.snapshot
+        vec = None if snap is None else snap.vectors
+        found = (  # one pass for all parts; never waits for a reload
+            [hit for part in vec.search(qvec, pool, parts) for hit in part]
+            if vec is not None and vec.key == self.facts.versions[2]
+            else None
+        )
+        if found is not None:
+            near = [(cid, sim) for cid, sim, _ in found]
+            sources = {cid: source for cid, _, source in found}
+        else:
+            near = [
+                hit
+                for part in parts
+                for hit in stored_neighbours(self.store, qvec, pool, part, rows)
+            ]
+            # fuse() needs the source of the neighbours that are not keyword hits
+            known = {c.id for c in kw}
+            fresh = [cid for cid, _ in near if cid not in known]
+            rows.need(fresh)
+            sources = {cid: row.source for cid in fresh if (row := rows.get(cid)) is not None}
+        fused = fuse(
+            self.q,
+            kw,
+            sorted(near, key=lambda x: -x[1]),
+            sources,
+            rows,
+            min_score=self.floor,
+            fusion="weighted" if vector_only else h.fusion,
+            vector_weight=1.0 if vector_only else h.vectorWeight,
+            text_weight=0.0 if vector_only else h.textWeight,
+            rrf_k=h.rrfK,
+        )
+        return self._envelope(self._finish(fused), "vector" if vector_only else "hybrid", None)
+
+    def _finish(self, hits: list[Candidate]) -> list[SearchResult]:
+        """Decay, date boost, rerank, source balance and MMR (as configured), then
+        result objects; when both sources were searched, the same memory in both is
+        one result."""
+        req, qc, rows, limit = self.req, self.cfg.query, self.rows, self.limit
+        if qc.temporalDecay:
+            hits = apply_decay(hits, rows, qc.halfLifeDays)
+        periods = query_periods(req.query) if qc.dateBoost > 0 else ()
+        if periods and hits:
+            hits = boost_dated(hits, rows, periods, qc.dateBoost)
+        if self.cfg.rerank.provider and hits:
+            from indexer.search.rerank_stage import rerank
+
+            cache_dir = provider_spec(self.cfg).model_cache_dir
+            done = rerank(self.cfg.rerank, req.query, hits, rows, _pool(), cache_dir)
+            hits, self.notes["rerank"] = done.hits, done.info
+            if done.fallback:
+                self.notes["fallback"] = done.fallback
+        both = self.facts.both_sources
+        if both:
+            hits = balance_sources(hits, limit, qc.memoryShare)
+        if qc.mmr:
+            hits = mmr(hits, rows, limit, qc.mmrLambda)
+        if req.explain:
+            h = self.cfg.hybrid
+            self.notes["explain"] = {
+                "fusion": h.fusion,
+                "vectorWeight": h.vectorWeight,
+                "textWeight": h.textWeight,
+                "minScore": self.floor,
+                "temporalDecay": qc.temporalDecay,
+                "dateBoost": qc.dateBoost,
+                "dates": [period_text(p) for p in periods],
+                "mmr": qc.mmr,
+                "exactBoost": 1.0 + EXACT_BOOST,
+            }
+        if req.abstain or req.explain:
+            signal = round(relevance(list(self.q.words), hits, rows), 4)
+            self.notes["relevance"] = signal
+            if req.abstain and signal < qc.abstainBelow:
+                self.notes["abstained"] = (
+                    f"relevance {signal:.2f} is below query.abstainBelow "
+                    f"{qc.abstainBelow:g}: no result is likely to answer this"
+                )
+                return []
+        return render_results(
+            hits, self.q, limit, self.chars, rows, explain=req.explain, merge_sources=both
+        )
+
+    def _envelope(
+        self, results: list[SearchResult], mode: str, fallback: str | None
+    ) -> SearchResponse:
+        return _envelope(self.notes, self.provider, results, mode, fallback)
+
+
+def _envelope(
+    notes: dict[str, Any],
+    p: EmbeddingProvider | None,
+    results: list[SearchResult],
+    mode: str,
+    fallback: str | None,
+) -> SearchResponse:
+    if notes.get("fallback"):  # the rerank stage's
+        fallback = f"{fallback}; {notes['fallback']}" if fallback else notes["fallback"]
+    out: SearchResponse = {
+        "results": results,
+        "provider": p.id if p else None,
+        "model": p.model if p else None,
+        "mode": mode,
+        "fallback": fallback,
+    }
+    if "relevance" in notes:
+        out["relevance"] = notes["relevance"]
+    if notes.get("abstained"):
+        out["abstained"] = notes["abstained"]
+    if "explain" in notes:
+        out["explain"] = notes["explain"] | (
+            {"rerank": notes["rerank"]} if "rerank" in notes else {}
+        )
+    return out

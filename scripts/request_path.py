@@ -1,0 +1,128 @@
+"""Follow one search request through memindex's modules and count how often it goes
+back into a module it has already left (an architecture measure, issue #37).
+
+How it counts: a profiler hook sees every Python function call made while
+``Searcher.search`` answers one query on a small index. A call from function f in
+module A to function g in module B (A != B, both in ``indexer``) is a step of the
+request's path, counted once however often it repeats (a loop is read once); the
+first step into B enters it, and every other step into B is a re-entry: the
+request left B and came back. Calls inside a module, into the standard library or
+numpy, and returns are not steps. The modules a request passes
+through only to build records (``api``, ``store.records``, ``search.candidates``:
+dataclasses and TypedDicts) are not counted: a value crossing a boundary is not
+control going back.
+
+    .venv/bin/python scripts/request_path.py            # keyword search
+    .venv/bin/python scripts/request_path.py --hybrid   # with the local test model
+
+Prints each module's entries and the total re-entries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+RECORDS = ("indexer.api", "indexer.store.records", "indexer.search.candidates")
+
+
+def _module(frame: FrameType) -> str:
+    return str(frame.f_globals.get("__name__", ""))
+
+
+Step = tuple[str, str, str, str]  # caller module, caller function, callee module, callee
+
+
+def trace(run: Any) -> list[Step]:
+    """Every cross-module call ``run()`` makes, in order."""
+    steps: list[Step] = []
+
+    def hook(frame: FrameType, event: str, arg: object) -> None:
+        if event != "call" or frame.f_back is None:
+            return
+        callee, caller = _module(frame), _module(frame.f_back)
+        if callee.startswith("indexer") and caller.startswith("indexer") and callee != caller:
+            steps.append(
+                (caller, frame.f_back.f_code.co_qualname, callee, frame.f_code.co_qualname)
+            )
+
+    sys.setprofile(hook)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return steps
+
+
+def count(steps: list[Step]) -> tuple[Counter[str], int]:
+    """Entries per module (each distinct caller function -> callee function crossing
+    once: a loop is one step) and the re-entries: entries after a module's first."""
+    entries: Counter[str] = Counter()
+    seen = set()
+    for step in steps:
+        if step[2].startswith(RECORDS) or step in seen:
+            continue
+        seen.add(step)
+        entries[step[2]] += 1
+    return entries, sum(n - 1 for n in entries.values())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--hybrid", action="store_true", help="embed with the local test model")
+    ap.add_argument("--steps", action="store_true", help="print every step")
+    a = ap.parse_args()
+
+    from indexer.config_file import parse_config
+    from indexer.engine import MemoryIndex
+    from indexer.selection import select_provider
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp) / "ws"
+        (ws / "memory").mkdir(parents=True)
+        (ws / "MEMORY.md").write_text(
+            "# Memory\n\nThe deploy key rotates on Fridays; ask Dana before rotating.\n",
+            encoding="utf-8",
+        )
+        for day in range(1, 6):
+            (ws / "memory" / f"2026-11-0{day}.md").write_text(
+                f"# Day {day}\n\nWe talked about the heron at the lake on day {day}.\n"
+                "Dana fixed the deploy pipeline; error ERR-4411 went away.\n",
+                encoding="utf-8",
+            )
+        raw: dict[str, Any] = {
+            "workspace": str(ws),
+            "indexPath": str(Path(tmp) / "index.sqlite"),
+            "provider": {"name": "none"},
+        }
+        if a.hybrid:
+            model = Path.home() / ".cache/memindex/models/all-MiniLM-L6-v2-f32.gguf"
+            raw["provider"] = {"name": "local", "local": {"modelPath": str(model)}}
+        cfg = parse_config(raw)[0]
+        provider = None
+        if a.hybrid:
+            provider = select_provider(cfg).provider
+        with MemoryIndex(cfg, provider=provider) as idx:
+            idx.sync()
+            idx.search("heron lake")  # warm: first-use imports and caches
+            steps = trace(lambda: idx.search("who fixed the deploy pipeline"))
+    if a.steps:
+        for step in steps:
+            print(step)
+    entries, again = count(steps)
+    for mod, n in entries.most_common():
+        print(f"{n:3d}  {mod}")
+    print(f"re-entries: {again} (distinct steps into another module: {sum(entries.values())})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
