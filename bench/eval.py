@@ -158,7 +158,7 @@ def with_store(cfg: Config, store: str, agent: str) -> Config:
     if cfg.indexPath is not None and Path(cfg.indexPath).exists():
         from indexer.indexing.transfer import copy_cache
         from indexer.store.backend import backend_for
-        from indexer.store.sqlite import Store
+        from indexer.store.sqlite.store import Store
 
         with (
             Store(Path(cfg.indexPath), readonly=True) as src,

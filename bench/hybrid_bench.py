@@ -38,7 +38,7 @@ from indexer.engine import MemoryIndex  # noqa: E402
 from indexer.sources.text import index_text  # noqa: E402
 from indexer.store import ChunkRow, FileState  # noqa: E402
 from indexer.store.backend import backend_for  # noqa: E402
-from indexer.store.interface import IndexStore  # noqa: E402
+from indexer.store.base import IndexStore  # noqa: E402
 from providers.base import EmbeddingProvider, Vectors, normalize  # noqa: E402
 
 DIMS = 384

@@ -1,9 +1,10 @@
 """Configuration types: one immutable ``Config`` per agent, its sections, and
 ``Settings`` (every agent a daemon serves). Read by ``config_file.py``.
 
-Key names follow OpenClaw's ``memorySearch`` settings where they overlap; every key
-and its default is listed in ``config/memindex.toml``. Unknown keys are an error
-(a typo must not silently fall back to a default).
+The sections and every key's default, range and meaning are in
+``config_sections`` (the one schema; ``config/memindex.toml`` and the README's table
+are written from it). Unknown keys are an error (a typo must not silently fall back
+to a default).
 """
 
 from __future__ import annotations
@@ -15,18 +16,41 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from indexer.config_sections import (
+    CacheConfig,
+    ChunkingConfig,
+    HybridConfig,
+    LimitsConfig,
+    LocalProviderConfig,
+    ProviderConfig,
+    QueryConfig,
+    RemoteProviderConfig,
+    RerankConfig,
+    ServerConfig,
+    SessionsConfig,
+    StoreConfig,
+    SyncConfig,
+    setting,
+)
 from indexer.errors import ConfigError, WorkspaceError
 
 __all__ = [
-    "ServerConfig",
-    "SessionsConfig",
-    "Settings",
-    "SyncConfig",
+    "CacheConfig",
     "ChunkingConfig",
     "Config",
     "ExtraPath",
+    "HybridConfig",
     "LimitsConfig",
+    "LocalProviderConfig",
+    "ProviderConfig",
     "QueryConfig",
+    "RemoteProviderConfig",
+    "RerankConfig",
+    "ServerConfig",
+    "SessionsConfig",
+    "Settings",
+    "StoreConfig",
+    "SyncConfig",
     "default_config_path",
     "state_dir",
 ]
@@ -51,143 +75,41 @@ class ExtraPath:
 
 
 @dataclass(frozen=True)
-class ChunkingConfig:
-    tokens: int = 400
-    overlap: int = 80
-
-
-@dataclass(frozen=True)
-class QueryConfig:
-    maxResults: int = 6
-    minScore: float = 0.35
-    maxSnippetChars: int = 700
-    memoryShare: float = 0.5  # slots kept for memory files against transcripts
-    temporalDecay: bool = False
-    halfLifeDays: float = 30.0
-    mmr: bool = False
-    mmrLambda: float = 0.7
-    # A dated daily log inside a period the query names ("in March 2026") ranks as
-    # if 1 + dateBoost times stronger; 0: off (docs/RETRIEVAL.md, "Dates").
-    dateBoost: float = 0.5
-    # abstain: true answers with no results when the query's relevance signal
-    # (docs/RETRIEVAL.md, "Abstention") is below this.
-    abstainBelow: float = 0.3
-
-
-@dataclass(frozen=True)
-class LimitsConfig:
-    maxFileBytes: int = 8 * 1024 * 1024
-    maxGetBytes: int = 1024 * 1024  # memory_get returns at most this much text
-    allowHardLinks: bool = False  # index and serve files that have more than one name
-
-
-@dataclass(frozen=True)
-class SessionsConfig:
-    enabled: bool = True
-    dir: str = ""  # default ~/.openclaw/agents/<agent>/sessions
-    deltaBytes: int = 100_000
-    deltaMessages: int = 50
-    idleFlushMs: int = 60_000  # index a smaller delta once the file has been quiet this long
-    includeRotated: bool = True  # *.jsonl.reset.* and *.jsonl.deleted.*
-    # OpenClaw 2026.9+: the agent's database (default <dir>/../agent/openclaw-agent.sqlite)
-    database: str = ""
-
-
-@dataclass(frozen=True)
-class LocalProviderConfig:
-    modelPath: str = ""  # a .gguf file or hf:<owner>/<repo>/<file>.gguf
-    modelCacheDir: str = ""  # default $XDG_CACHE_HOME/memindex/models (~/.cache/...)
-    threads: int = 0  # 0 = all cores
-    queryPrefix: str = ""  # put before a query ("" = the model file's own, if any)
-    documentPrefix: str = ""  # put before a chunk ("" = the model file's own, if any)
-
-
-@dataclass(frozen=True)
-class RemoteProviderConfig:
-    baseUrl: str = ""
-    apiKey: str = ""  # prefer the environment variables
-    timeoutMs: int = 60_000
-    queryTimeoutMs: int = 5_000  # a search waits this long for its query vector
-    batch: bool = False  # use the provider's batch API (cheaper, slower) for indexing
-    batchTimeoutMs: int = 3_600_000  # `memindex index` waits this long for batch jobs
-
-
-@dataclass(frozen=True)
-class ProviderConfig:
-    name: str = "auto"  # auto | local | openai | gemini | voyage | none
-    fallback: str = "none"  # used when the provider above cannot be built
-    model: str = ""
-    dims: int = 0
-    local: LocalProviderConfig = field(default_factory=LocalProviderConfig)
-    remote: RemoteProviderConfig = field(default_factory=RemoteProviderConfig)
-
-
-@dataclass(frozen=True)
-class HybridConfig:
-    enabled: bool = True
-    # Measured (bench/eval.py, local MiniLM, docs/RETRIEVAL.md): with both sides
-    # scaled per query, 0.3/0.7 gave SciFact-dev nDCG@10 0.725 and LoCoMo-dev
-    # recall@10 0.879 / MRR@10 0.750, ahead of 0.2/0.8, 0.4/0.6, 0.5/0.5 and RRF.
-    vectorWeight: float = 0.3
-    textWeight: float = 0.7
-    candidateMultiplier: int = 4
-    fusion: str = "weighted"  # weighted | rrf
-    rrfK: int = 60
-
-
-@dataclass(frozen=True)
-class RerankConfig:
-    """A second opinion on the fused candidates (off unless ``provider`` is set)."""
-
-    provider: str = ""  # "" (off) | voyage | http (Jina/Cohere/TEI/llama.cpp /rerank) | local
-    model: str = ""  # voyage: rerank-2.5; http: the server's model; local: a .gguf path
-    baseUrl: str = ""  # voyage: https://api.voyageai.com/v1; http: required (POST <baseUrl>/rerank)
-    apiKey: str = ""  # prefer VOYAGE_API_KEY / MEMINDEX_RERANK_API_KEY
-    candidates: int = 40  # the best this many fused candidates are reranked
-    blend: str = "rank"  # rank (by fused position) | fixed (weight)
-    weight: float = 0.6  # fixed blend: weight x rerank + (1 - weight) x fused
-    timeoutMs: int = 3_000  # then the fused order, with a fallback reason
-    maxChars: int = 4_000  # of each chunk sent
-    cacheEntries: int = 20_000  # rerank scores kept per process
-
-
-@dataclass(frozen=True)
-class CacheConfig:
-    maxEntries: int = 50_000
-
-
-@dataclass(frozen=True)
-class SyncConfig:
-    watchDebounceMs: int = 1500
-    watcher: str = "auto"  # auto | inotify | polling
-    pollIntervalMs: int = 2000
-    rescanMs: int = 300_000  # the daemon syncs this often even with no event; 0: never
-
-
-@dataclass(frozen=True)
-class ServerConfig:
-    socket: str = ""  # default $XDG_RUNTIME_DIR/memindex.sock, else <stateDir>/memindex.sock
-    maxRequestBytes: int = 1024 * 1024
-    maxReplyBytes: int = 16 * 1024 * 1024  # one reply (and one batch's replies) at most
-    maxConnections: int = 256
-    idleTimeoutMs: int = 300_000
-
-
-@dataclass(frozen=True)
-class StoreConfig:
-    url: str = ""  # postgresql://...: the shared database (else MEMINDEX_DATABASE_URL, else SQLite)
-    readUrl: str = ""  # a replica that serves searches (writes always go to ``url``)
-    poolSize: int = 10  # connections per agent and process
-
-
-@dataclass(frozen=True)
 class Config:
-    workspace: Path | None = None
-    agentId: str | None = None
-    stateDir: Path | None = None
-    indexPath: Path | None = None
-    extraPaths: tuple[ExtraPath, ...] = ()
-    ignore: tuple[str, ...] = ()
+    workspace: Path | None = setting(
+        None,
+        "the agent workspace holding MEMORY.md / memory.md / memory/**/*.md; default "
+        "--workspace, else ~/.openclaw/workspace when it exists",
+        example='"~/.openclaw/workspace"',
+    )
+    agentId: str | None = setting(
+        None,
+        "names the index file <stateDir>/<agentId>.sqlite; without it the name comes from "
+        "the workspace (main for ~/.openclaw/workspace), so two workspaces never share one",
+        example='"main"',
+    )
+    stateDir: Path | None = setting(
+        None,
+        "where index files live; default $XDG_STATE_HOME/memindex or ~/.local/state/memindex "
+        "(macOS: ~/Library/Application Support/memindex)",
+        example='"~/.local/state/memindex"',
+    )
+    indexPath: Path | None = setting(
+        None,
+        "an explicit index file (overrides stateDir/agentId)",
+        example='"/path/to/index.sqlite"',
+    )
+    extraPaths: tuple[ExtraPath, ...] = setting(
+        (),
+        "more Markdown: files, directories (walked recursively), or {path, pattern} with a "
+        "glob relative to path; outside the workspace they appear as extra/<name>/<rel>",
+        example='["~/notes", "~/projects/plan.md", { path = "~/wiki", pattern = "**/*.md" }]',
+    )
+    ignore: tuple[str, ...] = setting(
+        (),
+        "more names or relative-path globs to skip, on top of the built-in "
+        + ", ".join(DEFAULT_IGNORE_DIRS),
+    )
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
     query: QueryConfig = field(default_factory=QueryConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import fields, replace
+from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +31,8 @@ from indexer.config import (
     default_config_path,
     is_database_url,
 )
+from indexer.config_sections import choices_of, range_of
 from indexer.errors import ConfigError
-from providers.names import ORDER as PROVIDERS
 
 __all__ = ["load_config", "load_settings", "parse_config"]
 
@@ -138,8 +138,6 @@ def parse_config(
     if sessions.database:
         sessions = replace(sessions, database=str(_expand(sessions.database, base)))
     sync = _section(data, "sync", SyncConfig, where)
-    if sync.watcher not in ("auto", "inotify", "polling"):
-        raise ConfigError(f"{where}: sync.watcher must be auto, inotify or polling")
     server = _section(data, "server", ServerConfig, where)
     provider_raw = data.pop("provider", {})
     if not isinstance(provider_raw, dict):
@@ -154,20 +152,9 @@ def parse_config(
         local=local,
         remote=remote,
     )
-    for key, value, allowed in (
-        ("fallback", provider.fallback, (*PROVIDERS, "none")),
-        ("name", provider.name, ("auto", *PROVIDERS, "none")),
-    ):
-        if value not in allowed:
-            raise ConfigError(f"{where}: provider.{key} must be one of {', '.join(allowed)}")
     hybrid = _section(data, "hybrid", HybridConfig, where)
-    if hybrid.fusion not in ("weighted", "rrf"):
-        raise ConfigError(f"{where}: hybrid.fusion must be weighted or rrf")
     rerank = _section(data, "rerank", RerankConfig, where)
-    if rerank.provider not in ("", "voyage", "http", "local"):
-        raise ConfigError(f"{where}: rerank.provider must be voyage, http or local")
-    if rerank.blend not in ("rank", "fixed"):
-        raise ConfigError(f"{where}: rerank.blend must be rank or fixed")
+    _check_values(rerank, "rerank.", where)  # its provider, before what it needs
     if rerank.provider == "http" and not rerank.baseUrl:
         raise ConfigError(f"{where}: rerank.provider http needs rerank.baseUrl")
     if rerank.provider == "local" and not rerank.model:
@@ -277,65 +264,39 @@ def _valid_agent_id(value: str) -> bool:
     return bool(_AGENT_ID.match(value))
 
 
-# Every numeric key's allowed range (inclusive; None = unbounded). Floats must also
-# be finite: NaN compares false with everything and would pass a plain range check.
-_RANGES: dict[str, tuple[float | None, float | None]] = {
-    "chunking.tokens": (16, 8192),
-    "query.maxResults": (1, 200),
-    "query.minScore": (0.0, 1.0),
-    "query.maxSnippetChars": (80, 100_000),
-    "query.memoryShare": (0.0, 1.0),
-    "query.halfLifeDays": (0.001, None),
-    "query.mmrLambda": (0.0, 1.0),
-    "query.abstainBelow": (0.0, 1.0),
-    "query.dateBoost": (0.0, 10.0),
-    "rerank.candidates": (1, 200),
-    "rerank.weight": (0.0, 1.0),
-    "rerank.timeoutMs": (1, None),
-    "rerank.maxChars": (16, 100_000),
-    "rerank.cacheEntries": (0, None),
-    "limits.maxFileBytes": (1024, None),
-    "limits.maxGetBytes": (1024, 64 * 1024 * 1024),
-    "sessions.deltaBytes": (1, None),
-    "sessions.deltaMessages": (1, None),
-    "sessions.idleFlushMs": (0, None),
-    "provider.dims": (0, 8192),
-    "provider.local.threads": (0, 1024),
-    "provider.remote.timeoutMs": (1, None),
-    "provider.remote.queryTimeoutMs": (1, None),
-    "provider.remote.batchTimeoutMs": (1, None),
-    "hybrid.vectorWeight": (0.0, 1.0),
-    "hybrid.textWeight": (0.0, 1.0),
-    "hybrid.candidateMultiplier": (1, 20),
-    "hybrid.rrfK": (1, None),
-    "cache.maxEntries": (0, None),
-    "sync.watchDebounceMs": (0, 3_600_000),
-    "sync.pollIntervalMs": (50, 3_600_000),
-    "sync.rescanMs": (0, 86_400_000),
-    "server.maxRequestBytes": (1024, 64 * 1024 * 1024),
-    "server.maxReplyBytes": (64 * 1024, 1024 * 1024 * 1024),
-    "server.maxConnections": (1, 100_000),
-    "server.idleTimeoutMs": (1000, None),
-}
-
-
-def _check_ranges(cfg: Config, where: str) -> None:
-    for key, (lo, hi) in _RANGES.items():
-        obj: Any = cfg
-        for part in key.split("."):
-            obj = getattr(obj, part)
-        value = float(obj)
+def _check_values(section: Any, prefix: str, where: str) -> None:
+    """Every key of ``section`` (and its nested sections) against its range or choices
+    in the schema (``config_sections``). Floats must also be finite: NaN compares false
+    with everything and would pass a plain range check."""
+    for f in fields(section):
+        value = getattr(section, f.name)
+        key = f"{prefix}{f.name}"
+        if is_dataclass(value):
+            _check_values(value, f"{key}.", where)
+            continue
+        allowed = choices_of(f)
+        if allowed is not None and value not in allowed:
+            words = ", ".join(c or '""' for c in allowed)
+            raise ConfigError(f"{where}: '{key}' must be one of {words} (got {value!r})")
+        bounds = range_of(f)
+        if bounds is None:
+            continue
+        lo, hi = bounds
+        number = float(value)
         if (
-            not math.isfinite(value)
-            or (lo is not None and value < lo)
-            or (hi is not None and value > hi)
+            not math.isfinite(number)
+            or (lo is not None and number < lo)
+            or (hi is not None and number > hi)
         ):
-            bounds = f"{lo:g} .. {hi:g}" if hi is not None else f">= {lo:g}"
-            raise ConfigError(f"{where}: '{key}' must be {bounds} (got {obj!r})")
+            told = f"{lo:g} .. {hi:g}" if hi is not None else f">= {lo:g}"
+            raise ConfigError(f"{where}: '{key}' must be {told} (got {value!r})")
 
 
 def _validate(cfg: Config, where: str) -> None:
-    _check_ranges(cfg, where)
+    for f in fields(cfg):
+        value = getattr(cfg, f.name)
+        if is_dataclass(value):
+            _check_values(value, f"{f.name}.", where)
     c = cfg.chunking
     if not 0 <= c.overlap < c.tokens:
         raise ConfigError(f"{where}: chunking.overlap must be >= 0 and below chunking.tokens")

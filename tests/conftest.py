@@ -95,7 +95,7 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
     srv = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
     yield srv
-    from indexer.store.pg_connect import close_pools
+    from indexer.store.postgres.connect import close_pools
 
     close_pools()
 
@@ -109,7 +109,7 @@ def pg_url(pg_server: Any) -> Any:
     name = f"t{next(_PG_DBS)}"
     pg_server.psql(f"CREATE DATABASE {name};")
     yield pg_server.get_uri(name)
-    from indexer.store.pg_connect import close_pools
+    from indexer.store.postgres.connect import close_pools
 
     close_pools()
     pg_server.psql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE);")

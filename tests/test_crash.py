@@ -29,7 +29,7 @@ from indexer.config import Config, SessionsConfig
 from indexer.engine import MemoryIndex
 from indexer.errors import StoreError
 from indexer.store import Store
-from indexer.store.generations import abandoned
+from indexer.store.sqlite.generations import abandoned
 
 N_FILES = 600
 SEED = int(os.environ.get("MEMINDEX_CRASH_SEED", "20261121"))

@@ -19,7 +19,7 @@ from test_crash import N_FILES, SEED, assert_every_message_found, config_file, w
 
 from indexer.config import Config, SessionsConfig, StoreConfig
 from indexer.engine import MemoryIndex
-from indexer.store.postgres import PostgresBackend
+from indexer.store.postgres.backend import PostgresBackend
 
 PUBLISHED = "agent=%s AND gen=(SELECT published FROM agents WHERE agent=%s)"
 

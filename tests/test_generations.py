@@ -14,7 +14,7 @@ from daemon_util import wait_for
 from indexer.config import ChunkingConfig, Config
 from indexer.engine import MemoryIndex
 from indexer.store import Store
-from indexer.store.generations import cleanup, current_file
+from indexer.store.sqlite.generations import cleanup, current_file
 
 
 def many(workspace: Path, n: int = 40) -> None:

@@ -2,8 +2,9 @@
 
 Layers, lowest first (a module may import its own group and any lower layer):
 
-0. ``errors``, ``config``, ``config_file``, ``openclaw`` — what everything reads (these
-   may import each other; the cycle check still applies);
+0. ``errors``, ``config`` (with its schema ``config_sections`` and ``config_docs``),
+   ``config_file``, ``openclaw`` — what everything reads (these may import each other;
+   the cycle check still applies);
 1. ``api`` (the request/response types and method table), ``selection`` (which
    embedding provider) — over ``providers/``;
 2. ``sources/`` and ``store/`` — side by side, neither imports the other;
@@ -26,6 +27,8 @@ GROUPS = {
     "errors": 0,
     "config": 0,
     "config_file": 0,
+    "config_sections": 0,
+    "config_docs": 0,
     "openclaw": 0,
     "api": 1,
     "selection": 1,
@@ -162,4 +165,45 @@ def test_the_checker_sees_a_wrong_way_import(tmp_path: Path) -> None:
     assert wrong_way(known) == [
         "indexer.store.probe (store) -> indexer.search.query (search)",
         "providers.probe -> indexer.config",
+    ]
+
+
+MAX_LINES = 400
+DRIVERS = ("apsw", "sqlite3", "psycopg", "psycopg_pool", "sqlite_vec")
+
+
+def test_no_module_is_longer_than_a_reader_holds() -> None:
+    long = sorted(
+        f"{m} ({n} lines)"
+        for m, p in modules().items()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    )
+    assert long == [], f"split these modules (at most {MAX_LINES} lines): {long}"
+
+
+def driver_imports(known: dict[str, Path]) -> list[str]:
+    """Modules outside ``indexer.store`` that import a database driver."""
+    return sorted(
+        {
+            f"{mod} -> {top}"
+            for mod, path in known.items()
+            if not mod.startswith("indexer.store")
+            for top in (t.split(".")[0] for t in imports(mod, path))
+            if top in DRIVERS
+        }
+    )
+
+
+def test_only_the_store_imports_a_database_driver() -> None:
+    wrong = driver_imports(modules())
+    assert wrong == [], "database drivers imported outside indexer/store:\n" + "\n".join(wrong)
+
+
+def test_the_driver_check_bites(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f():\n    import apsw\n    from psycopg import sql\n", encoding="utf-8")
+    known = {"indexer.search.probe": probe, "indexer.store.fine": probe}
+    assert driver_imports(known) == [
+        "indexer.search.probe -> apsw",
+        "indexer.search.probe -> psycopg",
     ]

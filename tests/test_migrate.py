@@ -146,7 +146,7 @@ def test_migrate_refuses_to_overwrite_or_to_race(
     assert code == 2 and "already has an index" in err and "--replace" in err
 
     from indexer.config_file import load_config
-    from indexer.store.postgres import PostgresBackend
+    from indexer.store.postgres.backend import PostgresBackend
 
     cfg = load_config(_config(tmp_path, fake, "pg.toml", url=pg_url))
     with PostgresBackend(pg_url, "main").open() as writer:  # a daemon writing the agent
@@ -178,7 +178,7 @@ def test_migrating_a_damaged_index_names_it_and_copies_nothing(
     code, _, err = cli("--config", str(on_sqlite), "migrate", "--to", pg_url)
     assert code == 2 and "Traceback" not in err, err
     assert str(index) in err and "damaged" in err and "memindex index --force" in err, err
-    from indexer.store.postgres import PostgresBackend
+    from indexer.store.postgres.backend import PostgresBackend
 
     backend = PostgresBackend(pg_url, "main")
     if backend.exists():  # the agent's row, made to hold the lock: no rows in it

@@ -17,8 +17,8 @@ from conftest import Runner, cli_json, write
 from daemon_util import DaemonProc, child_env, daemon_config, rpc, search_paths, wait_for
 
 from indexer.store import ChunkRow, FileState
-from indexer.store.pg_search import HNSW_MIN
-from indexer.store.postgres import PostgresBackend
+from indexer.store.postgres.backend import PostgresBackend
+from indexer.store.postgres.search import HNSW_MIN
 
 
 def _with_user(url: str, user: str, password: str) -> str:
@@ -65,7 +65,7 @@ def test_searches_read_from_read_url_and_writes_go_to_url(
         hits = cli_json(cli, "--config", c, "search", "repainted", "--json")["results"]
         assert [h["path"] for h in hits] == ["memory/2026-11-02.md"]
     finally:
-        from indexer.store.pg_connect import close_pools
+        from indexer.store.postgres.connect import close_pools
 
         close_pools()
 

@@ -7,7 +7,7 @@ import pytest
 
 from indexer.errors import StoreError
 from indexer.store import ChunkRow, FileState, Store
-from indexer.store.migrations import MIGRATIONS
+from indexer.store.sqlite.migrations import MIGRATIONS
 
 
 def vec(*xs: float) -> bytes:

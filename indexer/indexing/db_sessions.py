@@ -27,10 +27,11 @@ from collections.abc import Callable
 
 from indexer.config import Config
 from indexer.indexing.transcripts import SessionReport, transcript_rows
-from indexer.sources.openclaw_db import AgentDb, DbSession, db_path, is_db_path, render_events
+from indexer.sources.openclaw_db import db_path, is_db_path, render_events
 from indexer.sources.sessions import SESSIONS_SOURCE
 from indexer.sources.tokenizer import TokenCounter
 from indexer.store import FileState, IndexStore, SessionCursor
+from indexer.store.openclaw_db import AgentDb, DbSession
 
 __all__ = ["is_db_path", "sync_db_sessions"]
 

@@ -14,17 +14,15 @@ generation nobody reads until the caller publishes it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
 from indexer.errors import IndexCorrupt, InvalidParams, index_damaged
 from indexer.sources.text import index_text
-from indexer.store.interface import IndexStore
+from indexer.store.base import IndexStore
 from indexer.store.records import ChunkRow, FileState
-from indexer.store.sqlite import Store
+from indexer.store.sqlite.store import Store
 
 if TYPE_CHECKING:
     from indexer.config import Config
@@ -74,7 +72,7 @@ def migrate_agent(
     publish it there. Holds the agent's writer lock in the database throughout, so a
     daemon already writing the agent there makes this fail rather than race it."""
     from indexer.store.backend import SqliteBackend
-    from indexer.store.postgres import PostgresBackend
+    from indexer.store.postgres.backend import PostgresBackend
 
     source = SqliteBackend(cfg.resolved_index_path())
     if not source.exists():
@@ -121,9 +119,9 @@ def copy_index(
         # vectors need sqlite-vec to be read: without it they are left to be embedded
         dims = src.vector_dims() if src.vec_version is not None else None
         with dst.batch() as commit:
-            for key, value in src.db.execute("SELECT key, value FROM meta"):
+            for key, value in src.export_meta():
                 if key not in _OWN_META:
-                    dst.meta_set(str(key), str(value))
+                    dst.meta_set(key, value)
             _copy_files(src, dst, report, commit, progress)
             for c in src.session_cursors().values():
                 dst.put_session_cursor(c)
@@ -131,10 +129,8 @@ def copy_index(
             for s in src.skipped():
                 dst.record_skip(s["path"], s["source"], s["reason"])
                 report.skipped += 1
-            for job_id, provider, hashes in src.db.execute(
-                "SELECT id, provider, hashes FROM batch_jobs"
-            ):
-                dst.save_batch_job(str(job_id), str(provider), list(json.loads(hashes)))
+            for job_id, provider, hashes in src.export_batch_jobs():
+                dst.save_batch_job(job_id, provider, hashes)
                 report.batch_jobs += 1
             commit()
             report.cache = copy_cache(src, dst, commit)
@@ -151,22 +147,10 @@ def _copy_files(
     commit: Callable[[], None],
     progress: Callable[[int, int], None] | None,
 ) -> None:
-    files = {
-        str(p): (str(s), FileState(str(h), int(m), int(z)), int(n))
-        for p, s, h, m, z, n in src.db.execute(
-            "SELECT path, source, hash, mtime_ns, size, lines FROM files"
-        )
-    }
-    rows = src.db.execute(
-        "SELECT path, start_line, end_line, heading, hash, text, lines FROM chunks "
-        "ORDER BY path, id"
-    )
+    files = src.export_files()
     done: set[str] = set()
-    for path, group in groupby(rows, key=lambda r: str(r[0])):
-        chunks = [
-            ChunkRow(int(a), int(b), str(h), str(x), str(t), index_text(str(t)), m)
-            for _, a, b, h, x, t, m in group
-        ]
+    for path, exported in src.export_chunks():
+        chunks = [ChunkRow(a, b, x, h, t, index_text(t), m) for a, b, x, h, t, m in exported]
         if path not in files:
             report.orphans += len(chunks)
             continue
@@ -199,11 +183,8 @@ def copy_cache(src: Store, dst: IndexStore, commit: Callable[[], None]) -> int:
     """Every embedding cache entry of ``src`` into ``dst`` (``commit`` after each page,
     as ``dst.batch()`` yields it); returns how many."""
     n = 0
-    rows = src.db.execute(
-        "SELECT provider, dims, hash, vector FROM embedding_cache ORDER BY provider, dims"
-    )
-    for (provider, dims), group in groupby(rows, key=lambda r: (str(r[0]), int(r[1]))):
-        for part in _pages(((str(h), bytes(v)) for _, _, h, v in group), _VECTORS_PER_READ):
+    for provider, dims, entries in src.export_cache():
+        for part in _pages(entries, _VECTORS_PER_READ):
             dst.cache_put(provider, dims, part)
             n += len(part)
             commit()
@@ -219,16 +200,7 @@ def _copy_vectors(src: Store, dst: IndexStore, commit: Callable[[], None]) -> in
         if not pending:
             return n
         after = pending[-1][0]
-        hashes = sorted({h for _, h, _ in pending})
-        marks = ",".join("?" * len(hashes))
-        by_hash: dict[str, bytes] = {
-            str(h): bytes(v)
-            for h, v in src.db.execute(
-                "SELECT c.hash, v.embedding FROM chunks c JOIN chunks_vec v ON v.rowid = c.id "
-                f"WHERE c.hash IN ({marks}) GROUP BY c.hash",
-                hashes,
-            )
-        }
+        by_hash = src.vectors_by_hash(sorted({h for _, h, _ in pending}))
         rows = [(i, by_hash[h]) for i, h, _ in pending if h in by_hash]
         if rows:
             dst.put_vectors(rows)

@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from indexer.store import IndexStore, SearchRow
+from indexer.store import SearchRow
+from indexer.store.base import FilesAndChunks
 
 __all__ = ["Candidate", "ChunkRows"]
 
@@ -51,7 +52,7 @@ class Candidate:
 class ChunkRows:
     """The chunk rows of one search, each read from the store at most once."""
 
-    def __init__(self, store: IndexStore, known: Iterable[SearchRow] = ()) -> None:
+    def __init__(self, store: FilesAndChunks, known: Iterable[SearchRow] = ()) -> None:
         self._store = store
         self._rows: dict[int, SearchRow] = {r.id: r for r in known}
         self._gone: set[int] = set()

@@ -13,7 +13,7 @@ from indexer.sources import safefs
 from indexer.sources.chunking import split_lines
 from indexer.sources.discovery import resolve_get_path
 from indexer.sources.files import read_text
-from indexer.sources.openclaw_db import AgentDb, is_db_path, parse_db_path, render_events
+from indexer.sources.openclaw_db import is_db_path, parse_db_path, render_events
 from indexer.sources.sessions import (
     SESSIONS_SOURCE,
     is_transcript_name,
@@ -21,6 +21,7 @@ from indexer.sources.sessions import (
     read_lines,
     rendered_line,
 )
+from indexer.store.openclaw_db import AgentDb
 
 __all__ = ["get_lines", "read_document"]
 

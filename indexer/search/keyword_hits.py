@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from indexer.search.candidates import Candidate, ChunkRows
 from indexer.search.query import ParsedQuery
 from indexer.search.snippets import has_word_with_prefix
-from indexer.store import IndexStore, SearchRow
+from indexer.store import SearchRow
+from indexer.store.base import KeywordIndex
 
 __all__ = ["EXACT_BOOST", "bm25_to_score", "boosted_bm25", "classify", "keyword_search"]
 
@@ -48,7 +49,7 @@ def classify(row: SearchRow, q: ParsedQuery) -> tuple[bool, bool, int]:
 
 
 def keyword_search(
-    store: IndexStore,
+    store: KeywordIndex,
     q: ParsedQuery,
     rows: ChunkRows,
     *,

@@ -24,16 +24,21 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import apsw
-
 from indexer.errors import MemindexError
 from indexer.search.keywords import MIN_CHUNKS, KeywordPart
 from indexer.search.refresher import Refresher
 from indexer.search.vector_memory import VectorPart
-from indexer.store import IndexStore
+from indexer.store import STORE_ERRORS, IndexStore
 from indexer.store.tokens import Tokenizer
 
 __all__ = ["LiveIndex", "Snapshot"]
+
+_UPDATE_ERRORS: tuple[type[BaseException], ...] = (
+    *STORE_ERRORS,
+    OSError,
+    ValueError,
+    MemindexError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +89,7 @@ class LiveIndex:
         try:
             with reopen() as store:
                 self.update(store)
-        except (apsw.Error, OSError, ValueError, MemindexError) as exc:
+        except _UPDATE_ERRORS as exc:
             # ``update`` never raises: opening the file failed (replaced or removed
             # by a rebuild); the next search tries again.
             log.warning("updating the in-memory snapshot failed: %s", exc)

@@ -1,23 +1,18 @@
-"""The index file: one SQLite database per agent. The only package that writes SQL.
+"""Where the index lives: the only package that imports a database driver or runs SQL.
 
-Split by concern, each a class the next builds on: ``base`` (connection, pragmas,
-migrations, transactions, meta), ``chunks`` (files, chunks and their FTS rows,
-transcript cursors, skipped files), ``vectors`` (sqlite-vec, the embedding cache,
-batch jobs) and ``sqlite`` (``Store``: all of them, keyword search, health checks).
-``records`` holds the row types every caller uses; ``interface`` the ``IndexStore``
-protocol the write and read paths are written against (``Store`` implements it);
-``qmd_catalogue`` QMD's documents table for ``memindex-qmd``.
+``base`` is the interface the write and read paths are written against: the
+``IndexStore`` protocol, made of small parts (files and chunks, the change feed,
+cursors and skips, keyword search, vectors, the embedding cache and batch jobs,
+upkeep). ``sqlite`` implements it in one file per agent, ``postgres`` in one shared
+database; ``backend`` is the factory (``backend_for``: which one an agent's config
+names, its generations and its one-writer lock, ``writer_lock``). ``records`` holds
+the row types every caller uses; ``openclaw_db`` reads OpenClaw's own agent database.
 
-Opened through apsw (a binding that bundles a current SQLite with FTS5 and can load
-extensions on Linux and macOS), in WAL mode. sqlite-vec is loaded when it can be;
-when it cannot, keyword search keeps working and ``vector_error`` says why.
-
-Writes happen inside ``transaction()`` (BEGIN IMMEDIATE ... COMMIT): a file's rows
-are replaced in one transaction, so a crash leaves its old or its new version.
+Writes happen inside ``transaction()``: a file's rows are replaced in one
+transaction, so a crash leaves its old or its new version.
 """
 
-from indexer.store.base import private_dir, private_file
-from indexer.store.interface import IndexStore
+from indexer.store.base import IndexStore
 from indexer.store.records import (
     FTS_TOKENIZER,
     FTS_WEIGHTS,
@@ -31,7 +26,7 @@ from indexer.store.records import (
     SearchRow,
     SessionCursor,
 )
-from indexer.store.sqlite import Store
+from indexer.store.sqlite import Store, private_dir, private_file
 
 __all__ = [
     "FTS_TOKENIZER",

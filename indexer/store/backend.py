@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from indexer.errors import IndexCorrupt
-from indexer.store import generations
-from indexer.store.interface import IndexStore
+from indexer.store.base import IndexStore
+from indexer.store.sqlite import generations
 from indexer.store.writer_lock import FileLock, WriterLock, holder_label
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ def backend_for(cfg: Config, *, note: str = "") -> Backend:
     label = holder_label(f"workspace {cfg.workspace}" + (f", {note}" if note else ""))
     url = database_url(cfg)
     if url:
-        from indexer.store.postgres import PostgresBackend
+        from indexer.store.postgres.backend import PostgresBackend
 
         return PostgresBackend.for_config(cfg, url, label=label)
     return SqliteBackend(cfg.resolved_index_path(), label=label, legacy=cfg.legacy_index_path())
@@ -126,7 +126,7 @@ class SqliteBackend:
         everything in it is derived from the user's files, and a daemon refusing to
         start over it would stop indexing for good. The damaged file is kept, and
         the new index says where (``status`` ``recovered``)."""
-        from indexer.store.sqlite import Store
+        from indexer.store.sqlite.store import Store
 
         if readonly:
             if self.legacy is not None and not os.path.lexists(self.index_path):
@@ -148,7 +148,7 @@ class SqliteBackend:
         return store
 
     def _open_writer(self) -> IndexStore:
-        from indexer.store.sqlite import Store
+        from indexer.store.sqlite.store import Store
 
         try:
             return Store(self.index_path)
@@ -180,7 +180,7 @@ class SqliteBackend:
         return [str(g) for g in generations.abandoned(self.index_path)]
 
     def create(self) -> IndexStore:
-        from indexer.store.sqlite import Store
+        from indexer.store.sqlite.store import Store
 
         return Store(generations.new_generation(self.index_path))
 

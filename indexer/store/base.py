@@ -1,288 +1,202 @@
-"""Opening an index file: connection, pragmas, migrations, transactions, meta."""
+"""What the write path (``Indexer`` and the modules it drives) and the read path
+(``Searcher``, the search stages, the in-memory snapshots) need from a store: the
+``IndexStore`` protocol, made of eight small parts a caller can be written against
+on its own:
+
+- ``Connection``: open, close, transactions, meta, the change versions;
+- ``FilesAndChunks``: each file's state and chunks, replaced or appended whole;
+- ``ChangeFeed``: what changed since a sequence number (for in-memory snapshots);
+- ``CursorsAndSkips``: transcript read positions and the files left out, with why;
+- ``KeywordIndex``: BM25 search and the postings the daemon keeps in memory;
+- ``Vectors``: the chunk vectors and nearest-neighbour search;
+- ``EmbeddingCache``: vectors by chunk hash, kept across rebuilds, and batch jobs;
+- ``Upkeep``: carrying work over to a new generation, checkpoints, health.
+
+``sqlite.Store`` (one file per agent) and ``postgres.store.PgStore`` (one shared
+database) implement it; mypy checks that both conform.
+
+Rules every implementation keeps:
+- a file's rows (its chunks, their keyword rows and vectors) change inside one
+  ``transaction()``, so a reader and a crash see the old or the new version;
+- chunk ids only grow: an id names one chunk text for the life of the index;
+- the change feed (``changes_since``) lists every chunk deleted, (re-)embedded or
+  moved, in commit order, so a snapshot catches up without reading everything;
+- ``change_versions()`` changes with every commit that could change a search;
+- writes come from one writer per index; reads never block on it.
+"""
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
-import os
-import time
-import urllib.parse
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any, Self
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
-import apsw
-
-from indexer.errors import IndexCorrupt, StoreError
-from indexer.store import bm25
-from indexer.store.migrations import MIGRATIONS
-from indexer.store.records import MMAP_BYTES
+from indexer.store.records import (
+    FTS_WEIGHTS,
+    ChunkChanges,
+    ChunkRow,
+    FileState,
+    KeywordPostings,
+    KeywordQuery,
+    NewChunk,
+    SearchRow,
+    SessionCursor,
+)
 from indexer.store.writer_lock import WriterLock
 
-
-def private_file(path: Path) -> None:
-    """Create ``path`` mode 0600 if missing, and make an existing one 0600: index
-    files hold the agent's memory and transcripts (SQLite gives its -wal and -shm
-    files the database file's mode)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
-    try:
-        if os.fstat(fd).st_mode & 0o077:
-            os.fchmod(fd, 0o600)
-    finally:
-        os.close(fd)
-    real = os.path.realpath(path)
-    for suffix in ("-wal", "-shm"):  # made by an older memindex with the umask's mode
-        with contextlib.suppress(OSError):
-            if os.stat(real + suffix).st_mode & 0o077:
-                os.chmod(real + suffix, 0o600)
+__all__ = [
+    "ChangeFeed",
+    "Connection",
+    "CursorsAndSkips",
+    "EmbeddingCache",
+    "FilesAndChunks",
+    "IndexStore",
+    "KeywordIndex",
+    "Upkeep",
+    "Vectors",
+]
 
 
-def private_dir(path: Path) -> None:
-    """``path`` and missing parents, the last one mode 0700 (left as is if it exists)."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+class Connection(Protocol):
+    generation: str  # names the generation this connection reads (a new one after a rebuild)
+    vec_version: str | None  # the vector extension's version; None: keyword only
+    vector_error: str | None  # why vectors are unavailable
+    readonly: bool  # opened for reading only
+    # a writable store opened by its backend holds the agent's one-writer lock
+    # (``writer_lock``), released by ``close()``; None for readers and for a new
+    # generation a rebuild fills (the rebuilding writer holds the lock)
+    writer_lock: WriterLock | None
 
+    def close(self) -> None: ...
+    def __enter__(self) -> IndexStore: ...
+    def __exit__(self, *exc: object) -> None: ...
+    def reopen(self) -> IndexStore:
+        """Another read-only connection to the same generation (for another thread)."""
+        ...
 
-def _vec_path() -> str:
-    """sqlite-vec's loadable extension, found without importing the package (its
-    ``__init__`` imports numpy and sqlite3: 0.16 s, against 0.4 ms for loading the
-    extension itself)."""
-    spec = importlib.util.find_spec("sqlite_vec")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError("the sqlite-vec package is not installed")
-    return os.path.join(next(iter(spec.submodule_search_locations)), "vec0")
+    def broken(self) -> bool:
+        """This store can only fail, or write where nobody reads: its connection is
+        lost (a database server that restarted or went away) or its file was deleted
+        or replaced. Its owner opens a new one."""
+        ...
 
-
-def _open_readonly(path: Path) -> apsw.Connection:
-    """A read-only connection. A WAL database needs its ``-shm`` file, which SQLite
-    cannot make in a folder it may not write (a read-only file system, a backup
-    mounted read-only): there, with nobody able to write the file either, it is
-    opened ``immutable``."""
-    db = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        db.execute("SELECT count(*) FROM sqlite_master").fetchone()  # opens the file
-        return db
-    except apsw.CantOpenError as exc:
-        db.close()
-        folder = os.path.dirname(os.path.realpath(path))
-        if os.access(folder, os.W_OK):
-            raise
-        uri = "file:" + urllib.parse.quote(os.path.realpath(path)) + "?immutable=1"
-        try:
-            db = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
-            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            return db
-        except apsw.Error:
-            raise StoreError(
-                f"cannot open index {path}: its folder {folder} is read-only (or not "
-                "yours) and the index cannot be read without writing beside it"
-            ) from exc
-
-
-class StoreBase:
-    """An open index file: what every part of the store builds on."""
-
-    def __init__(self, path: Path, *, readonly: bool = False) -> None:
-        self.path = path
-        self.file = Path(os.path.realpath(path))  # the generation file behind the path
-        self.generation = str(self.file)
-        self.readonly = readonly
-        self.writer_lock: WriterLock | None = None
-        self.vector_error: str | None = None
-        self.vec_version: str | None = None
-        if readonly and not path.exists():
-            raise StoreError(f"no index at {path}: run 'memindex index' first")
-        try:
-            if readonly:
-                self.db = _open_readonly(path)
-            else:
-                private_dir(path.parent)
-                private_file(path)
-                flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
-                self.db = apsw.Connection(str(path), flags=flags)
-            st = os.stat(self.file)
-            self._ident = (st.st_dev, st.st_ino)  # the file this connection has open
-            self.db.set_busy_timeout(10_000)
-            # Reads the header and the schema's pages: a damaged file says so here,
-            # not as "Getting the FTS5 API failed" from the registration below.
-            self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            bm25.register(self.db)
-            # Reads through a memory map, not read() into SQLite's 2 MB page cache:
-            # fetching the rows of a search's candidates at 100k chunks took half the
-            # time (bench/hybrid_bench.py). The pages are the OS's file cache, shared
-            # by every connection; nothing here truncates an index file in place.
-            self.db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
-            if not readonly:
-                self.db.execute("PRAGMA journal_mode=WAL")
-                self.db.execute("PRAGMA synchronous=NORMAL")
-            self._load_vec()
-            if not readonly:
-                self._migrate()
-            elif not self._has_table("schema_migrations"):
-                raise StoreError(f"{path} is not a memindex index (run 'memindex index' first)")
-        except (apsw.NotADBError, apsw.CorruptError) as exc:
-            with contextlib.suppress(apsw.Error, AttributeError):
-                self.db.close()
-            raise IndexCorrupt(
-                f"index {path} is damaged ({exc}); it holds only what memindex derived "
-                "from your files: 'memindex index' (or the daemon) sets it aside and "
-                "builds a new one"
-            ) from exc
-        except apsw.Error as exc:
-            raise StoreError(f"cannot open index {path}: {exc}") from exc
-        except OSError as exc:
-            raise StoreError(f"cannot create index directory {path.parent}: {exc}") from exc
-
-    def close(self) -> None:
-        try:
-            self.db.close()
-        finally:
-            lock, self.writer_lock = self.writer_lock, None
-            if lock is not None:
-                lock.release()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _load_vec(self) -> None:
-        try:
-            self.db.enable_load_extension(True)
-            self.db.load_extension(_vec_path())
-            self.db.enable_load_extension(False)
-            row = self.db.execute("SELECT vec_version()").fetchone()
-            self.vec_version = str(row[0]) if row else None
-        except (apsw.Error, ImportError, OSError, AttributeError) as exc:
-            self.vector_error = f"sqlite-vec could not be loaded: {exc}"
-
-    def _has_table(self, name: str) -> bool:
-        row = self.db.execute(
-            "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name=?", (name,)
-        ).fetchone()
-        return row is not None
-
-    def _migrate(self) -> None:
-        self.db.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations(name TEXT PRIMARY KEY, applied_at REAL)"
-        )
-        done = {r[0] for r in self.db.execute("SELECT name FROM schema_migrations")}
-        known = {name for name, _ in MIGRATIONS}
-        unknown = done - known
-        if unknown:
-            raise StoreError(
-                f"{self.path} was written by a newer memindex (migrations {sorted(unknown)}); "
-                "upgrade memindex or delete the index file to rebuild it"
-            )
-        for name, sql in MIGRATIONS:
-            if name in done:
-                continue
-            with self.transaction():
-                self.db.execute(sql)
-                self.db.execute(
-                    "INSERT INTO schema_migrations(name, applied_at) VALUES(?, ?)",
-                    (name, time.time()),
-                )
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception. A full disk
-        (SQLite has then rolled back already) becomes a StoreError saying so."""
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-            self.db.execute("COMMIT")
-        except BaseException as exc:
-            self._abort()
-            if isinstance(exc, (apsw.FullError, apsw.IOError)):
-                raise StoreError(
-                    f"cannot write the index {self.file}: {exc} (is the disk full, or the "
-                    "file over a size limit?); nothing was lost, the last complete state "
-                    "is kept and the next sync retries"
-                ) from exc
-            raise
-
-    @contextmanager
-    def read_snapshot(self) -> Iterator[None]:
-        """A read transaction: every query inside sees one committed state."""
-        self.db.execute("BEGIN")
-        try:
-            yield
-        finally:
-            self._abort()
-
-    def _abort(self) -> None:
-        if not self.db.getautocommit():  # SQLite may have rolled back on its own
-            self.db.execute("ROLLBACK")
-
-    @contextmanager
-    def savepoint(self) -> Iterator[None]:
-        """A nested atomic unit inside a transaction."""
-        self.db.execute("SAVEPOINT unit")
-        try:
-            yield
-        except BaseException:
-            if not self.db.getautocommit():  # else the whole transaction is gone
-                self.db.execute("ROLLBACK TO unit")
-                self.db.execute("RELEASE unit")
-            raise
-        self.db.execute("RELEASE unit")
-
-    @contextmanager
-    def batch(self) -> Iterator[Callable[[], None]]:
-        """A long write split into several transactions.
-
-        Yields ``checkpoint()``, which commits what was written so far and begins a
-        new transaction; the last one commits on exit, or rolls back on error."""
-
-        def checkpoint() -> None:
-            self.db.execute("COMMIT")
-            self.db.execute("BEGIN IMMEDIATE")
-
-        with self.transaction():
-            yield checkpoint
-
-    def meta_get(self, key: str) -> str | None:
-        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
-        return None if row is None else str(row[0])
-
+    def transaction(self) -> AbstractContextManager[None]: ...
+    def read_snapshot(self) -> AbstractContextManager[None]: ...
+    def savepoint(self) -> AbstractContextManager[None]: ...
+    def batch(self) -> AbstractContextManager[Callable[[], None]]: ...
+    def meta_get(self, key: str) -> str | None: ...
+    def meta_set(self, key: str, value: str) -> None: ...
     def change_versions(self) -> tuple[str | None, str | None, str | None]:
-        """(chunksVersion, vectorsVersion, vectorKey) in one read: what a search
-        checks its in-memory state against."""
-        got = dict(
-            self.db.execute(
-                "SELECT key, value FROM meta "
-                "WHERE key IN ('chunksVersion', 'vectorsVersion', 'vectorKey')"
-            )
-        )
-        return got.get("chunksVersion"), got.get("vectorsVersion"), got.get("vectorKey")
+        """(chunksVersion, vectorsVersion, vectorKey) in one read."""
+        ...
 
-    def meta_set(self, key: str, value: str) -> None:
-        self.db.execute(
-            "INSERT INTO meta(key, value) VALUES(?, ?) "
-            "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-            (key, value),
-        )
 
-    def _bump_chunks(self) -> None:
-        """Tell readers holding keyword postings in memory that chunks changed."""
-        self.meta_set("chunksVersion", f"{time.time_ns()}")
+class FilesAndChunks(Protocol):
+    def file_states(self, source: str | None = None) -> dict[str, FileState]: ...
+    def file_lines(self, path: str) -> int | None: ...
+    def touch_file(self, path: str, mtime_ns: int, size: int) -> None: ...
+    def delete_file(self, path: str) -> int: ...
+    def replace_file(
+        self, path: str, source: str, state: FileState, lines: int, chunks: Iterable[ChunkRow]
+    ) -> tuple[int, int]: ...
+    def append_chunks(
+        self, path: str, source: str, state: FileState, lines: int, chunks: Iterable[ChunkRow]
+    ) -> int: ...
+    def rename_path(self, old: str, new: str, prepare: Callable[[str], str]) -> None: ...
+    def clear(self) -> None: ...
+    def has_source(self, source: str) -> bool: ...
+    def chunk_rows(self, ids: Sequence[int]) -> dict[int, SearchRow]: ...
+    def texts_for_hashes(self, hashes: Sequence[str]) -> dict[str, str]: ...
+    def counts(self) -> dict[str, dict[str, int]]: ...
 
-    def has_vectors(self) -> bool:
-        return self.vec_version is not None and self._has_table("chunks_vec")
 
-    def _bump_vectors(self) -> None:
-        """Tell readers holding vectors in memory that they changed."""
-        self.meta_set("vectorsVersion", f"{time.time_ns()}")
+class ChangeFeed(Protocol):
+    def change_seq(self) -> int: ...
+    def changes_since(self, after: int) -> ChunkChanges | None:
+        """Chunks deleted, (re-)embedded and moved after ``after``; None: pruned."""
+        ...
 
-    def _rows_in(
-        self, sql: str, keys: Sequence[Any], before: Sequence[Any] = ()
-    ) -> Iterator[tuple[Any, ...]]:
-        """Rows of ``sql`` for every key, ``{marks}`` in it standing for the ``IN``
-        list; asked 400 keys at a time (SQLite limits a statement's parameters)."""
-        for start in range(0, len(keys), 400):
-            part = list(keys[start : start + 400])
-            yield from self.db.execute(
-                sql.format(marks=",".join("?" * len(part))), [*before, *part]
-            )
+    def prune_changes(self, keep: int) -> int: ...
+    def new_chunks(self, after_id: int, also: Sequence[int] = ()) -> list[NewChunk]: ...
+
+
+class CursorsAndSkips(Protocol):
+    def session_cursors(self) -> dict[str, SessionCursor]: ...
+    def put_session_cursor(self, c: SessionCursor) -> None: ...
+    def delete_session(self, path: str) -> int: ...
+    def record_skip(self, path: str, source: str, reason: str) -> None: ...
+    def clear_skip(self, path: str) -> None: ...
+    def prune_skips(self, keep: set[str], source: str) -> None: ...
+    def sync_skips(self, source: str, items: Sequence[tuple[str, str]]) -> None: ...
+    def skipped(self) -> list[dict[str, Any]]: ...
+
+
+class KeywordIndex(Protocol):
+    def fts_search(
+        self,
+        query: KeywordQuery,
+        limit: int,
+        sources: Sequence[str] | None = None,
+        weights: tuple[float, float, float] = FTS_WEIGHTS,
+        *,
+        fts5_idf: bool = False,
+    ) -> list[SearchRow]: ...
+    def keyword_postings(
+        self, min_chunks: int = 0
+    ) -> AbstractContextManager[KeywordPostings | None]: ...
+
+
+class Vectors(Protocol):
+    def has_vectors(self) -> bool: ...
+    def ensure_vector_table(self, dims: int) -> None: ...
+    def put_vectors(self, rows: Iterable[tuple[int, bytes]]) -> None: ...
+    def vector_dims(self) -> int | None: ...
+    def drop_vectors(self) -> None: ...
+    def any_embedded(self) -> bool: ...
+    def pending_chunks(self, limit: int, after: int = 0) -> list[tuple[int, str, str]]: ...
+    def pending_count(self) -> int: ...
+    def vectors_for(self, ids: Sequence[int]) -> dict[int, bytes]: ...
+    def all_vectors(self) -> Iterable[tuple[int, str, str, bytes]]: ...
+    def vector_rows(self, ids: Sequence[int]) -> list[tuple[int, str, bytes]]: ...
+    def knn(self, query: bytes, k: int) -> list[tuple[int, float]]: ...
+
+
+class EmbeddingCache(Protocol):
+    def cache_get(self, provider: str, hashes: Sequence[str]) -> dict[str, bytes]: ...
+    def cache_put(self, provider: str, dims: int, items: Iterable[tuple[str, bytes]]) -> None: ...
+    def cache_prune(self, max_entries: int) -> int: ...
+    def cache_count(self) -> int: ...
+    def batch_jobs(self, provider: str) -> dict[str, list[str]]: ...
+    def save_batch_job(self, job_id: str, provider: str, hashes: Sequence[str]) -> None: ...
+    def delete_batch_job(self, job_id: str) -> None: ...
+    def all_batch_jobs(self) -> list[dict[str, Any]]: ...
+
+
+class Upkeep(Protocol):
+    def copy_carryover(self, other: str) -> int:
+        """Vectors, cache and batch jobs worth keeping, from another generation."""
+        ...
+
+    def checkpoint(self) -> None: ...
+    def upkeep(self) -> None:
+        """Work the writer does between tasks (outside any transaction)."""
+        ...
+
+    def versions(self) -> dict[str, str | None]: ...
+    def integrity(self) -> str: ...
+    def consistency(self) -> list[str]: ...
+    def size_bytes(self) -> int: ...
+
+
+class IndexStore(
+    Connection,
+    FilesAndChunks,
+    ChangeFeed,
+    CursorsAndSkips,
+    KeywordIndex,
+    Vectors,
+    EmbeddingCache,
+    Upkeep,
+    Protocol,
+):
+    """Everything a store does: the parts above on one connection."""

@@ -44,7 +44,7 @@ from indexer.sources.chunking import split_lines
 from indexer.sources.discovery import glob_match, roots_for
 from indexer.store import IndexStore, private_dir
 from indexer.store.backend import backend_for
-from indexer.store.qmd_catalogue import Catalogue
+from indexer.store.sqlite.qmd_catalogue import Catalogue
 from indexer.surfaces.client import DaemonUnavailable, RemoteError, call
 from indexer.surfaces.qmd_common import MODES, cache_dir, config_dir, emit, qmd_socket
 

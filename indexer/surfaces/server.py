@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import logging
 import os
 import select
@@ -28,45 +27,24 @@ import socket
 import stat
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from indexer.errors import (
-    DAMAGED_HINT,
-    ConfigError,
-    DaemonRunning,
-    InvalidParams,
-    MemindexError,
-    UnknownMethod,
-    index_damaged,
-)
-from indexer.sources.safefs import valid_utf8
+from indexer.errors import ConfigError, DaemonRunning
 from indexer.surfaces.client import peer_uid
 from indexer.surfaces.rpc import (
-    APP_ERROR,
     BUSY,
     FORBIDDEN,
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    MAX_BATCH,
-    METHOD_NOT_FOUND,
-    PARSE_ERROR,
-    REPLY_TOO_LARGE,
     TOO_LARGE,
-    RpcError,
+    Handler,
+    answer_line,
     encode_line,
     error_reply,
-    request_id,
 )
 
 __all__ = ["SocketServer"]
 
 log = logging.getLogger(__name__)
-
-
-Handler = Callable[[str, dict[str, Any]], Any]
 
 
 class SocketServer:
@@ -327,132 +305,6 @@ class SocketServer:
             error_reply(None, TOO_LARGE, f"request larger than {self.max_request} bytes")
         )
 
-    # -- JSON-RPC ------------------------------------------------------------------
-
     def handle_line(self, line: bytes) -> bytes | None:
         """One request line -> one reply line (None for notifications only)."""
-        if not line.strip():
-            return None
-        try:
-            obj = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            return encode_line(error_reply(None, PARSE_ERROR, f"parse error: {str(exc)[:200]}"))
-        if isinstance(obj, list):
-            if not obj:
-                return encode_line(error_reply(None, INVALID_REQUEST, "empty batch"))
-            if len(obj) > MAX_BATCH:
-                return encode_line(
-                    error_reply(
-                        None,
-                        INVALID_REQUEST,
-                        f"a batch of {len(obj)} requests: at most {MAX_BATCH} per batch "
-                        "(nothing was run)",
-                    )
-                )
-            budget = self.max_reply
-            parts: list[bytes] = []
-            for o in obj:
-                if budget <= 0:  # the batch's reply is full: answer the rest briefly
-                    if not (isinstance(o, dict) and "id" not in o):  # not a notification
-                        brief = error_reply(
-                            request_id(o), REPLY_TOO_LARGE, "batch reply full: not run"
-                        )
-                        parts.append(encode_line(brief)[:-1])
-                    continue
-                one = self._handle_one(o)
-                if one is None:
-                    continue
-                data = self._bounded(one, budget)
-                budget -= len(data)
-                parts.append(data[:-1])
-            return (b"[" + b",".join(parts) + b"]\n") if parts else None
-        reply = self._handle_one(obj)
-        return None if reply is None else self._bounded(reply, self.max_reply)
-
-    def _bounded(self, reply: dict[str, Any], limit: int) -> bytes:
-        data = encode_line(reply)
-        if len(data) <= limit:
-            return data
-        return encode_line(
-            error_reply(
-                reply.get("id"),
-                REPLY_TOO_LARGE,
-                f"reply of {len(data)} bytes is over the limit of {limit} bytes: ask for fewer "
-                "lines (memory_get 'lines') or results",
-                {"code": "reply_too_large", "bytes": len(data), "limit": limit},
-            )
-        )
-
-    def _handle_one(self, obj: Any) -> dict[str, Any] | None:
-        if not isinstance(obj, dict):
-            return error_reply(None, INVALID_REQUEST, "a request is a JSON object")
-        id_ = obj.get("id")
-        is_notification = "id" not in obj
-        if not (id_ is None or isinstance(id_, (str, int))) or isinstance(id_, bool):
-            return error_reply(None, INVALID_REQUEST, "id must be a string, a number or null")
-        if isinstance(id_, str) and not valid_utf8(id_):
-            return error_reply(None, INVALID_REQUEST, "id is not valid Unicode (a lone surrogate)")
-        method = obj.get("method")
-        if obj.get("jsonrpc") != "2.0" or not isinstance(method, str):
-            return error_reply(
-                id_, INVALID_REQUEST, "expected {jsonrpc: '2.0', method, params?, id}"
-            )
-        if not valid_utf8(method):
-            return error_reply(
-                id_, INVALID_REQUEST, "method is not valid Unicode (a lone surrogate)"
-            )
-        params = obj.get("params", {})
-        if params is None:
-            params = {}
-        if not isinstance(params, dict):
-            return error_reply(id_, INVALID_PARAMS, "params must be an object (named parameters)")
-        try:
-            result = self.handler(method, params)
-        except RpcError as exc:
-            return None if is_notification else error_reply(id_, exc.code, exc.message, exc.data)
-        except UnknownMethod as exc:
-            data = {"code": exc.code, "methods": exc.methods}
-            return (
-                None if is_notification else error_reply(id_, METHOD_NOT_FOUND, exc.message, data)
-            )
-        except UnicodeError:  # a lone surrogate reached a path, a query or a name
-            return (
-                None
-                if is_notification
-                else error_reply(
-                    id_,
-                    INVALID_PARAMS,
-                    "a string parameter is not valid Unicode (a lone surrogate)",
-                    {"code": "invalid_params"},
-                )
-            )
-        except InvalidParams as exc:
-            return (
-                None
-                if is_notification
-                else error_reply(id_, INVALID_PARAMS, exc.message, {"code": exc.code})
-            )
-        except MemindexError as exc:
-            return (
-                None
-                if is_notification
-                else error_reply(id_, APP_ERROR, exc.message, {"code": exc.code})
-            )
-        except Exception as exc:  # a bug: report it, keep serving
-            if index_damaged(exc):  # not a bug: the daemon rebuilds it (daemon.py)
-                return (
-                    None
-                    if is_notification
-                    else error_reply(
-                        id_, APP_ERROR, DAMAGED_HINT.format(exc), {"code": "index_corrupt"}
-                    )
-                )
-            log.exception("internal error in %s", method)
-            return (
-                None
-                if is_notification
-                else error_reply(id_, INTERNAL_ERROR, f"internal error: {type(exc).__name__}")
-            )
-        if is_notification:
-            return None
-        return {"jsonrpc": "2.0", "id": id_, "result": result}
+        return answer_line(line, self.handler, self.max_reply)

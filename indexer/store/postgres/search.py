@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from indexer.errors import StoreError
 from indexer.store import bm25
-from indexer.store.pg_base import PgBase
+from indexer.store.postgres.connection import PgBase
 from indexer.store.records import FTS_WEIGHTS, KeywordPostings, KeywordQuery, SearchRow
 from indexer.store.tokens import shared_tokenizer
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from indexer.config import database_location
 from indexer.config import redact_url as redact
 from indexer.errors import StoreError
-from indexer.store.pg_schema import PG_MIGRATIONS
+from indexer.store.postgres.schema import PG_MIGRATIONS
 
 if TYPE_CHECKING:
     import psycopg

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from indexer.store.pg_cache import PgCache
-from indexer.store.pg_connect import GEN_TABLES, gen_of
-from indexer.store.pg_search import PgSearch
-from indexer.store.pg_tables import PgTables
+from indexer.store.postgres.cache import PgCache
+from indexer.store.postgres.connect import GEN_TABLES, gen_of
+from indexer.store.postgres.search import PgSearch
+from indexer.store.postgres.tables import PgTables
 
 if TYPE_CHECKING:
-    from indexer.store.interface import IndexStore
+    from indexer.store.base import IndexStore
 
 __all__ = ["PgStore"]
 

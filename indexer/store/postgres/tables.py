@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from indexer.store.pg_base import PgBase
+from indexer.store.postgres.connection import PgBase
 from indexer.store.records import ChunkChanges, ChunkRow, FileState, NewChunk
 from indexer.store.records import SessionCursor as Cursor
 from indexer.store.tokens import shared_tokenizer

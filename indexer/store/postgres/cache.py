@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from indexer.store.pg_base import PgBase
+from indexer.store.postgres.connection import PgBase
 
 __all__ = ["PgCache"]
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from indexer.errors import StoreError
-from indexer.store.base import StoreBase
+from indexer.store.sqlite.connection import StoreBase
 
 
 class VectorTables(StoreBase):

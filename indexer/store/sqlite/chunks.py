@@ -6,7 +6,6 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from indexer.store.base import StoreBase
 from indexer.store.records import (
     ChunkChanges,
     ChunkRow,
@@ -15,6 +14,7 @@ from indexer.store.records import (
     SearchRow,
     SessionCursor,
 )
+from indexer.store.sqlite.connection import StoreBase
 
 
 class ChunkTables(StoreBase):

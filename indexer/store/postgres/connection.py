@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Self
 
 from indexer.errors import StoreError
-from indexer.store.pg_connect import PgTarget, connect, store_errors
+from indexer.store.postgres.connect import PgTarget, connect, store_errors
 from indexer.store.records import SearchRow
 from indexer.store.writer_lock import WriterLock
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from indexer.store.base import private_dir, private_file
+from indexer.store.sqlite.connection import private_dir, private_file
 
 __all__ = ["Catalogue"]
 

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from indexer.errors import StoreError
-from indexer.store.pg_connect import (
+from indexer.store.postgres.connect import (
     GEN_TABLES,
     PgTarget,
     connect,
@@ -38,8 +38,8 @@ if TYPE_CHECKING:
     import psycopg
 
     from indexer.config import Config
-    from indexer.store.interface import IndexStore
-    from indexer.store.pg_store import PgStore
+    from indexer.store.base import IndexStore
+    from indexer.store.postgres.store import PgStore
 
 __all__ = ["PostgresBackend"]
 
@@ -81,7 +81,7 @@ class PostgresBackend:
         return self._open(None, readonly=readonly, held=lock)
 
     def _open(self, gen: int | None, *, readonly: bool, held: WriterLock | None = None) -> PgStore:
-        from indexer.store.pg_store import PgStore
+        from indexer.store.postgres.store import PgStore
 
         writer_lock: WriterLock | None = None
         if not readonly:

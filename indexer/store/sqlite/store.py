@@ -11,8 +11,7 @@ import apsw
 
 from indexer.errors import StoreError
 from indexer.store import bm25
-from indexer.store.chunks import ChunkTables
-from indexer.store.interface import IndexStore
+from indexer.store.base import IndexStore
 from indexer.store.records import (
     FTS_TOKENIZER,
     FTS_WEIGHTS,
@@ -20,10 +19,12 @@ from indexer.store.records import (
     KeywordQuery,
     SearchRow,
 )
-from indexer.store.vectors import VectorTables
+from indexer.store.sqlite.chunks import ChunkTables
+from indexer.store.sqlite.export import SqliteExport
+from indexer.store.sqlite.vec_tables import VectorTables
 
 
-class Store(ChunkTables, VectorTables):
+class Store(ChunkTables, VectorTables, SqliteExport):
     """An open index file."""
 
     def fts_search(

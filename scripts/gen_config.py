@@ -1,0 +1,48 @@
+"""Write config/memindex.toml and the README's table of config keys from the schema
+(indexer/config_sections.py; indexer/config_docs.py renders them).
+
+    .venv/bin/python scripts/gen_config.py          # write both
+    .venv/bin/python scripts/gen_config.py --check  # exit 1 if either is stale
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from indexer.config_docs import TABLE_END, TABLE_START, render_table, render_toml  # noqa: E402
+
+EXAMPLE = ROOT / "config" / "memindex.toml"
+README = ROOT / "README.md"
+
+
+def readme_with_table(text: str) -> str:
+    """``text`` (the README) with the table between its markers written anew."""
+    start = text.index(TABLE_START) + len(TABLE_START)
+    end = text.index(TABLE_END)
+    return text[:start] + "\n" + render_table() + text[end:]
+
+
+def main() -> int:
+    check = "--check" in sys.argv[1:]
+    stale = []
+    for path, new in (
+        (EXAMPLE, render_toml()),
+        (README, readme_with_table(README.read_text(encoding="utf-8"))),
+    ):
+        if path.read_text(encoding="utf-8") != new:
+            stale.append(path.relative_to(ROOT))
+            if not check:
+                path.write_text(new, encoding="utf-8")
+    if check and stale:
+        print(f"stale: {', '.join(map(str, stale))} (run scripts/gen_config.py)")
+        return 1
+    print(("wrote " if stale else "up to date: ") + (", ".join(map(str, stale)) or "both"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
