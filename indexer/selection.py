@@ -5,12 +5,13 @@ the CLI's direct path."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from indexer.config import Config
 from providers.auto import ProviderSpec, Selection, configured, precheck, select
+from providers.state import ProviderState
 
 __all__ = [
+    "ready_state",
     "NO_PROVIDER",
     "provider_note",
     "provider_spec",
@@ -80,7 +81,7 @@ def _fix(reason: str) -> str:
     return "see memindex doctor"
 
 
-def provider_state(cfg: Config, sel: Selection | None = None) -> dict[str, Any]:
+def provider_state(cfg: Config, sel: Selection | None = None) -> ProviderState:
     """The configured provider and its state, for ``status``: ``ready`` (loaded),
     ``configured`` (not loaded by this process, nothing found wrong), ``failed``
     (``reason``, ``fix``), ``none`` (keyword search by choice). ``sel``: a selection
@@ -88,12 +89,12 @@ def provider_state(cfg: Config, sel: Selection | None = None) -> dict[str, Any]:
     spec = provider_spec(cfg)
     if sel is not None and sel.provider is not None:
         p = sel.provider
-        return {"name": p.id, "model": p.model, "state": "ready", "reason": None, "fix": None}
+        return ready_state(p.id, p.model)
     names = configured(spec)
     if not names:
         reason = "provider = none" if spec.name == "none" else NO_PROVIDER
         fix = None if spec.name == "none" else _SET_ONE_UP
-        return {"name": None, "model": None, "state": "none", "reason": reason, "fix": fix}
+        return ProviderState(name=None, model=None, state="none", reason=reason, fix=fix)
     problems: list[tuple[str, str | None]] = [(n, precheck(n, spec)) for n in names]
     if sel is not None:  # it was tried: its own reasons say more
         failed: list[tuple[str, str | None]] = [
@@ -103,8 +104,15 @@ def provider_state(cfg: Config, sel: Selection | None = None) -> dict[str, Any]:
     bad = [(n, why) for n, why in problems if why]
     if sel is None and len(bad) < len(names):
         name = next(n for n, why in problems if not why)
-        return {"name": name, "model": spec.model or None, "state": "configured",
-                "reason": None, "fix": None}  # fmt: skip
+        return ProviderState(
+            name=name, model=spec.model or None, state="configured", reason=None, fix=None
+        )
     name, why = bad[0] if bad else (names[0], "could not be set up")
-    return {"name": name, "model": spec.model or None, "state": "failed", "reason": why,
-            "fix": _fix(str(why))}  # fmt: skip
+    return ProviderState(
+        name=name, model=spec.model or None, state="failed", reason=why, fix=_fix(str(why))
+    )
+
+
+def ready_state(name: str, model: str | None) -> ProviderState:
+    """The state of a provider this process has loaded."""
+    return ProviderState(name=name, model=model, state="ready", reason=None, fix=None)

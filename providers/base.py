@@ -11,9 +11,8 @@ Line windows (``line_windows``, on for the local model): a document's vector is 
 normalised sum of its own vector and the mean of the vectors of its windows of
 ``WINDOW_LINES`` non-empty lines (every ``WINDOW_STRIDE`` lines). A small model
 trained on sentences averages a 400-token chunk into a blur; the windows keep the
-line that answers a question visible in the chunk's one vector. LoCoMo-dev daily
-logs, local MiniLM, vector-only recall@10: 0.673 whole, 0.718 with windows
-(docs/RETRIEVAL.md).
+line that answers a question visible in the chunk's one vector (docs/RETRIEVAL.md,
+"Line windows (kept)").
 """
 
 from __future__ import annotations

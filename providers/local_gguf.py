@@ -10,9 +10,9 @@ configuration, else from the model file's ``memindex.query_prefix`` /
 ``memindex.document_prefix`` metadata (``scripts/build_e5_model.py`` writes them),
 else none; they are part of the provider key.
 
-Tuned for CPU throughput (measured on this project's 2-core machine): flash attention
-with n_ctx = n_batch = n_ubatch (an n_ubatch below n_batch aborted the process), all
-cores, many chunks per call. Vectors are L2-normalised here (llama.cpp does not unless
+Tuned for CPU throughput (bench/embed_bench.py): flash attention with n_ctx = n_batch
+= n_ubatch (llama.cpp aborts on an n_ubatch below n_batch for embeddings), all cores,
+many chunks per call. Vectors are L2-normalised here (llama.cpp does not unless
 asked).
 """
 

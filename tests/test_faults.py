@@ -9,7 +9,6 @@ import os
 import resource
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -141,14 +140,19 @@ def test_a_change_no_event_announced_is_found_by_the_rescan(tmp_path: Path) -> N
 def test_watched_directory_deleted_and_recreated(daemon: DaemonProc, tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     assert _search(daemon, "heron") == ["memory/2026-01-01.md"]
+
+    def watched() -> int:
+        return int(rpc(daemon.sock, "status")["daemon"]["watcher"]["watchedDirs"])
+
+    before = watched()
     for f in (ws / "memory").iterdir():
         f.unlink()
     (ws / "memory").rmdir()
     wait_for(lambda: _search(daemon, "heron") == [])
     write(ws, "memory/2026-02-02.md", "- kingfisher at the new pond\n")
     wait_for(lambda: _search(daemon, "kingfisher") == ["memory/2026-02-02.md"], timeout=30)
-    # ...and the new directory is watched: a later edit arrives too.
-    time.sleep(0.3)
+    # ...and the new directory is watched again: a later edit arrives too.
+    wait_for(lambda: watched() == before, timeout=30)
     write(ws, "memory/2026-02-03.md", "- egret on the bank\n")
     wait_for(lambda: _search(daemon, "egret") == ["memory/2026-02-03.md"], timeout=30)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, write
+from daemon_util import wait_for
 from fake_rerank import FakeRerank
 
 from indexer.config import Config, RerankConfig
@@ -183,7 +184,8 @@ def test_timeout_and_failures_fall_back_to_fused_order(garden: Config, fake: Fak
         assert "longer than 0.3s: fused order" in res["fallback"]
         assert _paths(res) == fused
         fake.delay = 0.0
-        time.sleep(2.0)  # the late answer lands in the cache
+        assert len(stage.CACHE) == 0
+        wait_for(lambda: len(stage.CACHE) > 0, timeout=10)  # the late answer lands in it
         fake.fail_next = [(500, {}, b"x"), (500, {}, b"x")]
         res = idx.search(
             mode="keyword", query="gate hinge", min_score=0.0

@@ -28,6 +28,7 @@ from indexer.api.requests import (
 from indexer.api.responses import (
     GetResponse,
     PingResponse,
+    QmdResult,
     ReindexResponse,
     SearchResponse,
     StatusResponse,
@@ -46,7 +47,7 @@ class MemoryService(Protocol):
     def status(self, agent: str | None, req: StatusRequest) -> StatusResponse: ...
     def reindex(self, agent: str | None, req: ReindexRequest) -> ReindexResponse: ...
     def ping(self, agent: str | None, req: PingRequest) -> PingResponse: ...
-    def qmd_search(self, agent: str | None, req: QmdSearchRequest) -> list[dict[str, Any]]: ...
+    def qmd_search(self, agent: str | None, req: QmdSearchRequest) -> list[QmdResult]: ...
 
 
 _Req = TypeVar("_Req", bound=Request)
@@ -153,9 +154,9 @@ def dispatch(service: MemoryService, method: str, params: Any) -> Any:
     return METHODS[method].handler(service, agent, req)
 
 
-def input_schema(method: str) -> dict[str, Any]:
+def input_schema(method: str) -> dict[str, object]:
     """The JSON Schema of a method's params (MCP's ``inputSchema``)."""
-    props: dict[str, Any] = {}
+    props: dict[str, object] = {}
     for p in METHODS[method].params:
         props[p.name] = {**p.schema, **({"description": p.description} if p.description else {})}
     required = [p.name for p in METHODS[method].params if p.required]

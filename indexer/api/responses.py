@@ -2,18 +2,81 @@
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
+
+from providers.state import ProviderState
 
 __all__ = [
+    "BatchJob",
     "Citation",
+    "DaemonInfo",
+    "LastSync",
+    "Recovered",
+    "WatcherState",
     "GetResponse",
     "PingResponse",
+    "ProviderState",
+    "QmdResult",
     "ReindexResponse",
     "SearchResponse",
     "SearchResult",
+    "SkippedFile",
     "StatusResponse",
     "VectorState",
 ]
+
+
+class SkippedFile(TypedDict):
+    path: str
+    source: str
+    reason: str
+    at: float
+
+
+class BatchJob(TypedDict):
+    id: str
+    provider: str
+    chunks: int
+    createdAt: float
+
+
+class LastSync(TypedDict):
+    """The last memory-file sync that finished."""
+
+    at: float  # epoch seconds
+    files: int
+    added: int
+    updated: int
+    removed: int
+    skipped: int
+    errors: int
+
+
+class Recovered(TypedDict):
+    """A damaged index file set aside, this index started anew."""
+
+    at: float
+    reason: str
+    keptAs: str
+
+
+class WatcherState(TypedDict):
+    backend: str  # inotify | polling
+    reason: str | None  # why polling
+    watchedDirs: int
+
+
+class DaemonInfo(TypedDict):
+    pid: int
+    uptimeS: float
+    socket: str
+    watcher: WatcherState
+    refusedConnections: int
+    evictedConnections: int
+    reloads: int
+    reloadError: str | None
+    loopErrors: int
+    configError: NotRequired[str]  # added by the CLI: the config on disk does not load
 
 
 class Citation(TypedDict):
@@ -39,7 +102,7 @@ class SearchResult(TypedDict):
     vectorScore: NotRequired[float]  # hybrid and vector modes
     fusedScore: NotRequired[float]  # the rank key when two lists were fused
     also: NotRequired[list[Citation]]  # the same memory in the other source
-    explain: NotRequired[dict[str, Any]]  # explain: true: the score's parts
+    explain: NotRequired[dict[str, object]]  # explain: true: the score's parts
 
 
 class SearchResponse(TypedDict):
@@ -51,7 +114,7 @@ class SearchResponse(TypedDict):
     skipped: NotRequired[str]  # gate: why the query was not searched
     abstained: NotRequired[str]  # abstain: why no result is returned
     relevance: NotRequired[float]  # abstain / explain: the query's relevance signal, 0..1
-    explain: NotRequired[dict[str, Any]]  # explain: true: the settings that ranked it
+    explain: NotRequired[dict[str, object]]  # explain: true: the settings that ranked it
 
 
 class VectorState(TypedDict):
@@ -73,32 +136,31 @@ class StatusResponse(TypedDict):
     provider: str | None
     model: str | None
     dims: int | None
-    # the configured provider: {name, model, state: ready|configured|failed|none, reason, fix}
-    providerState: dict[str, Any]
+    providerState: ProviderState
     mode: str  # what a search with no mode does: hybrid | keyword
     vector: VectorState
-    sqlite: NotRequired[dict[str, Any]]  # on SQLite: versions of SQLite and sqlite-vec
-    postgresql: NotRequired[dict[str, Any]]  # on PostgreSQL: server, pgvector, HNSW in use
-    fingerprint: dict[str, Any] | None
-    lastSync: dict[str, Any] | None
+    sqlite: NotRequired[dict[str, str | None]]  # on SQLite: SQLite, sqlite-vec, binding
+    postgresql: NotRequired[dict[str, str | None]]  # PostgreSQL, pgvector, HNSW in use
+    fingerprint: dict[str, object] | None  # the settings the index was built with
+    lastSync: LastSync | None
     dirty: bool
-    pendingBatches: list[dict[str, Any]]
-    skipped: list[dict[str, Any]]
+    pendingBatches: list[BatchJob]
+    skipped: list[SkippedFile]
     sessionsDir: str | None
     malformedLines: int
     indexBytes: int
     checkedAt: float
     # a damaged index file was set aside and this index started anew: {at, reason, keptAs}
-    recovered: NotRequired[dict[str, Any]]
+    recovered: NotRequired[Recovered]
     # the index holds another workspace than the one configured (searches refuse it)
     mismatch: NotRequired[str]
     # added by the daemon
     agent: NotRequired[str]
     agents: NotRequired[list[str]]
-    daemon: NotRequired[dict[str, Any]]
+    daemon: NotRequired[DaemonInfo]
     lastError: NotRequired[str | None]
     errors: NotRequired[dict[str, str | None]]
-    busy: NotRequired[dict[str, Any] | None]
+    busy: NotRequired[dict[str, object] | None]  # what the writer is doing, how long
     stuck: NotRequired[bool]
 
 
@@ -114,6 +176,17 @@ GetResponse = TypedDict(
         "nextFrom": NotRequired[int],
     },
 )
+
+
+class QmdResult(TypedDict):
+    """One ``qmd_search`` result, in QMD 2.x's own JSON shape."""
+
+    docid: str
+    score: float
+    collection: str
+    file: str  # qmd://<collection>/<path>
+    title: str
+    snippet: str
 
 
 class PingResponse(TypedDict):
@@ -138,6 +211,6 @@ class ReindexResponse(TypedDict, total=False):
     rebuilt: str | None
     skipped: list[dict[str, str]]
     errors: list[dict[str, str]]
-    sessions: dict[str, Any] | None
-    embedding: dict[str, Any] | None
-    providerState: dict[str, Any] | None
+    sessions: dict[str, object] | None
+    embedding: dict[str, object] | None
+    providerState: ProviderState | None

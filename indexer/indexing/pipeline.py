@@ -14,8 +14,8 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
+from indexer.api import LastSync, ReindexResponse
 from indexer.config import Config
 from indexer.errors import FileUnreadable, FileVanished
 from indexer.sources import files as source_files
@@ -43,7 +43,7 @@ _BATCH_SECONDS = 0.5
 Progress = Callable[[int, int], None]
 
 
-def fingerprint(cfg: Config) -> dict[str, Any]:
+def fingerprint(cfg: Config) -> dict[str, object]:
     """What the index rows depend on; a change means a rebuild."""
     return {
         "chunker": CHUNKER_VERSION,
@@ -70,12 +70,14 @@ class SyncReport:
     errors: list[dict[str, str]] = field(default_factory=list)
     rebuilt: str | None = None
     stopped: bool = False
-    sessions: dict[str, Any] | None = None
-    embedding: dict[str, Any] | None = None
+    sessions: dict[str, object] | None = None
+    embedding: dict[str, object] | None = None
     seconds: float = 0.0
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_json(self) -> ReindexResponse:
+        """As ``reindex`` answers it (without the agent and provider state)."""
+        out: ReindexResponse = asdict(self)  # type: ignore[assignment]  # the same keys
+        return out
 
 
 def rebuild_reason(
@@ -203,7 +205,7 @@ def sync(
                 batch_start = time.monotonic()
         if not report.stopped:
             store.prune_skips(skipped_now, MEMORY_SOURCE)
-        store.meta_set("lastSync", json.dumps({"at": time.time(), **_summary(report)}))
+        store.meta_set("lastSync", json.dumps(_last_sync(report)))
     if progress:
         progress(total, total)
     report.seconds = round(time.monotonic() - t0, 3)
@@ -218,15 +220,16 @@ def _log_skip(told: set[tuple[str, str]], what: str, path: str, reason: str) -> 
     log.log(level, "%s %s: %s", what, path, reason)
 
 
-def _summary(r: SyncReport) -> dict[str, Any]:
-    return {
-        "files": r.files,
-        "added": r.added,
-        "updated": r.updated,
-        "removed": r.removed,
-        "skipped": len(r.skipped),
-        "errors": len(r.errors),
-    }
+def _last_sync(r: SyncReport) -> LastSync:
+    return LastSync(
+        at=time.time(),
+        files=r.files,
+        added=r.added,
+        updated=r.updated,
+        removed=r.removed,
+        skipped=len(r.skipped),
+        errors=len(r.errors),
+    )
 
 
 def _sync_one(

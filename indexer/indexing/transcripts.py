@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from indexer.config import Config
 from indexer.sources.chunking import chunk_markdown
@@ -32,7 +31,7 @@ class SessionReport:
     chunksWritten: int = 0
     errors: list[dict[str, str]] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return dict(self.__dict__)
 
 

@@ -26,7 +26,7 @@ class Candidate:
     """One chunk as a search ranks it. ``score`` orders the results; ``shown`` (when
     set) is the result's ``score`` field, the number ``minScore`` judges: in keyword
     mode the two are the same, in hybrid mode ``score`` is the fused rank key and
-    ``shown`` the chunk's own relevance (see ``retrieval.fuse``)."""
+    ``shown`` the chunk's own relevance (see ``fusion.fuse``)."""
 
     id: int
     source: str

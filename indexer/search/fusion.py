@@ -32,8 +32,8 @@ def fuse(
     its cosine min-max scaled over the vector candidates: both sides span 0..1 for
     every query. (The absolute scores do not: ``r/(1+r)`` of BM25 bunches every
     good keyword hit near 0.95 while cosines spread over 0.2-0.8, so the vector
-    side decided the order; scaling raised SciFact-dev nDCG@10 from 0.694 to 0.725
-    and LoCoMo-dev recall@10 from 0.873 to 0.879.) ``rrf``: reciprocal rank fusion,
+    side would decide the order; docs/RETRIEVAL.md, "Choices measured".) ``rrf``: reciprocal
+    rank fusion,
     ``sum 1 / (k + rank)``, scaled so a chunk ranked first by both lists scores 1.
 
     ``vector_sources``: the source of each neighbour that still exists (one that

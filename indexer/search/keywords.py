@@ -1,12 +1,11 @@
 """In-memory BM25 for long-running processes, exact to the FTS5 path's ranking.
 
-FTS5 ranks an OR query by calling the ranking function on every matching row (FTS5's
-C ``bm25()`` took 12-20 ms at 100k chunks for a three-word question matching a
-quarter of them; bm25.py's Python one about four times as long). The daemon
-therefore keeps the FTS5 index's postings in memory (``KeywordPart``, one per
-snapshot: live.py) and scores a plain-words query with the same formula as
+FTS5 ranks an OR query by calling the ranking function on every matching row, so a
+common word costs a call per chunk that holds it. The daemon therefore keeps the
+FTS5 index's postings in memory (``KeywordPart``, one per snapshot: live.py) and
+scores a plain-words query with numpy, with the same formula as
 ``Store.fts_search`` (bm25.py: k1 1.2, b 0.75, its column weights, Lucene's IDF,
-document length over all columns) in about a millisecond at 100k chunks.
+document length over all columns); docs/RETRIEVAL.md, "Latency at 100k chunks".
 
 The postings live in segments, as in Lucene: a first one read from FTS5 itself
 (through ``fts5vocab``, so its tokens are FTS5's porter/unicode61 ones), then one
@@ -253,7 +252,7 @@ def _top(
         scores = np.zeros(seg.ids.shape[0], dtype=np.float64)
         scores[posts[0][0]] = posts[0][1]
         for rows, weight in posts[1:]:
-            np.add.at(scores, rows, weight)  # measured faster than scores[rows] += w
+            np.add.at(scores, rows, weight)  # rows repeat: += would count each once
         cand = np.concatenate([r for r, _ in posts])
         got = scores[cand]
     if wanted is not None and wanted != set(seg.spans):

@@ -13,7 +13,7 @@ reader that fell behind the pruned feed read everything, on a background thread
 The daemon's writer also updates the snapshot itself after each task (``update``
 with ``full=False``), so a search that follows a finished sync sees it. Between a
 commit and the update a search may meet a chunk that is gone: rendering reads rows
-by id and drops the ones that no longer exist (retrieval.render_results).
+by id and drops the ones that no longer exist (results.render_results).
 """
 
 from __future__ import annotations

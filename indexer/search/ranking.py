@@ -182,8 +182,8 @@ def line_speakers(text: str) -> list[tuple[str | None, str]]:
 
 
 # A line by someone other than the person a query names counts for this much of its
-# word coverage (LoCoMo-dev: an unanswerable question is usually a real one asked
-# about the wrong person; docs/RETRIEVAL.md, "Abstention").
+# word coverage: an unanswerable question is usually a real one asked about the
+# wrong person (docs/RETRIEVAL.md, "Abstention").
 OTHER_SPEAKER = 0.3
 
 

@@ -27,7 +27,7 @@ from concurrent.futures import Executor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from indexer.config import RerankConfig
 from indexer.search.candidates import Candidate, ChunkRows
@@ -75,6 +75,10 @@ class _Cache:
         with self._lock:
             self._data.clear()
 
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._data)
+
 
 CACHE = _Cache()
 _BUILT: dict[tuple[RerankConfig, Path], tuple[float, Reranker | None, str]] = {}
@@ -114,7 +118,7 @@ def _hash(text: str) -> bytes:
 class RerankOutcome:
     hits: list[Candidate]
     fallback: str | None  # why the fused order stands, else None
-    info: dict[str, Any]  # for explain: provider, model, blend, pool, cached, ms
+    info: dict[str, object]  # for explain: provider, model, blend, pool, cached, ms
 
 
 def rerank(
@@ -128,7 +132,7 @@ def rerank(
     """``hits`` (best first) with the best ``cfg.candidates`` re-ordered by the blend."""
     t0 = time.monotonic()
     reranker, why = reranker_for(cfg, model_cache_dir)
-    info: dict[str, Any] = {"provider": cfg.provider, "blend": cfg.blend}
+    info: dict[str, object] = {"provider": cfg.provider, "blend": cfg.blend}
     if reranker is None:
         return RerankOutcome(list(hits), f"reranker unavailable ({why}): fused order", info)
     info["model"] = reranker.model

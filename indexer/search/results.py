@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from indexer.api import SearchResult
 from indexer.search.candidates import Candidate, ChunkRows
@@ -21,10 +20,10 @@ def _citation(path: str, start: int, end: int) -> str:
     return f"{path}#L{start}" + (f"-L{end}" if end != start else "")
 
 
-def explain_parts(c: Candidate) -> dict[str, Any]:
+def explain_parts(c: Candidate) -> dict[str, object]:
     """Why candidate ``c`` ranks where it does: each stage's part of its score
     (``explain: true``). Parts a stage did not compute are left out."""
-    parts: dict[str, Any] = {
+    parts: dict[str, object] = {
         "bm25": round(max(0.0, -c.rank), 4),
         "exact": c.exact,
         "allWords": c.full,

@@ -17,7 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from indexer.api import MAX_RESULTS, SearchRequest, SearchResponse, SearchResult
 from indexer.search.candidates import Candidate, ChunkRows
@@ -85,9 +85,20 @@ def search(
 
 def skipped(provider: EmbeddingProvider | None, why: str) -> SearchResponse:
     """The answer to a gated query that is not searched (small talk, a slash command)."""
-    out = _envelope({}, provider, [], "skipped", None)
+    out = _envelope(Notes(), provider, [], "skipped", None)
     out["skipped"] = why
     return out
+
+
+@dataclass
+class Notes:
+    """What a run's stages noted for its answer."""
+
+    fallback: str | None = None  # the rerank stage's fallback
+    rerank: dict[str, object] | None = None  # explain: the rerank stage's figures
+    explain: dict[str, object] | None = None  # explain: the settings that ranked it
+    relevance: float | None = None  # abstain / explain: the query's relevance signal
+    abstained: str | None = None  # abstain: why nothing is returned
 
 
 class SearchRun:
@@ -111,7 +122,7 @@ class SearchRun:
         self.wanted = list(req.sources) if req.sources else None
         self.chars = cfg.query.maxSnippetChars
         self.rows = ChunkRows(store)
-        self.notes: dict[str, Any] = {}  # the rerank, abstain and explain notes
+        self.notes = Notes()
 
     def answer(self) -> SearchResponse:
         req, facts = self.req, self.facts
@@ -260,9 +271,9 @@ class SearchRun:
 
             cache_dir = provider_spec(self.cfg).model_cache_dir
             done = rerank(self.cfg.rerank, req.query, hits, rows, _pool(), cache_dir)
-            hits, self.notes["rerank"] = done.hits, done.info
+            hits, self.notes.rerank = done.hits, done.info
             if done.fallback:
-                self.notes["fallback"] = done.fallback
+                self.notes.fallback = done.fallback
         both = self.facts.both_sources
         if both:
             hits = balance_sources(hits, limit, qc.memoryShare)
@@ -270,7 +281,7 @@ class SearchRun:
             hits = mmr(hits, rows, limit, qc.mmrLambda)
         if req.explain:
             h = self.cfg.hybrid
-            self.notes["explain"] = {
+            self.notes.explain = {
                 "fusion": h.fusion,
                 "vectorWeight": h.vectorWeight,
                 "textWeight": h.textWeight,
@@ -283,9 +294,9 @@ class SearchRun:
             }
         if req.abstain or req.explain:
             signal = round(relevance(list(self.q.words), hits, rows), 4)
-            self.notes["relevance"] = signal
+            self.notes.relevance = signal
             if req.abstain and signal < qc.abstainBelow:
-                self.notes["abstained"] = (
+                self.notes.abstained = (
                     f"relevance {signal:.2f} is below query.abstainBelow "
                     f"{qc.abstainBelow:g}: no result is likely to answer this"
                 )
@@ -301,14 +312,14 @@ class SearchRun:
 
 
 def _envelope(
-    notes: dict[str, Any],
+    notes: Notes,
     p: EmbeddingProvider | None,
     results: list[SearchResult],
     mode: str,
     fallback: str | None,
 ) -> SearchResponse:
-    if notes.get("fallback"):  # the rerank stage's
-        fallback = f"{fallback}; {notes['fallback']}" if fallback else notes["fallback"]
+    if notes.fallback:  # the rerank stage's
+        fallback = f"{fallback}; {notes.fallback}" if fallback else notes.fallback
     out: SearchResponse = {
         "results": results,
         "provider": p.id if p else None,
@@ -316,12 +327,11 @@ def _envelope(
         "mode": mode,
         "fallback": fallback,
     }
-    if "relevance" in notes:
-        out["relevance"] = notes["relevance"]
-    if notes.get("abstained"):
-        out["abstained"] = notes["abstained"]
-    if "explain" in notes:
-        out["explain"] = notes["explain"] | (
-            {"rerank": notes["rerank"]} if "rerank" in notes else {}
-        )
+    if notes.relevance is not None:
+        out["relevance"] = notes.relevance
+    if notes.abstained:
+        out["abstained"] = notes.abstained
+    if notes.explain is not None:
+        rerank = {} if notes.rerank is None else {"rerank": notes.rerank}
+        out["explain"] = notes.explain | rerank
     return out

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from indexer import __version__
 from indexer.api import (
     SOURCES,
     GetRequest,
     GetResponse,
+    ProviderState,
     SearchRequest,
     SearchResponse,
     StatusResponse,
@@ -25,7 +26,7 @@ from indexer.errors import IndexMismatch
 from indexer.search import run
 from indexer.search.documents import get_lines
 from indexer.search.gating import skip_reason
-from indexer.selection import NO_PROVIDER, provider_state
+from indexer.selection import NO_PROVIDER, provider_state, ready_state
 from indexer.store import IndexStore
 from indexer.store.backend import backend_for
 
@@ -48,7 +49,7 @@ class Searcher:
         provider: EmbeddingProvider | None = None,
         provider_note: str = "",
         live: LiveIndex | None = None,
-        provider_state: dict[str, Any] | None = None,
+        provider_state: ProviderState | None = None,
     ) -> None:
         """``provider_note``: why ``provider`` is None (``selection.provider_note``);
         ``provider_state``: the configured provider's state as the process that built
@@ -85,10 +86,10 @@ class Searcher:
         )
         return run.search(self.cfg, self.store, self.provider, self.live, req, facts)
 
-    def _provider_state(self) -> dict[str, Any]:
+    def _provider_state(self) -> ProviderState:
         p = self.provider
         if p is not None:
-            return {"name": p.id, "model": p.model, "state": "ready", "reason": None, "fix": None}
+            return ready_state(p.id, p.model)
         if self._state is None:
             self._state = provider_state(self.cfg)
         return self._state

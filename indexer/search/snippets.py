@@ -32,8 +32,7 @@ def _best_line(low: str, needles: Sequence[str], stems: Sequence[str], cjk: Sequ
     twice; a stem counts where a word starts with it; each item counts
     ``log(1 + lines / lines holding it)`` times that: a word on every line (the
     speaker's name in a conversation, the project in a log) says little about which
-    line answers (LoCoMo-dev: the snippet held the evidence line for 0.70 of the
-    daily-log evidence, 0.71 with this weight; docs/RETRIEVAL.md).
+    line answers (docs/RETRIEVAL.md, "What the agent reads: snippets").
 
     Each item is found in the whole text and its hits are mapped to lines, rather
     than every line being lower-cased and searched for every item."""
@@ -91,9 +90,7 @@ def make_snippet(
             piece = piece[:-1] + "…"
         return piece, start_line + best, start_line + best, start_line + best
     # Grown two lines down for each line up: what answers a matched line follows it
-    # (the reply to a question, the text under a heading). LoCoMo-dev: the snippet
-    # held the evidence line for 0.71 of daily-log evidence growing evenly, 0.75
-    # two down for one up (docs/RETRIEVAL.md).
+    # (the reply to a question, the text under a heading; docs/RETRIEVAL.md).
     lo = hi = best
     size = len(line)
     step = 0

@@ -18,6 +18,7 @@ from watchdog.events import (
     FileSystemEvent,
     FileSystemEventHandler,
 )
+from watchdog.observers.api import ObservedWatch
 
 __all__ = ["Poller"]
 
@@ -56,7 +57,9 @@ class Poller:
         if self._thread.is_alive():
             self._thread.join(timeout)
 
-    def schedule(self, handler: FileSystemEventHandler, path: str, recursive: bool = False) -> str:
+    def schedule(
+        self, handler: FileSystemEventHandler, path: str, recursive: bool = False
+    ) -> ObservedWatch:
         if recursive:
             raise ValueError("the poller watches single directories")
         seen = _listing(path)
@@ -64,11 +67,11 @@ class Poller:
             raise FileNotFoundError(errno.ENOENT, "no such directory", path)
         with self._lock:
             self._dirs[path] = (handler, seen)
-        return path
+        return ObservedWatch(path, recursive=False)
 
-    def unschedule(self, watch: str) -> None:
+    def unschedule(self, watch: ObservedWatch) -> None:
         with self._lock:
-            self._dirs.pop(watch, None)
+            self._dirs.pop(watch.path, None)
 
     def _run(self) -> None:
         while not self._stop.wait(max(self.interval, 2 * self.last_pass_s)):

@@ -37,15 +37,15 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from watchdog.events import (
     FileSystemEvent,
     FileSystemEventHandler,
 )
 from watchdog.observers import Observer
-from watchdog.observers.api import BaseObserver
+from watchdog.observers.api import BaseObserver, ObservedWatch
 
+from indexer.api import WatcherState
 from indexer.config import DEFAULT_IGNORE_DIRS, Config
 from indexer.sources.discovery import MEMORY_DIR, ROOT_FILES, is_ignored, roots_for
 from indexer.sources.poller import Poller
@@ -104,7 +104,7 @@ class Watcher:
         self._agents: dict[str, Config] = {}
         # dir -> what it serves; replaced whole by refresh(), read by _event() unlocked
         self._targets: Mapping[str, frozenset[_Target]] = {}
-        self._watches: dict[str, Any] = {}
+        self._watches: dict[str, ObservedWatch] = {}
         self._observer: BaseObserver | Poller | None = None
         self.backend = "none"
         self.reason: str | None = None
@@ -143,14 +143,12 @@ class Watcher:
             observer.stop()
             observer.join(timeout=5)
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> WatcherState:
         """Read without ``_lock``: a refresh scheduling thousands of directories
         holds it, and ``status`` must answer meanwhile."""
-        return {
-            "backend": self.backend,
-            "reason": self.reason,
-            "watchedDirs": len(self._watches),
-        }
+        return WatcherState(
+            backend=self.backend, reason=self.reason, watchedDirs=len(self._watches)
+        )
 
     def refresh(self) -> None:
         """Make the watched set match the directories that hold indexable files."""

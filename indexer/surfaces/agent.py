@@ -7,8 +7,9 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import TypeVar
 
+from indexer.api import ReindexResponse
 from indexer.config import Config
 from indexer.errors import StoreError
 from indexer.indexing.writer import Indexer
@@ -17,7 +18,7 @@ from indexer.search.searcher import Searcher
 from indexer.selection import provider_note, provider_state, select_provider
 from indexer.store import STORE_ERRORS, IndexStore
 from indexer.store.backend import backend_for
-from indexer.surfaces.health import TaskHealth
+from indexer.surfaces.health import HealthReport, TaskHealth
 
 __all__ = ["AgentRuntime"]
 
@@ -74,14 +75,14 @@ class AgentRuntime:
         self.embed_poll = 0.5
         self.next_rescan: float | None = None  # the daemon's next sync with no event
         self.lock_check: float = 0.0  # when the writer lock is next checked (monotonic)
-        self.last_report: dict[str, Any] | None = None
+        self.last_report: ReindexResponse | None = None
         self.health = TaskHealth()
 
     def _caught_up(self, store: IndexStore) -> None:
         """After each writer task: the readers' snapshot takes in what it wrote."""
         self.live.update(store, full=False)
 
-    def report_health(self) -> dict[str, Any]:
+    def report_health(self) -> HealthReport:
         pending = (
             self.backfill
             or self.memory_due is not None

@@ -143,15 +143,15 @@ def run_openclaw(c: Call) -> int:
     from indexer.surfaces import openclaw_setup as setup
 
     if args.action == "uninstall":
-        done = setup.uninstall(args.openclaw_config, openclaw=args.openclaw, out=out, err=err)
+        gone = setup.uninstall(args.openclaw_config, openclaw=args.openclaw, out=out, err=err)
         if args.json:
-            return c.json(done)
+            return c.json(gone)
         lines = [
-            f"memindex is out of OpenClaw's memory slot ({done['config']}): memory-core is "
+            f"memindex is out of OpenClaw's memory slot ({gone['config']}): memory-core is "
             "back, with its memory tools."
         ]
-        if done["daemonStopped"]:
-            lines.append(f"stopped the memindex daemon (pid {done['daemonStopped']}).")
+        if gone["daemonStopped"]:
+            lines.append(f"stopped the memindex daemon (pid {gone['daemonStopped']}).")
         lines.append("The index files are kept; `memindex status` names them.")
         out.write("\n".join(lines) + "\n")
         return 0

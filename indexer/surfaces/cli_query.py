@@ -3,8 +3,6 @@ Each asks the daemon when one serves the index, else does the work itself."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from indexer.errors import InvalidParams
 from indexer.surfaces.cli_parts import Call, ProgressBar
 from indexer.surfaces.client import call
@@ -74,7 +72,7 @@ def run_index(c: Call) -> int:
 
 def run_search(c: Call) -> int:
     cfg, args, out, err = c.config(), c.args, c.out, c.err
-    params: dict[str, Any] = {"query": args.query}
+    params: dict[str, object] = {"query": args.query}
     if args.max_results is not None:
         params["maxResults"] = args.max_results
     if args.min_score is not None:
@@ -126,7 +124,7 @@ def run_search(c: Call) -> int:
     return 0
 
 
-def _parts(parts: dict[str, Any]) -> str:
+def _parts(parts: dict[str, object]) -> str:
     """``explain`` parts on one line: ``bm25=3.1 cosine=0.52 ...``."""
     out = []
     for k, v in parts.items():
@@ -138,7 +136,7 @@ def _parts(parts: dict[str, Any]) -> str:
 
 def run_get(c: Call) -> int:
     cfg, args, out, err = c.config(), c.args, c.out, c.err
-    params: dict[str, Any] = {"path": args.path}
+    params: dict[str, object] = {"path": args.path}
     if args.start is not None:
         params["from"] = args.start
     if args.lines is not None:

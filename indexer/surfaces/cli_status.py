@@ -4,8 +4,9 @@ for a person (the JSON is the socket's ``status`` answer)."""
 from __future__ import annotations
 
 import time
-from typing import Any, TextIO
+from typing import TextIO
 
+from indexer.api import StatusResponse
 from indexer.config import Config
 from indexer.errors import ConfigError, MemindexError
 from indexer.surfaces.cli_parts import Call
@@ -26,7 +27,7 @@ def run_status(c: Call) -> int:
     return _print_status(st, c.out, cfg)
 
 
-def _print_status(st: dict[str, Any], out: TextIO, cfg: Config | None = None) -> int:
+def _print_status(st: StatusResponse, out: TextIO, cfg: Config | None = None) -> int:
     if st.get("lastSync") is None and not st.get("files") and st.get("indexBytes") == 0:
         out.write(f"index:     {st['indexPath']} (not built yet: run 'memindex index')\n")
     else:

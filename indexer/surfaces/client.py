@@ -13,6 +13,7 @@ import os
 import socket
 import struct
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,7 @@ def connect(path: Path, timeout: float) -> socket.socket:
 
 
 def call(
-    path: Path, method: str, params: dict[str, Any] | None = None, *, timeout: float = 30.0
+    path: Path, method: str, params: Mapping[str, object] | None = None, *, timeout: float = 30.0
 ) -> Any:
     """One JSON-RPC call; raises DaemonUnavailable, ForeignSocket or RemoteError."""
     sock = connect(path, timeout)

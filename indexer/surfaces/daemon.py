@@ -280,7 +280,7 @@ class Daemon:
 
     # -- RPC ----------------------------------------------------------------------------
 
-    def handle(self, method: str, params: dict[str, Any]) -> Any:
+    def handle(self, method: str, params: dict[str, object]) -> Any:
         """One request from the socket: through the method table to this daemon's
         service."""
         self.last_request = time.monotonic()

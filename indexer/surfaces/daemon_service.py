@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from indexer import __version__
 from indexer.api import (
@@ -20,6 +20,7 @@ from indexer.api import (
     GetResponse,
     PingRequest,
     PingResponse,
+    QmdResult,
     QmdSearchRequest,
     ReindexRequest,
     ReindexResponse,
@@ -41,7 +42,7 @@ __all__ = ["DaemonService", "QmdHook"]
 _REINDEX_TIMEOUT_S = 3600.0
 _T = TypeVar("_T")
 # memindex-qmd's search: (the agent, the request) -> QMD's result items
-QmdHook = Callable[[AgentRuntime, QmdSearchRequest], list[dict[str, Any]]]
+QmdHook = Callable[[AgentRuntime, QmdSearchRequest], list[QmdResult]]
 
 
 class _Daemon(Protocol):
@@ -116,10 +117,9 @@ class DaemonService:
 
     def reindex(self, agent: str | None, req: ReindexRequest) -> ReindexResponse:
         rt = self._agent(agent)
-        fut: Future[dict[str, Any]] = Future()
+        fut: Future[ReindexResponse] = Future()
         self.daemon.tasks.submit(rt.cfg.agent_name, req.force, fut)
-        done: ReindexResponse = fut.result(timeout=_REINDEX_TIMEOUT_S)  # type: ignore[assignment]
-        return done
+        return fut.result(timeout=_REINDEX_TIMEOUT_S)
 
     def ping(self, agent: str | None, req: PingRequest) -> PingResponse:
         agents = self.daemon.agents
@@ -129,7 +129,7 @@ class DaemonService:
             "agents": {n: a.writer.backend.where for n, a in agents.items()},
         }
 
-    def qmd_search(self, agent: str | None, req: QmdSearchRequest) -> list[dict[str, Any]]:
+    def qmd_search(self, agent: str | None, req: QmdSearchRequest) -> list[QmdResult]:
         if self.qmd is None:
             listed = [n for n, m in METHODS.items() if m.listed]
             raise UnknownMethod("qmd_search", listed)

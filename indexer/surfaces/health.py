@@ -15,13 +15,23 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TypedDict
 
 __all__ = ["STUCK_AFTER_S", "TASKS", "TaskHealth"]
 
 STUCK_AFTER_S = 300.0  # a task with no progress for this long is reported as stuck
 _RETRY_MIN_S, _RETRY_MAX_S = 2.0, 300.0  # backoff of a failed task
 TASKS = ("memory", "sessions", "embedding", "writer")  # writer: its one-writer lock
+
+
+class HealthReport(TypedDict):
+    """An agent's writer as ``status`` shows it."""
+
+    dirty: bool  # work is pending or failed
+    busy: dict[str, object] | None  # {task, forS, noProgressS} while the writer works
+    stuck: bool  # no progress for STUCK_AFTER_S
+    lastError: str | None
+    errors: dict[str, str | None]  # per task: memory, sessions, writer
 
 
 class TaskHealth:
@@ -67,7 +77,7 @@ class TaskHealth:
         finally:
             self.busy = None
 
-    def report(self, pending: bool) -> dict[str, Any]:
+    def report(self, pending: bool) -> HealthReport:
         """dirty / busy / stuck / lastError / errors as ``status`` shows them;
         ``pending``: work is scheduled that has not run yet."""
         now = time.monotonic()
@@ -82,10 +92,6 @@ class TaskHealth:
         last = self.last_error
         if stuck and busy is not None:
             last = f"{busy['task']}: no progress for {busy['noProgressS']:.0f}s (stuck?)"
-        return {
-            "dirty": dirty or stuck,
-            "busy": busy,
-            "stuck": stuck,
-            "lastError": last,
-            "errors": dict(self.errors),
-        }
+        return HealthReport(
+            dirty=dirty or stuck, busy=busy, stuck=stuck, lastError=last, errors=dict(self.errors)
+        )

@@ -116,10 +116,9 @@ def _claim_stdout() -> io.TextIOWrapper:
     return io.TextIOWrapper(wire, encoding="utf-8", write_through=True)
 
 
-TOOLS: dict[str, dict[str, Any]] = {
-    name: {"description": m.description, "schema": input_schema(name)}
-    for name, m in METHODS.items()
-    if m.read
+# The read methods, offered as tools: (description, JSON Schema of the params).
+TOOLS: dict[str, tuple[str, dict[str, object]]] = {
+    name: (m.description, input_schema(name)) for name, m in METHODS.items() if m.read
 }
 
 
@@ -133,8 +132,8 @@ def run(cfg: Config) -> int:
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(
             tools=[
-                types.Tool(name=name, description=t["description"], input_schema=t["schema"])
-                for name, t in TOOLS.items()
+                types.Tool(name=name, description=about, input_schema=schema)
+                for name, (about, schema) in TOOLS.items()
             ]
         )
 

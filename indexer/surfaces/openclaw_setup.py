@@ -30,9 +30,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO, TypedDict
 
 import indexer
+from indexer.api import StatusResponse
 from indexer.config import Settings, state_dir
 from indexer.errors import ConfigError, DaemonUnavailable, MemindexError
 from indexer.openclaw import openclaw_state_dir
@@ -46,6 +47,46 @@ _CALL_TIMEOUT = 300.0  # one openclaw command (a cold start of its CLI takes 10-
 
 class SetupError(MemindexError):
     code = "openclaw_setup"
+
+
+class DaemonStart(TypedDict, total=False):
+    socket: str
+    started: bool  # False: one was answering already
+    pid: int | None
+    agents: list[str]
+    service: str  # the unit file, when started as a service
+    log: str
+
+
+class SearchCheck(TypedDict):
+    agent: str
+    files: int
+    chunks: int
+    results: int
+    top: str | None  # the first result's citation
+    mode: str
+
+
+class InstallRecord(TypedDict):
+    """What ``install`` changed, kept for ``uninstall``."""
+
+    config: str
+    previousSlot: str | None
+    addedDeny: bool
+    dreaming: bool
+    plugin: str
+    at: float
+    daemon: DaemonStart
+
+
+class InstallReport(InstallRecord):
+    check: SearchCheck
+
+
+class UninstallReport(TypedDict):
+    config: str
+    slot: str
+    daemonStopped: int | None
 
 
 def plugin_dir() -> Path:
@@ -106,7 +147,7 @@ class _OpenClaw:
         return r.stdout
 
 
-def _read_config(path: Path) -> dict[str, Any]:
+def _read_config(path: Path) -> dict[str, object]:
     import json5
 
     try:
@@ -118,7 +159,7 @@ def _read_config(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _get(d: Any, *keys: str) -> Any:
+def _get(d: object, *keys: str) -> object:
     for k in keys:
         if not isinstance(d, dict):
             return None
@@ -146,48 +187,44 @@ def install(
     plugin: Path | None,
     out: TextIO,
     err: TextIO,
-) -> dict[str, Any]:
+) -> InstallReport:
     """Install and select the plugin, configure it, start the daemon, check a search."""
     cfg_path = config_path(config)
     oc = _OpenClaw(_openclaw_command(openclaw), cfg_path, err)
     before = _read_config(cfg_path)
     source = plugin or plugin_dir()
     oc.run("plugins", "install", str(source), "--force", "--accept-capabilities")
-    deny = list(_get(before, "tools", "deny") or [])
+    denied = _get(before, "tools", "deny")
+    deny = list(denied) if isinstance(denied, list) else []
     added_deny = dreaming and "memory-core" not in deny
-    patch: dict[str, Any] = {
-        "plugins": {
-            "slots": {"memory": "memindex"},
-            "entries": {
-                "memindex": {
-                    "enabled": True,
-                    "config": {"command": _memindex_command(), "dreaming": {"enabled": dreaming}},
-                }
-            },
-        }
+    entry = {"command": _memindex_command(), "dreaming": {"enabled": dreaming}}
+    plugins: dict[str, object] = {
+        "slots": {"memory": "memindex"},
+        "entries": {"memindex": {"enabled": True, "config": entry}},
     }
-    if added_deny:
-        patch["tools"] = {"deny": [*deny, "memory-core"]}
     allow = _get(before, "plugins", "allow")
     if isinstance(allow, list) and allow and "memindex" not in allow:
-        patch["plugins"]["allow"] = [*allow, "memindex"]
+        plugins["allow"] = [*allow, "memindex"]
+    patch: dict[str, object] = {"plugins": plugins}
+    if added_deny:
+        patch["tools"] = {"deny": [*deny, "memory-core"]}
     oc.run("config", "patch", "--stdin", stdin=json.dumps(patch))
-    record = {
-        "config": str(cfg_path),
-        "previousSlot": _get(before, "plugins", "slots", "memory"),
-        "addedDeny": added_deny,
-        "dreaming": dreaming,
-        "plugin": str(source),
-        "at": time.time(),
-    }
+    slot = _get(before, "plugins", "slots", "memory")
     daemon = _start_daemon(cfg_path, service, err)
-    record["daemon"] = daemon
+    record = InstallRecord(
+        config=str(cfg_path),
+        previousSlot=slot if isinstance(slot, str) else None,
+        addedDeny=added_deny,
+        dreaming=dreaming,
+        plugin=str(source),
+        at=time.time(),
+        daemon=daemon,
+    )
     check = _check_search(cfg_path)
     path = _record_path()
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     path.write_text(json.dumps(record, indent=2), encoding="utf-8")
-    report = {**record, "check": check}
-    return report
+    return InstallReport(**record, check=check)
 
 
 def _settings(cfg_path: Path) -> Settings:
@@ -196,18 +233,18 @@ def _settings(cfg_path: Path) -> Settings:
     return load_settings(None, openclaw=cfg_path)
 
 
-def _start_daemon(cfg_path: Path, service: bool, err: TextIO) -> dict[str, Any]:
+def _start_daemon(cfg_path: Path, service: bool, err: TextIO) -> DaemonStart:
     """The daemon for this openclaw.json: one that answers is kept; else a user
     service (``service``) or a detached ``memindex serve`` as the plugin starts it."""
     settings = _settings(cfg_path)
     sock = settings.agents[0].socket_path()
     try:
         pong = call(sock, "ping", timeout=2.0)
-        return {"socket": str(sock), "started": False, "pid": None, "agents": list(pong["agents"])}
+        return DaemonStart(socket=str(sock), started=False, pid=None, agents=list(pong["agents"]))
     except DaemonUnavailable:
         pass
     args = ["--openclaw-config", str(cfg_path)]
-    how: dict[str, Any]
+    how: DaemonStart
     if service:
         from indexer.surfaces import service as svc
 
@@ -217,7 +254,7 @@ def _start_daemon(cfg_path: Path, service: bool, err: TextIO) -> dict[str, Any]:
         r = subprocess.run(start, shell=True, capture_output=True, text=True)  # noqa: S602
         if r.returncode != 0:
             raise SetupError(f"the service did not start ({start}): {r.stderr.strip()[-500:]}")
-        how = {"service": str(unit)}
+        how = DaemonStart(service=str(unit))
     else:
         logs = cfg_path.parent / "logs"
         logs.mkdir(parents=True, exist_ok=True)
@@ -229,46 +266,45 @@ def _start_daemon(cfg_path: Path, service: bool, err: TextIO) -> dict[str, Any]:
                 stderr=log,
                 start_new_session=True,
             )
-        how = {"pid": proc.pid, "log": str(logs / "memindex.log")}
+        how = DaemonStart(pid=proc.pid, log=str(logs / "memindex.log"))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
             call(sock, "ping", timeout=2.0)
-            return {"socket": str(sock), "started": True, **how}
+            return DaemonStart(socket=str(sock), started=True, **how)
         except DaemonUnavailable:
             time.sleep(0.2)
     raise SetupError(f"the memindex daemon did not answer on {sock} within 60 s ({how})")
 
 
-def _check_search(cfg_path: Path) -> dict[str, Any]:
+def _check_search(cfg_path: Path) -> SearchCheck:
     """A search through the daemon, once its first sync is done."""
     settings = _settings(cfg_path)
     sock = settings.agents[0].socket_path()
     agent = settings.agents[0].agent_name
     deadline = time.monotonic() + 120
-    st: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        st = call(sock, "status", {"agent": agent}, timeout=10.0)
-        if st.get("lastSync") is not None:
+    while True:
+        st: StatusResponse = call(sock, "status", {"agent": agent}, timeout=10.0)
+        if st["lastSync"] is not None or time.monotonic() > deadline:
             break
         time.sleep(0.3)
     res = call(
         sock, "memory_search", {"query": "memory", "minScore": 0, "agent": agent}, timeout=30
     )
     top = res["results"][0]["citation"] if res["results"] else None
-    return {
-        "agent": agent,
-        "files": st.get("files"),
-        "chunks": st.get("chunks"),
-        "results": len(res["results"]),
-        "top": top,
-        "mode": res["mode"],
-    }
+    return SearchCheck(
+        agent=agent,
+        files=st["files"],
+        chunks=st["chunks"],
+        results=len(res["results"]),
+        top=top,
+        mode=res["mode"],
+    )
 
 
 def uninstall(
     config: Path | None, *, openclaw: str | None, out: TextIO, err: TextIO
-) -> dict[str, Any]:
+) -> UninstallReport:
     """Undo ``install``: memory-core back in the slot (and its tools), the plugin
     removed, the daemon started by install stopped."""
     record_file = _record_path()
@@ -282,7 +318,7 @@ def uninstall(
     oc = _OpenClaw(_openclaw_command(openclaw), cfg_path, err)
     oc.run("plugins", "uninstall", "memindex", "--force")
     current = _read_config(cfg_path)
-    patch: dict[str, Any] = {"plugins": {"slots": {"memory": "memory-core"}}}
+    patch: dict[str, object] = {"plugins": {"slots": {"memory": "memory-core"}}}
     deny = _get(current, "tools", "deny")
     if record.get("addedDeny") and isinstance(deny, list) and "memory-core" in deny:
         rest = [d for d in deny if d != "memory-core"]
@@ -293,7 +329,7 @@ def uninstall(
     if daemon.get("started") and daemon.get("socket"):
         stopped = _stop_daemon(Path(daemon["socket"]))
     record_file.unlink(missing_ok=True)
-    return {"config": str(cfg_path), "slot": "memory-core", "daemonStopped": stopped}
+    return UninstallReport(config=str(cfg_path), slot="memory-core", daemonStopped=stopped)
 
 
 def _stop_daemon(sock: Path) -> int | None:

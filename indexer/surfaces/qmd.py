@@ -30,9 +30,9 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import NoReturn, TextIO
 
-from indexer.api import SearchRequest
+from indexer.api import QmdResult, SearchRequest
 from indexer.config import Config, ExtraPath
 from indexer.config_file import load_config
 from indexer.engine import MemoryIndex
@@ -161,7 +161,7 @@ def search_items(
     n: int,
     names: list[str],
     searcher: Searcher,
-) -> list[dict[str, Any]]:
+) -> list[QmdResult]:
     """QMD's result objects for a search on an open index (the process or the daemon)."""
     known = {c["name"] for c in cols}
     for name in names:
@@ -173,7 +173,7 @@ def search_items(
     params = {"query": query, "maxResults": max(1, n) * 4, "minScore": 0.0}
     res = searcher.search(SearchRequest.parse({**params, "mode": MODES[mode]}))["results"]
     locate = _Locator(cfg, cols)
-    items: list[dict[str, Any]] = []
+    items: list[QmdResult] = []
     seen: set[tuple[str, str]] = set()
     with _catalogue() as catalogue:  # one connection for the whole result list
         for r in res:
@@ -242,8 +242,8 @@ def _daemon(base: Config) -> int:
     cols = load_collections()
     cfg = _config(base, cols)
 
-    def qmd_search(rt: AgentRuntime, req: QmdSearchRequest) -> list[dict[str, Any]]:
-        def answer(searcher: Searcher) -> list[dict[str, Any]]:
+    def qmd_search(rt: AgentRuntime, req: QmdSearchRequest) -> list[QmdResult]:
+        def answer(searcher: Searcher) -> list[QmdResult]:
             try:
                 return search_items(
                     cfg, cols, req.mode, req.query, req.n, list(req.collections), searcher

@@ -7,7 +7,10 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:  # memindex-qmd's fast path loads nothing it does not use
+    from indexer.api import QmdResult
 
 __all__ = ["MODES", "cache_dir", "config_dir", "emit", "qmd_socket"]
 
@@ -33,7 +36,7 @@ def qmd_socket() -> Path:
     return cache_dir() / "memindex-qmd" / "daemon.sock"
 
 
-def emit(items: list[dict[str, Any]], out: TextIO, as_json: bool) -> None:
+def emit(items: list[QmdResult], out: TextIO, as_json: bool) -> None:
     """Print search results as QMD does."""
     if as_json:
         out.write(json.dumps(items, ensure_ascii=False) + "\n")

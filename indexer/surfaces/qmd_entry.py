@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Any
 
 from indexer.errors import DaemonUnavailable, ForeignSocket, RemoteError
 from indexer.surfaces.client import call
@@ -20,24 +19,25 @@ from indexer.surfaces.qmd_common import MODES, cache_dir, config_dir, emit, qmd_
 __all__ = ["main"]
 
 
-def _parse(argv: list[str]) -> dict[str, Any] | None:
-    """A search's arguments, or None for anything unusual (the full CLI decides)."""
+def _parse(argv: list[str]) -> tuple[dict[str, object], bool] | None:
+    """A search's ``qmd_search`` params and whether to print JSON, or None for
+    anything unusual (the full CLI decides)."""
     mode, rest = argv[0], argv[1:]
-    params: dict[str, Any] = {"mode": mode, "n": 5, "collections": [], "json": False}
+    n, collections, as_json = 5, list[str](), False
     query = None
     i = 0
     while i < len(rest):
         a = rest[i]
         if a == "--json":
-            params["json"] = True
+            as_json = True
         elif a in ("-n", "-c", "--collection") and i + 1 < len(rest):
             i += 1
             if a == "-n":
                 if not rest[i].isdigit():
                     return None
-                params["n"] = max(1, int(rest[i]))
+                n = max(1, int(rest[i]))
             else:
-                params["collections"].append(rest[i])
+                collections.append(rest[i])
         elif a.startswith("-") or query is not None:
             return None
         else:
@@ -45,16 +45,15 @@ def _parse(argv: list[str]) -> dict[str, Any] | None:
         i += 1
     if query is None:
         return None
-    params["query"] = query
-    return params
+    return {"mode": mode, "n": n, "collections": collections, "query": query}, as_json
 
 
 def _fast_search(argv: list[str]) -> int | None:
-    params = _parse(argv)
+    parsed = _parse(argv)
     path = qmd_socket()
-    if params is None or not path.exists():
+    if parsed is None or not path.exists():
         return None
-    as_json = params.pop("json")
+    params, as_json = parsed
     try:
         result = call(path, "qmd_search", params, timeout=3.0)
     except RemoteError as exc:

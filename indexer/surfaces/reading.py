@@ -4,7 +4,7 @@ the CLI and the MCP server, so both answer exactly like the socket does."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +29,7 @@ def daemon_socket(cfg: Config) -> Path | None:
 def read_call(
     cfg: Config,
     method: str,
-    params: dict[str, Any],
+    params: Mapping[str, object],
     direct: Callable[[], None] | None = None,
 ) -> Any:
     """Ask the daemon when it serves this index, else answer the read method
@@ -97,7 +97,7 @@ class FileService:
     def ping(self, agent: str | None, req: api.PingRequest) -> api.PingResponse:
         raise self._needs_daemon("ping")
 
-    def qmd_search(self, agent: str | None, req: api.QmdSearchRequest) -> list[dict[str, Any]]:
+    def qmd_search(self, agent: str | None, req: api.QmdSearchRequest) -> list[api.QmdResult]:
         raise self._needs_daemon("qmd_search")
 
 

@@ -55,8 +55,8 @@ class RpcError(Exception):
         self.data = data
 
 
-def error_reply(id_: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
-    err: dict[str, Any] = {"code": code, "message": message}
+def error_reply(id_: Any, code: int, message: str, data: Any = None) -> dict[str, object]:
+    err: dict[str, object] = {"code": code, "message": message}
     if data is not None:
         err["data"] = data
     return {"jsonrpc": "2.0", "id": id_, "error": err}
@@ -78,7 +78,7 @@ def request_id(obj: Any) -> Any:
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[str, dict[str, Any]], Any]  # (method, params) -> result
+Handler = Callable[[str, dict[str, object]], Any]  # (method, params) -> result
 
 
 def answer_line(line: bytes, handler: Handler, max_reply: int) -> bytes | None:
@@ -115,7 +115,7 @@ def answer_line(line: bytes, handler: Handler, max_reply: int) -> bytes | None:
     return (b"[" + b",".join(parts) + b"]\n") if parts else None
 
 
-def _bounded(reply: dict[str, Any], limit: int) -> bytes:
+def _bounded(reply: dict[str, object], limit: int) -> bytes:
     data = encode_line(reply)
     if len(data) <= limit:
         return data
@@ -130,7 +130,7 @@ def _bounded(reply: dict[str, Any], limit: int) -> bytes:
     )
 
 
-def _answer_one(obj: Any, handler: Handler) -> dict[str, Any] | None:
+def _answer_one(obj: Any, handler: Handler) -> dict[str, object] | None:
     """The reply to one request object (None: a notification, never answered)."""
     if not isinstance(obj, dict):
         return error_reply(None, INVALID_REQUEST, "a request is a JSON object")

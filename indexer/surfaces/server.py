@@ -28,7 +28,6 @@ import stat
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from indexer.errors import ConfigError, DaemonRunning
 from indexer.surfaces.client import peer_uid
@@ -231,7 +230,7 @@ class SocketServer:
             oldest.shutdown(socket.SHUT_RDWR)
         return True
 
-    def _send_and_close(self, conn: socket.socket, obj: dict[str, Any]) -> None:
+    def _send_and_close(self, conn: socket.socket, obj: dict[str, object]) -> None:
         with contextlib.suppress(OSError):
             conn.sendall(encode_line(obj))
         with contextlib.suppress(OSError):

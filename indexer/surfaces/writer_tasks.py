@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
+from indexer.api import ReindexResponse
 from indexer.errors import InvalidParams, index_damaged
 from indexer.surfaces.agent import AgentRuntime
 
@@ -31,7 +32,7 @@ log = logging.getLogger(__name__)
 _SESSIONS_SLICE_S = 1.0
 _EMBED_SLICE_S = 2.0  # likewise, embedding a backlog
 
-Job = tuple[str, bool, "Future[dict[str, Any]]"]  # (agent, force, the caller's answer)
+Job = tuple[str, bool, "Future[ReindexResponse]"]  # (agent, force, the caller's answer)
 _T = TypeVar("_T")
 
 
@@ -268,7 +269,7 @@ class WriterTasks:
 
     # -- reindex requests ---------------------------------------------------------------
 
-    def submit(self, agent: str, force: bool, fut: Future[dict[str, Any]]) -> None:
+    def submit(self, agent: str, force: bool, fut: Future[ReindexResponse]) -> None:
         self.jobs.put((agent, force, fut))
         with self._wake:
             self._wake.notify_all()
@@ -298,4 +299,7 @@ class WriterTasks:
                 rt.health.succeeded("sessions")
                 if (rep.embedding or {}).get("error") is None:
                     rt.health.succeeded("embedding")
-            fut.set_result({"agent": agent, **rep.to_json(), "providerState": rt.provider_state})
+            answer = rep.to_json()
+            answer["agent"] = agent
+            answer["providerState"] = rt.provider_state
+            fut.set_result(answer)

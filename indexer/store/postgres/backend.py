@@ -10,8 +10,8 @@ when it closes, so a killed writer frees it), and a second writer gets IndexBusy
 naming the holder. A rebuild holds a
 second lock. Generations are rows: ``agents.published`` names the one searches read,
 and ``publish`` sets it in one transaction, so a reader sees the old or the new
-generation, never a mix. The tables are in ``pg_schema``; the operations in
-``pg_store``.
+generation, never a mix. The tables are in ``schema``; the operations in
+``store``.
 """
 
 from __future__ import annotations

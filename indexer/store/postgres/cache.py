@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
 
+from indexer.api.responses import BatchJob
 from indexer.store.postgres.connection import PgBase
 
 __all__ = ["PgCache"]
@@ -71,11 +71,11 @@ class PgCache(PgBase):
     def delete_batch_job(self, job_id: str) -> None:
         self._q("DELETE FROM batch_jobs WHERE {k} AND id=%s", job_id)
 
-    def all_batch_jobs(self) -> list[dict[str, Any]]:
+    def all_batch_jobs(self) -> list[BatchJob]:
         rows = self._q(
             "SELECT id, provider, hashes, created_at FROM batch_jobs WHERE {k} ORDER BY created_at"
         )
         return [
-            {"id": i, "provider": p, "chunks": len(json.loads(h)), "createdAt": c}
+            BatchJob(id=i, provider=p, chunks=len(json.loads(h)), createdAt=c)
             for i, p, h, c in rows
         ]

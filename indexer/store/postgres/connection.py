@@ -1,9 +1,9 @@
 """The plumbing of a PostgreSQL store (``PgBase``): one pooled connection to one
 agent's generation, transactions, meta and the reads every part needs (the agent's
 writer lock is ``writer_lock.PgLock``, on a connection of its own).
-``pg_store.PgStore`` puts the parts together: ``pg_tables`` (files, chunks, the
-change feed, cursors), ``pg_search`` (keyword search and vectors),
-``pg_cache`` (the shared embedding cache and batch jobs)."""
+``store.PgStore`` puts the parts together: ``tables`` (files, chunks, the
+change feed, cursors), ``search`` (keyword search and vectors),
+``cache`` (the shared embedding cache and batch jobs)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """The PostgreSQL store: one connection to one agent's generation (``PgStore``).
 
 The same operations as the SQLite ``Store`` (``IndexStore``) on the tables of
-``pg_schema``, in parts: ``pg_base`` (connection, transactions, meta),
-``pg_tables`` (files, chunks, the change feed, cursors, skips), ``pg_search``
-(keyword search and vectors), ``pg_cache`` (the shared embedding cache, batch jobs);
+``schema``, in parts: ``connection`` (connection, transactions, meta),
+``tables`` (files, chunks, the change feed, cursors, skips), ``search``
+(keyword search and vectors), ``cache`` (the shared embedding cache, batch jobs);
 here, what joins them: upkeep and the health checks."""
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from indexer.api.responses import SkippedFile
 from indexer.store.postgres.connection import PgBase
 from indexer.store.records import ChunkChanges, ChunkRow, FileState, NewChunk
 from indexer.store.records import SessionCursor as Cursor
@@ -240,9 +241,9 @@ class PgTables(PgBase):
             for path, reason in items:
                 self.record_skip(path, source, reason)
 
-    def skipped(self) -> list[dict[str, Any]]:
+    def skipped(self) -> list[SkippedFile]:
         return [
-            {"path": p, "source": s, "reason": r, "at": a}
+            SkippedFile(path=p, source=s, reason=r, at=a)
             for p, s, r, a in self._q(
                 "SELECT path, source, reason, at FROM skipped WHERE {k} ORDER BY path"
             )

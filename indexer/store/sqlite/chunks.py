@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from indexer.api.responses import SkippedFile
 from indexer.store.records import (
     ChunkChanges,
     ChunkRow,
@@ -205,9 +206,9 @@ class ChunkTables(StoreBase):
             for path, reason in items:
                 self.record_skip(path, source, reason)
 
-    def skipped(self) -> list[dict[str, Any]]:
+    def skipped(self) -> list[SkippedFile]:
         return [
-            {"path": p, "source": s, "reason": r, "at": a}
+            SkippedFile(path=p, source=s, reason=r, at=a)
             for p, s, r, a in self.db.execute(
                 "SELECT path, source, reason, at FROM skipped ORDER BY path"
             )

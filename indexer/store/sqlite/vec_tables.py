@@ -6,8 +6,8 @@ import json
 import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
 
+from indexer.api.responses import BatchJob
 from indexer.errors import StoreError
 from indexer.store.sqlite.connection import StoreBase
 
@@ -77,9 +77,9 @@ class VectorTables(StoreBase):
     def delete_batch_job(self, job_id: str) -> None:
         self.db.execute("DELETE FROM batch_jobs WHERE id=?", (job_id,))
 
-    def all_batch_jobs(self) -> list[dict[str, Any]]:
+    def all_batch_jobs(self) -> list[BatchJob]:
         return [
-            {"id": i, "provider": p, "chunks": len(json.loads(h)), "createdAt": c}
+            BatchJob(id=i, provider=p, chunks=len(json.loads(h)), createdAt=c)
             for i, p, h, c in self.db.execute(
                 "SELECT id, provider, hashes, created_at FROM batch_jobs ORDER BY created_at"
             )

@@ -65,7 +65,7 @@ def _found(sock: Path, word: str) -> bool:
 # -- 1: SIGHUP and SIGTERM under churn --------------------------------------------------------
 
 
-def test_01_sighup_under_churn_never_deadlocks(daemon: DaemonProc, ws: Path) -> None:
+def test_sighup_under_churn_never_deadlocks(daemon: DaemonProc, ws: Path) -> None:
     stop = threading.Event()
 
     def churn() -> None:
@@ -102,7 +102,7 @@ def test_01_sighup_under_churn_never_deadlocks(daemon: DaemonProc, ws: Path) -> 
 # -- 10: honest health ---------------------------------------------------------------------------
 
 
-def test_10_a_failed_memory_sync_stays_reported_until_it_succeeds(
+def test_a_failed_memory_sync_stays_reported_until_it_succeeds(
     tmp_path: Path, daemon: DaemonProc, ws: Path
 ) -> None:
     away = tmp_path / "ws.away"
@@ -142,7 +142,7 @@ def _anon_rss_kib(pid: int) -> int:
     return 0
 
 
-def test_11_a_small_batch_cannot_make_a_huge_reply(daemon: DaemonProc, ws: Path) -> None:
+def test_a_small_batch_cannot_make_a_huge_reply(daemon: DaemonProc, ws: Path) -> None:
     body = "".join(
         f"- line {i} of a big memory file, padded to be long enough\n" for i in range(130_000)
     )
@@ -186,7 +186,7 @@ def test_11_a_small_batch_cannot_make_a_huge_reply(daemon: DaemonProc, ws: Path)
 # -- 12: socket squatting --------------------------------------------------------------------
 
 
-def test_12_client_refuses_a_socket_served_by_another_user(tmp_path: Path, ws: Path) -> None:
+def test_client_refuses_a_socket_served_by_another_user(tmp_path: Path, ws: Path) -> None:
     if os.getuid() != 0:
         pytest.skip("making a server of another uid needs root (CI runs as root)")
     shared = Path(tempfile.mkdtemp(prefix="memindex-shared-", dir="/tmp"))
@@ -246,7 +246,7 @@ while True:
 
 
 @pytest.mark.parametrize("where", ["id", "method", "agent", "path", "query"])
-def test_13_a_lone_surrogate_gets_a_reply_and_keeps_the_connection(
+def test_a_lone_surrogate_gets_a_reply_and_keeps_the_connection(
     daemon: DaemonProc, where: str
 ) -> None:
     req: dict[str, object] = {
@@ -273,7 +273,7 @@ def test_13_a_lone_surrogate_gets_a_reply_and_keeps_the_connection(
     assert replies[1]["result"]["ok"]
 
 
-def test_13_mcp_answers_a_lone_surrogate(tmp_path: Path, ws: Path) -> None:
+def test_mcp_answers_a_lone_surrogate(tmp_path: Path, ws: Path) -> None:
     pytest.importorskip("mcp")
     conf = write(tmp_path, "m.toml", f'workspace = "{ws}"\n')
     run_cli("--config", str(conf), "index", check=True)
@@ -357,13 +357,13 @@ def test_13_mcp_answers_a_lone_surrogate(tmp_path: Path, ws: Path) -> None:
         "[provider.remote]\ntimeoutMs = 0",
     ],
 )
-def test_15_out_of_range_config_is_an_error(tmp_path: Path, toml: str) -> None:
+def test_out_of_range_config_is_an_error(tmp_path: Path, toml: str) -> None:
     conf = write(tmp_path, "c.toml", f'workspace = "{tmp_path}"\n{toml}\n')
     with pytest.raises(ConfigError):
         load_config(conf)
 
 
-def test_15_config_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+def test_config_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
     conf = tmp_path / "c.toml"
     conf.write_bytes(b'workspace = "caf\xe9"\n')
     r = run_cli("--config", str(conf), "status")
@@ -373,7 +373,7 @@ def test_15_config_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
 # -- 16: batches over the limit ------------------------------------------------------------------
 
 
-def test_16_a_batch_over_100_gets_an_error_not_silence(daemon: DaemonProc) -> None:
+def test_a_batch_over_100_gets_an_error_not_silence(daemon: DaemonProc) -> None:
     batch = [{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(150)]
     (reply,) = rpc_raw(daemon.sock, json.dumps(batch).encode() + b"\n")
     assert isinstance(reply, dict) and reply["error"]["code"] == -32600
@@ -386,7 +386,7 @@ def test_16_a_batch_over_100_gets_an_error_not_silence(daemon: DaemonProc) -> No
 # -- 17: a daemon that drops mid-request ----------------------------------------------------------
 
 
-def test_17_a_daemon_that_drops_is_one_line_not_a_traceback(tmp_path: Path, ws: Path) -> None:
+def test_a_daemon_that_drops_is_one_line_not_a_traceback(tmp_path: Path, ws: Path) -> None:
     sock_path = tmp_path / "fake.sock"
     conf = write(
         tmp_path,
@@ -443,7 +443,7 @@ def test_disk_limit_failure_is_reported_by_status(tmp_path: Path, ws: Path) -> N
             body = "".join(f"- grown note {i} {j} about topic{(i * j) % 97}\n" for j in range(100))
             write(ws, f"memory/grown-{i:03d}.md", body)
         wait_for(lambda: rpc(sock, "status")["errors"]["memory"], timeout=60)
-        time.sleep(1.0)
+        time.sleep(1.0)  # and a second later it is still reported
         st = rpc(sock, "status")
         assert st["dirty"] and "memory" in (st["lastError"] or ""), st
     finally:

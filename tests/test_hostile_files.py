@@ -80,7 +80,7 @@ def _unblock(fifo: Path) -> None:
 # -- 2: file names that are not UTF-8 -------------------------------------------------
 
 
-def test_02_non_utf8_names_are_skipped_with_a_reason_and_never_block_a_source(
+def test_non_utf8_names_are_skipped_with_a_reason_and_never_block_a_source(
     tmp_path: Path, workspace: Path
 ) -> None:
     cfg = _sessions_cfg(workspace, tmp_path)
@@ -109,7 +109,7 @@ def test_02_non_utf8_names_are_skipped_with_a_reason_and_never_block_a_source(
     assert not rep.errors or all("UTF-8" in e["reason"] for e in rep.errors)
 
 
-def test_02b_cli_index_with_a_non_utf8_name_exits_0(tmp_path: Path, workspace: Path) -> None:
+def test_cli_index_with_a_non_utf8_name_exits_0(tmp_path: Path, workspace: Path) -> None:
     with open(os.path.join(os.fsencode(workspace / "memory"), b"x\xff.md"), "wb") as fh:
         fh.write(b"numbat\n")
     env = child_env()
@@ -121,7 +121,7 @@ def test_02b_cli_index_with_a_non_utf8_name_exits_0(tmp_path: Path, workspace: P
 # -- 3 and 4: FIFOs --------------------------------------------------------------------
 
 
-def test_03_memory_get_on_a_fifo_transcript_is_refused_at_once(
+def test_memory_get_on_a_fifo_transcript_is_refused_at_once(
     tmp_path: Path, workspace: Path
 ) -> None:
     cfg = _sessions_cfg(workspace, tmp_path)
@@ -134,7 +134,7 @@ def test_03_memory_get_on_a_fifo_transcript_is_refused_at_once(
     assert isinstance(got, PathRefused) and "FIFO" in got.message, got
 
 
-def test_03b_cli_get_of_a_fifo_without_daemon_does_not_hang(tmp_path: Path) -> None:
+def test_cli_get_of_a_fifo_without_daemon_does_not_hang(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     write(ws, "MEMORY.md", "- hello\n")
     sdir = tmp_path / "sessions"
@@ -166,7 +166,7 @@ def swap_after_discovery(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[objec
     yield actions
 
 
-def test_04_file_replaced_by_a_fifo_mid_sync_never_hangs_the_writer(
+def test_file_replaced_by_a_fifo_mid_sync_never_hangs_the_writer(
     tmp_path: Path, workspace: Path, swap_after_discovery: list[object]
 ) -> None:
     cfg = Config(workspace=workspace, indexPath=tmp_path / "index.sqlite")
@@ -187,7 +187,7 @@ def test_04_file_replaced_by_a_fifo_mid_sync_never_hangs_the_writer(
         assert any("FIFO" in s["reason"] for s in idx.status()["skipped"])
 
 
-def test_04b_transcript_replaced_by_a_fifo_mid_sync(tmp_path: Path, workspace: Path) -> None:
+def test_transcript_replaced_by_a_fifo_mid_sync(tmp_path: Path, workspace: Path) -> None:
     cfg = _sessions_cfg(workspace, tmp_path)
     t = write(
         tmp_path / "sessions",
@@ -221,7 +221,7 @@ def test_04b_transcript_replaced_by_a_fifo_mid_sync(tmp_path: Path, workspace: P
 # -- 5: symlink races ----------------------------------------------------------------------
 
 
-def test_05_memory_get_never_follows_a_directory_swapped_after_the_check(
+def test_memory_get_never_follows_a_directory_swapped_after_the_check(
     tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = _outside(tmp_path)
@@ -242,7 +242,7 @@ def test_05_memory_get_never_follows_a_directory_swapped_after_the_check(
         assert SECRET not in res["text"]
 
 
-def test_05_sync_never_indexes_a_directory_swapped_for_a_symlink(
+def test_sync_never_indexes_a_directory_swapped_for_a_symlink(
     tmp_path: Path, workspace: Path, swap_after_discovery: list[object]
 ) -> None:
     out = _outside(tmp_path)
@@ -273,7 +273,7 @@ def _exchange(a: Path, b: Path) -> None:
         raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
 
 
-def test_05b_real_race_with_rename_exchange(tmp_path: Path, workspace: Path) -> None:
+def test_real_race_with_rename_exchange(tmp_path: Path, workspace: Path) -> None:
     if not sys.platform.startswith("linux"):
         pytest.skip("renameat2(RENAME_EXCHANGE) is Linux's")
     out = _outside(tmp_path)
@@ -329,7 +329,7 @@ def _qmd(home: Path, *args: str, timeout: float = 30) -> subprocess.CompletedPro
     )
 
 
-def test_06_qmd_get_applies_the_path_rules(tmp_path: Path) -> None:
+def test_qmd_get_applies_the_path_rules(tmp_path: Path) -> None:
     coll = tmp_path / "notes"
     write(coll, "ok.md", "one\ntwo\n")
     write(coll, "notes.txt", "not markdown\n")
@@ -363,7 +363,7 @@ def test_06_qmd_get_applies_the_path_rules(tmp_path: Path) -> None:
 # -- 8: memory_get on transcripts ----------------------------------------------------------
 
 
-def test_08_one_bad_line_spoils_only_itself(tmp_path: Path, workspace: Path) -> None:
+def test_one_bad_line_spoils_only_itself(tmp_path: Path, workspace: Path) -> None:
     cfg = _sessions_cfg(workspace, tmp_path)
     lines = [
         b'{"type":"message","role":"user","content":"first fine"}',
@@ -380,7 +380,7 @@ def test_08_one_bad_line_spoils_only_itself(tmp_path: Path, workspace: Path) -> 
         assert whole["lines"] == 4 and "first fine" in whole["text"]
 
 
-def test_08b_a_transcript_over_64_mib_is_readable_at_a_cited_line(
+def test_a_transcript_over_64_mib_is_readable_at_a_cited_line(
     tmp_path: Path, workspace: Path
 ) -> None:
     cfg = _sessions_cfg(workspace, tmp_path)
@@ -423,7 +423,7 @@ def deep_tree(workspace: Path) -> Iterator[Path]:
     os.close(fds[0])
 
 
-def test_09_a_tree_1000_levels_deep_is_skipped_with_a_reason(
+def test_a_tree_1000_levels_deep_is_skipped_with_a_reason(
     tmp_path: Path, workspace: Path, deep_tree: Path
 ) -> None:
     write(workspace, "memory/d/shallow.md", "- the axolotl is shallow\n")
@@ -438,7 +438,7 @@ def test_09_a_tree_1000_levels_deep_is_skipped_with_a_reason(
 # -- 14: a symlinked transcript ---------------------------------------------------------------
 
 
-def test_14_symlinked_transcript_is_refused_not_an_internal_error(
+def test_symlinked_transcript_is_refused_not_an_internal_error(
     tmp_path: Path, workspace: Path
 ) -> None:
     cfg = _sessions_cfg(workspace, tmp_path)
@@ -452,7 +452,7 @@ def test_14_symlinked_transcript_is_refused_not_an_internal_error(
 # -- 17: file modes and the command line ---------------------------------------------------------
 
 
-def test_17_index_files_and_directories_are_private(tmp_path: Path, workspace: Path) -> None:
+def test_index_files_and_directories_are_private(tmp_path: Path, workspace: Path) -> None:
     state = tmp_path / "state"
     r = run_cli(
         "--workspace",
@@ -471,7 +471,7 @@ def test_17_index_files_and_directories_are_private(tmp_path: Path, workspace: P
         assert stat.S_IMODE(p.stat().st_mode) == 0o600, p
 
 
-def test_17_qmd_cache_is_private(tmp_path: Path) -> None:
+def test_qmd_cache_is_private(tmp_path: Path) -> None:
     coll = tmp_path / "notes"
     write(coll, "a.md", "- hello\n")
     home = tmp_path / "h"
@@ -484,13 +484,13 @@ def test_17_qmd_cache_is_private(tmp_path: Path) -> None:
         assert stat.S_IMODE(os.stat(f).st_mode) == 0o600, f
 
 
-def test_17_agent_id_cannot_leave_the_state_dir(tmp_path: Path, workspace: Path) -> None:
+def test_agent_id_cannot_leave_the_state_dir(tmp_path: Path, workspace: Path) -> None:
     r = run_cli("--workspace", str(workspace), "--agent", "../../x", "index")
     assert r.returncode == 2 and "agent" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "x.sqlite").exists()
 
 
-def test_17_search_into_a_closed_pipe_is_quiet(tmp_path: Path, workspace: Path) -> None:
+def test_search_into_a_closed_pipe_is_quiet(tmp_path: Path, workspace: Path) -> None:
     many = "".join(f"- walrus note {i}\n" for i in range(400))
     write(workspace, "memory/many.md", many)
     assert run_cli("--workspace", str(workspace), "index").returncode == 0
