@@ -25,9 +25,10 @@ if TYPE_CHECKING:
 __all__ = ["MemoryIndex"]
 
 
-class MemoryIndex(Indexer):
-    """An ``Indexer`` (sync, sync_memory, sync_sessions, embed) with a ``Searcher``
-    on the same store (search, get, status), which follows it to a rebuilt one."""
+class MemoryIndex:
+    """One agent's index for a one-process caller: a ``writer`` (``Indexer``: sync,
+    sync_memory, sync_sessions, embed) and a ``searcher`` (search, get, status) on
+    the same store, the searcher following the writer to a rebuilt one."""
 
     def __init__(
         self,
@@ -41,10 +42,17 @@ class MemoryIndex(Indexer):
     ) -> None:
         backend = backend_for(cfg)
         store = store or backend.open(readonly=readonly)
-        super().__init__(cfg, store, provider, changed=self._follow, backend=backend)
+        self.cfg = cfg
+        self.provider = provider
+        self.writer = Indexer(cfg, store, provider, changed=self._follow, backend=backend)
         self.searcher = Searcher(
             cfg, store, provider=provider, provider_note=provider_note, live=live
         )
+        # The writer's tasks, as this index's own.
+        self.sync = self.writer.sync
+        self.sync_memory = self.writer.sync_memory
+        self.sync_sessions = self.writer.sync_sessions
+        self.embed = self.writer.embed
 
     def _follow(self, store: IndexStore) -> None:
         """After a write: search the published store, with the snapshot caught up."""
@@ -53,11 +61,16 @@ class MemoryIndex(Indexer):
             self.searcher.live.update(store, full=False)
 
     @property
+    def store(self) -> IndexStore:
+        """The published generation (a rebuild replaces it)."""
+        return self.writer.store
+
+    @property
     def live(self) -> LiveIndex | None:
         return self.searcher.live
 
     def close(self) -> None:
-        self.store.close()
+        self.writer.close()
 
     def __enter__(self) -> MemoryIndex:
         return self

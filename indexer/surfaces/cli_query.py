@@ -20,21 +20,18 @@ def run_index(c: Call) -> int:
         state = report.pop("providerState", None)
     else:
         c.setup_logging()
-        from indexer.indexing.writer import Indexer
+        from indexer.engine import MemoryIndex
         from indexer.selection import provider_state, select_provider
-        from indexer.store.backend import backend_for
 
-        backend = backend_for(cfg)
         sel = select_provider(cfg)
         state = provider_state(cfg, sel)
-        writer = Indexer(cfg, backend.open(), sel.provider, backend=backend)
         bar = ProgressBar(err, "indexing")
-        try:
-            report = writer.sync(force=args.force, progress=bar).to_json()
-        finally:
-            bar.close()
-            writer.store.close()
-        index_path = backend.where
+        with MemoryIndex(cfg, provider=sel.provider) as idx:
+            try:
+                report = idx.sync(force=args.force, progress=bar).to_json()
+            finally:
+                bar.close()
+            index_path = idx.writer.backend.where
     if state and state.get("state") == "failed":  # loud: hybrid search is off
         err.write(
             f"memindex: warning: no vectors, keyword search only: the {state['name']} "
