@@ -5,9 +5,9 @@ on the same chunks of ~400 tokens (cl100k) cut by memindex's chunker from
 ../shared/corpora/tldr-pages, in the same process, alternating, several rounds.
 Raw llama-cpp-python uses its defaults (as a user would first try) and the tuned
 settings memindex uses, so the table shows both the tuning gain and the overhead.
-memindex runs twice: as shipped (each chunk's 3-line windows are embedded too and
-mixed into its vector, providers/base.py) and with line windows off (the overhead
-of the provider alone against raw tuned). ``--model e5-small`` runs
+memindex runs with each way of mixing line windows into a chunk's vector
+(providers/local_gguf.py: ``segments``, ``late``, ``passes``; the shipped one first)
+and with line windows off (the overhead of the provider alone against raw tuned). ``--model e5-small`` runs
 multilingual-e5-small (scripts/build_e5_model.py) instead; the provider then puts
 e5's ``passage: `` before each chunk, the raw runs do not (two tokens).
 
@@ -21,6 +21,8 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -28,7 +30,7 @@ from common import LOCAL_MODELS, local_model, shared  # noqa: E402
 
 from indexer.sources.chunking import chunk_markdown  # noqa: E402
 from indexer.sources.tokenizer import get_counter  # noqa: E402
-from providers.local_gguf import LocalGGUFProvider  # noqa: E402
+from providers.local_gguf import WINDOW_MODES, LocalGGUFProvider  # noqa: E402
 
 
 def chunks(n: int) -> list[str]:
@@ -74,24 +76,30 @@ def main() -> None:
         llm.embed(texts, normalize=True, truncate=True)
         return time.perf_counter() - t0
 
-    def run_mine(windows: bool) -> float:
+    def run_mine(windows: bool, pooling: str = "late") -> float:
         mine.line_windows = windows  # the same loaded model, windows on or off
+        mine.window_pooling = pooling
         t0 = time.perf_counter()
         mine.embed_all(texts)
         return time.perf_counter() - t0
 
-    res: dict[str, list[float]] = {
-        "memindex provider": [],
-        "memindex, no windows": [],
-        "raw llama-cpp tuned": [],
-        "raw llama-cpp defaults": [],
+    shipped = LocalGGUFProvider.window_pooling
+    runs: dict[str, Callable[[], float]] = {
+        f"memindex provider ({shipped})": lambda: run_mine(True, shipped),
+        **{
+            f"memindex, windows {mode}": partial(run_mine, True, mode)
+            for mode in WINDOW_MODES
+            if mode != shipped
+        },
+        "memindex, no windows": lambda: run_mine(False),
+        "raw llama-cpp tuned": lambda: run_raw(tuned),
+        "raw llama-cpp defaults": lambda: run_raw(default),
     }
-    run_mine(True)  # warm up
+    res: dict[str, list[float]] = {name: [] for name in runs}
+    run_mine(True, shipped)  # warm up
     for _ in range(args.rounds):
-        res["memindex provider"].append(run_mine(True))
-        res["memindex, no windows"].append(run_mine(False))
-        res["raw llama-cpp tuned"].append(run_raw(tuned))
-        res["raw llama-cpp defaults"].append(run_raw(default))
+        for name, run in runs.items():
+            res[name].append(run())
     print(
         f"{model.name}: {len(texts)} chunks, mean {statistics.mean(toks):.0f} cl100k tokens "
         f"(max {max(toks)}), {args.rounds} rounds, {os.cpu_count()} threads"

@@ -57,6 +57,7 @@ from indexer.config import (  # noqa: E402
 )
 from indexer.engine import MemoryIndex  # noqa: E402
 from indexer.search.live import LiveIndex  # noqa: E402
+from providers.local_gguf import WINDOW_MODES  # noqa: E402
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -67,6 +68,7 @@ RERANK = RerankConfig()  # --rerank turns memindex's rerank stage on
 QUERY = QueryConfig(abstainBelow=0.0)  # every search reports its relevance, none abstains
 LAST: dict[str, Any] = {}  # the last memindex search's relevance; rerank fallbacks
 MODEL = "minilm"  # --model: the local embedding model of hybrid runs
+WINDOWS = "segments"  # --windows: how line windows are mixed in (WINDOW_MODES), or off
 STORES = ["sqlite"]  # --store: "sqlite" and/or PostgreSQL URLs
 
 # One result: the ranges it cites (memindex cites the same memory in both sources
@@ -83,6 +85,8 @@ def provider() -> Any:
         from providers.local_gguf import LocalGGUFProvider
 
         _PROVIDER = LocalGGUFProvider(local_model(MODEL))
+        _PROVIDER.line_windows = WINDOWS != "off"
+        _PROVIDER.window_pooling = WINDOWS if WINDOWS != "off" else WINDOW_MODES[0]
         _PROVIDER.embed_query = functools.lru_cache(maxsize=None)(_PROVIDER.embed_query)
     return _PROVIDER
 
@@ -367,7 +371,7 @@ def markdown(sf: list[dict[str, Any]], lc: list[dict[str, Any]], meta: dict[str,
     lines = [
         f"Run {meta['date']}, `{meta['command']}`, {meta['seconds']:.0f} s; memindex hybrid "
         f"fusion {h['fusion']}, vector weight {h['vectorWeight']}, local model "
-        f"{meta.get('model', 'minilm')}.",
+        f"{meta.get('model', 'minilm')}, line windows {meta.get('windows', 'passes')}.",
         "",
     ]
     if sf:
@@ -433,7 +437,7 @@ def markdown(sf: list[dict[str, Any]], lc: list[dict[str, Any]], meta: dict[str,
 
 
 def main() -> None:
-    global HYBRID, RERANK, MODEL, CACHE
+    global HYBRID, RERANK, MODEL, CACHE, WINDOWS
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--data", default="scifact,locomo")
     ap.add_argument("--mode", choices=["keyword", "hybrid", "both"], default="both")
@@ -456,8 +460,17 @@ def main() -> None:
         default=MODEL,
         help="local embedding model: all-MiniLM-L6-v2 (the test model) or multilingual-e5-small",
     )
+    ap.add_argument(
+        "--windows",
+        choices=[*WINDOW_MODES, "off"],
+        default=WINDOWS,
+        help="how the local model mixes line windows into a chunk's vector: runs of lines "
+        "as sequences of their own in one pass (shipped), pooled from the chunk's tokens, "
+        "embedded as extra texts; or none",
+    )
     args = ap.parse_args()
     MODEL = args.model
+    WINDOWS = args.windows
     if MODEL != "minilm":
         CACHE = CACHE / MODEL  # its own indexes: the minilm ones stay usable
     if args.rerank:
@@ -497,6 +510,7 @@ def main() -> None:
         "seconds": time.time() - t0,
         "hybrid": {"fusion": HYBRID.fusion, "vectorWeight": HYBRID.vectorWeight},
         "model": MODEL,
+        "windows": WINDOWS,
         "rerank": {"provider": RERANK.provider, "model": RERANK.model, "blend": RERANK.blend}
         if RERANK.provider
         else None,

@@ -167,8 +167,12 @@ class EmbeddingProvider(ABC):
             "dims": self.dims,
         }
         if self.line_windows:  # other vectors than the model's own for the same text
-            ident["lineWindows"] = f"{WINDOW_LINES}/{WINDOW_STRIDE}"
+            ident["lineWindows"] = f"{WINDOW_LINES}/{WINDOW_STRIDE}" + self.window_key()
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
+
+    def window_key(self) -> str:
+        """How the windows are embedded, when not as texts of their own."""
+        return ""
 
     def describe(self) -> dict[str, Any]:
         return {

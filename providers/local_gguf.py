@@ -14,6 +14,17 @@ Tuned for CPU throughput (bench/embed_bench.py): flash attention with n_ctx = n_
 = n_ubatch (llama.cpp aborts on an n_ubatch below n_batch for embeddings), all cores,
 many chunks per call. Vectors are L2-normalised here (llama.cpp does not unless
 asked).
+
+The model runs once per text and hands back every token's vector (llama.cpp's
+pooling "none"); the text's vector is pooled here as the model says (mean, first
+token or last). A chunk's line windows (providers/base.py) cost no extra pass: as
+shipped (``window_pooling = "segments"``) the chunk is read as runs of three lines,
+each a sequence of its own in the same model run, so every token is read once; its
+vector is the mean of all its tokens mixed with the mean of the runs' vectors.
+"late" pools the overlapping windows from the whole chunk's token vectors; "passes"
+embeds them as texts of their own, about 1.5 more passes per chunk (what memindex
+did before). bench/embed_bench.py and bench/eval.py compare them (docs/RETRIEVAL.md,
+"Line windows in one pass").
 """
 
 from __future__ import annotations
@@ -24,14 +35,21 @@ import os
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .base import EmbeddingProvider, Vectors
+import numpy as np
+import numpy.typing as npt
+
+from .base import WINDOW_LINES, WINDOW_STRIDE, EmbeddingProvider, Vectors, normalize
 from .errors import MissingCredentials, PermanentError, ProviderTimeout, TransientError
 
-__all__ = ["LocalGGUFProvider", "resolve_model"]
+__all__ = ["WINDOW_MODES", "LocalGGUFProvider", "resolve_model"]
+
+# How line windows are mixed into a chunk's vector (``embed_all``): the shipped one,
+# then the two measured against it (docs/RETRIEVAL.md, "Line windows in one pass").
+WINDOW_MODES = ("segments", "late", "passes")
 
 DEFAULT_HF_ENDPOINT = "https://huggingface.co"
 QUERY_PREFIX_KEY = "memindex.query_prefix"  # GGUF metadata a model may carry
@@ -82,6 +100,7 @@ class LocalGGUFProvider(EmbeddingProvider):
     max_batch_items = 256
     max_batch_tokens = 1_000_000
     line_windows = True  # a sentence model: see providers/base.py
+    window_pooling = "segments"  # one of WINDOW_MODES (see embed_all)
 
     def __init__(
         self,
@@ -93,22 +112,25 @@ class LocalGGUFProvider(EmbeddingProvider):
         document_prefix: str | None = None,
     ) -> None:
         try:
+            import llama_cpp
             from llama_cpp import Llama
         except ImportError as exc:
             raise MissingCredentials(
                 "llama-cpp-python is not installed: pip install 'memindex[local]'"
             ) from exc
         try:
-            self._llm: Any = Llama(
-                model_path=str(model_path),
-                embedding=True,
-                n_ctx=n_ctx,
-                n_batch=n_ctx,
-                n_ubatch=n_ctx,
-                flash_attn=True,
-                n_threads=threads or os.cpu_count() or 1,
-                verbose=False,
-            )
+            with _quiet_llama():  # it warns that "none" is not the model's own pooling
+                self._llm: Any = Llama(
+                    model_path=str(model_path),
+                    embedding=True,
+                    n_ctx=n_ctx,
+                    n_batch=n_ctx,
+                    n_ubatch=n_ctx,
+                    flash_attn=True,
+                    n_threads=threads or os.cpu_count() or 1,
+                    pooling_type=llama_cpp.LLAMA_POOLING_TYPE_NONE,  # token vectors, pooled here
+                    verbose=False,
+                )
         except (ValueError, RuntimeError, OSError) as exc:
             raise PermanentError(f"cannot load GGUF model {model_path}: {exc}") from exc
         dims = int(self._llm.n_embd())
@@ -125,6 +147,18 @@ class LocalGGUFProvider(EmbeddingProvider):
             else str(meta.get(DOCUMENT_PREFIX_KEY, ""))
         )
         self._lock = threading.Lock()  # a llama.cpp context is not thread-safe
+        arch = str(meta.get("general.architecture", ""))
+        # how the model pools its token vectors: 1 mean, 2 the first token, 3 the last
+        self.pooling = int(meta.get(f"{arch}.pooling_type", 1) or 1)
+        if self.pooling not in (1, 2, 3):
+            self.close()
+            raise PermanentError(f"{model_path}: pooling type {self.pooling} is not an embedding")
+        empty = list(self._llm.tokenize(b""))
+        probe = list(self._llm.tokenize(b"a"))
+        lead = 0
+        while lead < len(empty) and probe[lead] == empty[lead]:
+            lead += 1
+        self._trail = len(empty) - lead  # special tokens the tokenizer puts after a text
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         return self._embed([self.document_prefix + t for t in texts])
@@ -133,12 +167,157 @@ class LocalGGUFProvider(EmbeddingProvider):
         return self._embed([self.query_prefix + text])
 
     def _embed(self, texts: list[str]) -> Vectors:
+        return self._checked([self._pool(t) for t in self._token_vectors(texts)], len(texts))
+
+    def _pool(self, tokens: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        out: npt.NDArray[np.float32]
+        if self.pooling == 2:
+            out = tokens[0]
+        elif self.pooling == 3:
+            out = tokens[-1]
+        else:
+            out = tokens.mean(axis=0)
+        return out
+
+    def _token_vectors(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:
+        """Every token's vector of each text (truncated to the context), from as few
+        model runs as fit: texts are packed into one batch up to ``n_batch`` tokens."""
+        import llama_cpp
+
+        llm = self._llm
+        limit = int(llm.n_batch)
+        seqs = int(llm.context_params.n_seq_max)
+        tokens = [list(llm.tokenize(t.encode("utf-8")))[:limit] for t in texts]
+        out: list[npt.NDArray[np.float32]] = []
+        group: list[list[int]] = []
+
+        def run() -> None:
+            ctx, batch = llm._ctx, llm._batch
+            ctx.kv_cache_clear()
+            batch.reset()
+            for seq, tk in enumerate(group):
+                batch.add_sequence(tk, seq, True)
+            ctx.decode(batch)
+            batch.reset()
+            total = sum(len(tk) for tk in group)
+            ptr = llama_cpp.llama_get_embeddings(ctx.ctx)
+            rows = np.ctypeslib.as_array(ptr, shape=(total, self.dims)).astype(np.float32)
+            at = 0
+            for tk in group:
+                out.append(rows[at : at + len(tk)])
+                at += len(tk)
+            group.clear()
+
         try:
             with self._lock:
-                out = self._llm.embed(texts, normalize=False, truncate=True)
+                used = 0
+                for tk in tokens:
+                    if group and (used + len(tk) > limit or len(group) >= seqs):
+                        run()
+                        used = 0
+                    group.append(tk)
+                    used += len(tk)
+                if group:
+                    run()
         except (ValueError, RuntimeError) as exc:
             raise PermanentError(f"local embedding failed: {exc}") from exc
-        return self._checked(out, len(texts))
+        return out
+
+    def embed_all(self, texts: Sequence[str]) -> Vectors:
+        """Documents, each mixed with its line windows (providers/base.py). With a
+        mean-pooling model and ``window_pooling`` "segments" or "late", in one model
+        run per batch of chunks (see the module's text); else as passes."""
+        if not (
+            self.line_windows and self.window_pooling in ("late", "segments") and self.pooling == 1
+        ):
+            return super().embed_all(texts)
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        if self.window_pooling == "segments":
+            return self._embed_segments(texts)
+        out = []
+        for start in range(0, len(texts), self.max_batch_items):
+            part = texts[start : start + self.max_batch_items]
+            vecs = self._token_vectors([self.document_prefix + t for t in part])
+            for text, tokens in zip(part, vecs, strict=True):
+                own = normalize(tokens.mean(axis=0))[0]
+                spans = [(a, min(b, len(tokens))) for a, b in self._window_spans(text)]
+                wins = [normalize(tokens[a:b].mean(axis=0))[0] for a, b in spans if b > a]
+                if wins:
+                    own = own + normalize(np.mean(wins, axis=0))[0]
+                out.append(own)
+        return normalize(np.asarray(out))
+
+    def _embed_segments(self, texts: Sequence[str]) -> Vectors:
+        """Each chunk cut into runs of ``WINDOW_LINES`` non-empty lines, every run a
+        sequence of its own in the same model run (each token read once): the
+        chunk's vector is all its tokens' mean, mixed with the runs' mean."""
+        out = []
+        for start in range(0, len(texts), self.max_batch_items):
+            part = texts[start : start + self.max_batch_items]
+            seqs: list[str] = []
+            owners: list[int] = []
+            for n, text in enumerate(part):
+                lines = [line for line in text.split("\n") if line.strip()]
+                runs = (
+                    [
+                        "\n".join(lines[i : i + WINDOW_LINES])
+                        for i in range(0, len(lines), WINDOW_LINES)
+                    ]
+                    if len(lines) > WINDOW_LINES
+                    else [text]
+                )
+                seqs.extend(self.document_prefix + r for r in runs)
+                owners.extend([n] * len(runs))
+            vecs = self._token_vectors(seqs)
+            for n in range(len(part)):
+                mine = [v for v, o in zip(vecs, owners, strict=True) if o == n]
+                own = normalize(np.concatenate(mine).mean(axis=0))[0]
+                if len(mine) > 1:
+                    wins = normalize(np.asarray([v.mean(axis=0) for v in mine]))
+                    own = own + normalize(wins.mean(axis=0))[0]
+                out.append(own)
+        return normalize(np.asarray(out))
+
+    def _window_spans(self, text: str) -> list[tuple[int, int]]:
+        """The token range of each line window of ``text`` (as ``base.line_windows``
+        cuts them) within the tokens of ``document_prefix + text``."""
+        lines = text.split("\n")
+        kept = [i for i, line in enumerate(lines) if line.strip()]
+        if len(kept) <= WINDOW_LINES:
+            return []
+        head, ends = self._line_ends(lines)
+        starts = [head, *ends[:-1]]
+        last = len(kept) - WINDOW_LINES
+        firsts = list(range(0, last + 1, WINDOW_STRIDE))
+        if firsts[-1] != last:
+            firsts.append(last)
+        return [(starts[kept[j]], ends[kept[j + WINDOW_LINES - 1]]) for j in firsts]
+
+    def _line_ends(self, lines: list[str], *, by_prefix: bool = False) -> tuple[int, list[int]]:
+        """Where the first line starts in the tokens of ``document_prefix + text``
+        (past the leading special tokens and the prefix), and for each line the
+        position just past it."""
+        tok = self._llm.tokenize
+        head = len(tok(self.document_prefix.encode("utf-8"))) - self._trail
+        counts = [len(tok(line.encode("utf-8"), add_bos=False)) for line in lines]
+        whole = len(tok(("\n".join(lines)).encode("utf-8"), add_bos=False))
+        ends: list[int] = []
+        if sum(counts) == whole and not by_prefix:  # it splits at line ends (WordPiece does)
+            at = head
+            for c in counts:
+                at += c
+                ends.append(at)
+        else:  # one that does not: the tokens of the text up to each line's end
+            for i in range(len(lines)):
+                upto = self.document_prefix + "\n".join(lines[: i + 1])
+                ends.append(max(head, len(tok(upto.encode("utf-8"))) - self._trail))
+        return head, ends
+
+    def window_key(self) -> str:
+        if self.pooling != 1 or self.window_pooling == "passes":
+            return ""
+        return "/" + self.window_pooling
 
     def key(self) -> str:
         if not (self.query_prefix or self.document_prefix):
@@ -155,6 +334,32 @@ class LocalGGUFProvider(EmbeddingProvider):
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self._llm.close()
+
+
+@contextlib.contextmanager
+def _quiet_llama() -> Iterator[None]:
+    """What llama.cpp prints on stderr while a context is made (that the pooling asked
+    for is not the model's own) held back: it writes there directly, past Python's
+    logging. Failures still come back as exceptions."""
+    import sys
+
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, ValueError, OSError):  # no real stderr: nothing to hide
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(fd)
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, fd)
+        finally:
+            os.close(devnull)
+        yield
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
 
 
 def _sample_hash(path: Path, block: int = 1 << 20, samples: int = 16) -> str:

@@ -22,7 +22,7 @@ from indexer.selection import select_provider
 from indexer.store import Store
 from providers.base import line_windows, normalize
 from providers.errors import MissingCredentials, ProviderTimeout
-from providers.local_gguf import LocalGGUFProvider, resolve_model
+from providers.local_gguf import WINDOW_MODES, LocalGGUFProvider, resolve_model
 
 
 @pytest.fixture(scope="session")
@@ -93,21 +93,85 @@ LOG = [
 ]
 
 
+def _mixed(provider: LocalGGUFProvider, mode: str, texts: list[str]) -> np.ndarray:
+    shipped = provider.window_pooling
+    try:
+        provider.window_pooling = mode
+        return provider.embed_all(texts)
+    finally:
+        provider.window_pooling = shipped
+
+
 def test_documents_mix_in_their_line_windows(provider: LocalGGUFProvider) -> None:
-    """A document's vector is its own plus the mean of its 3-line windows' (one
-    vector per chunk, so search is unchanged); a short text keeps its own."""
+    """A document's vector is its own plus the mean of its line windows' (one vector
+    per chunk, so search is unchanged); a short text keeps its own. As shipped
+    ("segments") the chunk is read as runs of 3 lines, each a sequence of its own in
+    one model run: its vector is the mean of all their tokens plus the mean of the
+    runs' vectors. "passes" embeds the whole chunk and every 3-line window (one each
+    2 lines) as texts of their own; "late" pools those windows from the chunk's own
+    token vectors. Each way has its own provider key."""
     chunk = "\n".join(LOG)
     short = "\n".join(LOG[:3])
-    got = provider.embed_all([chunk, short])
     whole = provider.embed_documents([chunk])[0]
+    q = provider.embed_query("Which video game tournament did Nate play in?")[0]
+    assert provider.window_pooling == "segments"
+    keys = set()
+    got = {}
+    for mode in WINDOW_MODES:
+        got[mode] = _mixed(provider, mode, [chunk, short])
+        shipped, provider.window_pooling = provider.window_pooling, mode
+        keys.add(provider.key())
+        provider.window_pooling = shipped
+    assert len(keys) == len(WINDOW_MODES)  # other vectors for the same text: another key
+    runs = ["\n".join(LOG[i : i + 3]) for i in range(0, len(LOG), 3)]
+    tokens = provider._token_vectors(runs)
+    own = normalize(np.concatenate(tokens).mean(axis=0))[0]
+    want = normalize(own + normalize(provider.embed_documents(runs).mean(axis=0))[0])[0]
+    assert np.allclose(got["segments"][0], want, atol=1e-4)
     wins = provider.embed_documents(line_windows(chunk))
     want = normalize(whole + normalize(wins.mean(axis=0))[0])[0]
-    assert np.allclose(got[0], want, atol=1e-4)  # batched vs alone: float noise
-    assert np.allclose(got[1], provider.embed_documents([short])[0], atol=1e-4)
-    assert abs(float(np.linalg.norm(got[0])) - 1.0) < 1e-5
-    # The line that answers a question counts for more in the chunk's vector.
-    q = provider.embed_query("Which video game tournament did Nate play in?")[0]
-    assert float(q @ got[0]) > float(q @ whole)
+    assert np.allclose(got["passes"][0], want, atol=1e-4)  # batched vs alone: float noise
+    for mode in WINDOW_MODES:
+        v = got[mode]
+        assert np.allclose(v[1], provider.embed_documents([short])[0], atol=1e-4)
+        assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    # With windows over every line, the line that answers a question counts for more
+    # in the chunk's vector. Runs of lines (no context across them) need not do so
+    # for one question (here they do not); over the dev sets they rank as well or
+    # better (docs/RETRIEVAL.md, "Line windows in one pass").
+    for mode in ("passes", "late"):
+        assert float(q @ got[mode][0]) > float(q @ whole), mode
+
+
+def test_pooling_here_is_the_models_own(provider: LocalGGUFProvider, model_path: Path) -> None:
+    """The provider asks llama.cpp for every token's vector and pools them itself:
+    the text's vector is what the model's own (mean) pooling gives."""
+    from llama_cpp import Llama
+
+    own = Llama(model_path=str(model_path), embedding=True, n_ctx=512, n_batch=512,
+                n_ubatch=512, verbose=False)  # fmt: skip
+    texts = ["\n".join(LOG), "a short note", "word " * 3000]  # the last one truncated
+    try:
+        want = normalize(np.asarray(own.embed(texts, truncate=True)))
+    finally:
+        own.close()
+    assert np.allclose(provider.embed_documents(texts), want, atol=1e-4)
+
+
+def test_windows_are_the_tokens_of_their_lines(provider: LocalGGUFProvider) -> None:
+    """Each late window is the token range of its lines within the chunk: its tokens
+    read back as those lines; the slow path (tokenizing the text up to each line's
+    end, for tokenizers that do not split at line ends) finds the same ranges."""
+    chunk = "\n".join([LOG[0], "", *LOG[1:6], "   ", *LOG[6:]])
+    tokens = list(provider._llm.tokenize(chunk.encode("utf-8")))
+    spans = provider._window_spans(chunk)
+    windows = line_windows(chunk)
+    assert len(spans) == len(windows) == 4
+    for (a, b), text in zip(spans, windows, strict=True):
+        read = provider._llm.detokenize(tokens[a:b]).decode("utf-8")
+        assert "".join(read.split()) == "".join(text.lower().split())  # WordPiece spacing
+    lines = chunk.split("\n")
+    assert provider._line_ends(lines) == provider._line_ends(lines, by_prefix=True)
 
 
 def test_paraphrase_found_only_with_vectors(cfg: Config, workspace: Path, model_path: Path) -> None:
