@@ -6,8 +6,8 @@ on the same chunks of ~400 tokens (cl100k) cut by memindex's chunker from
 Raw llama-cpp-python uses its defaults (as a user would first try) and the tuned
 settings memindex uses, so the table shows both the tuning gain and the overhead.
 memindex runs with each way of mixing line windows into a chunk's vector
-(providers/local_gguf.py: ``segments``, ``late``, ``passes``; the shipped one first)
-and with line windows off (the overhead of the provider alone against raw tuned). ``--model e5-small`` runs
+(providers/local_gguf.py: ``segments`` as shipped, ``passes`` as before) and with
+line windows off (the provider alone against raw tuned). ``--model e5-small`` runs
 multilingual-e5-small (scripts/build_e5_model.py) instead; the provider then puts
 e5's ``passage: `` before each chunk, the raw runs do not (two tokens).
 
@@ -76,7 +76,7 @@ def main() -> None:
         llm.embed(texts, normalize=True, truncate=True)
         return time.perf_counter() - t0
 
-    def run_mine(windows: bool, pooling: str = "late") -> float:
+    def run_mine(windows: bool, pooling: str = "segments") -> float:
         mine.line_windows = windows  # the same loaded model, windows on or off
         mine.window_pooling = pooling
         t0 = time.perf_counter()

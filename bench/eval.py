@@ -465,8 +465,8 @@ def main() -> None:
         choices=[*WINDOW_MODES, "off"],
         default=WINDOWS,
         help="how the local model mixes line windows into a chunk's vector: runs of lines "
-        "as sequences of their own in one pass (shipped), pooled from the chunk's tokens, "
-        "embedded as extra texts; or none",
+        "as sequences of their own in one pass (shipped), or the windows embedded as extra "
+        "texts (before); or none",
     )
     args = ap.parse_args()
     MODEL = args.model

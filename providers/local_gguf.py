@@ -19,12 +19,10 @@ The model runs once per text and hands back every token's vector (llama.cpp's
 pooling "none"); the text's vector is pooled here as the model says (mean, first
 token or last). A chunk's line windows (providers/base.py) cost no extra pass: as
 shipped (``window_pooling = "segments"``) the chunk is read as runs of three lines,
-each a sequence of its own in the same model run, so every token is read once; its
-vector is the mean of all its tokens mixed with the mean of the runs' vectors.
-"late" pools the overlapping windows from the whole chunk's token vectors; "passes"
-embeds them as texts of their own, about 1.5 more passes per chunk (what memindex
-did before). bench/embed_bench.py and bench/eval.py compare them (docs/RETRIEVAL.md,
-"Line windows in one pass").
+each a sequence of its own in the same model run, so every token is read once.
+"passes" embeds the overlapping windows as texts of their own, about 1.5 more
+passes per chunk (what memindex did before). bench/embed_bench.py and
+bench/eval.py compare them (docs/RETRIEVAL.md, "Line windows in one pass").
 """
 
 from __future__ import annotations
@@ -42,14 +40,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .base import WINDOW_LINES, WINDOW_STRIDE, EmbeddingProvider, Vectors, normalize
+from .base import WINDOW_LINES, EmbeddingProvider, Vectors, normalize
 from .errors import MissingCredentials, PermanentError, ProviderTimeout, TransientError
 
 __all__ = ["WINDOW_MODES", "LocalGGUFProvider", "resolve_model"]
 
 # How line windows are mixed into a chunk's vector (``embed_all``): the shipped one,
-# then the two measured against it (docs/RETRIEVAL.md, "Line windows in one pass").
-WINDOW_MODES = ("segments", "late", "passes")
+# then the windows as texts of their own (docs/RETRIEVAL.md, "Line windows in one pass").
+WINDOW_MODES = ("segments", "passes")
 
 DEFAULT_HF_ENDPOINT = "https://huggingface.co"
 QUERY_PREFIX_KEY = "memindex.query_prefix"  # GGUF metadata a model may carry
@@ -153,12 +151,6 @@ class LocalGGUFProvider(EmbeddingProvider):
         if self.pooling not in (1, 2, 3):
             self.close()
             raise PermanentError(f"{model_path}: pooling type {self.pooling} is not an embedding")
-        empty = list(self._llm.tokenize(b""))
-        probe = list(self._llm.tokenize(b"a"))
-        lead = 0
-        while lead < len(empty) and probe[lead] == empty[lead]:
-            lead += 1
-        self._trail = len(empty) - lead  # special tokens the tokenizer puts after a text
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         return self._embed([self.document_prefix + t for t in texts])
@@ -225,33 +217,12 @@ class LocalGGUFProvider(EmbeddingProvider):
 
     def embed_all(self, texts: Sequence[str]) -> Vectors:
         """Documents, each mixed with its line windows (providers/base.py). With a
-        mean-pooling model and ``window_pooling`` "segments" or "late", in one model
-        run per batch of chunks (see the module's text); else as passes."""
-        if not (
-            self.line_windows and self.window_pooling in ("late", "segments") and self.pooling == 1
-        ):
+        mean-pooling model and ``window_pooling = "segments"``: each chunk read as
+        runs of ``WINDOW_LINES`` non-empty lines, every run a sequence of its own in
+        the same model run (each token read once); the chunk's vector is the mean of
+        all its tokens mixed with the mean of the runs' vectors. Else as passes."""
+        if not (self.line_windows and self.window_pooling == "segments" and self.pooling == 1):
             return super().embed_all(texts)
-        if not texts:
-            return np.zeros((0, self.dims), dtype=np.float32)
-        if self.window_pooling == "segments":
-            return self._embed_segments(texts)
-        out = []
-        for start in range(0, len(texts), self.max_batch_items):
-            part = texts[start : start + self.max_batch_items]
-            vecs = self._token_vectors([self.document_prefix + t for t in part])
-            for text, tokens in zip(part, vecs, strict=True):
-                own = normalize(tokens.mean(axis=0))[0]
-                spans = [(a, min(b, len(tokens))) for a, b in self._window_spans(text)]
-                wins = [normalize(tokens[a:b].mean(axis=0))[0] for a, b in spans if b > a]
-                if wins:
-                    own = own + normalize(np.mean(wins, axis=0))[0]
-                out.append(own)
-        return normalize(np.asarray(out))
-
-    def _embed_segments(self, texts: Sequence[str]) -> Vectors:
-        """Each chunk cut into runs of ``WINDOW_LINES`` non-empty lines, every run a
-        sequence of its own in the same model run (each token read once): the
-        chunk's vector is all its tokens' mean, mixed with the runs' mean."""
         out = []
         for start in range(0, len(texts), self.max_batch_items):
             part = texts[start : start + self.max_batch_items]
@@ -270,49 +241,20 @@ class LocalGGUFProvider(EmbeddingProvider):
                 seqs.extend(self.document_prefix + r for r in runs)
                 owners.extend([n] * len(runs))
             vecs = self._token_vectors(seqs)
+            at = 0
             for n in range(len(part)):
-                mine = [v for v, o in zip(vecs, owners, strict=True) if o == n]
+                mine = []
+                while at < len(owners) and owners[at] == n:
+                    mine.append(vecs[at])
+                    at += 1
                 own = normalize(np.concatenate(mine).mean(axis=0))[0]
                 if len(mine) > 1:
-                    wins = normalize(np.asarray([v.mean(axis=0) for v in mine]))
-                    own = own + normalize(wins.mean(axis=0))[0]
+                    runs_mean = normalize(np.asarray([v.mean(axis=0) for v in mine])).mean(axis=0)
+                    own = own + normalize(runs_mean)[0]
                 out.append(own)
+        if not out:
+            return np.zeros((0, self.dims), dtype=np.float32)
         return normalize(np.asarray(out))
-
-    def _window_spans(self, text: str) -> list[tuple[int, int]]:
-        """The token range of each line window of ``text`` (as ``base.line_windows``
-        cuts them) within the tokens of ``document_prefix + text``."""
-        lines = text.split("\n")
-        kept = [i for i, line in enumerate(lines) if line.strip()]
-        if len(kept) <= WINDOW_LINES:
-            return []
-        head, ends = self._line_ends(lines)
-        starts = [head, *ends[:-1]]
-        last = len(kept) - WINDOW_LINES
-        firsts = list(range(0, last + 1, WINDOW_STRIDE))
-        if firsts[-1] != last:
-            firsts.append(last)
-        return [(starts[kept[j]], ends[kept[j + WINDOW_LINES - 1]]) for j in firsts]
-
-    def _line_ends(self, lines: list[str], *, by_prefix: bool = False) -> tuple[int, list[int]]:
-        """Where the first line starts in the tokens of ``document_prefix + text``
-        (past the leading special tokens and the prefix), and for each line the
-        position just past it."""
-        tok = self._llm.tokenize
-        head = len(tok(self.document_prefix.encode("utf-8"))) - self._trail
-        counts = [len(tok(line.encode("utf-8"), add_bos=False)) for line in lines]
-        whole = len(tok(("\n".join(lines)).encode("utf-8"), add_bos=False))
-        ends: list[int] = []
-        if sum(counts) == whole and not by_prefix:  # it splits at line ends (WordPiece does)
-            at = head
-            for c in counts:
-                at += c
-                ends.append(at)
-        else:  # one that does not: the tokens of the text up to each line's end
-            for i in range(len(lines)):
-                upto = self.document_prefix + "\n".join(lines[: i + 1])
-                ends.append(max(head, len(tok(upto.encode("utf-8"))) - self._trail))
-        return head, ends
 
     def window_key(self) -> str:
         if self.pooling != 1 or self.window_pooling == "passes":

@@ -108,8 +108,7 @@ def test_documents_mix_in_their_line_windows(provider: LocalGGUFProvider) -> Non
     ("segments") the chunk is read as runs of 3 lines, each a sequence of its own in
     one model run: its vector is the mean of all their tokens plus the mean of the
     runs' vectors. "passes" embeds the whole chunk and every 3-line window (one each
-    2 lines) as texts of their own; "late" pools those windows from the chunk's own
-    token vectors. Each way has its own provider key."""
+    2 lines) as texts of their own. Each way has its own provider key."""
     chunk = "\n".join(LOG)
     short = "\n".join(LOG[:3])
     whole = provider.embed_documents([chunk])[0]
@@ -139,8 +138,7 @@ def test_documents_mix_in_their_line_windows(provider: LocalGGUFProvider) -> Non
     # in the chunk's vector. Runs of lines (no context across them) need not do so
     # for one question (here they do not); over the dev sets they rank as well or
     # better (docs/RETRIEVAL.md, "Line windows in one pass").
-    for mode in ("passes", "late"):
-        assert float(q @ got[mode][0]) > float(q @ whole), mode
+    assert float(q @ got["passes"][0]) > float(q @ whole)
 
 
 def test_pooling_here_is_the_models_own(provider: LocalGGUFProvider, model_path: Path) -> None:
@@ -156,22 +154,6 @@ def test_pooling_here_is_the_models_own(provider: LocalGGUFProvider, model_path:
     finally:
         own.close()
     assert np.allclose(provider.embed_documents(texts), want, atol=1e-4)
-
-
-def test_windows_are_the_tokens_of_their_lines(provider: LocalGGUFProvider) -> None:
-    """Each late window is the token range of its lines within the chunk: its tokens
-    read back as those lines; the slow path (tokenizing the text up to each line's
-    end, for tokenizers that do not split at line ends) finds the same ranges."""
-    chunk = "\n".join([LOG[0], "", *LOG[1:6], "   ", *LOG[6:]])
-    tokens = list(provider._llm.tokenize(chunk.encode("utf-8")))
-    spans = provider._window_spans(chunk)
-    windows = line_windows(chunk)
-    assert len(spans) == len(windows) == 4
-    for (a, b), text in zip(spans, windows, strict=True):
-        read = provider._llm.detokenize(tokens[a:b]).decode("utf-8")
-        assert "".join(read.split()) == "".join(text.lower().split())  # WordPiece spacing
-    lines = chunk.split("\n")
-    assert provider._line_ends(lines) == provider._line_ends(lines, by_prefix=True)
 
 
 def test_paraphrase_found_only_with_vectors(cfg: Config, workspace: Path, model_path: Path) -> None:
