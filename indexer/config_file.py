@@ -146,6 +146,13 @@ def parse_config(
     local = _section(provider_raw, "local", LocalProviderConfig, where)
     if local.modelPath and not local.modelPath.startswith("hf:"):
         local = replace(local, modelPath=str(_expand(local.modelPath, base)))
+    if local.model and local.modelPath:
+        raise ConfigError(
+            f"{where}: set provider.local.model (a model by name) or provider.local.modelPath "
+            "(a file), not both"
+        )
+    if local.modelCacheDir:
+        local = replace(local, modelCacheDir=str(_expand(local.modelCacheDir, base)))
     remote = _section(provider_raw, "remote", RemoteProviderConfig, where)
     provider = replace(
         _section({"provider": provider_raw}, "provider", ProviderConfig, where),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import Field, dataclass, field, fields
 from typing import Any
 
+from providers.models import MODELS
 from providers.names import ORDER as PROVIDERS
 
 __all__ = [
@@ -160,11 +161,17 @@ class SessionsConfig:
 
 @dataclass(frozen=True)
 class LocalProviderConfig:
+    model: str = setting(
+        "",
+        "a model by name, fetched once with `memindex model pull <name>` into modelCacheDir "
+        '("" = use modelPath)',
+        choices=("", *MODELS),
+    )
     modelPath: str = setting("", "a .gguf embedding model, or hf:<owner>/<repo>/<file>.gguf")
     modelCacheDir: str = setting(
         "",
-        'where hf: models are downloaded; "" = $XDG_CACHE_HOME/memindex/models '
-        "(~/.cache/memindex/models without it)",
+        'where pulled and hf: models are kept; "" = $MEMINDEX_MODEL_CACHE, else '
+        "$XDG_CACHE_HOME/memindex/models (~/.cache/memindex/models without it)",
     )
     threads: int = setting(0, "0 = all cores", range=(0, 1024))
     queryPrefix: str = setting(

@@ -87,7 +87,7 @@ def _apply(cfg: Config, ms: dict[str, Any], base: Path) -> Config:
     if isinstance(local.get("modelPath"), str):
         mp = local["modelPath"]
         mp = mp if mp.startswith("hf:") else str(_path(mp, base))
-        prov = replace(prov, local=replace(prov.local, modelPath=mp))
+        prov = replace(prov, local=replace(prov.local, modelPath=mp, model=""))
     if isinstance(local.get("modelCacheDir"), str):
         prov = replace(
             prov, local=replace(prov.local, modelCacheDir=str(_path(local["modelCacheDir"], base)))

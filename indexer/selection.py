@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from indexer.config import Config
-from providers.auto import ProviderSpec, Selection, configured, precheck, select
+from providers.auto import ProviderSpec, Selection, configured, model_cache, precheck, select
 from providers.state import ProviderState
 
 __all__ = [
@@ -21,21 +21,27 @@ __all__ = [
 
 NO_PROVIDER = "no embedding provider configured"
 _SET_ONE_UP = (
-    "for hybrid search set provider.local.modelPath to a .gguf embedding model, or an API "
-    "key (OPENAI_API_KEY, GEMINI_API_KEY, VOYAGE_API_KEY)"
+    "for hybrid search run `memindex model pull e5-small --use` (a local model), or set an "
+    "API key (OPENAI_API_KEY, GEMINI_API_KEY, VOYAGE_API_KEY)"
 )
 
 
 def provider_spec(cfg: Config) -> ProviderSpec:
     p = cfg.provider
-    cache = Path(p.local.modelCacheDir) if p.local.modelCacheDir else None
+    cache = Path(p.local.modelCacheDir) if p.local.modelCacheDir else model_cache()
+    local_model = p.local.modelPath
+    if p.local.model:
+        from providers.models import MODELS
+
+        local_model = str(cache / MODELS[p.local.model].file)
     return ProviderSpec(
         name=p.name,
         fallback=p.fallback,
         model=p.model,
         dims=p.dims,
-        local_model=p.local.modelPath,
-        model_cache_dir=cache or ProviderSpec().model_cache_dir,
+        local_model=local_model,
+        local_name=p.local.model,
+        model_cache_dir=cache,
         threads=p.local.threads,
         query_prefix=p.local.queryPrefix,
         document_prefix=p.local.documentPrefix,
@@ -68,10 +74,12 @@ def _fix(reason: str) -> str:
             "pip install 'memindex[local]' (in a checkout: .venv/bin/pip install -e "
             "'.[local]'); it compiles llama-cpp-python, about 15-20 minutes once"
         )
+    if "is not pulled" in reason:
+        return "memindex model pull " + reason.rsplit(" ", 1)[-1]
     if "model file" in reason and "does not exist" in reason:
         return (
-            "build or download the model (a checkout: python scripts/build_test_model.py "
-            "makes all-MiniLM-L6-v2), or set provider.local.modelPath to a .gguf file"
+            "put the file there, or use a model by name: memindex model pull e5-small --use "
+            "(sets provider.local.model)"
         )
     if "API key" in reason:
         return reason.split(": ", 1)[-1]

@@ -36,7 +36,11 @@ KEY_ENV = {
 
 
 def model_cache() -> Path:
-    """Where models are kept: ``$XDG_CACHE_HOME/memindex/models`` (else ``~/.cache``)."""
+    """Where models are kept: ``$MEMINDEX_MODEL_CACHE``, else
+    ``$XDG_CACHE_HOME/memindex/models`` (else ``~/.cache``)."""
+    env = os.environ.get("MEMINDEX_MODEL_CACHE", "").strip()
+    if env:
+        return Path(env)
     xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
     return (Path(xdg) if xdg else Path.home() / ".cache") / "memindex" / "models"
 
@@ -48,6 +52,7 @@ class ProviderSpec:
     model: str = ""
     dims: int = 0
     local_model: str = ""  # path or hf: URI
+    local_name: str = ""  # the catalogue name local_model was resolved from (model pull)
     model_cache_dir: Path = field(default_factory=lambda: model_cache())
     threads: int = 0
     query_prefix: str = ""  # "" = the model file's own
@@ -80,8 +85,9 @@ def build(name: str, spec: ProviderSpec) -> EmbeddingProvider:
     """Build one provider by name; raises ProviderError (MissingCredentials if it
     cannot be configured here)."""
     if name == "local":
-        if not spec.local_model:
-            raise MissingCredentials("no local model configured (provider.local.modelPath)")
+        problem = _local_file_problem(spec)
+        if problem:
+            raise MissingCredentials(problem)
         from .local_gguf import LocalGGUFProvider, resolve_model
 
         path = resolve_model(spec.local_model, spec.model_cache_dir, timeout=spec.timeout_s)
@@ -121,16 +127,30 @@ def configured(spec: ProviderSpec) -> list[str]:
     return names + [n for n in REMOTE if api_key(n, spec)]
 
 
+def _local_file_problem(spec: ProviderSpec) -> str | None:
+    """Why the local model file is not there (an ``hf:`` URI is fetched on use)."""
+    if not spec.local_model:
+        return "no local model configured (provider.local.model or modelPath)"
+    if spec.local_model.startswith("hf:"):
+        return None
+    path = Path(os.path.expanduser(spec.local_model))
+    if path.is_file():
+        return None
+    if spec.local_name:
+        return (
+            f"local model {spec.local_name} is not pulled ({path} does not exist): "
+            f"run memindex model pull {spec.local_name}"
+        )
+    return f"local model file {path} does not exist"
+
+
 def precheck(name: str, spec: ProviderSpec) -> str | None:
     """Why ``name`` cannot work here, found without loading anything (a missing model
     file, package or key), or None."""
     if name == "local":
-        if not spec.local_model:
-            return "no local model configured (provider.local.modelPath)"
-        if not spec.local_model.startswith("hf:"):
-            path = Path(os.path.expanduser(spec.local_model))
-            if not path.is_file():
-                return f"local model file {path} does not exist"
+        problem = _local_file_problem(spec)
+        if problem:
+            return problem
     elif name in REMOTE and not api_key(name, spec):
         return f"no {name} API key: set {' or '.join(KEY_ENV[name])} or provider.remote.apiKey"
     package = _PACKAGES.get(name)

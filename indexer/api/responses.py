@@ -126,6 +126,16 @@ class VectorState(TypedDict):
     cacheEntries: int
 
 
+class ProgressState(TypedDict):
+    """How far the writer's current long work has got."""
+
+    phase: str  # "files" (reading and chunking) or "embedding"
+    done: int
+    total: int
+    perSecond: float | None  # over the phase so far; None until measurable
+    etaS: float | None  # seconds left at that rate
+
+
 class StatusResponse(TypedDict):
     version: str
     indexPath: str
@@ -161,6 +171,9 @@ class StatusResponse(TypedDict):
     lastError: NotRequired[str | None]
     errors: NotRequired[dict[str, str | None]]
     busy: NotRequired[dict[str, object] | None]  # what the writer is doing, how long
+    # how far the files of a sync or an embedding backlog have got: {phase, done,
+    # total, perSecond, etaS}
+    progress: NotRequired[ProgressState | None]
     stuck: NotRequired[bool]
 
 

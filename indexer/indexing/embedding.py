@@ -15,6 +15,7 @@ from functools import partial
 
 import numpy as np
 
+from indexer.indexing.progress import WorkProgress
 from indexer.store import IndexStore
 from providers.base import EmbeddingProvider
 from providers.batch import PollBackoff
@@ -53,9 +54,11 @@ def embed_pending(
     wait: bool = True,
     batch_timeout: float = 3600.0,
     sleep: Callable[[float], None] = time.sleep,
+    progress: WorkProgress | None = None,
 ) -> EmbedReport:
-    """Give every pending chunk a vector. A provider failure stops the pass (the
-    chunks stay pending, keyword search is unaffected) and is reported.
+    """Give every pending chunk a vector (``progress`` counts them). A provider
+    failure stops the pass (the chunks stay pending, keyword search is unaffected)
+    and is reported.
 
     With ``use_batch`` (and a provider that has batch jobs) chunks not in the cache
     go into as few batch jobs as the provider allows, across all files; job ids are
@@ -90,6 +93,8 @@ def embed_pending(
         batch = store.pending_chunks(step, after)
         if not batch:
             break
+        if progress is not None and not after:  # a count only when there is work
+            progress.embedding(store.pending_count())
         after = batch[-1][0]
         hashes = [h for _, h, _ in batch]
         cached = store.cache_get(key, hashes)
@@ -116,11 +121,15 @@ def embed_pending(
             store.put_vectors((i, cached.get(h) or fresh[h]) for i, h, _ in batch)
         rep.embedded += len(fresh)
         rep.cacheHits += len(batch) - len(missing)
+        if progress is not None:
+            progress.embedded(len(batch))
         fast = time.monotonic() - t_step < 1.0
         step = min(_STEP_MAX, step * 2) if fast else max(_STEP_MIN, step // 2)
     with store.transaction():
         store.cache_prune(max_cache_entries)
     rep.pending = store.pending_count()
+    if progress is not None and rep.pending == 0:
+        progress.finished()
     rep.batchJobs = len(store.batch_jobs(key))
     rep.seconds = round(time.monotonic() - t0, 3)
     return rep

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 from indexer.config import Config
 from indexer.errors import MemindexError, index_damaged
-from indexer.indexing.pipeline import Progress, SyncReport, rebuild_reason, sync
+from indexer.indexing.pipeline import SyncReport, rebuild_reason, sync
+from indexer.indexing.progress import WorkProgress
 from indexer.indexing.session_sync import Quiet, SessionReport, sync_sessions
 from indexer.store import STORE_ERRORS, IndexStore
 from indexer.store.backend import Backend, backend_for
@@ -64,7 +65,7 @@ class Indexer:
         self,
         *,
         force: bool = False,
-        progress: Progress | None = None,
+        progress: WorkProgress | None = None,
         should_stop: Callable[[], bool] | None = None,
         embed: bool = True,
         sessions_budget_s: float | None = None,
@@ -140,7 +141,7 @@ class Indexer:
         self,
         *,
         force: bool,
-        progress: Progress | None,
+        progress: WorkProgress | None,
         should_stop: Callable[[], bool] | None,
         embed: bool,
         sessions_budget_s: float | None = None,
@@ -153,7 +154,8 @@ class Indexer:
                 rebuilt = self._rebuild(reason, progress, should_stop, embed)
             rebuilt.seconds = round(time.monotonic() - t0, 3)  # the whole rebuild
             return rebuilt
-        report = sync(self.store, self.cfg, force=force, progress=progress, should_stop=should_stop)
+        files = progress.files if progress else None
+        report = sync(self.store, self.cfg, force=force, progress=files, should_stop=should_stop)
         if not report.stopped:
             report.sessions = sync_sessions(
                 self.store,
@@ -163,7 +165,7 @@ class Indexer:
                 budget_s=sessions_budget_s,
             ).to_json()
         if embed and not report.stopped:
-            done = self._embed(should_stop, wait=True)  # inside sync's task
+            done = self._embed(should_stop, wait=True, progress=progress)  # in sync's task
             report.embedding = None if done is None else dict(done.__dict__)
         report.seconds = round(time.monotonic() - t0, 3)
         return report
@@ -171,7 +173,7 @@ class Indexer:
     def _rebuild(
         self,
         reason: str,
-        progress: Progress | None,
+        progress: WorkProgress | None,
         should_stop: Callable[[], bool] | None,
         embed: bool,
     ) -> SyncReport:
@@ -242,16 +244,26 @@ class Indexer:
             )
 
     def embed(
-        self, *, should_stop: Callable[[], bool] | None = None, wait: bool = True
+        self,
+        *,
+        should_stop: Callable[[], bool] | None = None,
+        wait: bool = True,
+        progress: WorkProgress | None = None,
     ) -> EmbedReport | None:
         """Vectors for chunks that have none (no-op without a provider). With batch
         jobs on, ``wait`` polls them until done (the CLI); the daemon polls later."""
         if self.provider is None:
             return None
         with self._task():
-            return self._embed(should_stop, wait=wait)
+            return self._embed(should_stop, wait=wait, progress=progress)
 
-    def _embed(self, should_stop: Callable[[], bool] | None, *, wait: bool) -> EmbedReport | None:
+    def _embed(
+        self,
+        should_stop: Callable[[], bool] | None,
+        *,
+        wait: bool,
+        progress: WorkProgress | None = None,
+    ) -> EmbedReport | None:
         if self.provider is None:
             return None
         from indexer.indexing.embedding import embed_pending
@@ -265,5 +277,6 @@ class Indexer:
             use_batch=remote.batch,
             wait=wait,
             batch_timeout=remote.batchTimeoutMs / 1000,
+            progress=progress,
         )
         return rep

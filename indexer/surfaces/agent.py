@@ -12,6 +12,7 @@ from typing import TypeVar
 from indexer.api import ReindexResponse
 from indexer.config import Config
 from indexer.errors import StoreError
+from indexer.indexing.progress import WorkProgress
 from indexer.indexing.writer import Indexer
 from indexer.search.live import LiveIndex
 from indexer.search.searcher import Searcher
@@ -77,6 +78,7 @@ class AgentRuntime:
         self.lock_check: float = 0.0  # when the writer lock is next checked (monotonic)
         self.last_report: ReindexResponse | None = None
         self.health = TaskHealth()
+        self.progress = WorkProgress()  # the writer's files and embedding backlog
 
     def _caught_up(self, store: IndexStore) -> None:
         """After each writer task: the readers' snapshot takes in what it wrote."""
@@ -89,7 +91,9 @@ class AgentRuntime:
             or self.sessions_due is not None
             or self.sessions_more
         )
-        return self.health.report(pending)
+        report = self.health.report(pending)
+        report["progress"] = self.progress.state()
+        return report
 
     @contextlib.contextmanager
     def reader(self) -> Iterator[Searcher]:

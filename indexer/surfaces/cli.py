@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from indexer.errors import DAMAGED_HINT, MemindexError, index_damaged
-from indexer.surfaces import cli_admin, cli_query, cli_status
+from indexer.surfaces import cli_admin, cli_model, cli_query, cli_status
 from indexer.surfaces.cli_parts import Call, parser
 
 # Each command imports what it needs when it runs: a search, get or status answered
@@ -34,6 +34,7 @@ COMMANDS: dict[str, Callable[[Call], int]] = {
     "service": cli_admin.run_service,
     "openclaw": cli_admin.run_openclaw,
     "migrate": cli_admin.run_migrate,
+    "model": cli_model.run_model,
     "distill": cli_admin.run_distill,
 }
 

@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from indexer import __version__
+from indexer.api.responses import ProgressState
 from indexer.config import Config, Settings
 from indexer.config_file import load_config, load_settings
 
-__all__ = ["Call", "ProgressBar", "parser"]
+__all__ = ["Call", "ProgressBar", "describe_progress", "parser"]
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,30 @@ class Call:
         )
 
 
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def describe_progress(p: ProgressState) -> str:
+    """ "embedding 1,200 of 5,183 chunks (23%), 9.1/s, about 7 min left"."""
+    unit = "chunks" if p["phase"] == "embedding" else "files"
+    share = f" ({100 * p['done'] // p['total']}%)" if p["total"] else ""
+    text = f"{p['phase']} {p['done']:,} of {p['total']:,} {unit}{share}"
+    if p["perSecond"]:
+        text += f", {p['perSecond']:g}/s"
+    if p["etaS"] is not None and p["done"] < p["total"]:
+        text += f", about {_duration(p['etaS'])} left"
+    return text
+
+
 class ProgressBar:
-    """A one-line progress bar on a terminal; silent otherwise."""
+    """A one-line progress bar on a terminal; silent otherwise. Called with (done,
+    total), or given a ``ProgressState`` (``show``: the indexer's files, then its
+    chunks embedded, with the rate and the time left)."""
 
     def __init__(self, stream: TextIO, label: str) -> None:
         self.stream = stream
@@ -78,15 +101,29 @@ class ProgressBar:
         self.shown = False
 
     def __call__(self, done: int, total: int) -> None:
-        if not self.enabled or total < 50:
+        if not self.enabled or total < 50 or not self._due(done < total):
             return
+        self._draw(f"{self.label} {self._bar(done, total)} {done}/{total}")
+
+    def show(self, p: ProgressState) -> None:
+        if not self.enabled or p["total"] < 50 or not self._due(p["done"] < p["total"]):
+            return
+        self._draw(f"{self._bar(p['done'], p['total'])} {describe_progress(p)}")
+
+    def _due(self, unfinished: bool) -> bool:
         now = time.monotonic()
-        if now - self.last < 0.1 and done < total:
-            return
+        if now - self.last < 0.1 and unfinished:
+            return False
         self.last = now
-        width = 30
-        filled = int(width * done / total) if total else width
-        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        return True
+
+    @staticmethod
+    def _bar(done: int, total: int, width: int = 24) -> str:
+        filled = min(width, int(width * done / total)) if total else width
+        return f"[{'#' * filled}{'.' * (width - filled)}]"
+
+    def _draw(self, line: str) -> None:
+        self.stream.write(f"\r\033[K{line[: _columns() - 1]}")
         self.stream.flush()
         self.shown = True
 
@@ -235,6 +272,15 @@ def parser() -> argparse.ArgumentParser:
         "--replace", action="store_true", help="overwrite an index the agent has there already"
     )
     s.add_argument("--json", action="store_true", help="print what was copied as JSON")
+
+    s = sub.add_parser("model", help="fetch a local embedding model by name (pull), or list them")
+    s.add_argument("action", choices=["pull", "list"], help="what to do")
+    s.add_argument("name", nargs="?", help="with pull: e5-small, minilm or hf:<owner>/<repo>/<f>")
+    s.add_argument(
+        "--use", action="store_true", help="with pull: make the config file use this model"
+    )
+    s.add_argument("--force", action="store_true", help="with pull: fetch and convert again")
+    s.add_argument("--json", action="store_true", help="print the result as JSON")
 
     s = sub.add_parser("serve", help="run the daemon: watch files, answer on the Unix socket")
     s.add_argument("--socket", type=Path, default=None, help="socket path (default from config)")

