@@ -333,3 +333,27 @@ def test_a_chunk_deleted_after_the_candidates_were_read_is_not_shown(idx: Memory
     assert rows.get(gone) is None
     assert [o["path"] for o in out] == [r.path for r in real]
     assert [o["startLine"] for o in out] == [r.start_line for r in real]
+
+
+def test_ties_go_to_the_lower_chunk_id_on_every_path(tmp_path: Path) -> None:
+    """Forty chunks with the same score for a word: FTS5 and the in-memory postings
+    both return the ten of lowest id (the daemon answers from memory, a one-shot
+    call from FTS5: the same results either way)."""
+    ws = tmp_path / "ws"
+    for n in range(40):
+        (ws / "memory").mkdir(parents=True, exist_ok=True)
+        (ws / "memory" / f"n{n:02d}.md").write_text("- the heron waits by the pond\n")
+    cfg = Config(workspace=ws, indexPath=tmp_path / "i.sqlite")
+    with MemoryIndex(cfg) as w:
+        w.sync()
+    idx = MemoryIndex(cfg, readonly=True, live=LiveIndex(min_chunks=0))
+    try:
+        assert idx.live is not None
+        idx.live.wait_ready(idx.store)
+        fts = [r.id for r in idx.store.fts_search(parse_query("heron").keyword, 10)]
+        mem = _in_memory(idx, "heron", 10, None)
+        assert mem is not None
+        every = sorted(idx.store.chunk_rows(range(1, 1000)))
+        assert fts == [i for i, *_ in mem] == every[:10]
+    finally:
+        idx.close()

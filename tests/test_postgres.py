@@ -18,7 +18,7 @@ from daemon_util import DaemonProc, child_env, daemon_config, rpc, search_paths,
 
 from indexer.store import ChunkRow, FileState
 from indexer.store.postgres.backend import PostgresBackend
-from indexer.store.postgres.search import HNSW_MIN
+from indexer.store.postgres.vectors import HNSW_MIN
 
 
 def _with_user(url: str, user: str, password: str) -> str:

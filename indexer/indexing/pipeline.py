@@ -269,7 +269,8 @@ def _sync_one(
         skipped_now.add(f.path)
         store.record_skip(f.path, f.source, reason)
         return
-    store.clear_skip(f.path)
+    if any(path == f.path for path, _ in told):  # skipped before: no longer
+        store.clear_skip(f.path)
     if old is not None and old.hash == state.hash:
         store.touch_file(f.path, state.mtime_ns, state.size)
         report.unchanged += 1
@@ -279,7 +280,11 @@ def _sync_one(
         ChunkRow(c.start_line, c.end_line, c.heading, c.hash, c.text, index_text(c.text))
         for c in chunks
     ]
-    removed, written = store.replace_file(f.path, f.source, state, len(split_lines(text)), rows)
+    lines = len(split_lines(text))
+    if old is None:  # a new file: nothing of it to remove first
+        removed, written = 0, store.append_chunks(f.path, f.source, state, lines, rows)
+    else:
+        removed, written = store.replace_file(f.path, f.source, state, lines, rows)
     report.chunksRemoved += removed
     report.chunksWritten += written
     if old is None:

@@ -38,12 +38,12 @@ from indexer.search.keyword_segments import (
 from indexer.search.query import ParsedQuery
 from indexer.search.segments import kill_rows, settle, with_codes
 from indexer.sources.text import index_text
-from indexer.store import FTS_WEIGHTS, KeywordPostings, NewChunk, bm25
+from indexer.store import FTS_WEIGHTS, SNAPSHOT_MIN_CHUNKS, KeywordPostings, NewChunk, bm25
 from indexer.store.tokens import Tokenizer
 
 __all__ = ["MIN_CHUNKS", "KeywordPart"]
 
-MIN_CHUNKS = 5_000  # below this FTS5 answers in a few ms: no snapshot
+MIN_CHUNKS = SNAPSHOT_MIN_CHUNKS  # below this FTS5 answers in a few ms: no snapshot
 _K1, _B = bm25.K1, bm25.B
 _COLUMNS = ("body", "heading", "path", "source")
 _CACHED_ROWS = 4_000_000  # BM25 parts kept per snapshot (48 MB)
@@ -260,12 +260,15 @@ def _top(
         cand, got = cand[mine], got[mine]
     room = limit * len(posts)  # enough to hold ``limit`` distinct rows
     if cand.shape[0] > room:
-        keep = np.argpartition(got, cand.shape[0] - room)[cand.shape[0] - room :]
+        # every row scoring at least the room-th best (rows tied with it too: the
+        # store breaks ties by the lower chunk id, and so must this)
+        floor = np.partition(got, cand.shape[0] - room)[cand.shape[0] - room]
+        keep = got >= floor
         cand, got = cand[keep], got[keep]
     if len(posts) > 1:
         cand, first = np.unique(cand, return_index=True)
         got = got[first]
-    order = np.argsort(-got, kind="stable")[:limit]
+    order = np.lexsort((seg.ids[cand], -got))[:limit]  # by score, then chunk id
     rows = cand[order]
     return list(
         zip(got[order].tolist(), seg.ids[rows].tolist(), seg.src[rows].tolist(), strict=True)

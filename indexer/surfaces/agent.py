@@ -53,9 +53,10 @@ class AgentRuntime:
             log.info("%s: keyword search only (%s)", cfg.agent_name, sel.reason or "no provider")
         else:
             log.info("%s: embeddings by %s %s", cfg.agent_name, sel.provider.id, sel.provider.model)
-        self.live = LiveIndex()  # shared by the readers, caught up by the writer
         # the writer creates and migrates the index file
         backend = backend_for(cfg, note=note)
+        # shared by the readers, caught up by the writer
+        self.live = LiveIndex(min_chunks=backend.snapshot_min_chunks)
         self.writer = Indexer(
             cfg, backend.open(), sel.provider, changed=self._caught_up, backend=backend
         )
@@ -97,11 +98,13 @@ class AgentRuntime:
 
     @contextlib.contextmanager
     def reader(self) -> Iterator[Searcher]:
-        current = self.writer.backend.current()
+        backend = self.writer.backend
+        current = None if backend.readers_see_publish else backend.current()
         try:
             idx = self._readers.get_nowait()
             # a rebuild swapped generations, or the database restarted: reopen
-            if idx.store.generation != current or idx.store.broken():
+            stale = current is not None and idx.store.generation != current
+            if stale or idx.store.broken():
                 self._close_reader(idx)
                 raise queue.Empty
         except queue.Empty:

@@ -3,7 +3,7 @@
 ``backend.PostgresBackend`` opens an agent's generation in the database; ``store``'s
 ``PgStore`` puts the parts together: ``connection`` (a pooled connection,
 transactions, meta), ``tables`` (files, chunks, postings, the change feed, cursors,
-skips), ``search`` (keyword search, vectors) and ``cache`` (the shared embedding
+skips), ``search`` (keyword search), ``vectors`` and ``cache`` (the shared embedding
 cache, batch jobs). ``connect`` holds the pools, ``schema`` the migrations.
 
 Nothing here is imported until an agent's index lives in PostgreSQL: psycopg is an

@@ -21,7 +21,7 @@ class PgCache(PgBase):
     def cache_get(self, provider: str, hashes: Sequence[str]) -> dict[str, bytes]:
         rows = self._q(
             "SELECT hash, vector FROM embedding_cache WHERE provider=%s AND hash = ANY(%s)",
-            provider, list(hashes), keyed=False,
+            provider, list(hashes), keyed=False, binary=True,
         ).fetchall()  # fmt: skip
         out = {str(h): bytes(v) for h, v in rows}
         if out and not self.readonly:
@@ -34,7 +34,7 @@ class PgCache(PgBase):
         with self._errors(), self.db.cursor() as cur:
             cur.executemany(
                 "INSERT INTO embedding_cache(provider, hash, dims, vector, last_used) "
-                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (provider, hash) DO UPDATE SET "
+                "VALUES (%s, %s, %s, %b, %s) ON CONFLICT (provider, hash) DO UPDATE SET "
                 "vector=excluded.vector, dims=excluded.dims, last_used=excluded.last_used",
                 [(provider, h, dims, v, now) for h, v in items],
             )

@@ -35,15 +35,23 @@ class PgBase:
         self.db = self._ctx.__enter__()
         self.writer_lock: WriterLock | None = None
         self.vector_error: str | None = None
+        self.moved = False  # a reader found a newer generation published (``broken``)
+        self._rows_written = 0  # chunks added since the tables were last analyzed
+        self._spare_ids: list[int] = []  # chunk ids taken from the sequence, not used yet
         try:
             with self._errors():
                 row = self.db.execute(
-                    "SELECT extversion FROM pg_extension WHERE extname='vector'"
+                    "SELECT extversion, to_regtype('vector')::oid FROM pg_extension "
+                    "WHERE extname='vector'"
                 ).fetchone()
         except StoreError:
             self.close()
             raise
         self.vec_version: str | None = str(row[0]) if row else None
+        if row is not None and row[1] is not None:
+            from indexer.store.postgres.vector_type import register_vector_type
+
+            register_vector_type(self.db, int(row[1]))
         if self.vec_version is None:
             self.vector_error = "pgvector is not installed in the database"
 
@@ -63,7 +71,7 @@ class PgBase:
         """The server closed or lost this connection (a restart, a failover, a
         network cut): nothing on it can succeed again."""
         db = self.db
-        return db is None or bool(db.closed) or bool(db.broken)
+        return self.moved or db is None or bool(db.closed) or bool(db.broken)
 
     def __enter__(self) -> Self:
         return self
@@ -144,12 +152,24 @@ class PgBase:
         )
 
     def change_versions(self) -> tuple[str | None, str | None, str | None]:
-        got = dict(
-            self._q(
-                "SELECT key, value FROM meta WHERE {k} "
-                "AND key IN ('chunksVersion', 'vectorsVersion', 'vectorKey')"
-            ).fetchall()
+        """The generation's change versions. A reader also learns, in the same round
+        trip, which generation is published: when a rebuild has published a newer
+        one, this reader is ``moved`` (``broken``: its caller opens a new reader)
+        and StoreError is raised, so a search never asks the database which
+        generation is current before it starts."""
+        sql = (
+            "SELECT key, value FROM meta WHERE agent=%s AND gen=%s "
+            "AND key IN ('chunksVersion', 'vectorsVersion', 'vectorKey')"
         )
+        args: tuple[Any, ...] = (self.agent, self.gen)
+        if self.readonly:
+            sql += " UNION ALL SELECT '', published::text FROM agents WHERE agent=%s"
+            args = (*args, self.agent)
+        with self._errors():
+            got = dict(self.db.execute(sql, args).fetchall())
+        if self.readonly and got.get("") not in (None, str(self.gen)):
+            self.moved = True
+            raise StoreError(f"{self.generation}: a newer generation was published")
         return got.get("chunksVersion"), got.get("vectorsVersion"), got.get("vectorKey")
 
     def _bump_chunks(self) -> None:

@@ -1,39 +1,30 @@
-"""Keyword search, vectors, the shared embedding cache and batch jobs on PostgreSQL.
+"""Keyword search on PostgreSQL (vectors are ``vectors``).
 
 Keyword search ranks as SQLite's ``mi_bm25`` does (bm25.py): BM25 with k1 1.2, b
 0.75, Lucene's IDF, the same column weights, a phrase's frequency summed over its
 hits per column, the row length over all columns and the average over all rows.
 The tokens are FTS5's own (``tokens.Tokenizer``, made when a chunk is written), so a
-query matches the same chunks with the same scores on both stores. The postings of
-the query's tokens are read in one query and phrases are matched on positions.
-
-Vectors: an exact cosine scan over the agent's rows while it has fewer than
-``HNSW_MIN`` of them (a scan of that many 384-d vectors takes a few milliseconds and
-is exact); above, the writer builds an HNSW index for the agent (a partial
-expression index on its rows and dimension, built CONCURRENTLY so other agents'
-writers are not blocked), and searches use it.
+query matches the same chunks with the same scores on both stores. A query of words
+is one round trip (their postings, the lengths of the rows holding them, and whether
+the corpus figures still hold); a quoted phrase's tokens are matched on positions.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from indexer.errors import StoreError
 from indexer.store import bm25
 from indexer.store.postgres.connection import PgBase
 from indexer.store.records import FTS_WEIGHTS, KeywordPostings, KeywordQuery, SearchRow
 from indexer.store.tokens import shared_tokenizer
 
-__all__ = ["HNSW_MIN", "PgSearch"]
-
-HNSW_MIN = 20_000  # an agent's vectors above which searches use an HNSW index
+__all__ = ["PgSearch"]
 _COLUMNS = ("body", "heading", "path", "source")
 
 
@@ -57,7 +48,15 @@ class PgSearch(PgBase):
         if not any(phrases) or any(not p for p in phrases[:required]):
             return []
         w = (*weights, 0.0)
-        held = [self._phrase_rows(p, w) for p in phrases]  # (ids, weighted tf) each
+        ids_db: Any
+        dl_db: Any
+        if all(len(p) == 1 for p in phrases):  # words: one round trip for it all
+            held, (ids_db, dl_db), version = self._words_and_lengths(
+                [p[0] for p in phrases], w, sources
+            )
+        else:
+            held = [self._phrase_rows(p, w) for p in phrases]  # (ids, weighted tf) each
+            ids_db = dl_db = version = None
         if required:
             cand = held[0][0]
             for ids, _ in held[1:required]:
@@ -66,18 +65,22 @@ class PgSearch(PgBase):
             cand = np.unique(np.concatenate([ids for ids, _ in held]))
         if not len(cand):
             return []
-        n_rows, avgdl = self._corpus_stats()
-        sql = (
-            "SELECT coalesce(array_agg(id ORDER BY id), '{}'), "
-            "coalesce(array_agg(dl ORDER BY id), '{}') FROM chunks WHERE {k} AND id = ANY(%s)"
-        )
-        args: list[Any] = [cand.tolist()]
-        if sources:
-            sql += " AND source = ANY(%s)"
-            args.append(list(sources))
-        ids_db, dl_db = self._q(sql, *args, binary=True).fetchone()
-        cand = np.asarray(ids_db, dtype=np.int64)
-        dl = np.asarray(dl_db, dtype=np.float64)
+        n_rows, avgdl = self._corpus_stats(version)
+        if ids_db is None:
+            sql = (
+                "SELECT coalesce(array_agg(id ORDER BY id), '{}'), "
+                "coalesce(array_agg(dl ORDER BY id), '{}') FROM chunks WHERE {k} "
+                "AND id = ANY(%s)"
+            )
+            args: list[Any] = [cand.tolist()]
+            if sources:
+                sql += " AND source = ANY(%s)"
+                args.append(list(sources))
+            ids_db, dl_db = self._q(sql, *args, binary=True).fetchone()
+        at_db = np.asarray(ids_db, dtype=np.int64)
+        keep = np.isin(at_db, cand, assume_unique=True)  # the rows of the candidates
+        cand = at_db[keep]
+        dl = np.asarray(dl_db, dtype=np.float64)[keep]
         parts = []
         for ids, tf in held:
             full = np.zeros(len(cand), dtype=np.float64)
@@ -97,6 +100,47 @@ class PgSearch(PgBase):
                 out.append(SearchRow(r.id, r.path, r.source, r.start_line, r.end_line,
                                      r.heading, r.text, score, r.lines))  # fmt: skip
         return out
+
+    def _words_and_lengths(
+        self, words: Sequence[str], w: tuple[float, ...], sources: Sequence[str] | None
+    ) -> tuple[
+        list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]],
+        tuple[list[int], list[float]],
+        str | None,
+    ]:
+        """In one query: for each word, the rows holding it (sorted ids) and its
+        weighted frequency in each; the length of every such row (of ``sources``);
+        and the generation's chunksVersion (whether the BM25 figures still hold).
+        The rows are looked up by an array of ids (``= ANY``), never a join the
+        planner could take for a nested loop over every chunk on stale statistics."""
+        src = " AND c.source = ANY(%s)" if sources else ""
+        rows = self._q(
+            "WITH p AS (SELECT term, id, sum((%s::float8[])[col + 1] * cardinality(positions)) "
+            "AS tf FROM postings WHERE agent=%s AND gen=%s AND term = ANY(%s) "
+            "GROUP BY term, id) "
+            "SELECT term, array_agg(id ORDER BY id), array_agg(tf ORDER BY id), NULL::text "
+            "FROM p GROUP BY term UNION ALL "
+            "SELECT NULL, coalesce(array_agg(c.id ORDER BY c.id), '{}'), "
+            "coalesce(array_agg(c.dl::float8 ORDER BY c.id), '{}'), (SELECT value FROM meta "
+            "WHERE agent=%s AND gen=%s AND key='chunksVersion') FROM chunks c "
+            "WHERE c.agent=%s AND c.gen=%s AND c.id = ANY(ARRAY(SELECT DISTINCT id FROM p))" + src,
+            *(list(set(words)), self.agent, self.gen, self.agent, self.gen),
+            *([list(sources)] if sources else []),
+            before=(list(w), self.agent, self.gen),
+            keyed=False,
+            binary=True,
+        ).fetchall()
+        by_word: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
+        lengths: tuple[list[int], list[float]] = ([], [])
+        version = None
+        for term, ids, vals, ver in rows:
+            if term is None:
+                lengths, version = (ids, vals), ver
+            else:
+                by_word[term] = (np.asarray(ids, dtype=np.int64), np.asarray(vals, np.float64))
+        none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
+        held = [by_word.get(word, none) for word in words]
+        return held, lengths, version
 
     def _phrase_rows(
         self, phrase: Sequence[str], w: tuple[float, ...]
@@ -126,10 +170,12 @@ class PgSearch(PgBase):
         tf = [sum(w[c] * n for c, n in hits[cid].items()) for cid in ids]
         return np.asarray(ids, dtype=np.int64), np.asarray(tf, dtype=np.float64)
 
-    def _corpus_stats(self) -> tuple[int, float]:
+    def _corpus_stats(self, version: str | None = None) -> tuple[int, float]:
         """(rows, average row length) of the generation: BM25's corpus figures, read
-        again only when its chunks change (not a scan of every row per search)."""
-        version = self.meta_get("chunksVersion")
+        again only when its chunks change (not a scan of every row per search).
+        ``version``: the chunksVersion, if the caller has read it."""
+        if version is None:
+            version = self.meta_get("chunksVersion")
         cached = self._stats
         if cached is None or cached[0] != version or version is None:
             n_rows, total = self._q(
@@ -168,176 +214,6 @@ class PgSearch(PgBase):
             finally:
                 cur.close()
 
-    # -- vectors -------------------------------------------------------------------------
-
-    def ensure_vector_table(self, dims: int) -> None:
-        if self.vec_version is None:
-            raise StoreError(self.vector_error or "pgvector is not installed")
-        if dims < 1 or dims > 16000:
-            raise StoreError(f"invalid vector dimension {dims}")
-        self.meta_set("vectorDims", str(int(dims)))
-
-    def put_vectors(self, rows: Iterable[tuple[int, bytes]]) -> None:
-        rows = list(rows)
-        if not rows:
-            return
-        self._bump_vectors()
-        data = [(self.agent, self.gen, i, len(v) // 4, v, _vector_text(v)) for i, v in rows]
-        with self._errors(), self.db.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO chunk_vectors(agent, gen, id, dims, vec, embedding) "
-                "VALUES (%s, %s, %s, %s, %s, %s::vector) ON CONFLICT (agent, gen, id) DO "
-                "UPDATE SET dims=excluded.dims, vec=excluded.vec, embedding=excluded.embedding",
-                data,
-            )
-        self._q("UPDATE chunks SET embedded=true WHERE {k} AND id = ANY(%s)", [i for i, _ in rows])
-
-    def drop_vectors(self) -> None:
-        self._q("DELETE FROM chunk_vectors WHERE {k}")
-        self._q("DELETE FROM meta WHERE {k} AND key='vectorDims'")
-        self._bump_vectors()
-        self._q("UPDATE chunks SET embedded=false WHERE {k} AND embedded")
-
-    def any_embedded(self) -> bool:
-        return bool(
-            self._q("SELECT EXISTS(SELECT 1 FROM chunks WHERE {k} AND embedded)").fetchone()[0]
-        )
-
-    def pending_chunks(self, limit: int, after: int = 0) -> list[tuple[int, str, str]]:
-        rows = self._q(
-            "SELECT id, hash, text FROM chunks WHERE {k} AND NOT embedded AND id > %s "
-            "ORDER BY id LIMIT %s",
-            after,
-            limit,
-        )
-        return [(int(i), str(h), str(t)) for i, h, t in rows]
-
-    def pending_count(self) -> int:
-        return int(self._q("SELECT count(*) FROM chunks WHERE {k} AND NOT embedded").fetchone()[0])
-
-    def vectors_for(self, ids: Sequence[int]) -> dict[int, bytes]:
-        rows = self._q("SELECT id, vec FROM chunk_vectors WHERE {k} AND id = ANY(%s)", list(ids))
-        return {int(i): bytes(v) for i, v in rows}
-
-    def all_vectors(self) -> Iterator[tuple[int, str, str, bytes]]:
-        """Every embedded chunk's (id, source, hash, vector), read 5,000 at a time."""
-        after = -1
-        while True:
-            rows = self._q(
-                "SELECT c.id, c.source, c.hash, v.vec FROM chunk_vectors v JOIN chunks c ON "
-                "c.agent=v.agent AND c.gen=v.gen AND c.id=v.id WHERE v.agent=%s AND v.gen=%s "
-                "AND v.id > %s ORDER BY v.id LIMIT 5000",
-                after,
-            ).fetchall()
-            if not rows:
-                return
-            for i, s, h, v in rows:
-                yield int(i), str(s), str(h), bytes(v)
-            after = int(rows[-1][0])
-
-    def vector_rows(self, ids: Sequence[int]) -> list[tuple[int, str, bytes]]:
-        rows = self._q(
-            "SELECT c.id, c.source, v.vec FROM chunks c JOIN chunk_vectors v ON "
-            "v.agent=c.agent AND v.gen=c.gen AND v.id=c.id WHERE c.agent=%s AND c.gen=%s "
-            "AND c.id = ANY(%s) ORDER BY c.id",
-            list(ids),
-        )
-        return [(int(i), str(s), bytes(v)) for i, s, v in rows]
-
-    def _hnsw_name(self, dims: int) -> str:
-        digest = hashlib.sha1(self.agent.encode()).hexdigest()[:12]
-        return f"chunk_vectors_hnsw_{digest}_{dims}"
-
-    def hnsw_in_use(self) -> bool:
-        dims = self.vector_dims()
-        if dims is None:
-            return False
-        row = self._q(
-            "SELECT EXISTS(SELECT 1 FROM pg_indexes i JOIN pg_class c ON c.relname = "
-            "i.indexname JOIN pg_index x ON x.indexrelid = c.oid WHERE i.indexname = %s "
-            "AND x.indisvalid)",
-            self._hnsw_name(dims),
-            keyed=False,
-        ).fetchone()
-        return bool(row and row[0])
-
-    def _maybe_hnsw(self) -> None:
-        """Build the agent's HNSW index once it has ``HNSW_MIN`` vectors (writer only,
-        between transactions)."""
-        dims = self.vector_dims()
-        if self.readonly or dims is None or self.db.info.transaction_status != 0:
-            return
-        if self.hnsw_in_use():
-            return
-        row = self._q("SELECT count(*) FROM chunk_vectors WHERE agent=%s AND dims=%s",
-                      self.agent, dims, keyed=False).fetchone()  # fmt: skip
-        if int(row[0]) < HNSW_MIN:
-            return
-        from psycopg import sql
-
-        name = self._hnsw_name(dims)
-        with self._errors():
-            self.db.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(name)))
-            self.db.execute(
-                sql.SQL(
-                    "CREATE INDEX CONCURRENTLY {} ON chunk_vectors USING hnsw "
-                    "((embedding::vector({})) vector_cosine_ops) WHERE agent = {} AND dims = {}"
-                ).format(
-                    sql.Identifier(name),
-                    sql.Literal(dims),
-                    sql.Literal(self.agent),
-                    sql.Literal(dims),
-                )  # fmt: skip
-            )
-            self.db.execute("ANALYZE chunk_vectors")  # so the planner knows the agent's rows
-
-    def knn(self, query: bytes, k: int) -> list[tuple[int, float]]:
-        dims = self.vector_dims()
-        if dims is None or len(query) != dims * 4:
-            return []
-        text = _vector_text(query)
-        if not self.hnsw_in_use():
-            return self._knn_exact(text, k)
-        from psycopg import sql
-
-        stmt = sql.SQL(
-            "SELECT id, embedding::vector({d}) <=> %s::vector({d}) AS dist FROM chunk_vectors "
-            "WHERE agent = {a} AND dims = {d} AND gen = %s ORDER BY dist LIMIT %s"
-        ).format(d=sql.Literal(dims), a=sql.Literal(self.agent))
-        # The index is partial on (agent, dims); the generation is a filter on what it
-        # yields (ef_search candidates: while a rebuild's rows share the table, fewer
-        # than k may remain, and then the generation is scanned exactly). Sorting is
-        # off so the planner never trades the index for the primary key plus a sort of
-        # every row (it would, on stale statistics).
-        with self._errors(), self.db.transaction():
-            self.db.execute("SET LOCAL enable_sort = off")
-            self.db.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
-                sql.Literal(min(1000, max(40, 2 * k)))))  # fmt: skip
-            rows = self.db.execute(stmt, (text, self.gen, k)).fetchall()
-        if len(rows) < k:
-            # Short: the other generation's rows took the index's candidates (or this
-            # one holds fewer than k vectors, when the scan below is cheap anyway).
-            return self._knn_exact(text, k)
-        return [(int(i), float(d)) for i, d in rows]
-
-    def _knn_exact(self, text: str, k: int) -> list[tuple[int, float]]:
-        """The ``k`` nearest of this generation's vectors by a scan of all of them."""
-        rows = self._q(
-            "SELECT id, embedding <=> %s::vector AS d FROM chunk_vectors WHERE {k} "
-            "ORDER BY d LIMIT %s",
-            k,
-            before=(text,),
-        )
-        return [(int(i), float(d)) for i, d in rows]
-
-    def versions(self) -> dict[str, str | None]:
-        server = self._q("SHOW server_version", keyed=False).fetchone()
-        return {
-            "postgresql": str(server[0]) if server else None,
-            "pgvector": self.vec_version,
-            "hnsw": "in use" if self.hnsw_in_use() else f"no (exact scan below {HNSW_MIN} vectors)",
-        }
-
 
 def _idf(rows: int, hits: int, fts5: bool) -> float:
     if fts5:
@@ -361,7 +237,3 @@ def _phrase_hits(
             if n:
                 out.setdefault(cid, {})[col] = n
     return out
-
-
-def _vector_text(v: bytes) -> str:
-    return "[" + ",".join(repr(float(x)) for x in np.frombuffer(v, dtype="<f4")) + "]"

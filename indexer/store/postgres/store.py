@@ -14,6 +14,7 @@ from indexer.store.postgres.cache import PgCache
 from indexer.store.postgres.connect import GEN_TABLES, gen_of
 from indexer.store.postgres.search import PgSearch
 from indexer.store.postgres.tables import PgTables
+from indexer.store.postgres.vectors import PgVectors
 
 if TYPE_CHECKING:
     from indexer.store.base import IndexStore
@@ -21,7 +22,10 @@ if TYPE_CHECKING:
 __all__ = ["PgStore"]
 
 
-class PgStore(PgTables, PgSearch, PgCache):
+_ANALYZE_AFTER = 1_000  # chunks written by this store before its tables are analyzed
+
+
+class PgStore(PgTables, PgSearch, PgVectors, PgCache):
     def reopen(self) -> IndexStore:
         return PgStore(self.target, self.gen, readonly=True)
 
@@ -43,8 +47,25 @@ class PgStore(PgTables, PgSearch, PgCache):
         """Nothing to fold: PostgreSQL's WAL is the server's business."""
 
     def upkeep(self) -> None:
-        """Build the agent's HNSW index once it has enough vectors."""
+        """Refresh the planner's statistics after a large write; build the agent's
+        HNSW index once it has enough vectors."""
+        self._maybe_analyze()
         self._maybe_hnsw()
+
+    def _maybe_analyze(self) -> None:
+        """ANALYZE chunks and postings once this writer has added ``_ANALYZE_AFTER``
+        rows since it last did: a just-filled table still has the statistics of an
+        empty one until autovacuum comes by (a minute or more), and on those the
+        planner reads an agent's rows in a nested loop over all of them (a 3,500-chunk
+        agent's keyword query: 600 ms instead of 20)."""
+        if self.readonly or self._rows_written < _ANALYZE_AFTER:
+            return
+        if self.db.info.transaction_status != 0:
+            return
+        with self._errors():
+            self.db.execute("ANALYZE chunks")
+            self.db.execute("ANALYZE postings")
+        self._rows_written = 0
 
     def integrity(self) -> str:
         return "ok"

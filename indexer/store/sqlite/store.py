@@ -65,8 +65,8 @@ class Store(ChunkTables, VectorTables, SqliteExport):
             "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.heading, c.text, f.rank, "
             "c.lines "
             f"FROM (SELECT rowid, {rank}) AS rank FROM chunks_fts "
-            "WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?) f "
-            "JOIN chunks c ON c.id = f.rowid ORDER BY f.rank"
+            "WHERE chunks_fts MATCH ? ORDER BY rank, rowid LIMIT ?) f "
+            "JOIN chunks c ON c.id = f.rowid ORDER BY f.rank, c.id"
         )
         args = (*weights, match, limit)
         try:
