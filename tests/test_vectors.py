@@ -113,7 +113,8 @@ def test_a_search_never_waits_for_an_update_and_updates_read_only_the_changes(
         store.meta_set("vectorKey", "key")
     assert live.wait_ready(store)
     old = live.snapshot
-    assert old is not None and old.vectors is not None and old.keywords is None  # small
+    # keyword postings too: the daemon keeps both from the first chunk
+    assert old is not None and old.vectors is not None and old.keywords is not None
     q = normalize(np.random.default_rng(5).standard_normal((1, DIMS)))[0]
     (before,) = old.vectors.search(q, 5)
     gone, again = before[0][0], before[1][0]

@@ -17,8 +17,7 @@ hold a term) are summed over the live rows of every segment at query time, so a
 snapshot updated in place ranks exactly as one read afresh, and as FTS5 does.
 
 A query with phrases, exact tokens or CJK, or a word FTS5 splits in two, goes to
-FTS5, as does every query on an index below ``MIN_CHUNKS`` (FTS5 answers those in
-a few milliseconds).
+FTS5 (or PostgreSQL's postings), as does every query while the snapshot is behind.
 """
 
 from __future__ import annotations
@@ -38,12 +37,16 @@ from indexer.search.keyword_segments import (
 from indexer.search.query import ParsedQuery
 from indexer.search.segments import kill_rows, settle, with_codes
 from indexer.sources.text import index_text
-from indexer.store import FTS_WEIGHTS, SNAPSHOT_MIN_CHUNKS, KeywordPostings, NewChunk, bm25
+from indexer.store import FTS_WEIGHTS, KeywordPostings, NewChunk, bm25
 from indexer.store.tokens import Tokenizer
 
 __all__ = ["MIN_CHUNKS", "KeywordPart"]
 
-MIN_CHUNKS = SNAPSHOT_MIN_CHUNKS  # below this FTS5 answers in a few ms: no snapshot
+# The daemon answers from memory from an index's first chunk: under concurrent load
+# a keyword query through FTS5 (its BM25 counts a term's rows with a Python call per
+# row) cost 6 times the CPU (bench/fleet_bench.py: 191 against 1,259 queries/s on two
+# cores), and a PostgreSQL one reads every posting of its words.
+MIN_CHUNKS = 1
 _K1, _B = bm25.K1, bm25.B
 _COLUMNS = ("body", "heading", "path", "source")
 _CACHED_ROWS = 4_000_000  # BM25 parts kept per snapshot (48 MB)

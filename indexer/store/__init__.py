@@ -17,7 +17,6 @@ from indexer.store.records import (
     FTS_TOKENIZER,
     FTS_WEIGHTS,
     MMAP_BYTES,
-    SNAPSHOT_MIN_CHUNKS,
     STORE_ERRORS,
     ChunkChanges,
     ChunkRow,
@@ -32,7 +31,6 @@ from indexer.store.sqlite import Store, private_dir, private_file
 __all__ = [
     "FTS_TOKENIZER",
     "FTS_WEIGHTS",
-    "SNAPSHOT_MIN_CHUNKS",
     "MMAP_BYTES",
     "STORE_ERRORS",
     "ChunkChanges",

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Protocol
 
 from indexer.errors import IndexCorrupt
 from indexer.store.base import IndexStore
-from indexer.store.records import SNAPSHOT_MIN_CHUNKS
 from indexer.store.sqlite import generations
 from indexer.store.writer_lock import FileLock, WriterLock, holder_label
 
@@ -46,9 +45,6 @@ class Backend(Protocol):
     # A reader's change_versions() notices a newer published generation itself (its
     # store turns broken()), so a reader need not ask current() before each request.
     readers_see_publish: bool
-    # The daemon keeps an index's keyword postings and vectors in memory from this
-    # many chunks (below, the store answers searches itself).
-    snapshot_min_chunks: int
 
     def exists(self) -> bool: ...
     def open(self, *, readonly: bool = False, lock: WriterLock | None = None) -> IndexStore:
@@ -103,7 +99,6 @@ def backend_for(cfg: Config, *, note: str = "") -> Backend:
 class SqliteBackend:
     kind = "sqlite"
     readers_see_publish = False  # current() is a readlink: asked per request
-    snapshot_min_chunks = SNAPSHOT_MIN_CHUNKS  # below, FTS5 answers in a few milliseconds
 
     def __init__(self, index_path: Path, *, label: str = "", legacy: Path | None = None) -> None:
         self.index_path = index_path

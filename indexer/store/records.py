@@ -19,9 +19,6 @@ MMAP_BYTES = 1 << 30  # PRAGMA mmap_size of every connection
 # heading and path columns (source: 0); keywords.py replicates both.
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 FTS_WEIGHTS = (1.0, 1.0, 0.5)
-# From this many chunks the daemon keeps a SQLite index's keyword postings and
-# vectors in memory (search/keywords.py); below, FTS5 answers in a few milliseconds.
-SNAPSHOT_MIN_CHUNKS = 5_000
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,10 +53,9 @@ class AgentRuntime:
             log.info("%s: keyword search only (%s)", cfg.agent_name, sel.reason or "no provider")
         else:
             log.info("%s: embeddings by %s %s", cfg.agent_name, sel.provider.id, sel.provider.model)
+        self.live = LiveIndex()  # shared by the readers, caught up by the writer
         # the writer creates and migrates the index file
         backend = backend_for(cfg, note=note)
-        # shared by the readers, caught up by the writer
-        self.live = LiveIndex(min_chunks=backend.snapshot_min_chunks)
         self.writer = Indexer(
             cfg, backend.open(), sel.provider, changed=self._caught_up, backend=backend
         )

@@ -47,10 +47,6 @@ __all__ = ["PostgresBackend"]
 class PostgresBackend:
     kind = "postgresql"
     readers_see_publish = True  # with the change versions, in one round trip
-    # A keyword query in the database reads every posting of its words (a common
-    # word's are most of the agent's rows): from the first chunk the daemon answers
-    # from memory, caught up from the change feed after each write.
-    snapshot_min_chunks = 1
 
     def __init__(
         self, url: str, agent: str, *, read_url: str = "", pool_size: int = 8, label: str = ""
