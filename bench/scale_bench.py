@@ -44,6 +44,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import REPO, local_model, percentile  # noqa: E402
 from daemon_bench import Client, rss_kb  # noqa: E402
+from hybrid_bench import questions  # noqa: E402
 from index_bench import real_sentences  # noqa: E402
 
 from indexer.config_file import load_config  # noqa: E402
@@ -127,17 +128,6 @@ def write_vectors(config: Path, model: Path) -> tuple[int, float]:
     return n, time.perf_counter() - t0
 
 
-def questions(n: int, sentences: list[str]) -> list[str]:
-    rng = random.Random(9)
-    out: list[str] = []
-    while len(out) < n:
-        ws = [w.strip(".,()`'\"") for w in rng.choice(sentences).lower().split()]
-        ws = [w for w in ws if len(w) > 3 and w.isalpha()]
-        if len(ws) >= 3:
-            out.append(" ".join(rng.sample(ws, 3)))
-    return out
-
-
 def search(c: Client, query: str) -> list[dict[str, object]]:
     reply = c.call("memory_search", {"query": query, "maxResults": 10})
     if "error" in reply:
@@ -206,7 +196,7 @@ def main() -> None:
     out["indexMB"] = round(
         sum(p.stat().st_size for p in index.parent.glob(index.name + "*")) / 1e6, 1
     )
-    qs = questions(args.queries, sentences)
+    qs = questions(args.queries, random.Random(9))
 
     # the baseline: the one-shot path on the same file (FTS5 + sqlite-vec)
     from indexer.engine import MemoryIndex
