@@ -103,19 +103,23 @@ class DaemonProc:
             try:
                 wait_for(lambda: rpc(self.sock, "ping")["ok"])
                 self.wait_idle()
-            except BaseException:
-                self.stop()  # a failed start must not leave a daemon running
-                raise
+            except Exception as exc:
+                out = self.stop()  # a failed start must not leave a daemon running
+                raise AssertionError(f"{exc}\n--- the daemon's output ---\n{out[-6000:]}") from exc
         return self
 
     def wait_idle(self, timeout: float = 30.0) -> None:
-        wait_for(
-            lambda: (
-                rpc(self.sock, "status")["lastSync"] is not None
-                and not rpc(self.sock, "status")["dirty"]
-            ),
-            timeout=timeout,
-        )
+        seen: list[object] = []
+
+        def idle() -> bool:
+            st = rpc(self.sock, "status")
+            seen[:] = [{k: st.get(k) for k in ("lastSync", "dirty", "busy", "errors", "progress")}]
+            return st["lastSync"] is not None and not st["dirty"]
+
+        try:
+            wait_for(idle, timeout=timeout)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the last status: {seen}") from None
 
     def signal(self, sig: int) -> None:
         assert self.proc is not None

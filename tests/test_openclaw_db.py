@@ -202,6 +202,19 @@ def test_messages_in_the_database_are_indexed_and_cited_by_seq(
         assert idx.sync().sessions["messages"] == 0  # type: ignore[index]
 
 
+def test_a_session_of_one_event_is_read_once(
+    tmp_path: Path, state: Path, gw: AgentDbFixture
+) -> None:
+    """A new session holds one event, seq 0; it was taken for a rewritten session at
+    every sync (seq 0 read as "no event") and read again from the start."""
+    gw.session("s1", "agent:main:main")
+    with MemoryIndex(_cfg(tmp_path, state)) as idx:
+        first = idx.sync().sessions
+        again = idx.sync().sessions
+    assert first is not None and first["dbSessions"] == 1
+    assert again is not None and again["restarted"] == 0
+
+
 def test_rewritten_deleted_and_cold_sessions(
     tmp_path: Path, state: Path, gw: AgentDbFixture
 ) -> None:
@@ -307,7 +320,7 @@ def test_the_daemon_indexes_what_the_gateway_writes_within_seconds(
     """The watcher sees the database and its WAL change; the delta is indexed at the
     next sync, with no size threshold or idle wait (a turn is searchable in the
     next one)."""
-    from daemon_util import DaemonProc, child_env, daemon_config, search_paths, wait_for
+    from daemon_util import DaemonProc, child_env, daemon_config, rpc, search_paths, wait_for
 
     gw.session("s1", "agent:main:main")
     ws = tmp_path / "ws"
@@ -326,5 +339,14 @@ def test_the_daemon_indexes_what_the_gateway_writes_within_seconds(
         print(f"searchable {time.monotonic() - t0:.3f} s after the write")
         gw.append("s1", message("assistant", "and the alarm code ORCA-7"), compress=True)
         wait_for(lambda: search_paths(d.sock, "ORCA-7") == ["sessions/main/s1.jsonl"], 15)
+        # Its own reads of the database are not the gateway writing: it stays idle.
+        # (They end in "closed" and, as root, "attrib" events on the WAL; each sync
+        # used to schedule the next, for seconds or for good.)
+        d.wait_idle(timeout=15)
+        busy = 0
+        for _ in range(15):
+            busy += bool(rpc(d.sock, "status")["dirty"])
+            time.sleep(0.1)
+        assert busy == 0
     finally:
         d.stop()

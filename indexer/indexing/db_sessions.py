@@ -98,7 +98,8 @@ def _sync_one(
         events: list[tuple[int, str | None]] = list(db.cold_events(s.session_id, s.cold))
         _write(store, cfg, s, display, s.cold.generation, events, 0, 0, report, count)
         return
-    if cur is not None and (cur.head != s.generation or (s.max_seq or -1) < cur.committed - 1):
+    last = -1 if s.max_seq is None else s.max_seq  # seq 0 is an event (not "none")
+    if cur is not None and (cur.head != s.generation or last < cur.committed - 1):
         _restart(store, display, report)  # rewritten: its rows are not the ones indexed
         cur = None
     if s.max_seq is None:

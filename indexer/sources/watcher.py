@@ -287,7 +287,12 @@ class Watcher:
                 if is_transcript_name(name, t.include_rotated):
                     self.on_change(t.agent, "sessions", path)
             elif t.role == "agentdb":
-                if name.endswith((".sqlite", ".sqlite-wal")):  # the gateway wrote a transcript
+                # The gateway wrote a transcript: the database or its WAL was written,
+                # made or replaced. Not "closed" or "attrib": memindex's own reads
+                # cause those (SQLite opens the WAL for writing even to read, and as
+                # root gives it the database's owner), and reacting to them synced
+                # again and again, each sync's read scheduling the next.
+                if kind in _AGENTDB_WRITES and name.endswith((".sqlite", ".sqlite-wal")):
                     self.on_change(t.agent, "sessions", path)
             elif t.role == "parent":
                 continue  # only its new directories matter (a refresh, above)
@@ -296,6 +301,9 @@ class Watcher:
                     self.on_change(t.agent, "memory", path)
             elif is_dir or name.lower().endswith(".md"):
                 self.on_change(t.agent, "memory", path)
+
+
+_AGENTDB_WRITES = frozenset({"modified", "created", "moved", "deleted"})
 
 
 def _await(directory: str, target: _Target, add: Callable[[str, _Target], None]) -> None:
