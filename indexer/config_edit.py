@@ -27,6 +27,7 @@ def set_key(path: Path, table: str, key: str, value: str) -> None:
     """``[table] key = "value"`` in the TOML file at ``path`` (created if missing)."""
     import tomllib
 
+    path = path.resolve() if path.is_symlink() else path  # a linked dotfile: edit its target
     parts = tuple(table.split("."))
     line = f"{key} = {_toml_string(value)}"
     by_hand = f"add to {path}:\n[{table}]\n{line}"

@@ -60,6 +60,15 @@ def test_set_key_refuses_what_it_cannot_edit_in_place(tmp_path: Path, text: str)
     assert f.read_text() == text  # untouched
 
 
+def test_set_key_edits_a_linked_config_where_it_lives(tmp_path: Path) -> None:
+    real = write(tmp_path, "dotfiles/memindex.toml", "# mine\n")
+    link = tmp_path / "config.toml"
+    link.symlink_to(real)
+    set_key(link, "provider.local", "model", "minilm")
+    assert link.is_symlink()  # still the user's link
+    assert real.read_text() == '# mine\n\n[provider.local]\nmodel = "minilm"\n'
+
+
 def test_set_key_refuses_a_broken_file(tmp_path: Path) -> None:
     f = write(tmp_path, "c.toml", "[provider\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
