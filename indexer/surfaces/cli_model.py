@@ -22,7 +22,7 @@ def _cache(c: Call) -> Path:
 
 def run_model(c: Call) -> int:
     from providers.errors import ProviderError
-    from providers.models import ModelBuildError, listing, pull
+    from providers.models import MODELS, ModelBuildError, listing, pull
 
     args, out, err = c.args, c.out, c.err
     cache = _cache(c)
@@ -39,6 +39,11 @@ def run_model(c: Call) -> int:
         return 0
     if not args.name:
         raise ConfigError("model pull needs a name: e5-small, minilm or hf:<owner>/<repo>/<file>")
+    if args.name not in MODELS and not args.name.startswith("hf:"):
+        raise ConfigError(
+            f"unknown model {args.name!r}: one of {', '.join(MODELS)}, or "
+            "hf:<owner>/<repo>/<file>.gguf"
+        )
     err.write(f"memindex: pulling {args.name} into {cache} ...\n")
     err.flush()
     try:
