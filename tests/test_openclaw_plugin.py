@@ -130,9 +130,11 @@ def test_3_memory_status_and_search_through_openclaw(home: Home) -> None:
 
 def test_4_the_gateway_hands_the_tools_to_memindex_and_runs_dreaming(home: Home) -> None:
     home.start_gateway()
-    log = home.log_tail(200_000)
     # dreaming on: memory-core is loaded beside memindex for it, but its tools are denied
-    assert "plugin=memory-core" in log and "consolidation lifecycle preserved" in log
+    # (the gateway logs its plugins while it starts, after its HTTP server answers)
+    wanted = ("plugin=memory-core", "consolidation lifecycle preserved")
+    wait_for(lambda: all(w in home.log_tail(200_000) for w in wanted), timeout=60)
+    log = home.log_tail(200_000)
     assert "plugin tool name conflict" not in log
     jobs = home.json("cron", "list", "--json")["jobs"]
     assert any(j.get("declarationKey") == "memory-core:memory-dreaming-promotion" for j in jobs)
