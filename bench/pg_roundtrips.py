@@ -25,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import pg_url  # noqa: E402
+from hybrid_bench import questions  # noqa: E402
 from index_bench import make_daily_logs, real_sentences  # noqa: E402
 
 from indexer.api import parse  # noqa: E402
@@ -43,10 +44,7 @@ def main() -> None:
     import psycopg
 
     sentences = real_sentences()
-    words = sorted({w.strip(".,:;()'\"`").lower() for s in sentences for w in s.split()})
-    words = [w for w in words if w.isalpha()]
-    rng = random.Random(3)
-    queries = [" ".join(rng.sample(words, 3)) for _ in range(args.queries)]
+    queries = questions(args.queries, random.Random(3))
     counts: collections.Counter[str] = collections.Counter()
     plain = psycopg.Cursor.execute
 

@@ -119,3 +119,17 @@ def test_model_errors_are_one_line(cli: Runner, tmp_path: Path, workspace: Path)
     bad = write(tmp_path, "bad.toml", '[provider.local]\nmodel = "gpt-7"\n')
     code, _, err = cli("--config", str(bad), "status")
     assert code == 2 and "provider.local.model" in err and "e5-small" in err
+
+
+def test_use_never_leaves_both_model_and_model_path(
+    cli: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An hf: model is a modelPath: with provider.local.model set, --use refuses (the
+    config would not load with both) and says which line to remove."""
+    cache = tmp_path / "models"
+    monkeypatch.setenv("MEMINDEX_MODEL_CACHE", str(cache))
+    write(cache, "o/r/m.gguf", b"GGUF")  # already downloaded: nothing is fetched
+    conf = write(tmp_path, "c.toml", '[provider.local]\nmodel = "minilm"\n')
+    code, _, err = cli("--config", str(conf), "model", "pull", "hf:o/r/m.gguf", "--use")
+    assert code == 2 and "sets provider.local.model; remove that line" in err, err
+    assert conf.read_text() == '[provider.local]\nmodel = "minilm"\n'

@@ -166,6 +166,7 @@ def sync(
 
     skipped_now: set[str] = set()
     told = {(str(s["path"]), str(s["reason"])) for s in store.skipped()}  # logged before
+    was_skipped = {path for path, _ in told}
     if odd:
         with store.transaction():
             for item in odd:
@@ -186,7 +187,10 @@ def sync(
                 break
             try:
                 with store.savepoint():  # one file's trouble never rolls back the batch
-                    _sync_one(store, cfg, f, known.get(f.path), report, skipped_now, count, told)
+                    _sync_one(
+                        store, cfg, f, known.get(f.path), report, skipped_now, count, told,
+                        was_skipped,
+                    )  # fmt: skip
             except STORE_ERRORS:
                 raise  # the index itself is in trouble (disk full): the sync fails
             except Exception as exc:  # a bug for this file only: report it, go on
@@ -241,6 +245,7 @@ def _sync_one(
     skipped_now: set[str],
     count: TokenCounter,
     told: set[tuple[str, str]],
+    was_skipped: set[str],
 ) -> None:
     """Index one file inside the caller's transaction (a savepoint keeps it atomic)."""
     try:
@@ -269,7 +274,7 @@ def _sync_one(
         skipped_now.add(f.path)
         store.record_skip(f.path, f.source, reason)
         return
-    if any(path == f.path for path, _ in told):  # skipped before: no longer
+    if f.path in was_skipped:  # skipped before: no longer
         store.clear_skip(f.path)
     if old is not None and old.hash == state.hash:
         store.touch_file(f.path, state.mtime_ns, state.size)

@@ -6,26 +6,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from indexer.config import default_config_path
+from indexer.config import Config, default_config_path
 from indexer.errors import ConfigError
 from indexer.surfaces.cli_parts import Call
 
 __all__ = ["run_model"]
 
 
-def _cache(c: Call) -> Path:
-    from providers.auto import model_cache
-
-    local = c.config().provider.local
-    return Path(local.modelCacheDir) if local.modelCacheDir else model_cache()
-
-
 def run_model(c: Call) -> int:
+    from providers.auto import model_cache
     from providers.errors import ProviderError
     from providers.models import MODELS, ModelBuildError, listing, pull
 
     args, out, err = c.args, c.out, c.err
-    cache = _cache(c)
+    cfg = c.config()
+    local = cfg.provider.local
+    cache = Path(local.modelCacheDir) if local.modelCacheDir else model_cache()
     if args.action == "list":
         entries = listing(cache)
         if args.json:
@@ -56,7 +52,7 @@ def run_model(c: Call) -> int:
         return 2
     used = None
     if args.use:
-        used = _use(c, args.name, path)
+        used = _use(c, cfg, args.name, path)
     if args.json:
         return c.json({"name": args.name, "path": str(path), "config": used})
     out.write(f"{path}\n")
@@ -68,21 +64,21 @@ def run_model(c: Call) -> int:
     return 0
 
 
-def _use(c: Call, name: str, path: Path) -> str:
-    """Make the config file use the model; the file's path."""
+def _use(c: Call, cfg: Config, name: str, path: Path) -> str:
+    """Make the config file use the model (``cfg``: what it says now); its path."""
     from indexer.config_edit import set_key
 
     config = c.args.config or default_config_path()
-    if name.startswith("hf:"):
-        set_key(config, "provider.local", "modelPath", str(path))
-    else:
-        if c.config().provider.local.modelPath:
-            raise ConfigError(
-                f"{config} sets provider.local.modelPath; remove that line to use "
-                f"provider.local.model = {json.dumps(name)}"
-            )
-        set_key(config, "provider.local", "model", name)
-    name_now = c.config().provider.name
-    if name_now not in ("auto", "local"):
-        c.err.write(f"memindex: note: provider.name = {name_now} still chooses that provider\n")
+    key, value = ("modelPath", str(path)) if name.startswith("hf:") else ("model", name)
+    other = "model" if key == "modelPath" else "modelPath"
+    if getattr(cfg.provider.local, other):
+        raise ConfigError(
+            f"{config} sets provider.local.{other}; remove that line to use "
+            f"provider.local.{key} = {json.dumps(value)}"
+        )
+    set_key(config, "provider.local", key, value)
+    if cfg.provider.name not in ("auto", "local"):
+        c.err.write(
+            f"memindex: note: provider.name = {cfg.provider.name} still chooses that provider\n"
+        )
     return str(config)

@@ -15,6 +15,8 @@ from indexer.store.tokens import shared_tokenizer
 
 __all__ = ["PgTables"]
 
+_Posting = tuple[str, int, int, list[int]]  # term, chunk id, column, positions
+
 
 class PgTables(PgBase):
     # -- files and chunks ------------------------------------------------------------
@@ -55,7 +57,7 @@ class PgTables(PgBase):
         self._bump_chunks()
         self._rows_written += len(rows)
         ids = self._new_ids(len(rows))
-        postings: list[tuple[Any, ...]] = []
+        postings: list[_Posting] = []
         chunk_rows = []
         for cid, c in zip(ids, rows, strict=True):
             dl = 0
@@ -87,16 +89,16 @@ class PgTables(PgBase):
         got, self._spare_ids = self._spare_ids[:n], self._spare_ids[n:]
         return got
 
-    def _postings(self, cid: int, col: int, text: str, out: list[tuple[Any, ...]]) -> int:
+    def _postings(self, cid: int, col: int, text: str, out: list[_Posting]) -> int:
         """Append ``text``'s postings for column ``col`` of chunk ``cid``; its tokens."""
         tokens = shared_tokenizer().document(text) if text else []
         where: dict[str, list[int]] = {}
         for pos, tok in enumerate(tokens):
             where.setdefault(tok, []).append(pos)
-        out.extend((self.agent, self.gen, t, cid, col, p) for t, p in where.items())
+        out.extend((t, cid, col, p) for t, p in where.items())
         return len(tokens)
 
-    def _put_postings(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
+    def _put_postings(self, cur: Any, rows: list[_Posting]) -> None:
         """COPY the rows in its text format, rendered here in one string (psycopg's
         ``write_row`` formats each value on its own: most of a file's write time)."""
         if not rows:
@@ -104,7 +106,7 @@ class PgTables(PgBase):
         lead = f"{_copy_text(self.agent)}\t{self.gen}\t"
         data = "".join(
             f"{lead}{_copy_text(term)}\t{cid}\t{col}\t{{{','.join(map(str, pos))}}}\n"
-            for _agent, _gen, term, cid, col, pos in rows
+            for term, cid, col, pos in rows
         )
         with (
             self._errors(),
@@ -134,7 +136,7 @@ class PgTables(PgBase):
         ids = [int(r[0]) for r in self._q("SELECT id FROM chunks WHERE {k} AND path=%s", old)]
         self._q("UPDATE chunks SET path=%s WHERE {k} AND path=%s", old, before=(new,))
         self._bump_chunks()
-        postings: list[tuple[Any, ...]] = []
+        postings: list[_Posting] = []
         for cid in ids:
             self._postings(cid, 2, new, postings)
         self._q("DELETE FROM postings WHERE {k} AND col=2 AND id = ANY(%s)", ids)
