@@ -234,3 +234,79 @@ def test_the_writer_takes_its_lock_back_as_soon_as_the_database_returns(
         second.stop()
         d.stop()
         srv.cleanup()
+
+
+def test_daemon_readers_take_change_versions_from_the_writer(
+    tmp_path: Path, workspace: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon holds the agent's writer lock, so its readers take the change
+    versions from its writer instead of asking the database at every search. They ask
+    again while the writer is changing a version, and once the lock's session is
+    gone (a restart, a terminated backend): from then on another process may write,
+    and a reader must see what it wrote."""
+    from dataclasses import replace
+
+    from indexer.api import parse
+    from indexer.config import Config
+    from indexer.surfaces.agent import AgentRuntime
+
+    cfg = Config(workspace=workspace, indexPath=tmp_path / "index.sqlite")
+    rt = AgentRuntime(replace(cfg, store=replace(cfg.store, url=pg_url)))
+    meta_reads: list[str] = []
+    plain = psycopg.Cursor.execute
+
+    def counted(self: psycopg.Cursor[object], query: object, *a: object, **k: object) -> object:
+        if str(query).startswith("SELECT key, value FROM meta"):  # change_versions()
+            meta_reads.append(str(query))
+        return plain(self, query, *a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+
+    def search(q: str) -> list[str]:
+        req = parse("memory_search", {"query": q})[1]
+        got = rt.read(lambda s: s.search(req))  # type: ignore[arg-type]
+        return [r["path"] for r in got["results"]]
+
+    def versions() -> tuple[str | None, ...]:
+        return rt.read(lambda s: s.store.change_versions())
+
+    try:
+        rt.writer.sync()
+        assert search("rye bread") == ["MEMORY.md"]
+        meta_reads.clear()
+        for _ in range(5):
+            assert search("rye bread") == ["MEMORY.md"]
+        assert meta_reads == []
+
+        write(workspace, "memory/2026-11-03.md", "# 2026-11-03\n\n- The heron fishes at dawn.\n")
+        rt.writer.sync()
+        meta_reads.clear()  # the writer's own, after its task
+        assert search("heron") == ["memory/2026-11-03.md"]
+        assert meta_reads == []
+
+        # the writer changes a version: readers ask the database until its task ends
+        rt.writer.store.meta_set("chunksVersion", "mid-task")
+        assert versions()[0] == "mid-task" and meta_reads
+        rt.writer.backend.writer_saw(rt.writer.store)
+        meta_reads.clear()
+        assert versions()[0] == "mid-task" and meta_reads == []
+
+        # the lock's session ends; another process writes: the readers see it
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE application_name = 'memindex writer'"
+            )
+            wait_for(
+                lambda: (
+                    not rt.writer.store.writer_lock.quiet(  # type: ignore[union-attr]
+                        rt.writer.store.writer_lock.token()
+                    )
+                ),
+                10,
+            )  # type: ignore[union-attr]
+            conn.execute("UPDATE meta SET value='elsewhere' WHERE key='chunksVersion'")
+        assert versions()[0] == "elsewhere"
+    finally:
+        monkeypatch.undo()
+        rt.close()

@@ -109,7 +109,10 @@ def keyword_search(
     # often, common in small workspaces) by query words present.
     rounded = {h.id: round(h.score, 6) for h in hits}
     counts = Counter(rounded.values())
-    rows.need(h.id for h in hits if h.id not in coord and counts[rounded[h.id]] > 1)
+    untold = [h.id for h in hits if h.id not in coord and counts[rounded[h.id]] > 1]
+    if untold:  # with the rows the results will likely show: one read, not two
+        head = sorted(hits, key=lambda h: -h.score)[: 2 * limit]
+        rows.need([*untold, *(h.id for h in head)])
     for h in hits:
         if h.id not in coord:
             tied = counts[rounded[h.id]] > 1

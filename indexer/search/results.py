@@ -126,8 +126,8 @@ def render_results(
     the transcript line it was written from): it is merged into that result as an
     ``also`` citation instead of taking a slot of its own.
 
-    Rows not read yet are read ``limit`` at a time as they come up; a candidate whose
-    chunk no longer exists is skipped."""
+    Rows not read yet are read ``2 * limit`` at a time as they come up; a candidate
+    whose chunk no longer exists is skipped."""
     out: list[SearchResult] = []
     taken: dict[str, list[SearchResult]] = {}
     # Shown results with their chunk's word runs (worked out when first compared).
@@ -135,7 +135,8 @@ def render_results(
     runs: dict[int, set[tuple[str, ...]]] = {}
     for n, h in enumerate(hits):
         if not rows.has(h.id):
-            rows.need(x.id for x in hits[n : n + limit])
+            # twice what is shown: merged and vanished hits rarely need a second read
+            rows.need(x.id for x in hits[n : n + 2 * limit])
         row = rows.get(h.id)
         if row is None:
             continue

@@ -68,6 +68,12 @@ class Backend(Protocol):
         ...
 
     def publish(self, store: IndexStore) -> None: ...
+    def writer_saw(self, store: IndexStore) -> None:
+        """Told after each task of the agent's writer in this process (``store``: the
+        published generation it writes); the PostgreSQL backend hands its change
+        versions to the readers here instead of their asking the database."""
+        ...
+
     def reader_limit(self) -> int | None:
         """How many read-only stores may be open at once (None: no limit). The
         daemon calls it once per agent: a database reserves its connections."""
@@ -187,6 +193,9 @@ class SqliteBackend:
         from indexer.store.sqlite.store import Store
 
         return Store(generations.new_generation(self.index_path))
+
+    def writer_saw(self, store: IndexStore) -> None:
+        """Nothing: a SQLite reader reads the versions from its file in microseconds."""
 
     def publish(self, store: IndexStore) -> None:
         store.checkpoint()

@@ -159,6 +159,24 @@ class PgLock:
             raise
         self._conn = conn
 
+    def token(self) -> Any:
+        """The session the lock is held on now (None: not held)."""
+        conn = self._conn
+        return None if conn is None or conn.closed or conn.broken else conn
+
+    def quiet(self, token: Any) -> bool:
+        """Still held on session ``token`` and nothing arrived on it, without a round
+        trip (a reader thread's check: it never runs a query on the lock's
+        connection)."""
+        conn = self._conn
+        if conn is None or conn is not token or conn.closed or conn.broken:
+            return False
+        try:
+            readable, _, _ = select.select([conn.fileno()], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        return not readable
+
     def lost(self) -> bool:
         """Cheap while the connection is quiet: the server says nothing on a live
         idle session, so a readable socket means it closed it (a restart, a

@@ -81,8 +81,12 @@ class AgentRuntime:
         self.progress = WorkProgress()  # the writer's files and embedding backlog
 
     def _caught_up(self, store: IndexStore) -> None:
-        """After each writer task: the readers' snapshot takes in what it wrote."""
-        self.live.update(store, full=False)
+        """After each writer task: the readers' snapshot takes in what it wrote (and
+        on PostgreSQL, the readers take its change versions from the writer)."""
+        try:
+            self.writer.backend.writer_saw(store)
+        finally:
+            self.live.update(store, full=False)
 
     def report_health(self) -> HealthReport:
         pending = (

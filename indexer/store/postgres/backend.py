@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from indexer.errors import StoreError
+from indexer.store.postgres.board import VersionBoard
 from indexer.store.postgres.connect import (
     GEN_TABLES,
     PgTarget,
@@ -54,6 +55,9 @@ class PostgresBackend:
         self.target = PgTarget(url, read_url or url, agent, pool_size)
         self.where = self.target.where
         self.label = label or holder_label()
+        # The writer's change versions for readers in this process; not when they
+        # read a replica, which may lag behind what the writer committed.
+        self.board = VersionBoard() if self.target.read_url == url else None
 
     @classmethod
     def for_config(cls, cfg: Config, url: str, *, label: str = "") -> PostgresBackend:
@@ -111,6 +115,7 @@ class PostgresBackend:
                 writer_lock.release()
             raise
         store.writer_lock = writer_lock
+        store.board = self.board
         return store
 
     def _writer_lock(self, held: WriterLock | None) -> WriterLock:
@@ -181,7 +186,24 @@ class PostgresBackend:
         assert row is not None
         return self._open(int(row[0]), readonly=False)
 
+    def writer_saw(self, store: IndexStore) -> None:
+        """After each task of the agent's writer (``store``: the published generation
+        it writes): its change versions, read from the database, go on the board
+        for the readers of this process."""
+        board = self.board
+        if board is None:
+            return
+        board.clear()
+        lock = getattr(store, "writer_lock", None)
+        if store.readonly or not isinstance(lock, PgLock) or store.broken():
+            return
+        gen = gen_of(store.generation)
+        versions = store.change_versions()
+        board.set(gen, versions, lock)
+
     def publish(self, store: IndexStore) -> None:
+        if self.board is not None:
+            self.board.clear()  # the readers' generation is about to change
         gen = gen_of(store.generation)
         with connect(self.target.url, self.target.pool_size) as conn:
             conn.execute("UPDATE agents SET published=%s WHERE agent=%s", (gen, self.target.agent))

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Self
 
 from indexer.errors import StoreError
+from indexer.store.postgres.board import VERSION_KEYS, VersionBoard
 from indexer.store.postgres.connect import PgTarget, connect, store_errors
 from indexer.store.records import SearchRow
 from indexer.store.writer_lock import WriterLock
@@ -36,6 +37,8 @@ class PgBase:
         self.writer_lock: WriterLock | None = None
         self.vector_error: str | None = None
         self.moved = False  # a reader found a newer generation published (``broken``)
+        # the agent's writer's versions, where it is in this process (board.py)
+        self.board: VersionBoard | None = None
         self._rows_written = 0  # chunks added since the tables were last analyzed
         self._spare_ids: list[int] = []  # chunk ids taken from the sequence, not used yet
         try:
@@ -144,6 +147,8 @@ class PgBase:
         return None if row is None else str(row[0])
 
     def meta_set(self, key: str, value: str) -> None:
+        if key in VERSION_KEYS and self.board is not None:
+            self.board.clear()  # readers ask the database until the writer sets it again
         self._q(
             "INSERT INTO meta(agent, gen, key, value) VALUES (%s, %s, %s, %s) "
             "ON CONFLICT (agent, gen, key) DO UPDATE SET value=excluded.value",
@@ -157,6 +162,12 @@ class PgBase:
         one, this reader is ``moved`` (``broken``: its caller opens a new reader)
         and StoreError is raised, so a search never asks the database which
         generation is current before it starts."""
+        if self.readonly and self.board is not None and (seen := self.board.get()) is not None:
+            gen, versions = seen
+            if gen != self.gen:
+                self.moved = True
+                raise StoreError(f"{self.generation}: a newer generation was published")
+            return versions
         sql = (
             "SELECT key, value FROM meta WHERE agent=%s AND gen=%s "
             "AND key IN ('chunksVersion', 'vectorsVersion', 'vectorKey')"
