@@ -56,6 +56,7 @@ from indexer.config import (  # noqa: E402
     StoreConfig,
 )
 from indexer.engine import MemoryIndex  # noqa: E402
+from indexer.search import vector_memory  # noqa: E402
 from indexer.search.live import LiveIndex  # noqa: E402
 from providers.local_gguf import WINDOW_MODES  # noqa: E402
 
@@ -68,6 +69,7 @@ RERANK = RerankConfig()  # --rerank turns memindex's rerank stage on
 QUERY = QueryConfig(abstainBelow=0.0)  # every search reports its relevance, none abstains
 LAST: dict[str, Any] = {}  # the last memindex search's relevance; rerank fallbacks
 MODEL = "minilm"  # --model: the local embedding model of hybrid runs
+QUANTIZE_AT = vector_memory.QUANTIZE_AT  # --quantize-at: vectors from which they are quantized
 WINDOWS = "segments"  # --windows: how line windows are mixed in (WINDOW_MODES), or off
 STORES = ["sqlite"]  # --store: "sqlite" and/or PostgreSQL URLs
 
@@ -93,7 +95,7 @@ def provider() -> Any:
 
 def open_index(cfg: Config, mode: str) -> MemoryIndex:
     if mode == "hybrid":
-        return MemoryIndex(cfg, provider=provider(), live=LiveIndex())
+        return MemoryIndex(cfg, provider=provider(), live=LiveIndex(quantize_at=QUANTIZE_AT))
     return MemoryIndex(cfg)
 
 
@@ -437,7 +439,7 @@ def markdown(sf: list[dict[str, Any]], lc: list[dict[str, Any]], meta: dict[str,
 
 
 def main() -> None:
-    global HYBRID, RERANK, MODEL, CACHE, WINDOWS
+    global HYBRID, RERANK, MODEL, CACHE, WINDOWS, QUANTIZE_AT
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--data", default="scifact,locomo")
     ap.add_argument("--mode", choices=["keyword", "hybrid", "both"], default="both")
@@ -468,7 +470,15 @@ def main() -> None:
         "as sequences of their own in one pass (shipped), or the windows embedded as extra "
         "texts (before); or none",
     )
+    ap.add_argument(
+        "--quantize-at",
+        type=int,
+        default=QUANTIZE_AT,
+        help="vectors from which the in-memory snapshot keeps them quantized (sign bits and "
+        "int8); 0 measures the quantized search on the small dev sets",
+    )
     args = ap.parse_args()
+    QUANTIZE_AT = args.quantize_at
     MODEL = args.model
     WINDOWS = args.windows
     if MODEL != "minilm":
@@ -511,6 +521,7 @@ def main() -> None:
         "hybrid": {"fusion": HYBRID.fusion, "vectorWeight": HYBRID.vectorWeight},
         "model": MODEL,
         "windows": WINDOWS,
+        "quantizeAt": QUANTIZE_AT,
         "rerank": {"provider": RERANK.provider, "model": RERANK.model, "blend": RERANK.blend}
         if RERANK.provider
         else None,

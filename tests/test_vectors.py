@@ -158,3 +158,91 @@ def test_no_snapshot_of_this_file_means_ask_sqlite(store: Store, tmp_path: Path)
     other = Store(tmp_path / "other.sqlite")
     assert live.get(other, other.change_versions()) is None  # another file: not this one's
     other.close()
+
+
+def test_a_quantized_part_finds_the_neighbours_the_exact_one_does(store: Store) -> None:
+    """From ``quantize_at`` vectors a part keeps sign bits and int8 rows instead of
+    float32: the same neighbours per source part, similarities within int8's error."""
+    exact = _part(store)
+    small = VectorPart.build(store, "key", quantize_at=0)
+    assert small is not None and small.quantized and not exact.quantized
+    seg = small.segments[0]
+    assert seg.mat is None and seg.codes is not None and seg.codes.dtype == np.int8
+    rng = np.random.default_rng(11)
+    for q in normalize(rng.standard_normal((20, DIMS))):
+        for want, got in zip(
+            exact.search(q, 12, [None, ["sessions"]]),
+            small.search(q, 12, [None, ["sessions"]]),
+            strict=True,
+        ):
+            sims = dict((c, s) for c, s, _ in want)
+            assert len({c for c, _, _ in got} & set(sims)) >= 11  # a near tie may swap at 12
+            for c, s, src in got:
+                assert abs(s - float(np.frombuffer(_vec(store, c), "<f4") @ q)) < 0.02
+                assert src in ("memory", "sessions")
+        assert {s for _, _, s in small.search(q, 12, [["sessions"]])[0]} == {"sessions"}
+
+
+def _vec(store: Store, cid: int) -> bytes:
+    return next(blob for c, _, _, blob in store.all_vectors() if c == cid)
+
+
+def test_the_bits_bring_a_vectors_own_chunk_into_a_small_pool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the rows nearest by their sign bits are scored: a query near a stored
+    vector finds that vector's chunk first even when 64 of 2,000 rows are scored."""
+    import indexer.search.vector_memory as vm
+
+    dims = 384
+    rng = np.random.default_rng(8)
+    s = Store(tmp_path / "big.sqlite")
+    with s.transaction():
+        s.ensure_vector_table(dims)
+        rows = [ChunkRow(k + 1, k + 1, "", f"h{k}", f"t {k}", f"t {k}") for k in range(2000)]
+        s.replace_file("memory/big.md", "memory", FileState("x", 0, 0), 2000, rows)
+        ids = [int(r[0]) for r in s.db.execute("SELECT id FROM chunks ORDER BY id")]
+        base = rng.standard_normal(dims) * 0.8  # embeddings share a direction
+        vecs = normalize(base + rng.standard_normal((len(ids), dims)))
+        s.put_vectors((i, vecs[n].astype("<f4").tobytes()) for n, i in enumerate(ids))
+    monkeypatch.setattr(vm, "POOL", 64)
+    part = VectorPart.build(s, "key", quantize_at=1000)
+    assert part is not None and part.quantized
+    for n in rng.choice(len(ids), 25, replace=False):
+        q = normalize((vecs[n] + rng.standard_normal(dims) * 0.02)[None, :])[0]
+        (got,) = part.search(q, 4)
+        assert got[0][0] == ids[n]
+    s.close()
+
+
+def test_a_part_that_grows_past_the_threshold_is_quantized_on_the_way(store: Store) -> None:
+    """The writer's update that brings a part to ``quantize_at`` vectors quantizes it;
+    deleted and replaced vectors stay gone."""
+    live = LiveIndex(quantize_at=301)
+    with store.transaction():
+        store.meta_set("vectorKey", "key")
+    assert live.wait_ready(store)
+    snap = live.snapshot
+    assert snap is not None and snap.vectors is not None and not snap.vectors.quantized
+    q = normalize(np.random.default_rng(5).standard_normal((1, DIMS)))[0]
+    (before,) = snap.vectors.search(q, 5)
+    gone, again = before[0][0], before[1][0]
+    new_id = _change(store, q, gone, again)  # 300 vectors still
+    with store.transaction():
+        store.replace_file(
+            "memory/more.md", "memory", FileState("z", 0, 0), 1,
+            [ChunkRow(1, 1, "", "hmore", "one more", "one more")],
+        )  # fmt: skip
+        (more,) = store.db.execute("SELECT id FROM chunks WHERE hash = 'hmore'").fetchone()
+        store.put_vectors([(int(more), (q + 0.5 * _unit(DIMS)).astype("<f4").tobytes())])
+    assert live.wait_ready(store) and live.full_loads == 1
+    snap = live.snapshot
+    assert snap is not None and snap.vectors is not None and snap.vectors.quantized
+    assert all(seg.mat is None for seg in snap.vectors.segments)
+    (after,) = snap.vectors.search(q, 400)
+    ids = [c for c, _, _ in after]
+    assert ids[:2] == [new_id, more] and ids[-1] == again and gone not in ids and len(ids) == 301
+
+
+def _unit(dims: int) -> np.ndarray:
+    return normalize(np.random.default_rng(21).standard_normal((1, dims)))[0]

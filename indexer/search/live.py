@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from indexer.errors import MemindexError
 from indexer.search.keywords import MIN_CHUNKS, KeywordPart
 from indexer.search.refresher import Refresher
-from indexer.search.vector_memory import VectorPart
+from indexer.search.vector_memory import QUANTIZE_AT, VectorPart, release_freed_memory
 from indexer.store import STORE_ERRORS, IndexStore
 from indexer.store.tokens import Tokenizer
 
@@ -54,8 +54,9 @@ class Snapshot:
 
 
 class LiveIndex:
-    def __init__(self, *, min_chunks: int = MIN_CHUNKS) -> None:
+    def __init__(self, *, min_chunks: int = MIN_CHUNKS, quantize_at: int = QUANTIZE_AT) -> None:
         self.min_chunks = min_chunks
+        self.quantize_at = quantize_at  # vectors from which they are kept quantized
         self.tokens = Tokenizer()
         self._snap: Snapshot | None = None
         self._lock = threading.Lock()  # one update at a time
@@ -170,9 +171,12 @@ class LiveIndex:
         """The vectors read in full, the keyword postings too unless ``kw`` can be
         caught up; both brought to the same change feed position."""
         self.full_loads += 1
-        vec = VectorPart.build(store, key) if key is not None and store.has_vectors() else None
+        vec = None
+        if key is not None and store.has_vectors():
+            vec = VectorPart.build(store, key, quantize_at=self.quantize_at)
         if kw is None:
             kw = self._keywords(store)
+        release_freed_memory()  # what reading everything left behind in the heap
         if kw is None and vec is None:
             return None, None
         got = self._apply(store, kw, vec)

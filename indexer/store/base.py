@@ -72,7 +72,8 @@ class Connection(Protocol):
     def __enter__(self) -> IndexStore: ...
     def __exit__(self, *exc: object) -> None: ...
     def reopen(self) -> IndexStore:
-        """Another read-only connection to the same generation (for another thread)."""
+        """Another read-only connection to the same generation (for another thread;
+        the daemon's snapshot reads through these)."""
         ...
 
     def broken(self) -> bool:

@@ -126,7 +126,13 @@ class Store(ChunkTables, VectorTables, SqliteExport):
         }
 
     def reopen(self) -> Store:
-        return Store(self.file, readonly=True)
+        """Without the memory map: these connections read in bulk (the daemon's
+        snapshot), and every page read through the map stays mapped into the process
+        (a million chunks: 1.3 GB more RSS) while a read() leaves it to the OS's
+        file cache."""
+        store = Store(self.file, readonly=True)
+        store.db.execute("PRAGMA mmap_size=0")
+        return store
 
     def broken(self) -> bool:
         """The index file was deleted or replaced under this connection (someone
