@@ -145,6 +145,7 @@ class LocalGGUFProvider(EmbeddingProvider):
             else str(meta.get(DOCUMENT_PREFIX_KEY, ""))
         )
         self._lock = threading.Lock()  # a llama.cpp context is not thread-safe
+        self._closed = False
         arch = str(meta.get("general.architecture", ""))
         # how the model pools its token vectors: 1 mean, 2 the first token, 3 the last
         self.pooling = int(meta.get(f"{arch}.pooling_type", 1) or 1)
@@ -177,9 +178,6 @@ class LocalGGUFProvider(EmbeddingProvider):
         import llama_cpp
 
         llm = self._llm
-        limit = int(llm.n_batch)
-        seqs = int(llm.context_params.n_seq_max)
-        tokens = [list(llm.tokenize(t.encode("utf-8")))[:limit] for t in texts]
         out: list[npt.NDArray[np.float32]] = []
         group: list[list[int]] = []
 
@@ -201,7 +199,12 @@ class LocalGGUFProvider(EmbeddingProvider):
             group.clear()
 
         try:
-            with self._lock:
+            with self._lock:  # tokenizing too: a closed model must not be touched
+                if self._closed:
+                    raise PermanentError("the local model was closed")
+                limit = int(llm.n_batch)
+                seqs = int(llm.context_params.n_seq_max)
+                tokens = [list(llm.tokenize(t.encode("utf-8")))[:limit] for t in texts]
                 used = 0
                 for tk in tokens:
                     if group and (used + len(tk) > limit or len(group) >= seqs):
@@ -274,8 +277,14 @@ class LocalGGUFProvider(EmbeddingProvider):
         return out
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self._llm.close()
+        """Waits for a model run in progress; a call after it raises PermanentError
+        (llama.cpp would crash the process on a freed context)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            with contextlib.suppress(Exception):
+                self._llm.close()
 
 
 @contextlib.contextmanager

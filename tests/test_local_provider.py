@@ -16,12 +16,13 @@ import numpy as np
 import pytest
 from conftest import Runner, cli_json, write
 
+from indexer.api import SearchRequest
 from indexer.config import Config, LocalProviderConfig, ProviderConfig
 from indexer.engine import MemoryIndex
 from indexer.selection import select_provider
 from indexer.store import Store
 from providers.base import line_windows, normalize
-from providers.errors import MissingCredentials, ProviderTimeout
+from providers.errors import MissingCredentials, PermanentError, ProviderTimeout
 from providers.local_gguf import WINDOW_MODES, LocalGGUFProvider, resolve_model
 
 
@@ -322,3 +323,46 @@ def test_key_follows_the_file_not_its_name(
         assert again.key() == provider.key()
     finally:
         again.close()
+
+
+def test_a_daemons_agents_share_one_loaded_model(tmp_path: Path, model_path: Path) -> None:
+    """The agents of one daemon with the same provider settings use one loaded model
+    (it was loaded once per agent: about 125 MB of RSS each); another setting gets
+    its own; the model is closed when its last agent is, not before."""
+    from indexer.selection import SharedProviders
+    from indexer.surfaces.agent import AgentRuntime
+
+    shared = SharedProviders()
+
+    def runtime(name: str, threads: int = 0) -> AgentRuntime:
+        ws = write(tmp_path / name, "MEMORY.md", f"# Memory\n- {name} keeps bees.\n").parent
+        cfg = local_cfg(Config(workspace=ws, indexPath=tmp_path / f"{name}.sqlite"), model_path)
+        if threads:
+            local = replace(cfg.provider.local, threads=threads)
+            cfg = replace(cfg, provider=replace(cfg.provider, local=local))
+        return AgentRuntime(cfg, providers=shared)
+
+    one, two, other = runtime("one"), runtime("two"), runtime("three", threads=1)
+    try:
+        assert one.provider is not None and one.provider is two.provider
+        assert other.provider is not None and other.provider is not one.provider
+        assert len(shared) == 2
+        one.close()
+        assert two.provider.embed_query("bees").shape[-1] == 384  # still open
+        two.writer.sync()
+        assert two.read(lambda s: s.search(parse_search("keeps bees")))["mode"] == "hybrid"
+        two.close()
+        assert len(shared) == 1
+        with pytest.raises(PermanentError, match="closed"):  # not a crash of the process
+            two.provider.embed_query("bees")
+    finally:
+        other.close()
+    assert len(shared) == 0
+
+
+def parse_search(query: str) -> SearchRequest:
+    from indexer.api import parse
+
+    req = parse("memory_search", {"query": query})[1]
+    assert isinstance(req, SearchRequest)
+    return req

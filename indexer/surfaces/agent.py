@@ -16,7 +16,7 @@ from indexer.indexing.progress import WorkProgress
 from indexer.indexing.writer import Indexer
 from indexer.search.live import LiveIndex
 from indexer.search.searcher import Searcher
-from indexer.selection import provider_note, provider_state, select_provider
+from indexer.selection import SharedProviders, provider_note, provider_state, select_provider
 from indexer.store import STORE_ERRORS, IndexStore
 from indexer.store.backend import backend_for
 from indexer.surfaces.health import HealthReport, TaskHealth
@@ -35,11 +35,15 @@ class AgentRuntime:
     """One agent: its ``Indexer`` (the indexer thread's only) and a pool of
     ``Searcher``s on read-only connections (the request threads')."""
 
-    def __init__(self, cfg: Config, *, note: str = "") -> None:
-        """``note``: what the agent's writer lock says of this process (its socket)."""
+    def __init__(
+        self, cfg: Config, *, note: str = "", providers: SharedProviders | None = None
+    ) -> None:
+        """``note``: what the agent's writer lock says of this process (its socket);
+        ``providers``: the daemon's, shared by its agents (else this agent's own)."""
         self.cfg = cfg
         self.note = note
-        sel = select_provider(cfg)
+        self._providers = providers
+        sel = select_provider(cfg) if providers is None else providers.select(cfg)
         self.provider = sel.provider
         self.provider_note = provider_note(cfg, sel)
         self.provider_state = provider_state(cfg, sel)
@@ -56,9 +60,13 @@ class AgentRuntime:
         self.live = LiveIndex()  # shared by the readers, caught up by the writer
         # the writer creates and migrates the index file
         backend = backend_for(cfg, note=note)
-        self.writer = Indexer(
-            cfg, backend.open(), sel.provider, changed=self._caught_up, backend=backend
-        )
+        try:
+            self.writer = Indexer(
+                cfg, backend.open(), sel.provider, changed=self._caught_up, backend=backend
+            )
+        except BaseException:  # IndexBusy (retried by the daemon): not a model per try
+            self._let_go()
+            raise
         self._readers: queue.LifoQueue[Searcher] = queue.LifoQueue()
         # Open read-only stores (idle or in use): bounded on a database, whose
         # connections a burst of clients must not exhaust (a search waits instead).
@@ -172,6 +180,13 @@ class AgentRuntime:
 
     def close(self) -> None:
         self._close_idle()
-        self.writer.store.close()
-        if self.provider is not None:
+        try:
+            self.writer.store.close()
+        finally:
+            self._let_go()
+
+    def _let_go(self) -> None:
+        if self._providers is not None:
+            self._providers.release(self.provider)
+        elif self.provider is not None:
             self.provider.close()

@@ -34,6 +34,7 @@ from typing import Any
 from indexer import __version__, api
 from indexer.config import Config, Settings
 from indexer.errors import ConfigError, IndexBusy
+from indexer.selection import SharedProviders
 from indexer.sources.watcher import ObserverFactory, Watcher
 from indexer.surfaces.agent import AgentRuntime
 from indexer.surfaces.daemon_service import DaemonService, QmdHook
@@ -61,6 +62,7 @@ class Daemon:
     ) -> None:
         """``qmd``: how ``qmd_search`` is answered (memindex-qmd's daemon only)."""
         self.settings = settings
+        self.providers = SharedProviders()  # one loaded model for the agents that share it
         self.idle_exit_s = idle_exit_s
         self.last_request = time.monotonic()
         first = settings.agents[0]
@@ -121,7 +123,9 @@ class Daemon:
         deadline = time.monotonic() + _LOCK_WAIT_S
         while True:
             try:
-                return AgentRuntime(cfg, note=f"memindex serve on {self.socket_path}")
+                return AgentRuntime(
+                    cfg, note=f"memindex serve on {self.socket_path}", providers=self.providers
+                )
             except IndexBusy:
                 if time.monotonic() >= deadline or self._stop.is_set():
                     raise
