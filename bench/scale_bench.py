@@ -56,10 +56,10 @@ SECTIONS_PER_FILE = 200
 CHUNKS_PER_SECTION = 0.68  # measured at 64 tokens: short sections share a chunk
 
 
-def make_workspace(ws: Path, chunks: int, sentences: list[str]) -> int:
+def make_workspace(ws: Path, chunks: int, sentences: list[str], seed: int = 5) -> int:
     """Daily logs of ``SECTIONS_PER_FILE`` short sections, as many as make about
     ``chunks`` chunks at 64 tokens; the number of files."""
-    rng = random.Random(5)
+    rng = random.Random(seed)
     mem = ws / "memory"
     mem.mkdir(parents=True, exist_ok=True)
     files = max(1, round(chunks / CHUNKS_PER_SECTION / SECTIONS_PER_FILE))
@@ -128,8 +128,11 @@ def write_vectors(config: Path, model: Path) -> tuple[int, float]:
     return n, time.perf_counter() - t0
 
 
-def search(c: Client, query: str) -> list[dict[str, object]]:
-    reply = c.call("memory_search", {"query": query, "maxResults": 10})
+def search(c: Client, query: str, agent: str | None = None) -> list[dict[str, object]]:
+    params: dict[str, object] = {"query": query, "maxResults": 10}
+    if agent is not None:
+        params["agent"] = agent
+    reply = c.call("memory_search", params)
     if "error" in reply:
         raise RuntimeError(reply["error"])
     result = reply["result"]
@@ -139,8 +142,11 @@ def search(c: Client, query: str) -> list[dict[str, object]]:
     return result["results"]  # type: ignore[no-any-return]
 
 
-def edit_to_searchable(sock: Path, ws: Path, edits: int, label: str) -> list[float]:
+def edit_to_searchable(
+    sock: Path, ws: Path, edits: int, label: str, agent: str | None = None
+) -> list[float]:
     out = []
+    scope: dict[str, object] = {} if agent is None else {"agent": agent}
     c = Client(sock)
     try:
         for k in range(edits):
@@ -150,7 +156,7 @@ def edit_to_searchable(sock: Path, ws: Path, edits: int, label: str) -> list[flo
             with path.open("a", encoding="utf-8") as fh:
                 fh.write(f"\n## Fact {token}\n- Remember {token}.\n")
             while True:
-                hits = c.call("memory_search", {"query": token, "maxResults": 3})
+                hits = c.call("memory_search", {"query": token, "maxResults": 3, **scope})
                 res = hits.get("result") or {}
                 if any(token in str(r.get("snippet", "")) for r in res.get("results", [])):
                     break
@@ -163,14 +169,24 @@ def edit_to_searchable(sock: Path, ws: Path, edits: int, label: str) -> list[flo
     return out
 
 
-def main() -> None:
+def main() -> None:  # noqa: PLR0915 - one straight run
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--chunks", type=int, default=1_000_000)
     ap.add_argument("--chunk-tokens", type=int, default=64)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--edits", type=int, default=5)
     ap.add_argument("--keep", type=Path, default=None, help="build here and keep it (reused)")
+    ap.add_argument(
+        "--agents",
+        type=int,
+        default=1,
+        help="with --store: this many agents of --chunks/agents chunks each in one "
+        "PostgreSQL database, served by one daemon",
+    )
+    ap.add_argument("--store", default="", help="pgserver or a postgresql:// URL (--agents)")
     args = ap.parse_args()
+    if args.store:
+        return fleet(args)
 
     sentences = real_sentences()
     model = local_model("minilm")
@@ -297,6 +313,171 @@ def main() -> None:
     if "keywordBuildS" in out:
         print(
             f"build: keyword index {out['keywordBuildS']} s, "
+            f"{out['vectorsWritten']:,} vectors written in {out['vectorWriteS']} s"
+        )
+
+
+FLEET_CONNECTIONS = 600  # the bench's own server: every agent holds two and searches more
+
+
+def fleet_server(root: Path) -> str:
+    """A PostgreSQL of the pgserver wheel in ``root`` allowing FLEET_CONNECTIONS: a
+    daemon holds two connections per agent (its writer's and its writer lock's)
+    besides its searches', past PostgreSQL's default of 100 at 50 agents."""
+    import pgserver  # type: ignore[import-untyped]
+
+    srv = pgserver.get_server(root, cleanup_mode="stop")
+    srv.psql(f"ALTER SYSTEM SET max_connections = {FLEET_CONNECTIONS};")
+    srv.cleanup()  # stops it: the setting takes effect at the next start
+    srv = pgserver.get_server(root, cleanup_mode=None)
+    got = srv.psql("SHOW max_connections;")
+    assert str(FLEET_CONNECTIONS) in got, got
+    srv.psql("CREATE DATABASE scale;")
+    return str(srv.get_uri("scale"))
+
+
+def fleet_server_stop(root: Path) -> None:
+    import pgserver
+
+    pgserver.get_server(root, cleanup_mode="stop").cleanup()
+
+
+def fleet(args: argparse.Namespace) -> None:
+    """``--agents`` agents in one PostgreSQL database, one daemon serving them all:
+    build (keyword index per agent, two at a time; random vectors), the daemon's
+    readiness and RSS, hybrid searches through the socket at random agents (p50 and
+    p99 over all, the slowest agent's p50), edit-to-searchable on one agent."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    sentences = real_sentences()
+    model = local_model("minilm")
+    tmp = None if args.keep else tempfile.TemporaryDirectory()
+    root = args.keep or Path(tmp.name)  # type: ignore[union-attr]
+    root.mkdir(parents=True, exist_ok=True)
+    n, per = args.agents, args.chunks // args.agents
+    names = [f"agent{a:03d}" for a in range(n)]
+    out: dict[str, object] = {"agents": n, "chunksPerAgentAsked": per}
+    url = args.store if args.store != "pgserver" else ""
+    made = (root / "built").exists()
+    if not url:
+        url = fleet_server(root / "pg") if not made else (root / "url").read_text()
+    (root / "url").write_text(url)
+    chunking = (
+        f"[chunking]\ntokens = {args.chunk_tokens}\noverlap = {max(1, args.chunk_tokens // 8)}\n"
+    )
+    store = f'[store]\nurl = "{url}"\npoolSize = 4\n'
+    local = f'[provider]\nname = "local"\n[provider.local]\nmodelPath = "{model}"\n'
+
+    def agent_config(a: int, vectors: bool) -> Path:
+        text = (
+            f'workspace = "{root / names[a] / "ws"}"\nagentId = "{names[a]}"\n'
+            f'stateDir = "{root / "state"}"\n{chunking}{store}'
+            + (local if vectors else '[provider]\nname = "none"\n')
+        )
+        path = root / names[a] / ("config.toml" if vectors else "config-keyword.toml")
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    if not made:
+        t0 = time.perf_counter()
+        for a in range(n):
+            make_workspace(root / names[a] / "ws", per, sentences, seed=a)
+        out["workspaceS"] = round(time.perf_counter() - t0, 1)
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(lambda a: memindex(agent_config(a, False), "index"), range(n)))
+        out["keywordBuildS"] = round(time.perf_counter() - t0, 1)
+        t0 = time.perf_counter()
+        out["vectorsWritten"] = sum(
+            write_vectors(agent_config(a, True), model)[0] for a in range(n)
+        )
+        out["vectorWriteS"] = round(time.perf_counter() - t0, 1)
+        (root / "built").write_text("yes")
+    agents = "".join(
+        f'[[agents]]\nid = "{name}"\nworkspace = "{root / name / "ws"}"\n' for name in names
+    )
+    cfg = root / "daemon.toml"
+    cfg.write_text(
+        f'stateDir = "{root / "state"}"\n{chunking}{store}{local}'
+        f'[server]\nsocket = "{root / "d.sock"}"\n{agents}',
+        encoding="utf-8",
+    )
+    st = json.loads(memindex(agent_config(0, True), "status", "--json").stdout)
+    out["chunksAgent0"] = sum(int(c["chunks"]) for c in st["sources"].values())
+    qs = questions(args.queries, random.Random(9))
+    sock = root / "d.sock"
+    log = (root / "daemon.log").open("w")
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "indexer.surfaces.cli", "--config", str(cfg), "serve"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=dict(os.environ, PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1"),
+    )
+    try:
+        while not sock.exists():
+            if proc.poll() is not None:
+                raise SystemExit(f"the daemon exited: see {root / 'daemon.log'}")
+            time.sleep(0.2)
+        c = Client(sock)
+        ready: set[str] = set()
+        while len(ready) < n:  # every agent idle and answering from memory
+            for name in names:
+                if name in ready:
+                    continue
+                st = c.call("status", {"agent": name}).get("result")
+                if isinstance(st, dict) and not st.get("busy") and not st.get("dirty"):
+                    t = time.perf_counter()
+                    search(c, qs[0], name)
+                    if time.perf_counter() - t < 0.2:
+                        ready.add(name)
+            if time.perf_counter() - t0 > 3600:
+                raise SystemExit(f"not ready after an hour: {n - len(ready)} agents")
+            time.sleep(0.5)
+        out["daemonReadyS"] = round(time.perf_counter() - t0, 1)
+        rng = random.Random(12)
+        for q in qs[:50]:
+            search(c, q, rng.choice(names))
+        by_agent: dict[str, list[float]] = {}
+        lat = []
+        for q in qs:
+            name = rng.choice(names)
+            t = time.perf_counter()
+            search(c, q, name)
+            lat.append(time.perf_counter() - t)
+            by_agent.setdefault(name, []).append(lat[-1])
+        out["socketP50Ms"] = round(percentile(lat, 50) * 1000, 1)
+        out["socketP99Ms"] = round(percentile(lat, 99) * 1000, 1)
+        out["slowestAgentP50Ms"] = round(
+            max(statistics.median(v) for v in by_agent.values()) * 1000, 1
+        )
+        out["rssMB"] = round(rss_kb(proc.pid) / 1024)
+        out["rssAnonMB"] = round(rss_kb(proc.pid, "RssAnon") / 1024)
+        c.close()
+        idle = edit_to_searchable(sock, root / names[0] / "ws", args.edits, "idle", names[0])
+        out["editIdleP50S"] = round(statistics.median(idle), 2)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+        if tmp is not None:
+            if not args.store.startswith("postgres"):
+                fleet_server_stop(root / "pg")
+            tmp.cleanup()
+    print(json.dumps(out))
+    print(
+        f"\n{n} agents x {out['chunksAgent0']:,} chunks on PostgreSQL, one daemon: ready in "
+        f"{out['daemonReadyS']} s, RSS {out['rssMB']} MB (anonymous {out['rssAnonMB']} MB)\n"
+        f"hybrid through the socket, a random agent each: p50 {out['socketP50Ms']} ms, "
+        f"p99 {out['socketP99Ms']} ms; the slowest agent's p50 {out['slowestAgentP50Ms']} ms\n"
+        f"edit-to-searchable p50 (idle): {out['editIdleP50S']} s"
+    )
+    if "keywordBuildS" in out:
+        print(
+            f"build: keyword index {out['keywordBuildS']} s (two agents at a time), "
             f"{out['vectorsWritten']:,} vectors written in {out['vectorWriteS']} s"
         )
 
