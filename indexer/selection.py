@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from indexer.config import Config
 from providers.auto import ProviderSpec, Selection, configured, model_cache, precheck, select
-from providers.base import EmbeddingProvider
+
+if TYPE_CHECKING:  # numpy: not loaded by a CLI call that has nothing to embed
+    from providers.base import EmbeddingProvider
 from providers.state import ProviderState
 
 __all__ = [

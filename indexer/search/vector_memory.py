@@ -16,11 +16,12 @@ Below ``QUANTIZE_AT`` vectors a segment keeps them as float32 and a search score
 every one exactly. From there on (a million chunks: 1.5 GB of float32, whose scan is
 bound by memory bandwidth at ~77 ms here) a part keeps each vector as one sign bit
 per dimension (of the vector minus the part's mean, so the bits split the corpus
-evenly) and as int8 with a scale per row: 432 bytes instead of 1,536. A search
-ranks every row by the Hamming distance of its bits to the query's (six 64-bit
-words per row, stored word-major so each word is one contiguous scan: ~5 ms at a
-million rows), then scores the ``POOL`` closest (at least 1%) by int8 · query and
-keeps the best k.
+evenly) and as int8 with a scale per row: 436 bytes instead of 1,536 at 384
+dimensions. A search ranks every row by the Hamming distance of its bits to the
+query's (six 64-bit words per row, stored word-major so each word is one
+contiguous scan: ~5 ms at a million rows), then scores the ``POOL`` closest (at
+least 1%) by int8 · query and keeps the best k (docs/RETRIEVAL.md, "A million
+chunks").
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ Neighbours = list[tuple[int, float, str]]  # (chunk id, cosine, source)
 QUANTIZE_AT = 200_000  # vectors in a part from which it keeps them quantized
 # quantized: rows scored by int8 per source (at least 1% of them), of those nearest by
 # their bits. On SciFact-dev's real vectors and queries the nearest 1% by bits held
-# 0.946 of the exact top 10, the nearest 3% 0.990.
+# 0.944 of the exact top 10, the nearest 3% 0.990 (bench/quantize_recall.py).
 POOL = 4096
 _READ_BATCH = 50_000  # vectors read from the store at a time
 

@@ -173,7 +173,7 @@ class PgLock:
             return False
         try:
             readable, _, _ = select.select([conn.fileno()], [], [], 0)
-        except (OSError, ValueError):
+        except Exception:  # closed meanwhile by the writer thread (psycopg says so)
             return False
         return not readable
 
