@@ -291,6 +291,17 @@ def test_daemon_readers_take_change_versions_from_the_writer(
         meta_reads.clear()
         assert versions()[0] == "mid-task" and meta_reads == []
 
+        # another generation published behind the writer's back: not put on the board
+        board = rt.writer.backend.board  # type: ignore[attr-defined]
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            (gen,) = conn.execute("SELECT published FROM agents").fetchone()  # type: ignore[misc]
+            conn.execute("UPDATE agents SET published = published + 1000")
+            rt.writer.backend.writer_saw(rt.writer.store)
+            assert board.get() is None
+            conn.execute("UPDATE agents SET published = %s", (gen,))
+        rt.writer.backend.writer_saw(rt.writer.store)
+        assert board.get() is not None
+
         # the lock's session ends; another process writes: the readers see it
         with psycopg.connect(pg_url, autocommit=True) as conn:
             conn.execute(

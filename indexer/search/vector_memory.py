@@ -131,6 +131,7 @@ def _merge(a: VectorSegment, b: VectorSegment) -> VectorSegment:
     codes = np.concatenate([a.codes[a.alive], b.codes[b.alive]])[order]
     scale = np.concatenate([a.scale[a.alive], b.scale[b.alive]])[order]
     bits = np.concatenate([a.bits[:, a.alive], b.bits[:, b.alive]], axis=1)[:, order]
+    bits = np.ascontiguousarray(bits)  # word-major: each word one contiguous scan
     return VectorSegment(ids, src, spans, alive, 0, None, codes, scale, bits)
 
 

@@ -172,10 +172,9 @@ class PgLock:
         if conn is None or conn is not token or conn.closed or conn.broken:
             return False
         try:
-            readable, _, _ = select.select([conn.fileno()], [], [], 0)
+            return not _readable(conn.fileno())
         except Exception:  # closed meanwhile by the writer thread (psycopg says so)
             return False
-        return not readable
 
     def lost(self) -> bool:
         """Cheap while the connection is quiet: the server says nothing on a live
@@ -185,11 +184,10 @@ class PgLock:
         if conn is None or conn.closed or conn.broken:
             return True
         try:
-            readable, _, _ = select.select([conn.fileno()], [], [], 0)
+            if not _readable(conn.fileno()):
+                return False
         except (OSError, ValueError):
             return True
-        if not readable:
-            return False
         try:
             conn.execute("SELECT 1")
         except Exception:
@@ -201,3 +199,11 @@ class PgLock:
         if conn is not None:
             with contextlib.suppress(Exception):
                 conn.close()  # the session ends: the server releases its advisory locks
+
+
+def _readable(fd: int) -> bool:
+    """Whether ``fd`` has input (or was closed by the other end) now. ``poll``, not
+    ``select``: a daemon of many agents has descriptors past select's 1024."""
+    p = select.poll()
+    p.register(fd, select.POLLIN | select.POLLPRI)
+    return bool(p.poll(0))

@@ -7,7 +7,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Iterator
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from indexer.api import ReindexResponse
 from indexer.config import Config
@@ -20,6 +20,9 @@ from indexer.selection import SharedProviders, provider_note, provider_state, se
 from indexer.store import STORE_ERRORS, IndexStore
 from indexer.store.backend import backend_for
 from indexer.surfaces.health import HealthReport, TaskHealth
+
+if TYPE_CHECKING:
+    from providers.auto import Selection
 
 __all__ = ["AgentRuntime"]
 
@@ -43,8 +46,36 @@ class AgentRuntime:
         self.cfg = cfg
         self.note = note
         self._providers = providers
+        self._released = False
         sel = select_provider(cfg) if providers is None else providers.select(cfg)
         self.provider = sel.provider
+        try:
+            self._start(cfg, note, sel)
+        except BaseException:  # IndexBusy (retried by the daemon): nothing kept per try
+            writer = getattr(self, "writer", None)
+            if writer is not None:
+                with contextlib.suppress(Exception):
+                    writer.store.close()
+            self._let_go()
+            raise
+        self.rebuild_queued = False  # a forced rebuild of a damaged index is queued
+        self.backfill = True  # first pass: everything, transcripts below thresholds too
+        self.memory_due: float | None = None
+        self.memory_first: float | None = None
+        self.sessions_due: float | None = None
+        self.sessions_all = False  # the next session sync reads every delta (a backfill's rest)
+        self.sessions_more = False  # a transcript is being read in slices: more to come
+        self.embed_due: float | None = None  # open batch jobs: poll them then
+        self.embed_poll = 0.5
+        self.next_rescan: float | None = None  # the daemon's next sync with no event
+        self.lock_check: float = 0.0  # when the writer lock is next checked (monotonic)
+        self.last_report: ReindexResponse | None = None
+        self.health = TaskHealth()
+        self.progress = WorkProgress()  # the writer's files and embedding backlog
+
+    def _start(self, cfg: Config, note: str, sel: Selection) -> None:
+        """The provider's state, the writer (holding the agent's writer lock) and
+        the readers' bounds."""
         self.provider_note = provider_note(cfg, sel)
         self.provider_state = provider_state(cfg, sel)
         if self.provider_state["state"] == "failed":
@@ -60,33 +91,15 @@ class AgentRuntime:
         self.live = LiveIndex()  # shared by the readers, caught up by the writer
         # the writer creates and migrates the index file
         backend = backend_for(cfg, note=note)
-        try:
-            self.writer = Indexer(
-                cfg, backend.open(), sel.provider, changed=self._caught_up, backend=backend
-            )
-        except BaseException:  # IndexBusy (retried by the daemon): not a model per try
-            self._let_go()
-            raise
+        self.writer = Indexer(
+            cfg, backend.open(), sel.provider, changed=self._caught_up, backend=backend
+        )
         self._readers: queue.LifoQueue[Searcher] = queue.LifoQueue()
         # Open read-only stores (idle or in use): bounded on a database, whose
         # connections a burst of clients must not exhaust (a search waits instead).
         limit = backend.reader_limit()
         self._idle_max = _IDLE_READERS if limit is None else min(_IDLE_READERS, limit)
         self._slots = threading.BoundedSemaphore(limit) if limit is not None else None
-        self.rebuild_queued = False  # a forced rebuild of a damaged index is queued
-        self.backfill = True  # first pass: everything, transcripts below thresholds too
-        self.memory_due: float | None = None
-        self.memory_first: float | None = None
-        self.sessions_due: float | None = None
-        self.sessions_all = False  # the next session sync reads every delta (a backfill's rest)
-        self.sessions_more = False  # a transcript is being read in slices: more to come
-        self.embed_due: float | None = None  # open batch jobs: poll them then
-        self.embed_poll = 0.5
-        self.next_rescan: float | None = None  # the daemon's next sync with no event
-        self.lock_check: float = 0.0  # when the writer lock is next checked (monotonic)
-        self.last_report: ReindexResponse | None = None
-        self.health = TaskHealth()
-        self.progress = WorkProgress()  # the writer's files and embedding backlog
 
     def _caught_up(self, store: IndexStore) -> None:
         """After each writer task: the readers' snapshot takes in what it wrote (and
@@ -186,6 +199,10 @@ class AgentRuntime:
             self._let_go()
 
     def _let_go(self) -> None:
+        """Release the provider, once (a reload may close a runtime twice)."""
+        if self._released:
+            return
+        self._released = True
         if self._providers is not None:
             self._providers.release(self.provider)
         elif self.provider is not None:

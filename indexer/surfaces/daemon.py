@@ -198,8 +198,8 @@ class Daemon:
                     continue
                 cfg.require_workspace()
                 if rt is not None:
+                    replaced.append(rt)  # reopened below if what follows fails
                     rt.close()
-                    replaced.append(rt)
                 made.append(self._runtime(cfg))
                 fresh[cfg.agent_name] = made[-1]
         except Exception as exc:

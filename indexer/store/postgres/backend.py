@@ -33,6 +33,7 @@ from indexer.store.postgres.connect import (
     redact,
     reserve,
 )
+from indexer.store.postgres.connection import PgBase
 from indexer.store.writer_lock import PgLock, WriterLock, holder_label
 
 if TYPE_CHECKING:
@@ -194,12 +195,15 @@ class PostgresBackend:
         if board is None:
             return
         board.clear()
-        lock = getattr(store, "writer_lock", None)
-        if store.readonly or not isinstance(lock, PgLock) or store.broken():
+        if not isinstance(store, PgBase) or store.readonly or store.broken():
+            return
+        lock = store.writer_lock
+        if not isinstance(lock, PgLock):
             return
         gen = gen_of(store.generation)
-        versions = store.change_versions()
-        board.set(gen, versions, lock)
+        published, versions = store.published_versions()
+        if published == gen:  # else another writer published meanwhile: readers ask
+            board.set(gen, versions, lock)
 
     def publish(self, store: IndexStore) -> None:
         if self.board is not None:

@@ -168,20 +168,30 @@ class PgBase:
                 self.moved = True
                 raise StoreError(f"{self.generation}: a newer generation was published")
             return versions
+        published, versions = self.published_versions(with_published=self.readonly)
+        if self.readonly and published not in (None, self.gen):
+            self.moved = True
+            raise StoreError(f"{self.generation}: a newer generation was published")
+        return versions
+
+    def published_versions(
+        self, *, with_published: bool = True
+    ) -> tuple[int | None, tuple[str | None, str | None, str | None]]:
+        """(the agent's published generation, this generation's change versions), in
+        one statement; the generation is None when not asked for (or no row)."""
         sql = (
             "SELECT key, value FROM meta WHERE agent=%s AND gen=%s "
             "AND key IN ('chunksVersion', 'vectorsVersion', 'vectorKey')"
         )
         args: tuple[Any, ...] = (self.agent, self.gen)
-        if self.readonly:
+        if with_published:
             sql += " UNION ALL SELECT '', published::text FROM agents WHERE agent=%s"
             args = (*args, self.agent)
         with self._errors():
             got = dict(self.db.execute(sql, args).fetchall())
-        if self.readonly and got.get("") not in (None, str(self.gen)):
-            self.moved = True
-            raise StoreError(f"{self.generation}: a newer generation was published")
-        return got.get("chunksVersion"), got.get("vectorsVersion"), got.get("vectorKey")
+        published = got.get("")
+        versions = got.get("chunksVersion"), got.get("vectorsVersion"), got.get("vectorKey")
+        return (None if published is None else int(published)), versions
 
     def _bump_chunks(self) -> None:
         self.meta_set("chunksVersion", f"{time.time_ns()}")
