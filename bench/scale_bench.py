@@ -128,6 +128,33 @@ def write_vectors(config: Path, model: Path) -> tuple[int, float]:
     return n, time.perf_counter() - t0
 
 
+class Daemon:
+    """``memindex serve`` on ``cfg``, its output in ``root``/daemon.log; returns once
+    its socket ``root``/d.sock exists."""
+
+    def __init__(self, cfg: Path, root: Path) -> None:
+        self.log = (root / "daemon.log").open("w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "indexer.surfaces.cli", "--config", str(cfg), "serve"],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env=dict(os.environ, PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1"),
+        )
+        while not (root / "d.sock").exists():
+            if self.proc.poll() is not None:
+                self.stop()
+                raise SystemExit(f"the daemon exited: see {root / 'daemon.log'}")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
 def search(c: Client, query: str, agent: str | None = None) -> list[dict[str, object]]:
     params: dict[str, object] = {"query": query, "maxResults": 10}
     if agent is not None:
@@ -232,19 +259,9 @@ def main() -> None:  # noqa: PLR0915 - one straight run
     out["oneShotP50Ms"] = round(statistics.median(lat) * 1000, 1)
 
     sock = root / "d.sock"
-    log = (root / "daemon.log").open("w")
     t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "indexer.surfaces.cli", "--config", str(cfg), "serve"],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=dict(os.environ, PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1"),
-    )
+    daemon = Daemon(cfg, root)
     try:
-        while not sock.exists():
-            if proc.poll() is not None:
-                raise SystemExit(f"the daemon exited: see {root / 'daemon.log'}")
-            time.sleep(0.1)
         c = Client(sock)
         # ready: a search answered from the in-memory snapshot (its timing drops)
         while True:
@@ -266,8 +283,8 @@ def main() -> None:  # noqa: PLR0915 - one straight run
             lat.append(time.perf_counter() - t)
         out["socketP50Ms"] = round(percentile(lat, 50) * 1000, 1)
         out["socketP99Ms"] = round(percentile(lat, 99) * 1000, 1)
-        out["rssMB"] = round(rss_kb(proc.pid) / 1024)
-        out["rssAnonMB"] = round(rss_kb(proc.pid, "RssAnon") / 1024)
+        out["rssMB"] = round(rss_kb(daemon.proc.pid) / 1024)
+        out["rssAnonMB"] = round(rss_kb(daemon.proc.pid, "RssAnon") / 1024)
         c.close()
         idle = edit_to_searchable(sock, ws, args.edits, "idle")
         out["editIdleP50S"] = round(statistics.median(idle), 2)
@@ -290,14 +307,9 @@ def main() -> None:  # noqa: PLR0915 - one straight run
             stop.set()
             th.join()
         out["editWritingP50S"] = round(statistics.median(busy), 2)
-        out["rssAfterMB"] = round(rss_kb(proc.pid) / 1024)
+        out["rssAfterMB"] = round(rss_kb(daemon.proc.pid) / 1024)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+        daemon.stop()
         if tmp is not None:
             tmp.cleanup()
     print(json.dumps(out))
@@ -406,19 +418,9 @@ def fleet(args: argparse.Namespace) -> None:
     out["chunksAgent0"] = sum(int(c["chunks"]) for c in st["sources"].values())
     qs = questions(args.queries, random.Random(9))
     sock = root / "d.sock"
-    log = (root / "daemon.log").open("w")
     t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "indexer.surfaces.cli", "--config", str(cfg), "serve"],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=dict(os.environ, PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1"),
-    )
+    daemon = Daemon(cfg, root)
     try:
-        while not sock.exists():
-            if proc.poll() is not None:
-                raise SystemExit(f"the daemon exited: see {root / 'daemon.log'}")
-            time.sleep(0.2)
         c = Client(sock)
         ready: set[str] = set()
         while len(ready) < n:  # every agent idle and answering from memory
@@ -451,18 +453,13 @@ def fleet(args: argparse.Namespace) -> None:
         out["slowestAgentP50Ms"] = round(
             max(statistics.median(v) for v in by_agent.values()) * 1000, 1
         )
-        out["rssMB"] = round(rss_kb(proc.pid) / 1024)
-        out["rssAnonMB"] = round(rss_kb(proc.pid, "RssAnon") / 1024)
+        out["rssMB"] = round(rss_kb(daemon.proc.pid) / 1024)
+        out["rssAnonMB"] = round(rss_kb(daemon.proc.pid, "RssAnon") / 1024)
         c.close()
         idle = edit_to_searchable(sock, root / names[0] / "ws", args.edits, "idle", names[0])
         out["editIdleP50S"] = round(statistics.median(idle), 2)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+        daemon.stop()
         if tmp is not None:
             if not args.store.startswith("postgres"):
                 fleet_server_stop(root / "pg")
