@@ -121,15 +121,19 @@ class Daemon:
         descriptor closes): a restart right after a crash waits up to
         ``_LOCK_WAIT_S`` for it before saying who holds it."""
         deadline = time.monotonic() + _LOCK_WAIT_S
-        while True:
-            try:
-                return AgentRuntime(
-                    cfg, note=f"memindex serve on {self.socket_path}", providers=self.providers
-                )
-            except IndexBusy:
-                if time.monotonic() >= deadline or self._stop.is_set():
-                    raise
-                time.sleep(0.25)
+        held = self.providers.select(cfg)  # kept across the retries: one model load
+        try:
+            while True:
+                try:
+                    return AgentRuntime(
+                        cfg, note=f"memindex serve on {self.socket_path}", providers=self.providers
+                    )
+                except IndexBusy:
+                    if time.monotonic() >= deadline or self._stop.is_set():
+                        raise
+                    time.sleep(0.25)
+        finally:
+            self.providers.release(held.provider)
 
     def stop(self) -> None:
         self._stop.set()
