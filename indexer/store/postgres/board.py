@@ -29,7 +29,6 @@ class VersionBoard:
         self._lock = threading.Lock()
         # (gen, versions, the writer lock, its connection when they were read)
         self._entry: tuple[int, Versions, PgLock, Any] | None = None
-        self.hits = 0  # searches answered from the board (tests, benches)
 
     def clear(self) -> None:
         with self._lock:
@@ -57,5 +56,4 @@ class VersionBoard:
         if not lock.quiet(token):
             self.clear()
             return None
-        self.hits += 1
         return gen, versions

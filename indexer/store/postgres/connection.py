@@ -161,14 +161,10 @@ class PgBase:
         trip, which generation is published: when a rebuild has published a newer
         one, this reader is ``moved`` (``broken``: its caller opens a new reader)
         and StoreError is raised, so a search never asks the database which
-        generation is current before it starts."""
-        if self.readonly and self.board is not None and (seen := self.board.get()) is not None:
-            gen, versions = seen
-            if gen != self.gen:
-                self.moved = True
-                raise StoreError(f"{self.generation}: a newer generation was published")
-            return versions
-        published, versions = self.published_versions(with_published=self.readonly)
+        generation is current before it starts. A reader of the daemon takes both
+        from its writer's board instead (board.py): no round trip."""
+        seen = self.board.get() if self.readonly and self.board is not None else None
+        published, versions = seen or self.published_versions(with_published=self.readonly)
         if self.readonly and published not in (None, self.gen):
             self.moved = True
             raise StoreError(f"{self.generation}: a newer generation was published")
