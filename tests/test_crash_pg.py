@@ -51,9 +51,12 @@ def problems(url: str, agent: str = "main") -> list[str]:
 
 
 def table_counts(url: str, agent: str) -> dict[str, int]:
-    tables = ("files", "chunks", "postings", "session_cursors", "skipped")
+    tables = ("files", "chunks", "chunk_terms", "session_cursors", "skipped")
     sql = "SELECT count(*) FROM {} WHERE " + PUBLISHED
-    return {t: int(query(url, sql.format(t), agent, agent)[0][0]) for t in tables}
+    got = {t: int(query(url, sql.format(t), agent, agent)[0][0]) for t in tables}
+    sql = "SELECT coalesce(sum(cardinality(terms) + cardinality(pos)), 0) FROM chunk_terms WHERE "
+    got["term entries"] = int(query(url, sql + PUBLISHED, agent, agent)[0][0])
+    return got
 
 
 def chunk_set(url: str, agent: str) -> list[tuple[Any, ...]]:

@@ -7,6 +7,7 @@ riding out a restart of its database."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
@@ -321,3 +322,104 @@ def test_daemon_readers_take_change_versions_from_the_writer(
     finally:
         monkeypatch.undo()
         rt.close()
+
+
+def _term_rows(url: str) -> dict[int, tuple[dict[str, list[int]], list[str], list[str], list[str]]]:
+    """chunk_terms as {id: ({term: body positions}, heading, path, source)} (keys and
+    the order of the terms left out)."""
+    out = {}
+    with psycopg.connect(url) as conn:
+        for key, cid, terms, body, pos, heading, path, source in conn.execute(
+            "SELECT memindex_term_key(agent, gen), id, terms, body, pos, heading, path, source "
+            "FROM chunk_terms"
+        ):
+            where, at = {}, 0
+            for term, n in zip(terms, body, strict=True):
+                assert term.startswith(key)
+                where[term[len(key) :]] = pos[at : at + n]
+                at += n
+            out[cid] = (where, heading, path, source)
+    return out
+
+
+def test_keyword_rows_of_an_older_database_move_to_chunk_terms(
+    tmp_path: Path, pg_server: object, pg_url: str
+) -> None:
+    """0003 turns the one-row-per-token ``postings`` of a database made before it
+    into ``chunk_terms``: the same rows as a fresh index writes, the same answers."""
+    from test_store_contract import KEYWORD_DOCS, QUERIES
+
+    from indexer.config import Config, ExtraPath, StoreConfig
+    from indexer.engine import MemoryIndex
+    from indexer.search.query import parse_query
+    from indexer.store.postgres.schema import PG_MIGRATIONS
+
+    for rel, text in KEYWORD_DOCS.items():
+        write(tmp_path / "ws", rel, text)
+    notes = (ExtraPath(path=tmp_path / "ws" / "notes"),)
+
+    def answers(url: str) -> list[list[tuple[str, int, float]]]:
+        cfg = Config(workspace=tmp_path / "ws", extraPaths=notes, store=StoreConfig(url=url))
+        with MemoryIndex(cfg, readonly=True) as idx:
+            return [
+                [(r.path, r.start_line, round(r.rank, 9))
+                 for r in idx.store.fts_search(parse_query(q).keyword, 20, sources)]
+                for q in QUERIES for sources in (None, ["memory"])
+            ]  # fmt: skip
+
+    cfg = Config(workspace=tmp_path / "ws", extraPaths=notes, store=StoreConfig(url=pg_url))
+    with MemoryIndex(cfg) as idx:
+        idx.sync()
+    fresh = _term_rows(pg_url)
+    assert len(fresh) >= 4
+
+    old_url = str(pg_server.get_uri("t_before_0003"))  # type: ignore[attr-defined]
+    pg_server.psql("CREATE DATABASE t_before_0003;")  # type: ignore[attr-defined]
+    tables = ("agents", "generations", "meta", "files", "chunks")
+    with psycopg.connect(pg_url) as src, psycopg.connect(old_url) as dst:
+        dst.execute("CREATE TABLE memindex_migrations(name TEXT PRIMARY KEY, "
+                    "applied_at DOUBLE PRECISION NOT NULL)")  # fmt: skip
+        for name, sql in PG_MIGRATIONS[:2]:
+            dst.execute(sql)  # type: ignore[arg-type]
+            dst.execute("INSERT INTO memindex_migrations VALUES (%s, 0)", (name,))
+        for table in tables:
+            rows = src.execute(f"SELECT * FROM {table}").fetchall()  # type: ignore[arg-type]
+            marks = ", ".join(["%s"] * len(rows[0]))
+            dst.cursor().executemany(f"INSERT INTO {table} VALUES ({marks})", rows)  # type: ignore[arg-type]
+        # the old layout: a row per chunk, column and token with the token's positions
+        for cid, (where, *cols) in fresh.items():
+            rows = [(t, cid, 0, p) for t, p in where.items() if p]
+            for col, toks in enumerate(cols, start=1):
+                at: dict[str, list[int]] = {}
+                for i, t in enumerate(toks):
+                    at.setdefault(t, []).append(i)
+                rows += [(t, cid, col, p) for t, p in at.items()]
+            dst.cursor().executemany(
+                "INSERT INTO postings(agent, gen, term, id, col, positions) "
+                "SELECT agent, published, %s, %s, %s, %s FROM agents", rows,
+            )  # fmt: skip
+    try:
+        want = answers(pg_url)
+        assert sum(1 for a in want if a) >= 16
+        cfg = replace(cfg, store=StoreConfig(url=old_url))
+        MemoryIndex(cfg).close()  # a writer opening it migrates it
+        assert answers(old_url) == want
+        assert _term_rows(old_url) == fresh
+        with psycopg.connect(old_url) as conn:
+            assert conn.execute("SELECT to_regclass('postings')").fetchone() == (None,)
+    finally:
+        from indexer.store.postgres.connect import close_pools
+
+        close_pools()
+        pg_server.psql("DROP DATABASE IF EXISTS t_before_0003 WITH (FORCE);")  # type: ignore[attr-defined]
+
+
+def test_term_arrays_written_as_literals_come_back_as_they_were(pg_url: str) -> None:
+    """The array literals chunk_terms is written with keep any string exactly (FTS5's
+    tokens never hold quotes or backslashes; the fallback for them is exact)."""
+    from indexer.store.postgres.tables import _texts
+
+    odd = ['a"b', "back\\slash", "tab\there", "line\nend", "NULL", "{x,y}", " sp ", "é", "'"]
+    with psycopg.connect(pg_url) as conn:
+        for arr in (odd, [], ["one"], ['"', "\\"]):
+            assert conn.execute("SELECT %s::text[]", (_texts(arr),)).fetchone()[0] == arr

@@ -96,6 +96,41 @@ def test_a_failed_transaction_leaves_nothing(backend: Backend) -> None:
         assert s.file_states() == {} and s.counts() == {}
 
 
+def test_a_batch_changes_the_chunks_version_even_when_a_file_rolls_back(
+    backend: Backend, kind: str
+) -> None:
+    """Readers learn of a commit from the generation's chunksVersion: however a batch's
+    files fare (the first one's savepoint rolled back after it wrote), a batch that
+    changed chunks commits a new version. PostgreSQL writes it once per transaction."""
+    writes: list[str] = []
+    with backend.open() as s, backend.open(readonly=True) as reader:
+        if kind == "postgresql":
+            plain = s.meta_set
+
+            def counted(key: str, value: str) -> None:
+                writes.append(key)
+                plain(key, value)
+
+            s.meta_set = counted  # type: ignore[method-assign]
+        before = reader.change_versions()[0]
+        versions = []
+        for batch in (("a.md", "b.md", "c.md"), ("d.md",)):
+            with s.batch():
+                with pytest.raises(RuntimeError), s.savepoint():
+                    s.append_chunks("lost.md", "memory", FileState("1", 0, 0), 1, rows("x"))
+                    raise RuntimeError("this file fails after writing")
+                for path in batch:
+                    with s.savepoint():
+                        s.append_chunks(path, "memory", FileState("1", 0, 0), 1, rows(path))
+            versions.append(reader.change_versions()[0])
+            assert "lost.md" not in s.file_states()
+        assert len({before, *versions}) == 3, (before, versions)
+        hits = s.fts_search(parse_query("d.md").keyword, 5)
+        assert [h.path for h in hits] == ["d.md"]
+    if kind == "postgresql":  # per batch: the rolled-back file's, then one for the rest
+        assert writes.count("chunksVersion") == 4, writes
+
+
 def test_change_feed_lists_deleted_embedded_and_moved(backend: Backend) -> None:
     with backend.open() as s:
         with s.transaction():

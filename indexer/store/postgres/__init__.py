@@ -2,7 +2,7 @@
 
 ``backend.PostgresBackend`` opens an agent's generation in the database; ``store``'s
 ``PgStore`` puts the parts together: ``connection`` (a pooled connection,
-transactions, meta), ``tables`` (files, chunks, postings, the change feed, cursors,
+transactions, meta), ``tables`` (files, chunks, their terms, the change feed, cursors,
 skips), ``search`` (keyword search), ``vectors`` and ``cache`` (the shared embedding
 cache, batch jobs). ``connect`` holds the pools, ``schema`` the migrations.
 

@@ -223,7 +223,7 @@ def lock_key(kind: str, agent: str) -> str:
 # Every table keyed by (agent, gen), children before chunks (the change feed last:
 # deleting chunks writes to it).
 GEN_TABLES = (
-    "postings",
+    "chunk_terms",
     "chunk_vectors",
     "chunks",
     "chunk_changes",

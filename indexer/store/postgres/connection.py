@@ -20,9 +20,13 @@ from indexer.store.writer_lock import WriterLock
 
 __all__ = ["PgBase"]
 
+_IDLE, _INTRANS = 0, 2  # psycopg.pq.TransactionStatus (not imported: a lazy import)
+_TERM_KEYS: dict[tuple[str, int], str] = {}  # (agent, gen) -> its terms' key
+
 
 class PgBase:
     db: Any  # the pooled psycopg connection; None once closed
+    _stats: tuple[str | None, int, float] | None = None  # chunksVersion, rows, avgdl
 
     def __init__(self, target: PgTarget, gen: int, *, readonly: bool) -> None:
         self.target = target
@@ -41,6 +45,7 @@ class PgBase:
         self.board: VersionBoard | None = None
         self._rows_written = 0  # chunks added since the tables were last analyzed
         self._spare_ids: list[int] = []  # chunk ids taken from the sequence, not used yet
+        self._bumped: set[str] = set()  # change versions bumped in this transaction
         try:
             with self._errors():
                 row = self.db.execute(
@@ -112,8 +117,16 @@ class PgBase:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
-        with self._errors(), self.db.transaction():
-            yield
+        outermost = self.db.info.transaction_status == _IDLE
+        try:
+            with self._errors(), self.db.transaction():
+                yield
+        except BaseException:
+            self._bumped.clear()  # what this block bumped is undone
+            raise
+        finally:
+            if outermost:
+                self._bumped.clear()  # committed
 
     @contextlib.contextmanager
     def read_snapshot(self) -> Iterator[None]:
@@ -124,13 +137,18 @@ class PgBase:
 
     @contextlib.contextmanager
     def savepoint(self) -> Iterator[None]:
-        with self.db.transaction():
-            yield
+        try:
+            with self.db.transaction():
+                yield
+        except BaseException:
+            self._bumped.clear()
+            raise
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[Callable[[], None]]:
         def checkpoint() -> None:
             self.db.execute("COMMIT")
+            self._bumped.clear()
             self.db.execute("BEGIN")
 
         with self._errors():
@@ -138,8 +156,11 @@ class PgBase:
             try:
                 yield checkpoint
             except BaseException:
+                self._bumped.clear()
                 self.db.execute("ROLLBACK")
                 raise
+            finally:
+                self._bumped.clear()
             self.db.execute("COMMIT")
 
     def meta_get(self, key: str) -> str | None:
@@ -155,6 +176,15 @@ class PgBase:
             key,
             value,
         )
+
+    def term_key(self) -> str:
+        """What this generation's terms carry in front in ``chunk_terms`` (schema.py),
+        worked out by the database once per process."""
+        got = _TERM_KEYS.get((self.agent, self.gen))
+        if got is None:
+            row = self._q("SELECT memindex_term_key(%s, %s)").fetchone()
+            got = _TERM_KEYS[(self.agent, self.gen)] = str(row[0])
+        return got
 
     def change_versions(self) -> tuple[str | None, str | None, str | None]:
         """The generation's change versions. A reader also learns, in the same round
@@ -190,10 +220,24 @@ class PgBase:
         return (None if published is None else int(published)), versions
 
     def _bump_chunks(self) -> None:
-        self.meta_set("chunksVersion", f"{time.time_ns()}")
+        self._bump("chunksVersion")
 
     def _bump_vectors(self) -> None:
-        self.meta_set("vectorsVersion", f"{time.time_ns()}")
+        self._bump("vectorsVersion")
+
+    def _bump(self, key: str) -> None:
+        """Give the generation's ``key`` a new value: once per transaction (readers
+        see its changes at its commit, all at once; a file a batch indexes would
+        otherwise cost a statement for it). A savepoint rolled back, a commit or
+        a rollback forgets what was bumped."""
+        if key in self._bumped and self.db.info.transaction_status == _INTRANS:
+            if self.board is not None:
+                self.board.clear()
+            self._stats = None  # BM25's corpus figures, cached by chunksVersion (search.py)
+            return
+        self.meta_set(key, f"{time.time_ns()}")
+        if self.db.info.transaction_status == _INTRANS:
+            self._bumped.add(key)
 
     # -- reads every part needs --------------------------------------------------------
 

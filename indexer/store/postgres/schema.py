@@ -5,10 +5,16 @@ Every row but the shared embedding cache carries the agent id and the generation
 by agent id (Citus: ``create_distributed_table('chunks', 'agent')``). The agent's
 published generation is one row of ``agents``: publishing a rebuild is one UPDATE.
 
-Keyword search is BM25 over ``postings``: one row per chunk, column and token
-(FTS5's own porter/unicode61 tokens, made in Python when the chunk is written) with
-the token's positions, so phrases match as on SQLite. ``chunks.dl`` is a chunk's
-length in tokens over all columns (FTS5's document length). Vectors are kept twice:
+Keyword search is BM25 over ``chunk_terms`` (since 0003; ``postings`` before): one
+row per chunk with its tokens (FTS5's own porter/unicode61 tokens, made in Python when
+the chunk is written) — its distinct terms under a GIN index, each term's count and
+positions in the body, and the heading's, path's and source's tokens in order — so
+phrases match as on SQLite. The indexed terms carry a short key of their agent and
+generation (``memindex_term_key``), so a term's index entry holds only that
+generation's rows however many agents share the database. One row per chunk instead
+of one per chunk, column and token (about 130) made PostgreSQL's indexing 4x cheaper
+(a btree entry per token against a GIN's batched pending list). ``chunks.dl`` is a
+chunk's length in tokens over all columns (FTS5's document length). Vectors are kept twice:
 as pgvector ``vector`` (searched) and as the float32 bytes SQLite stores (read by the
 in-memory snapshot without parsing text).
 """
@@ -121,6 +127,47 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         "0002_chunk_lines",
         """
         ALTER TABLE chunks ADD COLUMN IF NOT EXISTS lines TEXT;
+        """,
+    ),
+    (
+        "0003_chunk_terms",
+        """
+        CREATE FUNCTION memindex_term_key(agent TEXT, gen BIGINT) RETURNS TEXT
+        LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS
+        $$ SELECT lpad(to_hex(hashtext(agent || '/' || gen::text) & 65535), 4, '0') || ':' $$;
+        CREATE TABLE chunk_terms(
+            agent TEXT NOT NULL, gen BIGINT NOT NULL, id BIGINT NOT NULL,
+            terms TEXT[] NOT NULL,      -- distinct tokens of every column, keyed
+            body INTEGER[] NOT NULL,    -- per term: its occurrences in the body
+            pos INTEGER[] NOT NULL,     -- the body positions, term after term
+            heading TEXT[] NOT NULL, path TEXT[] NOT NULL, source TEXT[] NOT NULL,
+            PRIMARY KEY(agent, gen, id)
+        );
+        INSERT INTO chunk_terms(agent, gen, id, terms, body, pos, heading, path, source)
+        WITH b AS (
+            SELECT agent, gen, id, term,
+                   coalesce(max(positions) FILTER (WHERE col = 0), '{}') AS p
+            FROM postings GROUP BY agent, gen, id, term
+        ), t AS (
+            SELECT agent, gen, id,
+                   array_agg(memindex_term_key(agent, gen) || term ORDER BY term) AS terms,
+                   array_agg(cardinality(p) ORDER BY term) AS body
+            FROM b GROUP BY agent, gen, id
+        ), f AS (
+            SELECT agent, gen, id, array_agg(x ORDER BY term, o) AS pos
+            FROM b, unnest(p) WITH ORDINALITY u(x, o) GROUP BY agent, gen, id
+        ), r AS (
+            SELECT agent, gen, id,
+                   array_agg(term ORDER BY x) FILTER (WHERE col = 1) AS heading,
+                   array_agg(term ORDER BY x) FILTER (WHERE col = 2) AS path,
+                   array_agg(term ORDER BY x) FILTER (WHERE col = 3) AS source
+            FROM postings, unnest(positions) x WHERE col > 0 GROUP BY agent, gen, id
+        )
+        SELECT t.agent, t.gen, t.id, t.terms, t.body, coalesce(f.pos, '{}'),
+               coalesce(r.heading, '{}'), coalesce(r.path, '{}'), coalesce(r.source, '{}')
+        FROM t LEFT JOIN f USING (agent, gen, id) LEFT JOIN r USING (agent, gen, id);
+        CREATE INDEX chunk_terms_terms ON chunk_terms USING gin(terms);
+        DROP TABLE postings;
         """,
     ),
 ]

@@ -5,8 +5,9 @@ Keyword search ranks as SQLite's ``mi_bm25`` does (bm25.py): BM25 with k1 1.2, b
 hits per column, the row length over all columns and the average over all rows.
 The tokens are FTS5's own (``tokens.Tokenizer``, made when a chunk is written), so a
 query matches the same chunks with the same scores on both stores. A query of words
-is one round trip (their postings, the lengths of the rows holding them, and whether
-the corpus figures still hold); a quoted phrase's tokens are matched on positions.
+is one round trip (the rows holding them, found by the GIN index on ``chunk_terms``
+with each word's frequency in each, their lengths, and whether the corpus figures
+still hold); a quoted phrase's tokens are matched on positions.
 """
 
 from __future__ import annotations
@@ -29,8 +30,6 @@ _COLUMNS = ("body", "heading", "path", "source")
 
 
 class PgSearch(PgBase):
-    _stats: tuple[str | None, int, float] | None = None  # chunksVersion, rows, avgdl
-
     # -- keyword search ----------------------------------------------------------------
 
     def fts_search(
@@ -114,19 +113,18 @@ class PgSearch(PgBase):
         The rows are looked up by an array of ids (``= ANY``), never a join the
         planner could take for a nested loop over every chunk on stale statistics."""
         src = " AND c.source = ANY(%s)" if sources else ""
+        freqs, args = self._freqs_sql(words, w)
         rows = self._q(
-            "WITH p AS (SELECT term, id, sum((%s::float8[])[col + 1] * cardinality(positions)) "
-            "AS tf FROM postings WHERE agent=%s AND gen=%s AND term = ANY(%s) "
-            "GROUP BY term, id) "
+            f"WITH {freqs} "
             "SELECT term, array_agg(id ORDER BY id), array_agg(tf ORDER BY id), NULL::text "
             "FROM p GROUP BY term UNION ALL "
             "SELECT NULL, coalesce(array_agg(c.id ORDER BY c.id), '{}'), "
             "coalesce(array_agg(c.dl::float8 ORDER BY c.id), '{}'), (SELECT value FROM meta "
             "WHERE agent=%s AND gen=%s AND key='chunksVersion') FROM chunks c "
             "WHERE c.agent=%s AND c.gen=%s AND c.id = ANY(ARRAY(SELECT DISTINCT id FROM p))" + src,
-            *(list(set(words)), self.agent, self.gen, self.agent, self.gen),
+            *(self.agent, self.gen, self.agent, self.gen),
             *([list(sources)] if sources else []),
-            before=(list(w), self.agent, self.gen),
+            before=args,
             keyed=False,
             binary=True,
         ).fetchall()
@@ -142,6 +140,25 @@ class PgSearch(PgBase):
         held = [by_word.get(word, none) for word in words]
         return held, lengths, version
 
+    def _freqs_sql(self, words: Sequence[str], w: tuple[float, ...]) -> tuple[str, list[Any]]:
+        """The CTE ``p(term, id, tf)``: each word's rows and its frequency in each,
+        weighted by column (``w``); the rows come from the GIN index on their keyed
+        terms. With its parameters."""
+        key = self.term_key()
+        uniq = list(dict.fromkeys(words))
+        sql = (
+            "q AS (SELECT w, %s || w AS kw FROM unnest(%s::text[]) w), "
+            "p AS (SELECT t.w AS term, t.id, %s::float8 * t.n "
+            "+ %s::float8 * cardinality(array_positions(t.heading, t.w)) "
+            "+ %s::float8 * cardinality(array_positions(t.path, t.w)) "
+            "+ %s::float8 * cardinality(array_positions(t.source, t.w)) AS tf "
+            "FROM (SELECT q.w, c.id, c.body[array_position(c.terms, q.kw)] AS n, c.heading, "
+            "c.path, c.source FROM chunk_terms c CROSS JOIN q WHERE c.agent=%s AND c.gen=%s "
+            "AND c.terms && %s::text[]) t WHERE t.n IS NOT NULL)"
+        )
+        args = [key, uniq, *w[:4], self.agent, self.gen, [key + x for x in uniq]]
+        return sql, args
+
     def _phrase_rows(
         self, phrase: Sequence[str], w: tuple[float, ...]
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
@@ -151,20 +168,32 @@ class PgSearch(PgBase):
         if not phrase:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
         if len(phrase) == 1:
+            freqs, args = self._freqs_sql(phrase, w)
             row = self._q(
-                "SELECT coalesce(array_agg(id ORDER BY id), '{}'), "
-                "coalesce(array_agg(tf ORDER BY id), '{}') FROM (SELECT id, "
-                "sum((%s::float8[])[col + 1] * cardinality(positions)) AS tf FROM postings "
-                "WHERE {k} AND term = %s GROUP BY id) t",
-                phrase[0], before=(list(w),), binary=True,
+                f"WITH {freqs} SELECT coalesce(array_agg(id ORDER BY id), '{{}}'), "
+                "coalesce(array_agg(tf ORDER BY id), '{}') FROM p",
+                before=args, keyed=False, binary=True,
             ).fetchone()  # fmt: skip
             return np.asarray(row[0], dtype=np.int64), np.asarray(row[1], dtype=np.float64)
+        key = self.term_key()
+        want = set(phrase)
         found: dict[str, dict[int, dict[int, list[int]]]] = {}
-        for term, cid, col, pos in self._q(
-            "SELECT term, id, col, positions FROM postings WHERE {k} AND term = ANY(%s)",
-            list(set(phrase)), binary=True,
+        for cid, terms, counts, pos, *cols in self._q(
+            "SELECT id, terms, body, pos, heading, path, source FROM chunk_terms "
+            "WHERE {k} AND terms @> %s::text[]",
+            [key + t for t in want], binary=True,
         ):  # fmt: skip
-            found.setdefault(term, {}).setdefault(int(cid), {})[int(col)] = pos
+            cid = int(cid)
+            at = 0
+            for term, n in zip(terms, counts, strict=True):
+                t = term[len(key) :]
+                if n and t in want:
+                    found.setdefault(t, {}).setdefault(cid, {})[0] = pos[at : at + n]
+                at += n
+            for col, toks in enumerate(cols, start=1):
+                for p, t in enumerate(toks):
+                    if t in want:
+                        found.setdefault(t, {}).setdefault(cid, {}).setdefault(col, []).append(p)
         hits = _phrase_hits(phrase, found)
         ids = sorted(hits)
         tf = [sum(w[c] * n for c, n in hits[cid].items()) for cid in ids]
@@ -199,11 +228,17 @@ class PgSearch(PgBase):
                 return
             cur = self.db.cursor(name="memindex_postings")
             cur.itersize = 2000
+            key = len(self.term_key()) + 1  # where a keyed term's own text starts
             cur.execute(
-                "SELECT term, col, array_agg(id ORDER BY id), "
-                "array_agg(cardinality(positions) ORDER BY id) FROM postings "
-                'WHERE agent=%s AND gen=%s GROUP BY term, col ORDER BY term COLLATE "C", col',
-                (self.agent, self.gen),
+                "SELECT term, col, array_agg(id ORDER BY id), array_agg(n ORDER BY id) FROM ("
+                "SELECT substr(u.term, %s) AS term, 0 AS col, c.id, u.n FROM chunk_terms c, "
+                "unnest(c.terms, c.body) u(term, n) WHERE c.agent=%s AND c.gen=%s AND u.n > 0 "
+                "UNION ALL SELECT o2.term, o.col, c.id, count(*) FROM chunk_terms c, "
+                "unnest(ARRAY[1, 2, 3]) o(col), LATERAL unnest(CASE o.col WHEN 1 THEN "
+                "c.heading WHEN 2 THEN c.path ELSE c.source END) o2(term) "
+                "WHERE c.agent=%s AND c.gen=%s GROUP BY o2.term, o.col, c.id) x "
+                'GROUP BY term, col ORDER BY term COLLATE "C", col',
+                (key, self.agent, self.gen, self.agent, self.gen),
             )
             terms = (
                 (str(t), _COLUMNS[int(c)], np.repeat(np.asarray(ids, np.int64), counts))

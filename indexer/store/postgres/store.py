@@ -53,7 +53,7 @@ class PgStore(PgTables, PgSearch, PgVectors, PgCache):
         self._maybe_hnsw()
 
     def _maybe_analyze(self) -> None:
-        """ANALYZE chunks and postings once this writer has added ``_ANALYZE_AFTER``
+        """ANALYZE chunks and chunk_terms once this writer has added ``_ANALYZE_AFTER``
         rows since it last did: a just-filled table still has the statistics of an
         empty one until autovacuum comes by (a minute or more), and on those the
         planner reads an agent's rows in a nested loop over all of them (a 3,500-chunk
@@ -64,7 +64,13 @@ class PgStore(PgTables, PgSearch, PgVectors, PgCache):
             return
         with self._errors():
             self.db.execute("ANALYZE chunks")
-            self.db.execute("ANALYZE postings")
+            self.db.execute("ANALYZE chunk_terms")
+            # the GIN's pending list is read in full by every keyword search until
+            # it is merged into the index (autovacuum would, later); only its owner may
+            self.db.execute(
+                "SELECT gin_clean_pending_list(oid) FROM pg_class WHERE "
+                "oid = 'chunk_terms_terms'::regclass AND pg_has_role(relowner, 'USAGE')"
+            )
         self._rows_written = 0
 
     def integrity(self) -> str:
@@ -82,7 +88,7 @@ class PgStore(PgTables, PgSearch, PgVectors, PgCache):
              "GROUP BY path, start_line, end_line HAVING count(*) > 1) d"),
             ("chunks without keyword rows",
              "SELECT count(*) FROM chunks c WHERE {k} AND dl > 0 AND NOT EXISTS (SELECT 1 FROM "
-             "postings p WHERE p.agent=c.agent AND p.gen=c.gen AND p.id=c.id)"),
+             "chunk_terms p WHERE p.agent=c.agent AND p.gen=c.gen AND p.id=c.id)"),
             ("vectors without a chunk",
              "SELECT count(*) FROM chunk_vectors v WHERE {k} AND NOT EXISTS (SELECT 1 FROM "
              "chunks c WHERE c.agent=v.agent AND c.gen=v.gen AND c.id=v.id)"),

@@ -1,9 +1,11 @@
-"""Files, chunks and their keyword postings, the change feed, transcript cursors and
+"""Files, chunks and their keyword terms, the change feed, transcript cursors and
 skipped files of an agent's generation in PostgreSQL (``PgTables``)."""
 
 from __future__ import annotations
 
+import re
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -15,7 +17,9 @@ from indexer.store.tokens import shared_tokenizer
 
 __all__ = ["PgTables"]
 
-_Posting = tuple[str, int, int, list[int]]  # term, chunk id, column, positions
+# a chunk's row of chunk_terms after (agent, gen): id, keyed terms, body counts,
+# body positions, heading, path and source tokens
+_TermsRow = tuple[int, list[str], list[int], list[int], list[str], list[str], list[str]]
 
 
 class PgTables(PgBase):
@@ -44,37 +48,57 @@ class PgTables(PgBase):
         if not ids:
             return
         self._bump_chunks()
-        self._q("DELETE FROM postings WHERE {k} AND id = ANY(%s)", list(ids))
+        self._q("DELETE FROM chunk_terms WHERE {k} AND id = ANY(%s)", list(ids))
         if self._q("DELETE FROM chunk_vectors WHERE {k} AND id = ANY(%s)", list(ids)).rowcount:
             self._bump_vectors()
         self._q("DELETE FROM chunks WHERE {k} AND id = ANY(%s)", list(ids))
 
-    def _insert_chunks(self, path: str, source: str, chunks: Iterable[ChunkRow]) -> int:
-        """Insert chunks under new ids from the database's sequence (ids only grow)."""
+    def _insert_chunks(
+        self, path: str, source: str, chunks: Iterable[ChunkRow], file: Sequence[Any] = ()
+    ) -> int:
+        """Insert chunks under new ids from the database's sequence (ids only grow),
+        with their term rows, and ``file``'s row if given (files' columns after
+        (agent, gen, path, source)): one statement."""
         rows = list(chunks)
+        if not rows and not file:
+            return 0
+        cte, args = "", []
+        if file:
+            cte = (
+                "f AS (INSERT INTO files(agent, gen, path, source, hash, mtime_ns, size, lines, "
+                "indexed_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT "
+                "(agent, gen, path) DO UPDATE SET hash=excluded.hash, mtime_ns=excluded.mtime_ns, "
+                "size=excluded.size, lines=excluded.lines, indexed_at=excluded.indexed_at), "
+            )
+            args = [self.agent, self.gen, path, source, *file]
         if not rows:
+            self._q(f"WITH {cte[:-2]} SELECT 1", *args, keyed=False)
             return 0
         self._bump_chunks()
         self._rows_written += len(rows)
         ids = self._new_ids(len(rows))
-        postings: list[_Posting] = []
-        chunk_rows = []
+        doc = shared_tokenizer().document
+        key = self.term_key()
+        path_toks, source_toks = doc(path), doc(source)
+        term_rows: list[_TermsRow] = []
+        cols: tuple[list[Any], ...] = ([], [], [], [], [], [], [])
         for cid, c in zip(ids, rows, strict=True):
-            dl = 0
-            for col, text in enumerate((c.fts_body, c.heading, path, source)):
-                dl += self._postings(cid, col, text, postings)
-            chunk_rows.append(
-                (self.agent, self.gen, cid, path, source, c.start_line, c.end_line,
-                 c.heading, c.hash, c.text, dl, c.lines)
-            )  # fmt: skip
-        with self.db.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO chunks(agent, gen, id, path, source, start_line, end_line, "
-                "heading, hash, text, dl, lines) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                chunk_rows,
-            )
-            self._put_postings(cur, postings)
+            body = doc(c.fts_body) if c.fts_body else []
+            heading = doc(c.heading) if c.heading else []
+            term_rows.append(_terms_row(key, cid, body, heading, path_toks, source_toks))
+            dl = len(body) + len(heading) + len(path_toks) + len(source_toks)
+            for col, v in zip(cols, (c.start_line, c.end_line, c.heading, c.hash, c.text, dl,
+                                     c.lines), strict=True):  # fmt: skip
+                col.append(v)
+        terms_sql, terms_args = self._terms_sql(term_rows)
+        self._q(
+            f"WITH {cte}c AS (INSERT INTO chunks(agent, gen, id, path, source, start_line, "
+            "end_line, heading, hash, text, dl, lines) SELECT %s, %s, u.* FROM unnest("
+            "%b::int8[], %b::text[], %b::text[], %b::int4[], %b::int4[], %b::text[], "
+            "%b::text[], %b::text[], %b::int4[], %b::text[]) u) " + terms_sql,
+            *args, self.agent, self.gen, ids, [path] * len(ids), [source] * len(ids), *cols,
+            *terms_args, keyed=False,
+        )  # fmt: skip
         return len(rows)
 
     def _new_ids(self, n: int) -> list[int]:
@@ -89,42 +113,29 @@ class PgTables(PgBase):
         got, self._spare_ids = self._spare_ids[:n], self._spare_ids[n:]
         return got
 
-    def _postings(self, cid: int, col: int, text: str, out: list[_Posting]) -> int:
-        """Append ``text``'s postings for column ``col`` of chunk ``cid``; its tokens."""
-        tokens = shared_tokenizer().document(text) if text else []
-        where: dict[str, list[int]] = {}
-        for pos, tok in enumerate(tokens):
-            where.setdefault(tok, []).append(pos)
-        out.extend((t, cid, col, p) for t, p in where.items())
-        return len(tokens)
-
-    def _put_postings(self, cur: Any, rows: list[_Posting]) -> None:
-        """COPY the rows in its text format, rendered here in one string (psycopg's
-        ``write_row`` formats each value on its own: most of a file's write time)."""
-        if not rows:
-            return
-        lead = f"{_copy_text(self.agent)}\t{self.gen}\t"
-        data = "".join(
-            f"{lead}{_copy_text(term)}\t{cid}\t{col}\t{{{','.join(map(str, pos))}}}\n"
-            for term, cid, col, pos in rows
+    def _terms_sql(self, rows: list[_TermsRow]) -> tuple[str, list[Any]]:
+        """The INSERT of the chunks' term rows, with its parameters: an array literal
+        per row and column, made here (psycopg dumps an array element by element in
+        Python: 4x slower), sent in binary (as text they would be quoted again)."""
+        cols: tuple[list[Any], ...] = ([], [], [], [], [], [], [])
+        for cid, terms, body, pos, heading, path, source in rows:
+            row = (cid, _texts(terms), _ints(body), _ints(pos), _texts(heading), _texts(path),
+                   _texts(source))  # fmt: skip
+            for col, v in zip(cols, row, strict=True):
+                col.append(v)
+        sql = (
+            "INSERT INTO chunk_terms(agent, gen, id, terms, body, pos, heading, path, source) "
+            "SELECT %s, %s, u.id, u.t::text[], u.b::int4[], u.p::int4[], u.h::text[], "
+            "u.pa::text[], u.s::text[] FROM unnest(%b::int8[], %b::text[], %b::text[], "
+            "%b::text[], %b::text[], %b::text[], %b::text[]) u(id, t, b, p, h, pa, s)"
         )
-        with (
-            self._errors(),
-            cur.copy("COPY postings(agent, gen, term, id, col, positions) FROM STDIN") as copy,
-        ):
-            copy.write(data.encode("utf-8"))
+        return sql, [self.agent, self.gen, *cols]
 
     def append_chunks(
         self, path: str, source: str, state: FileState, lines: int, chunks: Iterable[ChunkRow]
     ) -> int:
-        self._q(
-            "INSERT INTO files(agent, gen, path, source, hash, mtime_ns, size, lines, indexed_at) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (agent, gen, path) DO UPDATE "
-            "SET hash=excluded.hash, mtime_ns=excluded.mtime_ns, size=excluded.size, "
-            "lines=excluded.lines, indexed_at=excluded.indexed_at",
-            path, source, state.hash, state.mtime_ns, state.size, lines, time.time(),
-        )  # fmt: skip
-        return self._insert_chunks(path, source, chunks)
+        file = (state.hash, state.mtime_ns, state.size, lines, time.time())
+        return self._insert_chunks(path, source, chunks, file)
 
     def replace_file(
         self, path: str, source: str, state: FileState, lines: int, chunks: Iterable[ChunkRow]
@@ -133,21 +144,37 @@ class PgTables(PgBase):
         return removed, self.append_chunks(path, source, state, lines, chunks)
 
     def rename_path(self, old: str, new: str, prepare: Callable[[str], str]) -> None:
-        ids = [int(r[0]) for r in self._q("SELECT id FROM chunks WHERE {k} AND path=%s", old)]
+        got = self._q(
+            "SELECT id, terms, body, pos, heading, source FROM chunk_terms WHERE {k} "
+            "AND id IN (SELECT id FROM chunks WHERE {k} AND path=%s) ORDER BY id",
+            old, before=(self.agent, self.gen),
+        ).fetchall()  # fmt: skip
         self._q("UPDATE chunks SET path=%s WHERE {k} AND path=%s", old, before=(new,))
         self._bump_chunks()
-        postings: list[_Posting] = []
-        for cid in ids:
-            self._postings(cid, 2, new, postings)
-        self._q("DELETE FROM postings WHERE {k} AND col=2 AND id = ANY(%s)", ids)
-        with self.db.cursor() as cur:
-            self._put_postings(cur, postings)
-        # a path's length changes the row's length: recount from the new postings
+        key = self.term_key()
+        path_toks = shared_tokenizer().document(new)
+        rows: list[_TermsRow] = []
+        lengths: list[tuple[int, int]] = []
+        for cid, terms, counts, pos, heading, source in got:
+            body: list[str | None] = [None] * sum(counts)  # the body's tokens again
+            at = 0
+            for term, n in zip(terms, counts, strict=True):
+                for p in pos[at : at + n]:
+                    body[p] = term[len(key) :]
+                at += n
+            toks = [t for t in body if t is not None]  # (positions are 0..n-1: all set)
+            rows.append(_terms_row(key, int(cid), toks, heading, path_toks, source))
+            lengths.append((int(cid), len(toks) + len(heading) + len(path_toks) + len(source)))
+        ids = [cid for cid, _ in lengths]
+        self._q("DELETE FROM chunk_terms WHERE {k} AND id = ANY(%s)", ids)
+        if rows:
+            sql, args = self._terms_sql(rows)
+            self._q(sql, *args, keyed=False)
+        # a path's length changes the row's length
         self._q(
-            "UPDATE chunks c SET dl = (SELECT coalesce(sum(cardinality(p.positions)), 0) "
-            "FROM postings p WHERE p.agent=c.agent AND p.gen=c.gen AND p.id=c.id) "
-            "WHERE c.agent=%s AND c.gen=%s AND c.id = ANY(%s)",
-            ids,
+            "UPDATE chunks c SET dl = n.dl FROM unnest(%s::bigint[], %s::int[]) n(id, dl) "
+            "WHERE c.agent=%s AND c.gen=%s AND c.id = n.id",
+            ids, [dl for _, dl in lengths], self.agent, self.gen, keyed=False,
         )  # fmt: skip
         for table in ("files", "session_cursors"):
             self._q(f"UPDATE {table} SET path=%s WHERE {{k}} AND path=%s", old, before=(new,))
@@ -158,7 +185,7 @@ class PgTables(PgBase):
             self._q("DELETE FROM chunk_vectors WHERE {k}")
             self._q("DELETE FROM meta WHERE {k} AND key='vectorDims'")
             self._bump_vectors()
-        for table in ("postings", "chunks", "files", "skipped", "session_cursors"):
+        for table in ("chunk_terms", "chunks", "files", "skipped", "session_cursors"):
             self._q(f"DELETE FROM {table} WHERE {{k}}")
 
     def has_source(self, source: str) -> bool:
@@ -266,9 +293,38 @@ class PgTables(PgBase):
         ]
 
 
-_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+def _terms_row(
+    key: str,
+    cid: int,
+    body: Sequence[str],
+    heading: list[str],
+    path: list[str],
+    source: list[str],
+) -> _TermsRow:
+    """Chunk ``cid``'s row of chunk_terms: its distinct terms (the body's in sorted
+    order, then the other columns' that are not in it; each with ``key`` in front),
+    each term's count and positions in the body, the other columns' tokens."""
+    counts = Counter(body)
+    mine = sorted(counts)
+    pos = sorted(range(len(body)), key=body.__getitem__)  # by term, then position
+    rest = [t for t in dict.fromkeys((*heading, *path, *source)) if t not in counts]
+    terms = [key + t for t in (*mine, *rest)]
+    return cid, terms, [counts[t] for t in mine] + [0] * len(rest), pos, heading, path, source
 
 
-def _copy_text(value: str) -> str:
-    """A value in COPY's text format (backslash, tab and line ends escaped)."""
-    return value.translate(_COPY_ESCAPES)
+def _ints(values: list[int]) -> str:
+    return "{" + ",".join(map(str, values)) + "}"
+
+
+_SPECIAL = re.compile("[\\\\]")  # a backslash: never in a token, nor a quote
+
+
+def _texts(values: Sequence[str]) -> str:
+    """A text array's literal, every element quoted."""
+    if not values:
+        return "{}"
+    joined = '","'.join(values)
+    if _SPECIAL.search(joined) or joined.count('"') != 2 * len(values) - 2:
+        # never from FTS5's tokenizer (unicode61 splits on them); kept exact anyway
+        joined = '","'.join(v.replace("\\", "\\\\").replace('"', '\\"') for v in values)
+    return '{"' + joined + '"}'
