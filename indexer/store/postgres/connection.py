@@ -21,7 +21,6 @@ from indexer.store.writer_lock import WriterLock
 __all__ = ["PgBase"]
 
 _IDLE, _INTRANS = 0, 2  # psycopg.pq.TransactionStatus (not imported: a lazy import)
-_TERM_KEYS: dict[tuple[str, int], str] = {}  # (agent, gen) -> its terms' key
 
 
 class PgBase:
@@ -176,15 +175,6 @@ class PgBase:
             key,
             value,
         )
-
-    def term_key(self) -> str:
-        """What this generation's terms carry in front in ``chunk_terms`` (schema.py),
-        worked out by the database once per process."""
-        got = _TERM_KEYS.get((self.agent, self.gen))
-        if got is None:
-            row = self._q("SELECT memindex_term_key(%s, %s)").fetchone()
-            got = _TERM_KEYS[(self.agent, self.gen)] = str(row[0])
-        return got
 
     def change_versions(self) -> tuple[str | None, str | None, str | None]:
         """The generation's change versions. A reader also learns, in the same round

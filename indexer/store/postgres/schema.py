@@ -7,14 +7,15 @@ published generation is one row of ``agents``: publishing a rebuild is one UPDAT
 
 Keyword search is BM25 over ``chunk_terms`` (since 0003; ``postings`` before): one
 row per chunk with its tokens (FTS5's own porter/unicode61 tokens, made in Python when
-the chunk is written) — its distinct terms under a GIN index, each term's count and
-positions in the body, and the heading's, path's and source's tokens in order — so
-phrases match as on SQLite. The indexed terms carry a short key of their agent and
-generation (``memindex_term_key``), so a term's index entry holds only that
-generation's rows however many agents share the database. One row per chunk instead
-of one per chunk, column and token (about 130) made PostgreSQL's indexing 4x cheaper
-(a btree entry per token against a GIN's batched pending list). ``chunks.dl`` is a
-chunk's length in tokens over all columns (FTS5's document length). Vectors are kept twice:
+the chunk is written) — its distinct terms, each term's count and positions in the
+body, and the heading's, path's and source's tokens in order — so phrases match as
+on SQLite. A GIN index holds the terms as 64-bit hashes of (agent, generation, term)
+(``memindex_term_hash``, made by the server): a term's entry holds only its own
+generation's rows however many agents share the database, and a row's term is found
+by comparing integers. One row per chunk instead of one per chunk, column and token
+(about 130) made PostgreSQL's indexing 4x cheaper (a btree entry per token against a
+GIN's batched pending list). ``chunks.dl`` is a chunk's length in tokens over all
+columns (FTS5's document length). Vectors are kept twice:
 as pgvector ``vector`` (searched) and as the float32 bytes SQLite stores (read by the
 in-memory snapshot without parsing text).
 """
@@ -132,25 +133,33 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
     (
         "0003_chunk_terms",
         """
-        CREATE FUNCTION memindex_term_key(agent TEXT, gen BIGINT) RETURNS TEXT
+        -- a term of an agent's generation as the index holds it (PostgreSQL's own
+        -- 64-bit text hash: stable across versions, as hash partitions need)
+        CREATE FUNCTION memindex_term_hash(agent TEXT, gen BIGINT, term TEXT) RETURNS BIGINT
         LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS
-        $$ SELECT lpad(to_hex(hashtext(agent || '/' || gen::text) & 65535), 4, '0') || ':' $$;
+        $$ SELECT hashtextextended(agent || '/' || gen::text || '/' || term, 0) $$;
         CREATE TABLE chunk_terms(
             agent TEXT NOT NULL, gen BIGINT NOT NULL, id BIGINT NOT NULL,
-            terms TEXT[] NOT NULL,      -- distinct tokens of every column, keyed
+            terms TEXT[] NOT NULL,      -- distinct tokens of every column
+            hashes BIGINT[] NOT NULL,   -- the terms' memindex_term_hash, in that order
             body INTEGER[] NOT NULL,    -- per term: its occurrences in the body
             pos INTEGER[] NOT NULL,     -- the body positions, term after term
             heading TEXT[] NOT NULL, path TEXT[] NOT NULL, source TEXT[] NOT NULL,
             PRIMARY KEY(agent, gen, id)
         );
-        INSERT INTO chunk_terms(agent, gen, id, terms, body, pos, heading, path, source)
+        -- rows of a few kB stay in the table as they are (compressed into TOAST from
+        -- 2 kB by default: CPU on every write and every search that reads them)
+        ALTER TABLE chunk_terms SET (toast_tuple_target = 8160);
+        INSERT INTO chunk_terms(agent, gen, id, terms, hashes, body, pos, heading, path,
+                                source)
         WITH b AS (
             SELECT agent, gen, id, term,
                    coalesce(max(positions) FILTER (WHERE col = 0), '{}') AS p
             FROM postings GROUP BY agent, gen, id, term
         ), t AS (
             SELECT agent, gen, id,
-                   array_agg(memindex_term_key(agent, gen) || term ORDER BY term) AS terms,
+                   array_agg(term ORDER BY term) AS terms,
+                   array_agg(memindex_term_hash(agent, gen, term) ORDER BY term) AS hashes,
                    array_agg(cardinality(p) ORDER BY term) AS body
             FROM b GROUP BY agent, gen, id
         ), f AS (
@@ -163,10 +172,10 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
                    array_agg(term ORDER BY x) FILTER (WHERE col = 3) AS source
             FROM postings, unnest(positions) x WHERE col > 0 GROUP BY agent, gen, id
         )
-        SELECT t.agent, t.gen, t.id, t.terms, t.body, coalesce(f.pos, '{}'),
+        SELECT t.agent, t.gen, t.id, t.terms, t.hashes, t.body, coalesce(f.pos, '{}'),
                coalesce(r.heading, '{}'), coalesce(r.path, '{}'), coalesce(r.source, '{}')
         FROM t LEFT JOIN f USING (agent, gen, id) LEFT JOIN r USING (agent, gen, id);
-        CREATE INDEX chunk_terms_terms ON chunk_terms USING gin(terms);
+        CREATE INDEX chunk_terms_hashes ON chunk_terms USING gin(hashes);
         DROP TABLE postings;
         """,
     ),

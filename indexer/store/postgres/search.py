@@ -5,8 +5,8 @@ Keyword search ranks as SQLite's ``mi_bm25`` does (bm25.py): BM25 with k1 1.2, b
 hits per column, the row length over all columns and the average over all rows.
 The tokens are FTS5's own (``tokens.Tokenizer``, made when a chunk is written), so a
 query matches the same chunks with the same scores on both stores. A query of words
-is one round trip (the rows holding them, found by the GIN index on ``chunk_terms``
-with each word's frequency in each, their lengths, and whether the corpus figures
+is one round trip (the rows holding them, found by the GIN index of ``chunk_terms``'
+term hashes, with each word's frequency in each, their lengths, and whether the corpus figures
 still hold); a quoted phrase's tokens are matched on positions.
 """
 
@@ -141,22 +141,21 @@ class PgSearch(PgBase):
         return held, lengths, version
 
     def _freqs_sql(self, words: Sequence[str], w: tuple[float, ...]) -> tuple[str, list[Any]]:
-        """The CTE ``p(term, id, tf)``: each word's rows and its frequency in each,
-        weighted by column (``w``); the rows come from the GIN index on their keyed
-        terms. With its parameters."""
-        key = self.term_key()
-        uniq = list(dict.fromkeys(words))
+        """The CTEs ending in ``p(term, id, tf)``: each word's rows and its frequency
+        in each, weighted by column (``w``); the rows come from the GIN index on
+        their terms' hashes. With its parameters."""
         sql = (
-            "q AS (SELECT w, %s || w AS kw FROM unnest(%s::text[]) w), "
-            "p AS (SELECT t.w AS term, t.id, %s::float8 * t.n "
-            "+ %s::float8 * cardinality(array_positions(t.heading, t.w)) "
-            "+ %s::float8 * cardinality(array_positions(t.path, t.w)) "
-            "+ %s::float8 * cardinality(array_positions(t.source, t.w)) AS tf "
-            "FROM (SELECT q.w, c.id, c.body[array_position(c.terms, q.kw)] AS n, c.heading, "
-            "c.path, c.source FROM chunk_terms c CROSS JOIN q WHERE c.agent=%s AND c.gen=%s "
-            "AND c.terms && %s::text[]) t WHERE t.n IS NOT NULL)"
+            "q AS (SELECT w, memindex_term_hash(%s::text, %s::bigint, w) AS h "
+            "FROM unnest(%s::text[]) w), "
+            "p AS MATERIALIZED (SELECT q.w AS term, c.id, %s::float8 * x.n "
+            "+ %s::float8 * cardinality(array_positions(c.heading, q.w)) "
+            "+ %s::float8 * cardinality(array_positions(c.path, q.w)) "
+            "+ %s::float8 * cardinality(array_positions(c.source, q.w)) AS tf "
+            "FROM chunk_terms c CROSS JOIN q CROSS JOIN LATERAL "
+            "(SELECT c.body[array_position(c.hashes, q.h)] AS n) x WHERE c.agent=%s "
+            "AND c.gen=%s AND c.hashes && ARRAY(SELECT h FROM q) AND x.n IS NOT NULL)"
         )
-        args = [key, uniq, *w[:4], self.agent, self.gen, [key + x for x in uniq]]
+        args = [self.agent, self.gen, list(dict.fromkeys(words)), *w[:4], self.agent, self.gen]
         return sql, args
 
     def _phrase_rows(
@@ -175,18 +174,17 @@ class PgSearch(PgBase):
                 before=args, keyed=False, binary=True,
             ).fetchone()  # fmt: skip
             return np.asarray(row[0], dtype=np.int64), np.asarray(row[1], dtype=np.float64)
-        key = self.term_key()
         want = set(phrase)
         found: dict[str, dict[int, dict[int, list[int]]]] = {}
         for cid, terms, counts, pos, *cols in self._q(
             "SELECT id, terms, body, pos, heading, path, source FROM chunk_terms "
-            "WHERE {k} AND terms @> %s::text[]",
-            [key + t for t in want], binary=True,
+            "WHERE {k} AND hashes @> ARRAY(SELECT memindex_term_hash(%s::text, %s::bigint, t) "
+            "FROM unnest(%s::text[]) t)",
+            self.agent, self.gen, list(want), binary=True,
         ):  # fmt: skip
             cid = int(cid)
             at = 0
-            for term, n in zip(terms, counts, strict=True):
-                t = term[len(key) :]
+            for t, n in zip(terms, counts, strict=True):
                 if n and t in want:
                     found.setdefault(t, {}).setdefault(cid, {})[0] = pos[at : at + n]
                 at += n
@@ -228,17 +226,16 @@ class PgSearch(PgBase):
                 return
             cur = self.db.cursor(name="memindex_postings")
             cur.itersize = 2000
-            key = len(self.term_key()) + 1  # where a keyed term's own text starts
             cur.execute(
                 "SELECT term, col, array_agg(id ORDER BY id), array_agg(n ORDER BY id) FROM ("
-                "SELECT substr(u.term, %s) AS term, 0 AS col, c.id, u.n FROM chunk_terms c, "
+                "SELECT u.term, 0 AS col, c.id, u.n FROM chunk_terms c, "
                 "unnest(c.terms, c.body) u(term, n) WHERE c.agent=%s AND c.gen=%s AND u.n > 0 "
                 "UNION ALL SELECT o2.term, o.col, c.id, count(*) FROM chunk_terms c, "
                 "unnest(ARRAY[1, 2, 3]) o(col), LATERAL unnest(CASE o.col WHEN 1 THEN "
                 "c.heading WHEN 2 THEN c.path ELSE c.source END) o2(term) "
                 "WHERE c.agent=%s AND c.gen=%s GROUP BY o2.term, o.col, c.id) x "
                 'GROUP BY term, col ORDER BY term COLLATE "C", col',
-                (key, self.agent, self.gen, self.agent, self.gen),
+                (self.agent, self.gen, self.agent, self.gen),
             )
             terms = (
                 (str(t), _COLUMNS[int(c)], np.repeat(np.asarray(ids, np.int64), counts))

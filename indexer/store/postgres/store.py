@@ -69,7 +69,7 @@ class PgStore(PgTables, PgSearch, PgVectors, PgCache):
             # it is merged into the index (autovacuum would, later); only its owner may
             self.db.execute(
                 "SELECT gin_clean_pending_list(oid) FROM pg_class WHERE "
-                "oid = 'chunk_terms_terms'::regclass AND pg_has_role(relowner, 'USAGE')"
+                "oid = 'chunk_terms_hashes'::regclass AND pg_has_role(relowner, 'USAGE')"
             )
         self._rows_written = 0
 

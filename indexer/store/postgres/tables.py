@@ -3,7 +3,7 @@ skipped files of an agent's generation in PostgreSQL (``PgTables``)."""
 
 from __future__ import annotations
 
-import re
+import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -17,9 +17,16 @@ from indexer.store.tokens import shared_tokenizer
 
 __all__ = ["PgTables"]
 
-# a chunk's row of chunk_terms after (agent, gen): id, keyed terms, body counts,
-# body positions, heading, path and source tokens
-_TermsRow = tuple[int, list[str], list[int], list[int], list[str], list[str], list[str]]
+# A file's rows go to the database as one JSON array of records (json_to_recordset):
+# psycopg dumps a list parameter element by element in Python (half a file's write
+# time as arrays), a string in C.
+_CHUNK_COLS = "id int8, s int4, e int4, h text, k text, t text, dl int4, l text"
+_TERM_COLS = "tt text[], b int4[], p int4[], hd text[], pa text[], so text[]"
+_TERMS_INSERT = (
+    "INSERT INTO chunk_terms(agent, gen, id, terms, hashes, body, pos, heading, path, source) "
+    "SELECT %s, %s, id, tt, ARRAY(SELECT memindex_term_hash(%s, %s, t) FROM unnest(tt) t), "
+    "b, p, hd, pa, so FROM u"
+)
 
 
 class PgTables(PgBase):
@@ -78,26 +85,23 @@ class PgTables(PgBase):
         self._rows_written += len(rows)
         ids = self._new_ids(len(rows))
         doc = shared_tokenizer().document
-        key = self.term_key()
         path_toks, source_toks = doc(path), doc(source)
-        term_rows: list[_TermsRow] = []
-        cols: tuple[list[Any], ...] = ([], [], [], [], [], [], [])
+        recs = []
         for cid, c in zip(ids, rows, strict=True):
             body = doc(c.fts_body) if c.fts_body else []
             heading = doc(c.heading) if c.heading else []
-            term_rows.append(_terms_row(key, cid, body, heading, path_toks, source_toks))
             dl = len(body) + len(heading) + len(path_toks) + len(source_toks)
-            for col, v in zip(cols, (c.start_line, c.end_line, c.heading, c.hash, c.text, dl,
-                                     c.lines), strict=True):  # fmt: skip
-                col.append(v)
-        terms_sql, terms_args = self._terms_sql(term_rows)
+            rec = _terms_record(cid, body, heading, path_toks, source_toks)
+            rec.update(s=c.start_line, e=c.end_line, h=c.heading, k=c.hash, t=c.text, dl=dl,
+                       l=c.lines)  # fmt: skip
+            recs.append(rec)
         self._q(
-            f"WITH {cte}c AS (INSERT INTO chunks(agent, gen, id, path, source, start_line, "
-            "end_line, heading, hash, text, dl, lines) SELECT %s, %s, u.* FROM unnest("
-            "%b::int8[], %b::text[], %b::text[], %b::int4[], %b::int4[], %b::text[], "
-            "%b::text[], %b::text[], %b::int4[], %b::text[]) u) " + terms_sql,
-            *args, self.agent, self.gen, ids, [path] * len(ids), [source] * len(ids), *cols,
-            *terms_args, keyed=False,
+            f"WITH {cte}u AS (SELECT * FROM json_to_recordset(%s::json) AS u({_CHUNK_COLS}, "
+            f"{_TERM_COLS})), c AS (INSERT INTO chunks(agent, gen, id, path, source, start_line, "
+            "end_line, heading, hash, text, dl, lines) SELECT %s, %s, id, %s, %s, s, e, h, k, t, "
+            "dl, l FROM u) " + _TERMS_INSERT,
+            *args, json.dumps(recs, ensure_ascii=False), self.agent, self.gen, path, source,
+            self.agent, self.gen, self.agent, self.gen, keyed=False,
         )  # fmt: skip
         return len(rows)
 
@@ -112,24 +116,6 @@ class PgTables(PgBase):
             self._spare_ids.extend(int(r[0]) for r in rows)
         got, self._spare_ids = self._spare_ids[:n], self._spare_ids[n:]
         return got
-
-    def _terms_sql(self, rows: list[_TermsRow]) -> tuple[str, list[Any]]:
-        """The INSERT of the chunks' term rows, with its parameters: an array literal
-        per row and column, made here (psycopg dumps an array element by element in
-        Python: 4x slower), sent in binary (as text they would be quoted again)."""
-        cols: tuple[list[Any], ...] = ([], [], [], [], [], [], [])
-        for cid, terms, body, pos, heading, path, source in rows:
-            row = (cid, _texts(terms), _ints(body), _ints(pos), _texts(heading), _texts(path),
-                   _texts(source))  # fmt: skip
-            for col, v in zip(cols, row, strict=True):
-                col.append(v)
-        sql = (
-            "INSERT INTO chunk_terms(agent, gen, id, terms, body, pos, heading, path, source) "
-            "SELECT %s, %s, u.id, u.t::text[], u.b::int4[], u.p::int4[], u.h::text[], "
-            "u.pa::text[], u.s::text[] FROM unnest(%b::int8[], %b::text[], %b::text[], "
-            "%b::text[], %b::text[], %b::text[], %b::text[]) u(id, t, b, p, h, pa, s)"
-        )
-        return sql, [self.agent, self.gen, *cols]
 
     def append_chunks(
         self, path: str, source: str, state: FileState, lines: int, chunks: Iterable[ChunkRow]
@@ -151,25 +137,27 @@ class PgTables(PgBase):
         ).fetchall()  # fmt: skip
         self._q("UPDATE chunks SET path=%s WHERE {k} AND path=%s", old, before=(new,))
         self._bump_chunks()
-        key = self.term_key()
         path_toks = shared_tokenizer().document(new)
-        rows: list[_TermsRow] = []
+        recs: list[dict[str, Any]] = []
         lengths: list[tuple[int, int]] = []
         for cid, terms, counts, pos, heading, source in got:
             body: list[str | None] = [None] * sum(counts)  # the body's tokens again
             at = 0
             for term, n in zip(terms, counts, strict=True):
                 for p in pos[at : at + n]:
-                    body[p] = term[len(key) :]
+                    body[p] = term
                 at += n
             toks = [t for t in body if t is not None]  # (positions are 0..n-1: all set)
-            rows.append(_terms_row(key, int(cid), toks, heading, path_toks, source))
+            recs.append(_terms_record(int(cid), toks, heading, path_toks, source))
             lengths.append((int(cid), len(toks) + len(heading) + len(path_toks) + len(source)))
         ids = [cid for cid, _ in lengths]
         self._q("DELETE FROM chunk_terms WHERE {k} AND id = ANY(%s)", ids)
-        if rows:
-            sql, args = self._terms_sql(rows)
-            self._q(sql, *args, keyed=False)
+        if recs:
+            self._q(
+                f"WITH u AS (SELECT * FROM json_to_recordset(%s::json) AS u(id int8, "
+                f"{_TERM_COLS})) " + _TERMS_INSERT,
+                json.dumps(recs, ensure_ascii=False), *(self.agent, self.gen) * 2, keyed=False,
+            )  # fmt: skip
         # a path's length changes the row's length
         self._q(
             "UPDATE chunks c SET dl = n.dl FROM unnest(%s::bigint[], %s::int[]) n(id, dl) "
@@ -293,38 +281,22 @@ class PgTables(PgBase):
         ]
 
 
-def _terms_row(
-    key: str,
-    cid: int,
-    body: Sequence[str],
-    heading: list[str],
-    path: list[str],
-    source: list[str],
-) -> _TermsRow:
-    """Chunk ``cid``'s row of chunk_terms: its distinct terms (the body's in sorted
-    order, then the other columns' that are not in it; each with ``key`` in front),
-    each term's count and positions in the body, the other columns' tokens."""
+def _terms_record(
+    cid: int, body: Sequence[str], heading: list[str], path: list[str], source: list[str]
+) -> dict[str, Any]:
+    """Chunk ``cid``'s row of chunk_terms (as ``_TERM_COLS`` name them; the database
+    adds the hashes): its distinct terms (the body's in sorted order, then the other
+    columns' that are not in it), each term's count and positions in the body, the
+    other columns' tokens."""
     counts = Counter(body)
     mine = sorted(counts)
-    pos = sorted(range(len(body)), key=body.__getitem__)  # by term, then position
     rest = [t for t in dict.fromkeys((*heading, *path, *source)) if t not in counts]
-    terms = [key + t for t in (*mine, *rest)]
-    return cid, terms, [counts[t] for t in mine] + [0] * len(rest), pos, heading, path, source
-
-
-def _ints(values: list[int]) -> str:
-    return "{" + ",".join(map(str, values)) + "}"
-
-
-_SPECIAL = re.compile("[\\\\]")  # a backslash: never in a token, nor a quote
-
-
-def _texts(values: Sequence[str]) -> str:
-    """A text array's literal, every element quoted."""
-    if not values:
-        return "{}"
-    joined = '","'.join(values)
-    if _SPECIAL.search(joined) or joined.count('"') != 2 * len(values) - 2:
-        # never from FTS5's tokenizer (unicode61 splits on them); kept exact anyway
-        joined = '","'.join(v.replace("\\", "\\\\").replace('"', '\\"') for v in values)
-    return '{"' + joined + '"}'
+    return {
+        "id": cid,
+        "tt": [*mine, *rest],
+        "b": [counts[t] for t in mine] + [0] * len(rest),
+        "p": sorted(range(len(body)), key=body.__getitem__),  # by term, then position
+        "hd": heading,
+        "pa": path,
+        "so": source,
+    }
