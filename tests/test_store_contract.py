@@ -127,8 +127,13 @@ def test_a_batch_changes_the_chunks_version_even_when_a_file_rolls_back(
         assert len({before, *versions}) == 3, (before, versions)
         hits = s.fts_search(parse_query("d.md").keyword, 5)
         assert [h.path for h in hits] == ["d.md"]
+        for path in ("e.md", "f.md"):  # a savepoint outside a batch commits on its own
+            with s.savepoint():
+                s.append_chunks(path, "memory", FileState("1", 0, 0), 1, rows(path))
+            versions.append(reader.change_versions()[0])
+        assert len({before, *versions}) == 5, (before, versions)
     if kind == "postgresql":  # per batch: the rolled-back file's, then one for the rest
-        assert writes.count("chunksVersion") == 4, writes
+        assert writes.count("chunksVersion") == 6, writes
 
 
 def test_change_feed_lists_deleted_embedded_and_moved(backend: Backend) -> None:

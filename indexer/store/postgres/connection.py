@@ -117,15 +117,8 @@ class PgBase:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
         outermost = self.db.info.transaction_status == _IDLE
-        try:
-            with self._errors(), self.db.transaction():
-                yield
-        except BaseException:
-            self._bumped.clear()  # what this block bumped is undone
-            raise
-        finally:
-            if outermost:
-                self._bumped.clear()  # committed
+        with self._errors(), self.db.transaction(), self._forgetting_bumps(outermost):
+            yield
 
     @contextlib.contextmanager
     def read_snapshot(self) -> Iterator[None]:
@@ -136,12 +129,25 @@ class PgBase:
 
     @contextlib.contextmanager
     def savepoint(self) -> Iterator[None]:
+        outermost = self.db.info.transaction_status == _IDLE
+        with self.db.transaction(), self._forgetting_bumps(outermost):
+            yield
+
+    @contextlib.contextmanager
+    def _forgetting_bumps(self, outermost: bool) -> Iterator[None]:
+        """Inside a transaction or savepoint block: the versions it bumped are
+        forgotten when it commits (``outermost``) or is rolled back (an error, or
+        psycopg's ``Rollback``, which its block swallows), so the next change
+        writes them again (``_bump``)."""
+        done = False
         try:
-            with self.db.transaction():
-                yield
-        except BaseException:
-            self._bumped.clear()
-            raise
+            yield
+            done = True
+        finally:
+            if outermost or not done:
+                self._bumped.clear()
+            if not done:
+                self._stats = None  # BM25's figures may have counted rows now gone
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[Callable[[], None]]:

@@ -13,12 +13,13 @@ on SQLite. A GIN index holds the terms as 64-bit hashes of (agent, generation, t
 (``memindex_term_hash``, made by the server): a term's entry holds only its own
 generation's rows however many agents share the database, and a row's term is found
 by comparing integers (two words of one generation with the same 64-bit hash, about
-one chance in 10^9 for a vocabulary of 100,000 words, would share their rows). One row per chunk instead of one per chunk, column and token
-(about 130) made PostgreSQL's indexing 4x cheaper (a btree entry per token against a
-GIN's batched pending list). ``chunks.dl`` is a chunk's length in tokens over all
-columns (FTS5's document length). Vectors are kept twice:
-as pgvector ``vector`` (searched) and as the float32 bytes SQLite stores (read by the
-in-memory snapshot without parsing text).
+one chance in 10^9 for a vocabulary of 100,000 words, would share their rows). One
+row per chunk instead of one per chunk, column and token (about 130) made
+PostgreSQL's indexing 4x cheaper (a btree entry per token against a GIN's batched
+pending list). ``chunks.dl`` is a chunk's length in tokens over all columns (FTS5's
+document length). Vectors are kept twice: as pgvector ``vector`` (searched) and as
+the float32 bytes SQLite stores (read by the in-memory snapshot without parsing
+text).
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ _CHUNK_COLS = "id int8, s int4, e int4, h text, k text, t text, dl int4, l text"
 _TERM_COLS = "tt text[], b int4[], p int4[], hd text[], pa text[], so text[]"
 _TERMS_INSERT = (
     "INSERT INTO chunk_terms(agent, gen, id, terms, hashes, body, pos, heading, path, source) "
-    "SELECT %s, %s, id, tt, ARRAY(SELECT memindex_term_hash(%s, %s, t) FROM unnest(tt) t), "
-    "b, p, hd, pa, so FROM u"
+    "SELECT %s, %s, id, tt, ARRAY(SELECT memindex_term_hash(%s, %s, t) "
+    "FROM unnest(tt) WITH ORDINALITY x(t, i) ORDER BY i), b, p, hd, pa, so FROM u"
 )
 
 
