@@ -152,6 +152,14 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         -- rows of a few kB stay in the table as they are (compressed into TOAST from
         -- 2 kB by default: CPU on every write and every search that reads them)
         ALTER TABLE chunk_terms SET (toast_tuple_target = 8160);
+        -- no planner statistics of arrays and texts no query filters on (ANALYZE of
+        -- their elements cost as much server time as indexing under a fleet's load)
+        ALTER TABLE chunk_terms ALTER COLUMN terms SET STATISTICS 0,
+            ALTER COLUMN hashes SET STATISTICS 0, ALTER COLUMN body SET STATISTICS 0,
+            ALTER COLUMN pos SET STATISTICS 0, ALTER COLUMN heading SET STATISTICS 0,
+            ALTER COLUMN path SET STATISTICS 0, ALTER COLUMN source SET STATISTICS 0;
+        ALTER TABLE chunks ALTER COLUMN text SET STATISTICS 0,
+            ALTER COLUMN heading SET STATISTICS 0, ALTER COLUMN lines SET STATISTICS 0;
         INSERT INTO chunk_terms(agent, gen, id, terms, hashes, body, pos, heading, path,
                                 source)
         WITH b AS (
