@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 from conftest import write
 
-from indexer.config import Config, SessionsConfig
+from indexer.config import Config, SessionsConfig, StoreConfig
 from indexer.engine import MemoryIndex
+from indexer.search import keywords
 from indexer.search.keywords import KeywordPart
 from indexer.search.live import LiveIndex
 from indexer.search.query import parse_query
@@ -80,12 +81,32 @@ def _corpus(ws: Path, sessions: Path, rng: random.Random) -> None:
 
 @pytest.fixture
 def idx(tmp_path: Path) -> MemoryIndex:
+    return _index(tmp_path, StoreConfig())
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def idx_any(
+    tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> MemoryIndex:
+    """``idx`` on either store (PostgreSQL's snapshot is built from its chunk_terms,
+    here in segments of 37 chunks merged as they come)."""
+    url = ""
+    if request.param == "postgresql":
+        url = request.getfixturevalue("pg_url")
+        monkeypatch.setattr(keywords, "_BY_CHUNK_BATCH", 37)
+    return _index(tmp_path, StoreConfig(url=url))
+
+
+def _index(tmp_path: Path, store: StoreConfig) -> MemoryIndex:
     ws, sessions = tmp_path / "ws", tmp_path / "sessions"
     sessions.mkdir()
     rng = random.Random(7)
     _corpus(ws, sessions, rng)
     cfg = Config(
-        workspace=ws, indexPath=tmp_path / "i.sqlite", sessions=SessionsConfig(dir=str(sessions))
+        workspace=ws,
+        indexPath=tmp_path / "i.sqlite",
+        sessions=SessionsConfig(dir=str(sessions)),
+        store=store,
     )
     with MemoryIndex(cfg) as w:
         w.sync()
@@ -133,7 +154,8 @@ def _compare_many(idx: MemoryIndex, seed: int, n: int = 150) -> int:
     return compared
 
 
-def test_in_memory_ranks_equal_fts5(idx: MemoryIndex) -> None:
+def test_in_memory_ranks_equal_fts5(idx_any: MemoryIndex) -> None:
+    idx = idx_any
     assert idx.live is not None and idx.live.wait_ready(idx.store)
     assert _compare_many(idx, 11) > 1000
 
@@ -165,10 +187,11 @@ def _edit(idx: MemoryIndex, rng: random.Random, round_: int) -> None:
         w.sync()
 
 
-def test_a_snapshot_caught_up_from_the_change_feed_ranks_as_fts5(idx: MemoryIndex) -> None:
+def test_a_snapshot_caught_up_from_the_change_feed_ranks_as_fts5(idx_any: MemoryIndex) -> None:
     """After writes the snapshot is brought up to date from the change feed (new
     segments, dead rows, merges), never read again in full, and ranks exactly as
     FTS5 over the edited index; until then the old one answers at once."""
+    idx = idx_any
     live = idx.live
     assert live is not None and live.wait_ready(idx.store)
     old = live.snapshot

@@ -38,6 +38,7 @@ from indexer.search.query import ParsedQuery
 from indexer.search.segments import kill_rows, settle, with_codes
 from indexer.sources.text import index_text
 from indexer.store import FTS_WEIGHTS, KeywordPostings, NewChunk, bm25
+from indexer.store.records import ChunkTokens
 from indexer.store.tokens import Tokenizer
 
 __all__ = ["MIN_CHUNKS", "KeywordPart"]
@@ -50,6 +51,7 @@ MIN_CHUNKS = 1
 _K1, _B = bm25.K1, bm25.B
 _COLUMNS = ("body", "heading", "path", "source")
 _CACHED_ROWS = 4_000_000  # BM25 parts kept per snapshot (48 MB)
+_BY_CHUNK_BATCH = 50_000  # chunks per segment when built from tokens kept by chunk
 _WEIGHT = dict(zip(_COLUMNS, (*FTS_WEIGHTS, 0.0), strict=True))
 
 Hits = list[tuple[int, float, str]]  # (chunk id, FTS5-style rank: negative, source)
@@ -77,6 +79,8 @@ class KeywordPart:
     @classmethod
     def build(cls, got: KeywordPostings) -> KeywordPart | None:
         """From the FTS index's postings (``Store.keyword_postings``)."""
+        if got.by_chunk is not None:
+            return cls._build_by_chunk(got, got.by_chunk)
         n = len(got.chunks)
         ids = np.fromiter((c[0] for c in got.chunks), dtype=np.int64, count=n)
         codes: dict[str, int] = {}
@@ -111,6 +115,32 @@ class KeywordPart:
         if n == 0 or seg.dl.sum() == 0:
             return None
         return cls((seg,), codes, got.seq, int(ids.max()), n, float(seg.dl.sum()))
+
+    @classmethod
+    def _build_by_chunk(
+        cls, got: KeywordPostings, rows: Iterator[ChunkTokens]
+    ) -> KeywordPart | None:
+        """From the chunks' tokens: a segment per ``_BY_CHUNK_BATCH`` chunks, merged
+        as they come (memory stays bounded, as with postings read term by term)."""
+        source_of = dict(got.chunks)
+        codes: dict[str, int] = {}
+        segments: list[KeywordSegment] = []
+        batch: list[ChunkTokens] = []
+        for row in rows:
+            if row[0] in source_of:  # (every chunk has its row; a stray one is skipped)
+                batch.append(row)
+            if len(batch) >= _BY_CHUNK_BATCH:
+                segments = settle([*segments, _from_tokens(batch, source_of, codes)],
+                                  merge_segments)  # fmt: skip
+                batch = []
+        if batch:
+            segments = settle([*segments, _from_tokens(batch, source_of, codes)], merge_segments)
+        live = sum(seg.live for seg in segments)
+        total = float(sum(float(seg.dl.sum()) for seg in segments))
+        if not live or total == 0:
+            return None
+        max_id = max(int(seg.ids.max()) for seg in segments)
+        return cls(tuple(segments), codes, got.seq, max_id, live, total)
 
     def apply(
         self, seq: int, dead: Sequence[int], new: Sequence[NewChunk], tokens: Tokenizer
@@ -240,6 +270,41 @@ def _from_chunks(
         np.asarray(weights, dtype=np.float64),
     )
     return build_segment(ids, src, terms, [occ])
+
+
+def _from_tokens(
+    rows: Sequence[ChunkTokens], source_of: dict[int, str], codes: dict[str, int]
+) -> KeywordSegment:
+    """A segment of chunks from the tokens a store keeps by chunk (``ChunkTokens``),
+    as ``_from_chunks`` makes one from their text; ``codes`` grows with new sources."""
+    n = len(rows)
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
+    src = np.fromiter(
+        (codes.setdefault(source_of[r[0]], len(codes)) for r in rows),
+        dtype=np.int8,
+        count=n,
+    )
+    vocab: dict[str, int] = {}
+    index = vocab.setdefault
+    term_of: list[int] = []
+    counts: list[int] = []
+    row_of: list[int] = []
+    weight: list[float] = []
+    w_body, w_head, w_path, w_source = (_WEIGHT[c] for c in _COLUMNS)
+    for r, (_, terms, body, heading, path, source) in enumerate(rows):
+        for toks, w in ((terms, w_body), (heading, w_head), (path, w_path), (source, w_source)):
+            term_of += [index(t, len(vocab)) for t in toks]
+            row_of += [r] * len(toks)
+            weight += [w] * len(toks)
+        counts += body
+        counts += [1] * (len(heading) + len(path) + len(source))
+    k = np.asarray(counts, dtype=np.int64)  # occurrences of each entry (body: 0 or more)
+    occ = (
+        np.repeat(np.asarray(term_of, dtype=np.int64), k),
+        np.repeat(np.asarray(row_of, dtype=np.int64), k),
+        np.repeat(np.asarray(weight, dtype=np.float64), k),
+    )
+    return build_segment(ids, src, vocab, [occ])
 
 
 def _top(

@@ -39,17 +39,26 @@ class KeywordQuery:
         return [*self.required, *self.optional]
 
 
+# A chunk's tokens as a store keeps them: (id, its distinct terms, each one's count in
+# the body, the heading's, path's and source's tokens in order).
+ChunkTokens = tuple[int, list[str], list[int], list[str], list[str], list[str]]
+
+
 @dataclass(frozen=True, slots=True)
 class KeywordPostings:
     """What an in-memory BM25 index is built from, read in one snapshot: every chunk
     (id, source) by id, and for each term and column the ids of the chunks holding
     it once per occurrence (tokens exactly as the keyword search's tokenizer makes
-    them). ``terms`` is read as it is consumed (one term at a time in memory)."""
+    them). ``terms`` is read as it is consumed (one term at a time in memory).
+    A store that keeps its tokens by chunk (PostgreSQL) gives ``by_chunk`` instead,
+    read as consumed too, and no ``terms``: grouping them by term in the database
+    would sort every occurrence."""
 
     chunks_version: str | None
     seq: int  # the change feed's position they were read at (``change_seq``)
     chunks: list[tuple[int, str]]
     terms: Iterator[tuple[str, str, npt.NDArray[np.int64]]]  # (term, column, chunk ids)
+    by_chunk: Iterator[ChunkTokens] | None = None
 
 
 @dataclass(frozen=True, slots=True)

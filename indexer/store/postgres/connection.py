@@ -43,6 +43,7 @@ class PgBase:
         # the agent's writer's versions, where it is in this process (board.py)
         self.board: VersionBoard | None = None
         self._rows_written = 0  # chunks added since the tables were last analyzed
+        self._rows_analyzed = 0  # chunks this store had added when it last analyzed
         self._spare_ids: list[int] = []  # chunk ids taken from the sequence, not used yet
         self._bumped: set[str] = set()  # change versions bumped in this transaction
         try:

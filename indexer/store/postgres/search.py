@@ -26,7 +26,6 @@ from indexer.store.records import FTS_WEIGHTS, KeywordPostings, KeywordQuery, Se
 from indexer.store.tokens import shared_tokenizer
 
 __all__ = ["PgSearch"]
-_COLUMNS = ("body", "heading", "path", "source")
 
 
 class PgSearch(PgBase):
@@ -224,25 +223,16 @@ class PgSearch(PgBase):
             if not chunks or len(chunks) < min_chunks:
                 yield None
                 return
-            cur = self.db.cursor(name="memindex_postings")
+            cur = self.db.cursor(name="memindex_postings", binary=True)
             cur.itersize = 2000
             cur.execute(
-                "SELECT term, col, array_agg(id ORDER BY id), array_agg(n ORDER BY id) FROM ("
-                "SELECT u.term, 0 AS col, c.id, u.n FROM chunk_terms c, "
-                "unnest(c.terms, c.body) u(term, n) WHERE c.agent=%s AND c.gen=%s AND u.n > 0 "
-                "UNION ALL SELECT o2.term, o.col, c.id, count(*) FROM chunk_terms c, "
-                "unnest(ARRAY[1, 2, 3]) o(col), LATERAL unnest(CASE o.col WHEN 1 THEN "
-                "c.heading WHEN 2 THEN c.path ELSE c.source END) o2(term) "
-                "WHERE c.agent=%s AND c.gen=%s GROUP BY o2.term, o.col, c.id) x "
-                'GROUP BY term, col ORDER BY term COLLATE "C", col',
-                (self.agent, self.gen, self.agent, self.gen),
+                "SELECT id, terms, body, heading, path, source FROM chunk_terms "
+                "WHERE agent=%s AND gen=%s",
+                (self.agent, self.gen),
             )
-            terms = (
-                (str(t), _COLUMNS[int(c)], np.repeat(np.asarray(ids, np.int64), counts))
-                for t, c, ids, counts in cur
-            )
+            rows = ((int(i), t, b, h, p, s) for i, t, b, h, p, s in cur)
             try:
-                yield KeywordPostings(version, seq, chunks, terms)
+                yield KeywordPostings(version, seq, chunks, iter(()), by_chunk=rows)
             finally:
                 cur.close()
 
