@@ -158,6 +158,10 @@ class Searcher:
     # -- status -----------------------------------------------------------------------
 
     def status(self) -> StatusResponse:
+        with self.store.read_snapshot():  # one state, and PostgreSQL's meta in one read
+            return self._status()
+
+    def _status(self) -> StatusResponse:
         s = self.store
         last = s.meta_get("lastSync")
         fp = s.meta_get("fingerprint")

@@ -46,6 +46,7 @@ class PgBase:
         self._rows_analyzed = 0  # chunks this store had added when it last analyzed
         self._spare_ids: list[int] = []  # chunk ids taken from the sequence, not used yet
         self._bumped: set[str] = set()  # change versions bumped in this transaction
+        self._meta: dict[str, str] | None = None  # a reader snapshot's meta rows
         try:
             with self._errors():
                 row = self.db.execute(
@@ -123,10 +124,20 @@ class PgBase:
 
     @contextlib.contextmanager
     def read_snapshot(self) -> Iterator[None]:
+        """Reads of one committed state; a reader's meta reads inside it are served
+        from one read of the generation's meta rows."""
+        outermost = False
         with self._errors(), self.db.transaction(force_rollback=True):
             if self.db.info.transaction_status == 2:  # the outermost: one snapshot
                 self.db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            yield
+                outermost = self.readonly
+            try:
+                if outermost:
+                    self._meta = {}
+                yield
+            finally:
+                if outermost:
+                    self._meta = None
 
     @contextlib.contextmanager
     def savepoint(self) -> Iterator[None]:
@@ -170,6 +181,13 @@ class PgBase:
             self.db.execute("COMMIT")
 
     def meta_get(self, key: str) -> str | None:
+        cached = self._meta
+        if cached is not None:  # a reader's snapshot: every key read at the first
+            if not cached:
+                cached.update(self._q("SELECT key, value FROM meta WHERE {k}").fetchall())
+                cached[""] = ""  # (read: even a generation without meta rows)
+            got = cached.get(key)
+            return None if got is None else str(got)
         row = self._q("SELECT value FROM meta WHERE {k} AND key=%s", key).fetchone()
         return None if row is None else str(row[0])
 

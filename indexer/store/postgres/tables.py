@@ -30,6 +30,7 @@ _TERMS_INSERT = (
 
 
 class PgTables(PgBase):
+    _chunk_counts: tuple[str | None, dict[str, int]] | None = None  # by chunksVersion
     # -- files and chunks ------------------------------------------------------------
 
     def file_states(self, source: str | None = None) -> dict[str, FileState]:
@@ -213,11 +214,19 @@ class PgTables(PgBase):
         return [NewChunk(int(i), str(s), str(p), str(h), str(t)) for i, s, p, h, t in rows]
 
     def counts(self) -> dict[str, dict[str, int]]:
+        """Files and chunks by source. The chunks' counts (a scan of the agent's
+        chunks: 4.5 ms at 10,000) are kept while chunksVersion stays the same (every
+        change of chunks writes it): ``status`` is polled."""
         out: dict[str, dict[str, int]] = {}
-        for table, key in (("files", "files"), ("chunks", "chunks")):
-            for source, n in self._q(f"SELECT source, count(*) FROM {table} WHERE {{k}} "
-                                     "GROUP BY source"):  # fmt: skip
-                out.setdefault(str(source), {"files": 0, "chunks": 0})[key] = int(n)
+        for source, n in self._q("SELECT source, count(*) FROM files WHERE {k} GROUP BY source"):
+            out.setdefault(str(source), {"files": 0, "chunks": 0})["files"] = int(n)
+        version = self.meta_get("chunksVersion")
+        cached = self._chunk_counts
+        if cached is None or cached[0] != version or version is None:
+            got = self._q("SELECT source, count(*) FROM chunks WHERE {k} GROUP BY source")
+            cached = self._chunk_counts = (version, {str(s): int(n) for s, n in got})
+        for source, n in cached[1].items():
+            out.setdefault(source, {"files": 0, "chunks": 0})["chunks"] = n
         return out
 
     # -- transcript cursors and skipped files ----------------------------------------
