@@ -47,19 +47,20 @@ class PgTables(PgBase):
                 before=(mtime_ns, size))  # fmt: skip
 
     def delete_file(self, path: str) -> int:
-        ids = [int(r[0]) for r in self._q("SELECT id FROM chunks WHERE {k} AND path=%s", path)]
-        self._delete_chunks(ids)
-        self._q("DELETE FROM files WHERE {k} AND path=%s", path)
-        return len(ids)
-
-    def _delete_chunks(self, ids: Sequence[int]) -> None:
-        if not ids:
-            return
-        self._bump_chunks()
-        self._q("DELETE FROM chunk_terms WHERE {k} AND id = ANY(%s)", list(ids))
-        if self._q("DELETE FROM chunk_vectors WHERE {k} AND id = ANY(%s)", list(ids)).rowcount:
+        """The file's chunks, their terms and vectors, and its row: one statement."""
+        self._bump_chunks()  # (before: readers on the writer's board ask the database)
+        removed, vectors = self._q(
+            "WITH d AS (DELETE FROM chunks WHERE {k} AND path=%s RETURNING id), "
+            "t AS (DELETE FROM chunk_terms WHERE agent=%s AND gen=%s AND id IN "
+            "(SELECT id FROM d)), v AS (DELETE FROM chunk_vectors WHERE agent=%s AND gen=%s "
+            "AND id IN (SELECT id FROM d) RETURNING 1), f AS (DELETE FROM files "
+            "WHERE agent=%s AND gen=%s AND path=%s) "
+            "SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM v)",
+            path, *(self.agent, self.gen) * 3, path,
+        ).fetchone()  # fmt: skip
+        if vectors:
             self._bump_vectors()
-        self._q("DELETE FROM chunks WHERE {k} AND id = ANY(%s)", list(ids))
+        return int(removed)
 
     def _insert_chunks(
         self, path: str, source: str, chunks: Iterable[ChunkRow], file: Sequence[Any] = ()
