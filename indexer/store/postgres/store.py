@@ -53,7 +53,7 @@ class PgStore(PgTables, PgSearch, PgVectors, PgCache):
         self._maybe_hnsw()
 
     def _maybe_analyze(self) -> None:
-        """ANALYZE chunks once this writer has added ``_ANALYZE_AFTER``
+        """ANALYZE chunks and chunk_terms once this writer has added ``_ANALYZE_AFTER``
         rows since it last did: a just-filled table still has the statistics of an
         empty one until autovacuum comes by (a minute or more), and on those the
         planner reads an agent's rows in a nested loop over all of them (a 3,500-chunk
@@ -65,7 +65,8 @@ class PgStore(PgTables, PgSearch, PgVectors, PgCache):
         if self.db.info.transaction_status != 0:
             return
         with self._errors():
-            self.db.execute("ANALYZE chunks")  # (chunk_terms: only PK and GIN lookups)
+            self.db.execute("ANALYZE chunks")
+            self.db.execute("ANALYZE chunk_terms")  # (its ids only: arrays have none)
             # the GIN's pending list is read in full by every keyword search until
             # it is merged into the index (autovacuum would, later); only its owner may
             self.db.execute(

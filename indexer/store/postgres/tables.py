@@ -47,20 +47,25 @@ class PgTables(PgBase):
                 before=(mtime_ns, size))  # fmt: skip
 
     def delete_file(self, path: str) -> int:
-        """The file's chunks, their terms and vectors, and its row: one statement."""
+        """The file's chunks and row, then their terms and vectors by an array of ids
+        (a join with the deleted rows, planned on stale statistics, scanned every
+        chunk's terms: 11 ms a file at 3,700 chunks): two statements."""
         self._bump_chunks()  # (before: readers on the writer's board ask the database)
-        removed, vectors = self._q(
+        (ids,) = self._q(
             "WITH d AS (DELETE FROM chunks WHERE {k} AND path=%s RETURNING id), "
-            "t AS (DELETE FROM chunk_terms WHERE agent=%s AND gen=%s AND id IN "
-            "(SELECT id FROM d)), v AS (DELETE FROM chunk_vectors WHERE agent=%s AND gen=%s "
-            "AND id IN (SELECT id FROM d) RETURNING 1), f AS (DELETE FROM files "
-            "WHERE agent=%s AND gen=%s AND path=%s) "
-            "SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM v)",
-            path, *(self.agent, self.gen) * 3, path,
+            "f AS (DELETE FROM files WHERE agent=%s AND gen=%s AND path=%s) "
+            "SELECT coalesce(array_agg(id), '{}') FROM d",
+            path, self.agent, self.gen, path,
         ).fetchone()  # fmt: skip
-        if vectors:
-            self._bump_vectors()
-        return int(removed)
+        if ids:
+            vectors = self._q(
+                "WITH t AS (DELETE FROM chunk_terms WHERE {k} AND id = ANY(%s)) "
+                "DELETE FROM chunk_vectors WHERE agent=%s AND gen=%s AND id = ANY(%s)",
+                ids, self.agent, self.gen, ids,
+            ).rowcount  # fmt: skip
+            if vectors:
+                self._bump_vectors()
+        return len(ids)
 
     def _insert_chunks(
         self, path: str, source: str, chunks: Iterable[ChunkRow], file: Sequence[Any] = ()
@@ -132,11 +137,12 @@ class PgTables(PgBase):
         return removed, self.append_chunks(path, source, state, lines, chunks)
 
     def rename_path(self, old: str, new: str, prepare: Callable[[str], str]) -> None:
+        moved = [int(r[0]) for r in self._q("SELECT id FROM chunks WHERE {k} AND path=%s", old)]
         got = self._q(
             "SELECT id, terms, body, pos, heading, source FROM chunk_terms WHERE {k} "
-            "AND id IN (SELECT id FROM chunks WHERE {k} AND path=%s) ORDER BY id",
-            old, before=(self.agent, self.gen),
-        ).fetchall()  # fmt: skip
+            "AND id = ANY(%s) ORDER BY id",
+            moved,
+        ).fetchall()
         self._q("UPDATE chunks SET path=%s WHERE {k} AND path=%s", old, before=(new,))
         self._bump_chunks()
         path_toks = shared_tokenizer().document(new)
