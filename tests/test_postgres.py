@@ -254,11 +254,14 @@ def test_daemon_readers_take_change_versions_from_the_writer(
     cfg = Config(workspace=workspace, indexPath=tmp_path / "index.sqlite")
     rt = AgentRuntime(replace(cfg, store=replace(cfg.store, url=pg_url)))
     meta_reads: list[str] = []
+    row_reads: list[str] = []
     plain = psycopg.Cursor.execute
 
     def counted(self: psycopg.Cursor[object], query: object, *a: object, **k: object) -> object:
         if "key IN ('chunksVersion'" in str(query):  # change_versions()
             meta_reads.append(str(query))
+        if str(query).startswith("SELECT id, path, source, start_line"):  # chunk_rows()
+            row_reads.append(str(query))
         return plain(self, query, *a, **k)  # type: ignore[arg-type]
 
     monkeypatch.setattr(psycopg.Cursor, "execute", counted)
@@ -275,9 +278,20 @@ def test_daemon_readers_take_change_versions_from_the_writer(
         rt.writer.sync()
         assert search("rye bread") == ["MEMORY.md"]
         meta_reads.clear()
+        row_reads.clear()
         for _ in range(5):
             assert search("rye bread") == ["MEMORY.md"]
         assert meta_reads == []
+        assert row_reads == []  # the rows too: kept on the board since the first search
+
+        # a chunk rewritten: its new row is read, never the kept one
+        memory = (workspace / "MEMORY.md").read_text()
+        write(workspace, "MEMORY.md", memory.replace("rye bread", "rye toast"))
+        rt.writer.sync()
+        got = rt.read(lambda s: s.search(parse("memory_search", {"query": "rye"})[1]))
+        assert [r["path"] for r in got["results"]] == ["MEMORY.md"]  # type: ignore[index]
+        assert "rye toast" in got["results"][0]["snippet"] and row_reads  # type: ignore[index]
+        assert search("bread") == []  # the old row is not shown from memory
 
         write(workspace, "memory/2026-11-03.md", "# 2026-11-03\n\n- The heron fishes at dawn.\n")
         rt.writer.sync()

@@ -262,6 +262,21 @@ class PgBase:
         return max(seq, int(self.meta_get("changesPrunedTo") or 0))
 
     def chunk_rows(self, ids: Sequence[int]) -> dict[int, SearchRow]:
+        """The rows of ``ids`` that exist. A daemon's reader takes those its writer's
+        board kept (board.py) and reads only the others."""
+        board = self.board if self.readonly else None
+        kept = None if board is None else board.cached_rows(self.gen, ids)
+        if kept is None:
+            return self._chunk_rows(ids)
+        entry, got = kept
+        missing = [i for i in ids if i not in got]
+        if missing:
+            fresh = self._chunk_rows(missing)
+            board.keep_rows(entry, fresh)  # type: ignore[union-attr]
+            got.update(fresh)
+        return got
+
+    def _chunk_rows(self, ids: Sequence[int]) -> dict[int, SearchRow]:
         rows = self._q(
             "SELECT id, path, source, start_line, end_line, heading, text, lines FROM chunks "
             "WHERE {k} AND id = ANY(%s)",
