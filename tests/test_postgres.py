@@ -298,6 +298,9 @@ def test_daemon_readers_take_change_versions_from_the_writer(
         meta_reads.clear()  # the writer's own, after its task
         assert search("heron") == ["memory/2026-11-03.md"]
         assert meta_reads == []
+        row_reads.clear()
+        assert search("rye bread") == ["MEMORY.md"]
+        assert row_reads == []  # kept across a task that changed other chunks
 
         # the writer changes a version: readers ask the database until its task ends
         rt.writer.store.meta_set("chunksVersion", "mid-task")

@@ -208,6 +208,7 @@ class PostgresBackend:
     def publish(self, store: IndexStore) -> None:
         if self.board is not None:
             self.board.clear()  # the readers' generation is about to change
+            self.board.drop_rows()
         gen = gen_of(store.generation)
         with connect(self.target.url, self.target.pool_size) as conn:
             conn.execute("UPDATE agents SET published=%s WHERE agent=%s", (gen, self.target.agent))

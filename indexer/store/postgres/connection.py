@@ -263,18 +263,24 @@ class PgBase:
 
     def chunk_rows(self, ids: Sequence[int]) -> dict[int, SearchRow]:
         """The rows of ``ids`` that exist. A daemon's reader takes those its writer's
-        board kept (board.py) and reads only the others."""
+        board keeps (board.py) and reads only the others."""
         board = self.board if self.readonly else None
         kept = None if board is None else board.cached_rows(self.gen, ids)
         if kept is None:
             return self._chunk_rows(ids)
-        entry, got = kept
+        mark, got = kept
         missing = [i for i in ids if i not in got]
         if missing:
             fresh = self._chunk_rows(missing)
-            board.keep_rows(entry, fresh)  # type: ignore[union-attr]
+            board.keep_rows(mark, fresh)  # type: ignore[union-attr]
             got.update(fresh)
         return got
+
+    def _evict_rows(self, ids: Sequence[int] | None) -> None:
+        """Chunks ``ids`` (None: all) are being deleted or moved by this writer: the
+        rows its readers keep go before it commits (board.py)."""
+        if self.board is not None and not self.readonly:
+            self.board.evict(ids)
 
     def _chunk_rows(self, ids: Sequence[int]) -> dict[int, SearchRow]:
         rows = self._q(
