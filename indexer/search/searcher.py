@@ -158,15 +158,18 @@ class Searcher:
     # -- status -----------------------------------------------------------------------
 
     def status(self) -> StatusResponse:
+        # the versions first, the rest after: never data older than its versions (a
+        # daemon's reader takes the versions from its writer, newer than a snapshot)
+        changed = self.store.change_versions()
         with self.store.read_snapshot():  # one state, and PostgreSQL's meta in one read
-            return self._status()
+            return self._status(changed)
 
-    def _status(self) -> StatusResponse:
+    def _status(self, changed: Versions) -> StatusResponse:
         s = self.store
         last = s.meta_get("lastSync")
         fp = s.meta_get("fingerprint")
         counts = s.counts()
-        ready = self.vector_ready(s.change_versions())
+        ready = self.vector_ready(changed)
         for src in SOURCES:
             counts.setdefault(src, {"files": 0, "chunks": 0})
         p = self.provider

@@ -126,17 +126,17 @@ class PgBase:
     def read_snapshot(self) -> Iterator[None]:
         """Reads of one committed state; a reader's meta reads inside it are served
         from one read of the generation's meta rows."""
-        outermost = False
+        outermost = self.db.info.transaction_status == _IDLE
         with self._errors(), self.db.transaction(force_rollback=True):
-            if self.db.info.transaction_status == 2:  # the outermost: one snapshot
+            if outermost:  # one snapshot
                 self.db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                outermost = self.readonly
+            cache = outermost and self.readonly
             try:
-                if outermost:
+                if cache:
                     self._meta = {}
                 yield
             finally:
-                if outermost:
+                if cache:
                     self._meta = None
 
     @contextlib.contextmanager
