@@ -44,6 +44,7 @@ class PgBase:
         self.board: VersionBoard | None = None
         self._rows_written = 0  # chunks added since the tables were last analyzed
         self._rows_analyzed = 0  # chunks this store had added when it last analyzed
+        self._rows_unanalyzed = 0  # chunks added since, up to the last pending-list merge
         self._spare_ids: list[int] = []  # chunk ids taken from the sequence, not used yet
         self._bumped: set[str] = set()  # change versions bumped in this transaction
         self._meta: dict[str, str] | None = None  # a reader snapshot's meta rows

@@ -59,21 +59,28 @@ class PgStore(PgTables, PgSearch, PgVectors, PgCache):
         planner reads an agent's rows in a nested loop over all of them (a 3,500-chunk
         agent's keyword query: 600 ms instead of 20). Then again each time it has added
         as many as before (1,000, 2,000, 4,000...): statistics at most half stale,
-        and a fleet's writers do not each analyze the shared table every 1,000 rows."""
-        if self.readonly or self._rows_written < max(_ANALYZE_AFTER, self._rows_analyzed):
+        and a fleet's writers do not each analyze the shared table every 1,000 rows.
+        The GIN's pending list is merged every ``_ANALYZE_AFTER`` rows: every keyword
+        search reads it in full until then, and the merge is work that must be done
+        anyway (left to autovacuum, it lands on later searches)."""
+        if self.readonly or self._rows_written < _ANALYZE_AFTER:
             return
         if self.db.info.transaction_status != 0:
             return
         with self._errors():
-            self.db.execute("ANALYZE chunks")
-            self.db.execute("ANALYZE chunk_terms")  # (its ids only: arrays have none)
-            # the GIN's pending list is read in full by every keyword search until
-            # it is merged into the index (autovacuum would, later); only its owner may
+            since = self._rows_written + self._rows_unanalyzed
+            if since >= self._rows_analyzed:
+                self.db.execute("ANALYZE chunks")
+                self.db.execute("ANALYZE chunk_terms")  # (its ids only: arrays have none)
+                self._rows_analyzed += since
+                self._rows_unanalyzed = 0
+            else:
+                self._rows_unanalyzed = since
+            # only the index's owner may
             self.db.execute(
                 "SELECT gin_clean_pending_list(oid) FROM pg_class WHERE "
                 "oid = 'chunk_terms_hashes'::regclass AND pg_has_role(relowner, 'USAGE')"
             )
-        self._rows_analyzed += self._rows_written
         self._rows_written = 0
 
     def integrity(self) -> str:
