@@ -284,26 +284,28 @@ def _from_tokens(
         dtype=np.int8,
         count=n,
     )
-    vocab: dict[str, int] = {}
-    index = vocab.setdefault
-    term_of: list[int] = []
-    counts: list[int] = []
-    row_of: list[int] = []
+    flat: list[str] = []  # every row's entries: its terms, then the other columns' tokens
+    counts: list[int] = []  # occurrences of each entry (a body term: 0 or more)
     weight: list[float] = []
+    per_row: list[int] = []
     w_body, w_head, w_path, w_source = (_WEIGHT[c] for c in _COLUMNS)
-    for r, (_, terms, body, heading, path, source) in enumerate(rows):
-        for toks, w in ((terms, w_body), (heading, w_head), (path, w_path), (source, w_source)):
-            term_of += [index(t, len(vocab)) for t in toks]
-            row_of += [r] * len(toks)
-            weight += [w] * len(toks)
+    for _, terms, body, heading, path, source in rows:
+        flat += terms
+        flat += heading
+        flat += path
+        flat += source
         counts += body
         counts += [1] * (len(heading) + len(path) + len(source))
-    k = np.asarray(counts, dtype=np.int64)  # occurrences of each entry (body: 0 or more)
-    occ = (
-        np.repeat(np.asarray(term_of, dtype=np.int64), k),
-        np.repeat(np.asarray(row_of, dtype=np.int64), k),
-        np.repeat(np.asarray(weight, dtype=np.float64), k),
-    )
+        weight += [w_body] * len(terms)
+        weight += [w_head] * len(heading)
+        weight += [w_path] * len(path)
+        weight += [w_source] * len(source)
+        per_row.append(len(terms) + len(heading) + len(path) + len(source))
+    vocab = {t: i for i, t in enumerate(dict.fromkeys(flat))}
+    term_of = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
+    row_of = np.repeat(np.arange(n, dtype=np.int64), per_row)
+    k = np.asarray(counts, dtype=np.int64)
+    occ = (np.repeat(term_of, k), np.repeat(row_of, k), np.repeat(np.asarray(weight), k))
     return build_segment(ids, src, vocab, [occ])
 
 
