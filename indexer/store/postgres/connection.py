@@ -42,9 +42,9 @@ class PgBase:
         self.moved = False  # a reader found a newer generation published (``broken``)
         # the agent's writer's versions, where it is in this process (board.py)
         self.board: VersionBoard | None = None
-        self._rows_written = 0  # chunks added since the tables were last analyzed
-        self._rows_analyzed = 0  # chunks this store had added when it last analyzed
-        self._rows_unanalyzed = 0  # chunks added since, up to the last pending-list merge
+        self._rows_written = 0  # chunks added since the GIN's pending list was merged
+        self._rows_total = 0  # chunks this store has added
+        self._rows_analyzed = 0  # ``_rows_total`` when it last analyzed
         self._spare_ids: list[int] = []  # chunk ids taken from the sequence, not used yet
         self._bumped: set[str] = set()  # change versions bumped in this transaction
         self._meta: dict[str, str] | None = None  # a reader snapshot's meta rows
@@ -174,7 +174,6 @@ class PgBase:
             try:
                 yield checkpoint
             except BaseException:
-                self._bumped.clear()
                 self.db.execute("ROLLBACK")
                 raise
             finally:

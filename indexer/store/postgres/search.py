@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from indexer.store import bm25
 from indexer.store.postgres.connection import PgBase
+from indexer.store.postgres.tables import body_positions
 from indexer.store.records import FTS_WEIGHTS, KeywordPostings, KeywordQuery, SearchRow
 from indexer.store.tokens import shared_tokenizer
 
@@ -182,11 +183,9 @@ class PgSearch(PgBase):
             self.agent, self.gen, list(want), binary=True,
         ):  # fmt: skip
             cid = int(cid)
-            at = 0
-            for t, n in zip(terms, counts, strict=True):
-                if n and t in want:
-                    found.setdefault(t, {}).setdefault(cid, {})[0] = pos[at : at + n]
-                at += n
+            for t, at in body_positions(terms, counts, pos):
+                if t in want:
+                    found.setdefault(t, {}).setdefault(cid, {})[0] = list(at)
             for col, toks in enumerate(cols, start=1):
                 for p, t in enumerate(toks):
                     if t in want:

@@ -68,14 +68,10 @@ class PgStore(PgTables, PgSearch, PgVectors, PgCache):
         if self.db.info.transaction_status != 0:
             return
         with self._errors():
-            since = self._rows_written + self._rows_unanalyzed
-            if since >= self._rows_analyzed:
+            if self._rows_total >= 2 * self._rows_analyzed:  # as many again since
                 self.db.execute("ANALYZE chunks")
                 self.db.execute("ANALYZE chunk_terms")  # (its ids only: arrays have none)
-                self._rows_analyzed += since
-                self._rows_unanalyzed = 0
-            else:
-                self._rows_unanalyzed = since
+                self._rows_analyzed = self._rows_total
             # only the index's owner may
             self.db.execute(
                 "SELECT gin_clean_pending_list(oid) FROM pg_class WHERE "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from indexer.api.responses import SkippedFile
@@ -94,6 +94,7 @@ class PgTables(PgBase):
             return 0
         self._bump_chunks()
         self._rows_written += len(rows)
+        self._rows_total += len(rows)
         ids = self._new_ids(len(rows))
         doc = shared_tokenizer().document
         path_toks, source_toks = doc(path), doc(source)
@@ -155,11 +156,9 @@ class PgTables(PgBase):
         lengths: list[tuple[int, int]] = []
         for cid, terms, counts, pos, heading, source in got:
             body: list[str | None] = [None] * sum(counts)  # the body's tokens again
-            at = 0
-            for term, n in zip(terms, counts, strict=True):
-                for p in pos[at : at + n]:
+            for term, at in body_positions(terms, counts, pos):
+                for p in at:
                     body[p] = term
-                at += n
             toks = [t for t in body if t is not None]  # (positions are 0..n-1: all set)
             recs.append(_terms_record(int(cid), toks, heading, path_toks, source))
             lengths.append((int(cid), len(toks) + len(heading) + len(path_toks) + len(source)))
@@ -301,6 +300,18 @@ class PgTables(PgBase):
                 "SELECT path, source, reason, at FROM skipped WHERE {k} ORDER BY path"
             )
         ]
+
+
+def body_positions(
+    terms: Sequence[str], counts: Sequence[int], pos: Sequence[int]
+) -> Iterator[tuple[str, Sequence[int]]]:
+    """(term, its positions in the body) of a chunk_terms row's body terms (those a
+    ``_terms_record`` counts at least once), from its terms, body and pos columns."""
+    at = 0
+    for term, n in zip(terms, counts, strict=True):
+        if n:
+            yield term, pos[at : at + n]
+        at += n
 
 
 def _terms_record(
