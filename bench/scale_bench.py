@@ -169,6 +169,20 @@ def search(c: Client, query: str, agent: str | None = None) -> list[dict[str, ob
     return result["results"]  # type: ignore[no-any-return]
 
 
+def in_memory(st: object) -> bool:
+    """``status`` says the daemon answers from its loaded snapshot: current, with
+    the keyword postings and (when the index has vectors) the vectors."""
+    if not isinstance(st, dict) or st.get("busy") or st.get("dirty"):
+        return False
+    mem = st.get("memory") or {}
+    vectors = bool(st.get("vector", {}).get("enabled"))
+    return (
+        mem.get("state") == "current"
+        and mem.get("keywordRows") is not None
+        and (mem.get("vectorRows") is not None or not vectors)
+    )
+
+
 def edit_to_searchable(
     sock: Path, ws: Path, edits: int, label: str, agent: str | None = None
 ) -> list[float]:
@@ -263,15 +277,11 @@ def main() -> None:  # noqa: PLR0915 - one straight run
     daemon = Daemon(cfg, root)
     try:
         c = Client(sock)
-        # ready: a search answered from the in-memory snapshot (its timing drops)
-        while True:
-            st = c.call("status", {})["result"]
-            assert isinstance(st, dict)
-            if not st.get("busy") and not st.get("dirty"):
-                t = time.perf_counter()
-                search(c, qs[0])
-                if time.perf_counter() - t < 0.5 or time.perf_counter() - t0 > 1800:
-                    break
+        # ready: status says the snapshot is loaded and current (a search starts it)
+        while not in_memory(c.call("status", {}).get("result")):
+            if time.perf_counter() - t0 > 1800:
+                raise SystemExit("the daemon's snapshot not loaded after 30 minutes")
+            search(c, qs[0])
             time.sleep(1.0)
         out["daemonReadyS"] = round(time.perf_counter() - t0, 1)
         for q in qs[:20]:
@@ -423,16 +433,14 @@ def fleet(args: argparse.Namespace) -> None:
     try:
         c = Client(sock)
         ready: set[str] = set()
-        while len(ready) < n:  # every agent idle and answering from memory
+        while len(ready) < n:  # every agent idle, its snapshot loaded and current
             for name in names:
                 if name in ready:
                     continue
-                st = c.call("status", {"agent": name}).get("result")
-                if isinstance(st, dict) and not st.get("busy") and not st.get("dirty"):
-                    t = time.perf_counter()
-                    search(c, qs[0], name)
-                    if time.perf_counter() - t < 0.2:
-                        ready.add(name)
+                if in_memory(c.call("status", {"agent": name}).get("result")):
+                    ready.add(name)
+                else:
+                    search(c, qs[0], name)  # starts loading the snapshot
             if time.perf_counter() - t0 > 3600:
                 raise SystemExit(f"not ready after an hour: {n - len(ready)} agents")
             time.sleep(0.5)

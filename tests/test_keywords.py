@@ -168,6 +168,28 @@ def test_falls_back_to_fts5_when_it_cannot_answer(idx: MemoryIndex) -> None:
     assert idx.search('"heron pond"', min_score=0)["results"]
 
 
+def test_status_says_what_the_snapshot_holds(idx: MemoryIndex) -> None:
+    """``status`` reports the in-memory snapshot: not there before the first read,
+    current with every live chunk after it, behind after another process wrote."""
+    live = idx.live
+    assert live is not None
+    assert idx.status()["memory"]["state"] in ("not loaded", "loading")
+    assert live.wait_ready(idx.store)
+    st = idx.status()
+    assert st["memory"] == {
+        "state": "current",
+        "keywordRows": st["chunks"],
+        "vectorRows": None,  # a keyword index
+        "error": None,
+    }
+    _edit(idx, random.Random(3), 0)
+    st = idx.status()
+    assert st["memory"]["state"] in ("behind", "updating")
+    assert live.wait_ready(idx.store)
+    st = idx.status()
+    assert st["memory"]["state"] == "current" and st["memory"]["keywordRows"] == st["chunks"]
+
+
 def _edit(idx: MemoryIndex, rng: random.Random, round_: int) -> None:
     """Deletions, rewrites, appends, a new file and transcript lines, then a sync."""
     ws = idx.cfg.workspace

@@ -136,6 +136,18 @@ class ProgressState(TypedDict):
     etaS: float | None  # seconds left at that rate
 
 
+class MemoryState(TypedDict):
+    """The daemon's in-memory snapshot of an agent's index (searches answered from it
+    need no keyword or vector read of the store)."""
+
+    # current (at the index's change versions), updating (catching up now), behind
+    # (the next search starts catching up), loading (the first read), not loaded
+    state: str
+    keywordRows: int | None  # live chunks in the keyword postings; None: the store answers
+    vectorRows: int | None  # live vectors kept; None: none kept (no vectors, or not read)
+    error: str | None  # why the last update failed (searches read the store meanwhile)
+
+
 class StatusResponse(TypedDict):
     version: str
     indexPath: str
@@ -175,6 +187,7 @@ class StatusResponse(TypedDict):
     # total, perSecond, etaS}
     progress: NotRequired[ProgressState | None]
     stuck: NotRequired[bool]
+    memory: NotRequired[MemoryState]  # the daemon's in-memory snapshot
 
 
 GetResponse = TypedDict(

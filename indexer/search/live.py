@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from indexer.api import MemoryState
 from indexer.errors import MemindexError
 from indexer.search.keywords import MIN_CHUNKS, KeywordPart
 from indexer.search.refresher import Refresher
@@ -77,6 +78,22 @@ class LiveIndex:
         if snap is None or snap.generation != store.generation or snap.versions != versions:
             self._refresh.start(self._update_from, store.reopen)
         return snap if snap is not None and snap.generation == store.generation else None
+
+    def state(self, generation: str, versions: Versions) -> MemoryState:
+        """What the snapshot holds for ``generation`` at ``versions`` (``status``)."""
+        snap, busy = self._snap, self._refresh.busy
+        if snap is None or snap.generation != generation:
+            state = "loading" if busy else "not loaded"
+            kw = vec = None
+        else:
+            state = "current" if snap.versions == versions else "updating" if busy else "behind"
+            kw, vec = snap.keywords, snap.vectors
+        return {
+            "state": state,
+            "keywordRows": None if kw is None else kw.live,
+            "vectorRows": None if vec is None else sum(s.live for s in vec.segments),
+            "error": self.error,
+        }
 
     def wait_ready(self, store: IndexStore, timeout: float = 120.0) -> bool:
         """Bring the snapshot up to date with ``store`` now (benchmarks and tests)."""

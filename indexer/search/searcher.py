@@ -209,6 +209,8 @@ class Searcher:
             "indexBytes": s.size_bytes(),
             "checkedAt": time.time(),
         }
+        if self.live is not None:  # the daemon's
+            out["memory"] = self.live.state(s.generation, changed)
         wrong = self._mismatch(out["workspace"])
         if wrong:
             out["mismatch"] = wrong
