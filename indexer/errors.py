@@ -15,6 +15,7 @@
     ├── ForeignSocket             the socket is served by another user: nothing is sent
     ├── RemoteError               the daemon answered with a JSON-RPC error
     ├── TranscriptDbError         OpenClaw's agent database cannot be read (schema, I/O)
+    ├── RowRejected               the database refused one file's rows (what they hold)
     └── StoreError                the index file cannot be opened, migrated or written
         ├── IndexMismatch         the index file belongs to another workspace
         ├── IndexBusy             another process holds the agent's writer lock
@@ -43,6 +44,7 @@ __all__ = [
     "MemindexError",
     "NotFound",
     "PathRefused",
+    "RowRejected",
     "StoreError",
     "TranscriptDbError",
     "UnknownMethod",
@@ -94,6 +96,14 @@ class UnknownMethod(MemindexError):
 
 class StoreError(MemindexError):
     code = "store"
+
+
+class RowRejected(MemindexError):
+    """The database refused one file's rows for what they hold (a value it cannot
+    store or index), not for its own trouble: that file is skipped with the reason
+    and the others are indexed. Not a StoreError, which fails the whole sync."""
+
+    code = "row_rejected"
 
 
 class IndexMismatch(StoreError):

@@ -26,11 +26,12 @@ import logging
 from collections.abc import Callable
 
 from indexer.config import Config
-from indexer.indexing.transcripts import SessionReport, transcript_rows
+from indexer.errors import TranscriptDbError
+from indexer.indexing.transcripts import SessionReport, transcript_failed, transcript_rows
 from indexer.sources.openclaw_db import db_path, is_db_path, render_events
 from indexer.sources.sessions import SESSIONS_SOURCE
 from indexer.sources.tokenizer import TokenCounter
-from indexer.store import FileState, IndexStore, SessionCursor
+from indexer.store import STORE_ERRORS, FileState, IndexStore, SessionCursor
 from indexer.store.openclaw_db import AgentDb, DbSession
 
 __all__ = ["is_db_path", "sync_db_sessions"]
@@ -66,7 +67,14 @@ def sync_db_sessions(
             if should_stop is not None and should_stop():
                 mine.clear()  # not looked at: nothing may be dropped on its account
                 break
-            _sync_one(store, cfg, db, s, display, cur, report, count, should_stop)
+            try:
+                _sync_one(store, cfg, db, s, display, cur, report, count, should_stop)
+            except STORE_ERRORS:
+                raise  # the index itself is in trouble: the sync fails
+            except TranscriptDbError:
+                raise  # OpenClaw's database: reported as such
+            except Exception as exc:  # this transcript's trouble only: the others go on
+                transcript_failed(display, exc, report)
     _forget(store, list(mine), report)
 
 

@@ -17,10 +17,10 @@ from dataclasses import asdict, dataclass, field
 
 from indexer.api import LastSync, ReindexResponse
 from indexer.config import Config
-from indexer.errors import FileUnreadable, FileVanished
+from indexer.errors import FileUnreadable, FileVanished, RowRejected
 from indexer.sources import files as source_files
 from indexer.sources.chunking import CHUNKER_VERSION, chunk_markdown, split_lines
-from indexer.sources.discovery import MEMORY_SOURCE, SourceFile, discover
+from indexer.sources.discovery import MEMORY_SOURCE, SourceFile, discover, shown
 from indexer.sources.text import index_text
 from indexer.sources.tokenizer import TOKENIZER_NAME, TokenCounter, get_counter
 from indexer.store import STORE_ERRORS, ChunkRow, FileState, IndexStore
@@ -193,12 +193,16 @@ def sync(
                     )  # fmt: skip
             except STORE_ERRORS:
                 raise  # the index itself is in trouble (disk full): the sync fails
-            except Exception as exc:  # a bug for this file only: report it, go on
-                log.exception("error indexing %s", f.path)
-                reason = f"internal error: {type(exc).__name__}: {exc}"[:300]
+            except Exception as exc:  # this file's trouble only: report it, go on
+                if isinstance(exc, RowRejected):  # what it holds (the savepoint undid it)
+                    log.warning("not indexed: %s: %s", f.path, exc)
+                    reason = str(exc)[:300]
+                else:  # a bug
+                    log.exception("error indexing %s", f.path)
+                    reason = f"internal error: {type(exc).__name__}: {exc}"[:300]
                 report.errors.append({"path": f.path, "reason": reason})
-                skipped_now.add(f.path)
-                store.record_skip(f.path, f.source, reason)
+                skipped_now.add(shown(f.path))  # storable: the path may be what was refused
+                store.record_skip(shown(f.path), f.source, reason)
             in_batch += 1
             done += 1
             if in_batch >= _BATCH_FILES or time.monotonic() - batch_start > _BATCH_SECONDS:

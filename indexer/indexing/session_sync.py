@@ -33,7 +33,7 @@ from collections.abc import Callable
 from indexer.config import Config
 from indexer.errors import FileUnreadable, FileVanished, MemindexError
 from indexer.indexing.db_sessions import is_db_path, sync_db_sessions
-from indexer.indexing.transcripts import SessionReport, transcript_rows
+from indexer.indexing.transcripts import SessionReport, transcript_failed, transcript_rows
 from indexer.sources.sessions import (
     MAX_LINE_BYTES,
     SESSIONS_SOURCE,
@@ -45,7 +45,7 @@ from indexer.sources.sessions import (
 )
 from indexer.sources.text import index_text
 from indexer.sources.tokenizer import TokenCounter, get_counter
-from indexer.store import FileState, IndexStore, SessionCursor
+from indexer.store import STORE_ERRORS, FileState, IndexStore, SessionCursor
 
 __all__ = ["Quiet", "SessionReport", "pending_delta", "sync_sessions", "transcript_rows"]
 
@@ -186,6 +186,10 @@ def sync_sessions(
             report.errors.append({"path": f.display, "reason": exc.reason})
         except OSError as exc:
             report.errors.append({"path": f.display, "reason": str(exc.strerror or exc)})
+        except STORE_ERRORS:
+            raise  # the index itself is in trouble: the sync fails
+        except Exception as exc:  # this transcript's trouble only: the others go on
+            transcript_failed(f.display, exc, report)
     if not report.more and not (should_stop is not None and should_stop()):
         stop = should_stop if deadline is None else _until(deadline, should_stop, report)
         sync_db_sessions(store, cfg, report, count, stop)

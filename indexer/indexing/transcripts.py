@@ -4,16 +4,20 @@ transcript line it came from (a JSONL line; an event's ``seq + 1``)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from indexer.config import Config
+from indexer.errors import RowRejected
 from indexer.sources.chunking import chunk_markdown
 from indexer.sources.text import index_text
 from indexer.sources.tokenizer import TokenCounter
 from indexer.store import ChunkRow
 
-__all__ = ["SessionReport", "transcript_rows"]
+__all__ = ["SessionReport", "transcript_failed", "transcript_rows"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -33,6 +37,19 @@ class SessionReport:
 
     def to_json(self) -> dict[str, object]:
         return dict(self.__dict__)
+
+
+def transcript_failed(path: str, exc: Exception, report: SessionReport) -> None:
+    """One transcript could not be indexed (what it holds, or a bug): its error is
+    reported (``status`` shows it) and its cursor stays where it was, so the next
+    sync tries it again; the other transcripts are indexed meanwhile."""
+    if isinstance(exc, RowRejected):
+        log.warning("transcript %s not indexed: %s", path, exc)
+        reason = str(exc)
+    else:
+        log.exception("error indexing transcript %s", path)
+        reason = f"internal error: {type(exc).__name__}: {exc}"
+    report.errors.append({"path": path, "reason": reason[:300]})
 
 
 def _offsets(file_lines: Sequence[int]) -> str | None:

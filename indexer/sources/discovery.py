@@ -32,6 +32,7 @@ ROOT_FILES = ("MEMORY.md", "memory.md")
 MEMORY_DIR = "memory"
 
 __all__ = [
+    "MAX_PATH_BYTES",
     "MEMORY_DIR",
     "ROOT_FILES",
     "GetTarget",
@@ -44,6 +45,21 @@ __all__ = [
 ]
 
 MEMORY_SOURCE = "memory"
+# A longer display path is passed over with a reason: PostgreSQL cannot index a
+# value over ~2.7 kB (a btree's limit), and no real note's path comes near it.
+MAX_PATH_BYTES = 1024
+_SHOWN_BYTES = 1024  # a skip's path past this is shortened (it is a key in the store too)
+
+
+def shown(path: str) -> str:
+    """``path`` as a skip is recorded: printable, and past _SHOWN_BYTES its first
+    400 and last 200 bytes around an ellipsis (storable; the file name stays)."""
+    raw = safefs.path_bytes(path)
+    if len(raw) <= _SHOWN_BYTES:
+        return safefs.printable(path)
+    head = raw[:400].decode("utf-8", "ignore")
+    tail = raw[-200:].decode("utf-8", "ignore")
+    return safefs.printable(f"{head} … {tail}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,10 +156,18 @@ def discover(cfg: Config, *, on_skip: OnSkip | None = None) -> list[SourceFile]:
         root_text = str(root)
         if not stat.S_ISREG(st.st_mode):
             return
+        size = len(safefs.path_bytes(display))
+        if size > MAX_PATH_BYTES:
+            if on_skip is not None:
+                on_skip(
+                    shown(display),
+                    f"path of {size:,} bytes: longer than {MAX_PATH_BYTES:,}, not indexed",
+                )
+            return
         why = safefs.hard_link(st, cfg.limits.allowHardLinks)
         if why is not None:
             if on_skip is not None:
-                on_skip(safefs.printable(display), why)
+                on_skip(shown(display), why)
             return
         key = (st.st_dev, st.st_ino)
         if key in seen_real:
@@ -156,7 +180,7 @@ def discover(cfg: Config, *, on_skip: OnSkip | None = None) -> list[SourceFile]:
     def skipper(prefix: str) -> safefs.Skip:
         def skip(parts: tuple[str, ...], reason: str) -> None:
             if on_skip is not None:
-                on_skip(safefs.printable(_join(prefix, "/".join(parts))), reason)
+                on_skip(shown(_join(prefix, "/".join(parts))), reason)
 
         return skip
 
@@ -224,7 +248,7 @@ def _unusable_extras(cfg: Config, on_skip: OnSkip) -> None:
     for extra in cfg.extraPaths:
         why = _resolve_extra(extra)[2]
         if why is not None:
-            on_skip(safefs.printable(str(extra.path)), why)
+            on_skip(shown(str(extra.path)), why)
 
 
 def _wanted_by(root: Root, md: Callable[[str, str], bool]) -> Callable[[str, str], bool]:

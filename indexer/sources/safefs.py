@@ -44,6 +44,7 @@ __all__ = [
     "open_dir",
     "open_under",
     "opened",
+    "path_bytes",
     "printable",
     "read_all",
     "valid_utf8",
@@ -85,7 +86,17 @@ def valid_utf8(text: str) -> bool:
 
 def printable(path: str) -> str:
     """``path`` with bytes that are not UTF-8 shown as ``\\xNN`` (storable, showable)."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
+    return path_bytes(path).decode("utf-8", "backslashreplace")
+
+
+def path_bytes(path: str) -> bytes:
+    """``path`` as the bytes of a name: a name ``os`` returned as it is on disk, and
+    a string from JSON holding a lone surrogate as its UTF-8-style bytes (no
+    UnicodeEncodeError from a client's hostile path)."""
+    try:
+        return os.fsencode(path)
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogatepass")
 
 
 def kind(mode: int) -> str:

@@ -66,6 +66,17 @@ class Message:
         return f"{who} ({self.speaker}): {self.text}" if self.speaker else f"{who}: {self.text}"
 
 
+# What no index can store as text: NUL (PostgreSQL refuses it) and a half of a
+# surrogate pair that a JSON escape left alone ("\\ud83d" from a tool that cut an
+# emoji in two: not encodable as UTF-8, so neither SQLite nor PostgreSQL takes it).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(text: str) -> str:
+    """``text`` with NUL and lone surrogates as U+FFFD."""
+    return _UNSTORABLE.sub("\ufffd", text)
+
+
 class Malformed(Exception):
     """A line that is not valid JSON (or not a JSON object)."""
 
@@ -101,12 +112,12 @@ def parse_message(raw: bytes) -> Message | None:
     role = body.get("role")
     if not isinstance(role, str) or role not in _ROLES:
         return None
-    text = " ".join(_content_text(body.get("content")).split())
+    text = storable(" ".join(_content_text(body.get("content")).split()))
     if not text or _NOISE.match(text):
         return None
     ts = obj.get("timestamp", body.get("timestamp"))
     return Message(
-        str(role), redact(text), ts if isinstance(ts, str) else None, _speaker(obj, body)
+        str(role), redact(text), storable(ts) if isinstance(ts, str) else None, _speaker(obj, body)
     )
 
 
@@ -116,7 +127,7 @@ def _speaker(obj: dict[str, Any], body: dict[str, Any]) -> str | None:
         for key in ("speaker", "name", "sender"):
             v = d.get(key)
             if isinstance(v, str):
-                v = " ".join(v.split())[:64]
+                v = storable(" ".join(v.split())[:64])
                 if v:
                     return redact(v)
     return None
@@ -149,8 +160,8 @@ def raw_event_line(line: str) -> str:
             ),
             line,
         )
-        return redact(decoded)
-    return json.dumps(redact_json(obj), ensure_ascii=False, separators=(",", ":"))
+        return storable(redact(decoded))
+    return storable(json.dumps(redact_json(obj), ensure_ascii=False, separators=(",", ":")))
 
 
 def is_transcript_name(name: str, include_rotated: bool = True) -> bool:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from indexer.config import database_location
 from indexer.config import redact_url as redact
-from indexer.errors import StoreError
+from indexer.errors import RowRejected, StoreError
 from indexer.store.postgres.schema import PG_MIGRATIONS
 
 if TYPE_CHECKING:
@@ -121,6 +121,9 @@ def store_errors(url: str) -> Iterator[None]:
 
     try:
         yield
+    except (psycopg.errors.DataError, psycopg.errors.ProgramLimitExceeded) as exc:
+        # SQLSTATE classes 22 and 54: the values sent, not the server, are the trouble
+        raise RowRejected(f"PostgreSQL refused it: {exc.diag.message_primary or exc}") from exc
     except psycopg.Error as exc:
         raise StoreError(f"PostgreSQL at {redact(url)}: {exc}") from exc
 

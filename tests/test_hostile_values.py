@@ -1,0 +1,196 @@
+"""Reliability round 3: values a store cannot hold. Each was found failing a whole
+sync on PostgreSQL (and the surrogate on SQLite too), so one hostile file or
+transcript line kept every other file out of the index:
+
+- a path longer than a btree can index (PostgreSQL: ~2.7 kB);
+- a transcript line whose JSON holds ``\\u0000`` (PostgreSQL's text refuses NUL);
+- a transcript line whose JSON holds half a surrogate pair (``\\ud83d``: an emoji
+  a tool cut in two), which is not encodable as UTF-8 at all.
+
+Both stores run every test: the answer must not depend on the store."""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import write
+
+import indexer.indexing.session_sync as session_sync
+import indexer.sources.discovery as discovery
+from indexer.config import Config, SessionsConfig, StoreConfig
+from indexer.engine import MemoryIndex
+from indexer.errors import PathRefused, RowRejected
+from indexer.store import ChunkRow, FileState
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def cfg(tmp_path: Path, request: pytest.FixtureRequest) -> Config:
+    url = request.getfixturevalue("pg_url") if request.param == "postgresql" else ""
+    return _config(tmp_path, url)
+
+
+def _config(tmp_path: Path, url: str) -> Config:
+    ws, sessions = tmp_path / "ws", tmp_path / "sessions"
+    write(ws, "memory/2026-01-02.md", "# Tuesday\n- the heron came back to the pond\n")
+    sessions.mkdir()
+    return Config(
+        workspace=ws,
+        indexPath=tmp_path / "i.sqlite",
+        sessions=SessionsConfig(dir=str(sessions)),
+        store=StoreConfig(url=url),
+    )
+
+
+def _random_dirs(rng: random.Random, count: int, length: int) -> str:
+    alphabet = string.ascii_letters + string.digits  # incompressible: no btree takes it
+    return "/".join("".join(rng.choice(alphabet) for _ in range(length)) for _ in range(count))
+
+
+def _hits(idx: MemoryIndex, word: str) -> list[Any]:
+    return list(idx.search(word, min_score=0)["results"])
+
+
+def test_a_path_too_long_to_index_is_skipped_and_the_rest_indexed(cfg: Config) -> None:
+    ws = cfg.workspace
+    assert ws is not None
+    rng = random.Random(3)
+    long_file = write(ws, f"memory/{_random_dirs(rng, 16, 200)}/kestrel.md", "- kestrel\n")
+    deep = write(ws, "memory/" + "/".join(["d" * 40] * 70) + "/deep.md", "- osprey\n")
+    with MemoryIndex(cfg) as idx:
+        report = idx.sync()
+        assert report.errors == []
+        assert len(_hits(idx, "heron")) == 1
+        assert _hits(idx, "kestrel") == [] and _hits(idx, "osprey") == []
+        skipped = {s["reason"]: s["path"] for s in idx.status()["skipped"]}
+    rel = str(long_file.relative_to(ws))
+    (reason,) = [r for r in skipped if "not indexed" in r]
+    assert reason == f"path of {len(rel):,} bytes: longer than 1,024, not indexed"
+    shown = skipped[reason]
+    assert shown.startswith(rel[:300]) and shown.endswith("/kestrel.md") and " … " in shown
+    assert len(shown.encode()) < 700
+    # the tree deeper than the walk goes: skipped with its own reason, also shortened
+    (why,) = [r for r in skipped if "deep" in r]
+    assert skipped[why].startswith("memory/ddd") and len(skipped[why].encode()) < 700
+    assert deep.exists()
+
+
+def test_a_value_the_database_refuses_skips_that_file_only(
+    cfg: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past our own limit (raised here) PostgreSQL refuses the path: that file is
+    listed with PostgreSQL's reason and every other file is indexed (it was a failed
+    sync, the batch rolled back). SQLite indexes it."""
+    monkeypatch.setattr(discovery, "MAX_PATH_BYTES", 100_000)
+    ws = cfg.workspace
+    assert ws is not None
+    write(ws, f"memory/{_random_dirs(random.Random(4), 16, 200)}/kestrel.md", "- kestrel\n")
+    write(ws, "memory/zz-later.md", "- the osprey after it\n")
+    with MemoryIndex(cfg) as idx:
+        report = idx.sync()
+        assert len(_hits(idx, "heron")) == 1 and len(_hits(idx, "osprey")) == 1
+        if cfg.store.url:
+            assert _hits(idx, "kestrel") == []
+            (err,) = report.errors
+            assert err["reason"].startswith("PostgreSQL refused it: index row size")
+            assert [s["reason"] for s in idx.status()["skipped"]] == [err["reason"]]
+            assert idx.sync().errors == report.errors  # again next time, nothing else lost
+            assert len(_hits(idx, "osprey")) == 1
+        else:
+            assert report.errors == [] and len(_hits(idx, "kestrel")) == 1
+
+
+def test_postgresql_refuses_a_row_without_spoiling_the_batch(tmp_path: Path, pg_url: str) -> None:
+    """The store side of the test above: a refused row is RowRejected (a file's
+    trouble, not the store's), and the batch goes on after its savepoint."""
+    cfg = _config(tmp_path, str(pg_url))
+    long_path = "memory/" + _random_dirs(random.Random(5), 16, 200) + ".md"
+    row = ChunkRow(1, 1, "", "h" * 64, "- a kestrel", "- a kestrel")
+    state = FileState("f" * 64, 1, 11)
+    with MemoryIndex(cfg) as idx:
+        idx.sync()
+        store = idx.store
+        with store.batch():
+            with pytest.raises(RowRejected, match="index row size"), store.savepoint():
+                store.append_chunks(long_path, "memory", state, 1, [row])
+            store.append_chunks("memory/ok.md", "memory", state, 1, [row])
+        assert set(store.file_states("memory")) == {"memory/2026-01-02.md", "memory/ok.md"}
+
+
+def _transcript(path: Path, lines: list[dict[str, Any]]) -> None:
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+
+
+def test_transcript_text_no_store_can_hold_is_indexed_as_replacement_characters(
+    cfg: Config,
+) -> None:
+    sessions = cfg.sessions_dir()
+    assert sessions is not None
+    _transcript(
+        sessions / "a.jsonl",
+        [
+            {"type": "message", "role": "user", "content": "an osprey \ud83d cut in two"},
+            {"type": "message", "role": "user", "content": "a nul \u0000 by the osprey"},
+            {"type": "message", "role": "assistant", "name": "bo\udc80t", "content": "ok then"},
+        ],
+    )
+    raw = (sessions / "a.jsonl").read_text()
+    assert "\\ud83d" in raw and "\\u0000" in raw  # the escapes are what reach the parser
+    _transcript(sessions / "b.jsonl", [{"type": "message", "role": "user", "content": "kestrel"}])
+    with MemoryIndex(cfg) as idx:
+        report = idx.sync()
+        assert report.sessions is not None and report.sessions["errors"] == []
+        hits = _hits(idx, "osprey")
+        assert len(hits) == 1 and len(_hits(idx, "kestrel")) == 1
+        assert "osprey \ufffd cut" in hits[0]["snippet"]
+        got = idx.get(hits[0]["path"], start=1, lines=3)["text"].splitlines()
+    assert got == [
+        "User: an osprey \ufffd cut in two",
+        "User: a nul \ufffd by the osprey",
+        "Assistant (bo\ufffdt): ok then",
+    ]
+
+
+def test_one_transcript_failing_leaves_the_others_indexed(
+    cfg: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A transcript the writer cannot index (here a fault injected into the parser for
+    one line) is reported and tried again next sync; the transcripts after it are
+    indexed meanwhile (they were not: the error ended the whole sync)."""
+    sessions = cfg.sessions_dir()
+    assert sessions is not None
+    _transcript(sessions / "a.jsonl", [{"type": "message", "role": "user", "content": "boom"}])
+    _transcript(sessions / "b.jsonl", [{"type": "message", "role": "user", "content": "kestrel"}])
+    real = session_sync.parse_message
+
+    def faulty(raw: bytes) -> Any:
+        if b"boom" in raw:
+            raise RuntimeError("injected")
+        return real(raw)
+
+    monkeypatch.setattr(session_sync, "parse_message", faulty)
+    with MemoryIndex(cfg) as idx:
+        report = idx.sync()
+        assert report.sessions is not None
+        assert report.sessions["errors"] == [
+            {"path": "sessions/a.jsonl", "reason": "internal error: RuntimeError: injected"}
+        ]
+        assert len(_hits(idx, "kestrel")) == 1 and _hits(idx, "boom") == []
+        monkeypatch.setattr(session_sync, "parse_message", real)
+        report = idx.sync()
+        assert report.sessions is not None and report.sessions["errors"] == []
+        assert len(_hits(idx, "boom")) == 1
+
+
+def test_memory_get_of_a_path_with_a_lone_surrogate_is_refused(cfg: Config) -> None:
+    """A client's JSON can carry ``\\ud800`` in a path: refused as not Unicode (it
+    was a UnicodeEncodeError, answered as an internal error)."""
+    with MemoryIndex(cfg) as idx:
+        idx.sync()
+        with pytest.raises(PathRefused, match="not valid Unicode") as got:
+            idx.get("memory/\ud800.md")
+        assert "xed" in str(got.value)  # the bytes shown escaped
