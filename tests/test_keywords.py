@@ -235,7 +235,7 @@ def test_a_snapshot_caught_up_from_the_change_feed_ranks_as_fts5(idx_any: Memory
     assert live.full_loads == full and live.updates >= 8
     snap = live.snapshot
     assert snap is not None and snap.keywords is not None
-    assert 1 < len(snap.keywords.segments) < 8  # merged as they came
+    assert len(snap.keywords.segments) < 8  # merged as they came
     assert snap.keywords.live == sum(c["chunks"] for c in idx.store.counts().values())
     assert _compare_many(idx, 12, 80) > 500
     assert _compare(idx, "quokka heron", None) > 5

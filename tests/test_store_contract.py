@@ -75,6 +75,40 @@ def test_files_chunks_and_ids_that_only_grow(backend: Backend) -> None:
         assert "b.md" not in s.file_states() and s.has_source("memory")
 
 
+def test_replacing_a_file_keeps_its_unchanged_chunks(backend: Backend) -> None:
+    """A chunk equal to the one stored (lines, heading, text hash) keeps its id and
+    vector; only the others are deleted and inserted, and the change feed lists only
+    those (a line appended to a long log rewrote every chunk of it, embedding and
+    change feed included). A chunk whose lines moved is a new chunk."""
+    with backend.open() as s:
+        with s.transaction():
+            s.replace_file("a.md", "memory", FileState("1", 0, 0), 3, rows("x", "y", "z"))
+        ids = sorted(s.chunk_rows(range(1, 10_000)))
+        s.ensure_vector_table(2)
+        with s.transaction():
+            s.put_vectors([(i, np.ones(2, "<f4").tobytes()) for i in ids])
+        start = s.change_seq()
+        with s.transaction():  # "z" rewritten, "w" appended
+            got = s.replace_file(
+                "a.md", "memory", FileState("2", 0, 0), 4, rows("x", "y", "Z", "w")
+            )
+        assert got == (1, 2)
+        now = s.chunk_rows(range(1, 10_000))
+        assert sorted(now)[:2] == ids[:2] and ids[2] not in now
+        assert [r.text for _, r in sorted(now.items())] == ["x", "y", "Z", "w"]
+        assert s.pending_count() == 2 and set(s.vectors_for(ids[:2])) == set(ids[:2])
+        assert s.file_states()["a.md"] == FileState("2", 0, 0) and s.file_lines("a.md") == 4
+        ch = s.changes_since(start)
+        assert ch is not None and ch.deleted == [ids[2]]
+        with s.transaction():  # a line inserted on top: every chunk's lines moved
+            moved = [ChunkRow(i + 2, i + 2, "", f"h-{t}", t, t) for i, t in enumerate("xyZw")]
+            assert s.replace_file("a.md", "memory", FileState("3", 0, 0), 5, moved) == (4, 4)
+        with s.transaction():  # the same rows again: nothing to do
+            assert s.replace_file("a.md", "memory", FileState("4", 0, 0), 5, moved) == (0, 0)
+        assert s.counts()["memory"] == {"files": 1, "chunks": 4}
+        assert s.file_states()["a.md"] == FileState("4", 0, 0)
+
+
 def test_a_transcript_chunks_line_offsets_round_trip(backend: Backend) -> None:
     """``lines`` (a transcript chunk's text line -> file line) comes back from reads
     by id and from keyword search."""

@@ -31,6 +31,36 @@ def test_first_sync_then_nothing_to_do(cfg: Config) -> None:
         assert r2.unchanged == 3
 
 
+def _chunks(idx: MemoryIndex, path: str) -> list[tuple[int, int, str]]:
+    got = idx.store.chunk_rows(range(1, 100_000)).values()
+    return sorted((r.start_line, r.end_line, r.text) for r in got if r.path == path)
+
+
+def test_appending_to_a_long_log_rewrites_only_its_tail(
+    cfg: Config, workspace: Path, tmp_path: Path
+) -> None:
+    """A daily log grows by appends: the sync replaces its last chunk and adds the
+    new one, keeping the rest (ids, vectors), and the index holds exactly what a
+    fresh index of the same file holds."""
+    cfg = replace(cfg, chunking=ChunkingConfig(tokens=40, overlap=8))
+    log = workspace / "memory/2026-11-02.md"
+    lines = [f"- note {n}: the heron and the {n} reeds by the pond" for n in range(60)]
+    log.write_text("# 2026-11-02\n\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    with MemoryIndex(cfg) as idx:
+        first = idx.sync()
+        assert first.chunksWritten > 20
+        with log.open("a", encoding="utf-8") as fh:
+            fh.write("- note 60: a kestrel over the reeds\n")
+        r = idx.sync()
+        assert r.updated == 1 and r.chunksRemoved <= 1 and 1 <= r.chunksWritten <= 2
+        got = _chunks(idx, "memory/2026-11-02.md")
+        hit = idx.search("kestrel")["results"][0]
+        assert hit["startLine"] <= 63 == hit["endLine"]
+    with MemoryIndex(replace(cfg, indexPath=tmp_path / "fresh.sqlite")) as fresh:
+        fresh.sync()
+        assert got == _chunks(fresh, "memory/2026-11-02.md")
+
+
 def test_edit_delete_rename(cfg: Config, workspace: Path) -> None:
     with MemoryIndex(cfg) as idx:
         idx.sync()

@@ -100,7 +100,14 @@ class FilesAndChunks(Protocol):
     def delete_file(self, path: str) -> int: ...
     def replace_file(
         self, path: str, source: str, state: FileState, lines: int, chunks: Iterable[ChunkRow]
-    ) -> tuple[int, int]: ...
+    ) -> tuple[int, int]:
+        """``path``'s rows become ``chunks``: a stored chunk equal to one of them
+        (``ChunkRow.same_as``: lines, heading, text hash) is kept with its id and
+        vector, the others deleted, the new ones inserted (a line appended to a long
+        daily log rewrites its last chunk, not all of them). Returns (chunks
+        removed, chunks written)."""
+        ...
+
     def append_chunks(
         self, path: str, source: str, state: FileState, lines: int, chunks: Iterable[ChunkRow]
     ) -> int: ...

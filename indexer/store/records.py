@@ -122,6 +122,11 @@ class ChunkRow:
     # line start_line + k (Markdown, and transcripts without gaps).
     lines: str | None = None
 
+    @property
+    def same_as(self) -> tuple[int, int, str, str, str | None]:
+        """What a stored row must equal to be this chunk (``replace_file`` keeps it)."""
+        return (self.start_line, self.end_line, self.heading, self.hash, self.lines)
+
 
 @dataclass(frozen=True, slots=True)
 class SessionCursor:

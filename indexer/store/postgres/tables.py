@@ -138,8 +138,32 @@ class PgTables(PgBase):
     def replace_file(
         self, path: str, source: str, state: FileState, lines: int, chunks: Iterable[ChunkRow]
     ) -> tuple[int, int]:
-        removed = self.delete_file(path)
-        return removed, self.append_chunks(path, source, state, lines, chunks)
+        """``path``'s rows become ``chunks``, the unchanged ones kept (base.py)."""
+        if self.db.info.transaction_status == 0:  # alone: its rows evicted before commit
+            with self.transaction():
+                return self.replace_file(path, source, state, lines, chunks)
+        stored = {
+            (int(s), int(e), str(h), str(k), lines_): int(cid)
+            for cid, s, e, h, k, lines_ in self._q(
+                "SELECT id, start_line, end_line, heading, hash, lines FROM chunks "
+                "WHERE {k} AND path=%s",
+                path,
+            )
+        }
+        new = [c for c in chunks if stored.pop(c.same_as, None) is None]
+        gone = list(stored.values())
+        if gone:
+            self._bump_chunks()  # (before: readers on the writer's board ask the database)
+            self._evict_rows(gone)
+            vectors = self._q(
+                "WITH c AS (DELETE FROM chunks WHERE {k} AND id = ANY(%s)), "
+                "t AS (DELETE FROM chunk_terms WHERE agent=%s AND gen=%s AND id = ANY(%s)) "
+                "DELETE FROM chunk_vectors WHERE agent=%s AND gen=%s AND id = ANY(%s)",
+                gone, self.agent, self.gen, gone, self.agent, self.gen, gone,
+            ).rowcount  # fmt: skip
+            if vectors:
+                self._bump_vectors()
+        return len(gone), self.append_chunks(path, source, state, lines, new)
 
     def rename_path(self, old: str, new: str, prepare: Callable[[str], str]) -> None:
         moved = [int(r[0]) for r in self._q("SELECT id FROM chunks WHERE {k} AND path=%s", old)]

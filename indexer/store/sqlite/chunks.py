@@ -61,6 +61,9 @@ class ChunkTables(StoreBase):
         SQLite hand their ids out again): a reader holding an older snapshot knows
         every chunk above its highest id is new, and that an id it knows still names
         the same text if it still exists (keywords.py)."""
+        chunks = list(chunks)
+        if not chunks:
+            return 0
         self._bump_chunks()
         (top,) = self.db.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone() or (0,)
         rowid = max(int(self.meta_get("chunkIdHigh") or 0), int(top))
@@ -156,16 +159,19 @@ class ChunkTables(StoreBase):
         lines: int,
         chunks: Iterable[ChunkRow],
     ) -> tuple[int, int]:
-        """Replace every row of ``path``; call inside ``transaction()``.
-
-        Returns (chunks removed, chunks written)."""
-        removed = self.delete_file(path)
-        self.db.execute(
-            "INSERT INTO files(path, source, hash, mtime_ns, size, lines, indexed_at) "
-            "VALUES(?, ?, ?, ?, ?, ?, ?)",
-            (path, source, state.hash, state.mtime_ns, state.size, lines, time.time()),
-        )
-        return removed, self._insert_chunks(path, source, chunks)
+        """``path``'s rows become ``chunks``, the unchanged ones kept (base.py); call
+        inside ``transaction()``. Returns (chunks removed, chunks written)."""
+        stored = {
+            (int(s), int(e), str(h), str(k), lines_): int(cid)
+            for cid, s, e, h, k, lines_ in self.db.execute(
+                "SELECT id, start_line, end_line, heading, hash, lines FROM chunks WHERE path=?",
+                (path,),
+            )
+        }
+        new = [c for c in chunks if stored.pop(c.same_as, None) is None]
+        gone = list(stored.values())
+        self._delete_chunks(gone)
+        return len(gone), self.append_chunks(path, source, state, lines, new)
 
     def clear(self) -> None:
         """Remove every file, chunk and vector (keeps the embedding cache)."""
