@@ -77,15 +77,18 @@ def list_items(tokens: Sequence[Token], lines: Sequence[str]) -> set[int] | None
     that parse may differ from the full one (see ``structure``)."""
     items: set[int] = set()
     list_end = -1  # where the last paragraph holding list lines ends
+    after_quotes: dict[int, str] = {}  # a line's first character past its ">" markers
     for t in tokens:
         if t.map is None:
             continue
         if t.map[0] == list_end and t.type in _OPENING:
             return None  # it cuts into a list's last item: CommonMark may disagree
-        first = lines[t.map[0]]
+        at = t.map[0]
+        first = lines[at]
+        if t.type in _OPENING and at not in after_quotes:  # once a line: nested quotes
+            after_quotes[at] = _QUOTES.sub("", first, 1)[:1]  # open many blocks on one
         if t.type == "code_block" or (
-            t.type in _OPENING
-            and (first[:1] in (" ", "\t") or _QUOTES.sub("", first, 1)[:1] in (" ", "\t"))
+            t.type in _OPENING and (first[:1] in (" ", "\t") or after_quotes[at] in (" ", "\t"))
         ):
             return None  # an indented block: it may sit inside a list item
         if t.type == "table_open":
