@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import random
 import string
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -194,3 +195,57 @@ def test_memory_get_of_a_path_with_a_lone_surrogate_is_refused(cfg: Config) -> N
         with pytest.raises(PathRefused, match="not valid Unicode") as got:
             idx.get("memory/\ud800.md")
         assert "xed" in str(got.value)  # the bytes shown escaped
+
+
+def test_the_daemon_status_shows_a_transcript_it_could_not_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A transcript left behind (its error caught so the others are indexed) is the
+    sessions task's error in the daemon's ``status``: ``dirty``, naming it, until a
+    sync indexes it. It used to look like any success: all was well while one
+    transcript was never indexed."""
+    from daemon_util import rpc, wait_for
+
+    from indexer.config import Settings
+    from indexer.surfaces.daemon import Daemon
+
+    cfg = _config(tmp_path, "")
+    cfg = replace(
+        cfg,
+        sessions=replace(cfg.sessions, idleFlushMs=100),
+        sync=replace(cfg.sync, watchDebounceMs=100),
+    )
+    sessions = cfg.sessions_dir()
+    assert sessions is not None
+    real = session_sync.parse_message
+
+    def faulty(raw: bytes) -> Any:
+        if b"boom" in raw:
+            raise RuntimeError("injected")
+        return real(raw)
+
+    monkeypatch.setattr(session_sync, "parse_message", faulty)
+    d = Daemon(Settings((cfg,)), socket_path=tmp_path / "d.sock")
+    d.start()
+    try:
+        sock = d.socket_path
+        _transcript(sessions / "a.jsonl", [{"type": "message", "role": "user", "content": "boom"}])
+        _transcript(
+            sessions / "b.jsonl", [{"type": "message", "role": "user", "content": "kestrel"}]
+        )
+        wait_for(lambda: rpc(sock, "memory_search", {"query": "kestrel"})["results"], timeout=30)
+        st = wait_for(lambda: (s := rpc(sock, "status"))["errors"]["sessions"] and s, timeout=30)
+        assert (
+            st["dirty"]
+            and "sessions/a.jsonl: internal error: RuntimeError: injected"
+            in (st["errors"]["sessions"])
+        )
+        assert st["lastError"] == st["errors"]["sessions"]
+        monkeypatch.setattr(session_sync, "parse_message", real)
+        with (sessions / "a.jsonl").open("a") as fh:  # an event: the writer looks again
+            fh.write(json.dumps({"type": "message", "role": "user", "content": "later"}) + "\n")
+        wait_for(lambda: rpc(sock, "memory_search", {"query": "boom"})["results"], timeout=30)
+        st = wait_for(lambda: (s := rpc(sock, "status"))["errors"]["sessions"] is None and s)
+        assert not st["dirty"] and st["lastError"] is None
+    finally:
+        d.stop()

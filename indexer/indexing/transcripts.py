@@ -34,6 +34,9 @@ class SessionReport:
     dbSessions: int = 0  # sessions in OpenClaw's agent database (2026.9+)
     chunksWritten: int = 0
     errors: list[dict[str, str]] = field(default_factory=list)
+    # transcripts left where they were after an error (also in ``errors``): tried
+    # again every sync; the daemon's ``status`` shows them as the sessions task's error
+    failed: list[dict[str, str]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         return dict(self.__dict__)
@@ -50,6 +53,7 @@ def transcript_failed(path: str, exc: Exception, report: SessionReport) -> None:
         log.exception("error indexing transcript %s", path)
         reason = f"internal error: {type(exc).__name__}: {exc}"
     report.errors.append({"path": path, "reason": reason[:300]})
+    report.failed.append(report.errors[-1])
 
 
 def _offsets(file_lines: Sequence[int]) -> str | None:

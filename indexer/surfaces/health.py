@@ -64,6 +64,21 @@ class TaskHealth:
         self.errors[task] = None
         self.failures[task] = 0
 
+    def left_behind(self, task: str, failed: list[dict[str, str]]) -> None:
+        """``task`` ran, but left these items (``{path, reason}``) to try again next
+        time: the task's error (``status`` dirty) until a run leaves none, without
+        the backoff of a failure (the rest of its work goes on as usual)."""
+        if not failed:
+            self.succeeded(task)
+            return
+        first = failed[0]
+        more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+        self.errors[task] = (
+            f"{task}: not indexed, tried again each sync: {first['path']}: {first['reason']}{more}"
+        )[:500]
+        self.error_at[task] = time.time()
+        self.failures[task] = 0
+
     @contextlib.contextmanager
     def working(self, task: str, stop: threading.Event) -> Iterator[Callable[[], bool]]:
         """Mark ``task`` busy; yields the should_stop it must call between units of

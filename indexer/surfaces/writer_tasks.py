@@ -175,7 +175,8 @@ class WriterTasks:
             return
         rt.last_report = rep.to_json()
         rt.health.succeeded("memory")
-        rt.health.succeeded("sessions")
+        left = (rep.sessions or {}).get("failed")
+        rt.health.left_behind("sessions", left if isinstance(left, list) else [])
         rt.backfill = rep.stopped
         if (rep.sessions or {}).get("more"):  # the rest of the transcripts, in slices
             rt.sessions_all = rt.sessions_more = True
@@ -245,7 +246,7 @@ class WriterTasks:
         )
         if rep is None:
             return
-        rt.health.succeeded("sessions")
+        rt.health.left_behind("sessions", rep.failed)
         rt.sessions_more = rep.more
         if rep.more:  # a slice is done: memory files first, then the next one
             rt.sessions_due = time.monotonic()
