@@ -15,10 +15,10 @@
     ├── ForeignSocket             the socket is served by another user: nothing is sent
     ├── RemoteError               the daemon answered with a JSON-RPC error
     ├── TranscriptDbError         OpenClaw's agent database cannot be read (schema, I/O)
-    ├── RowRejected               the database refused one file's rows (what they hold)
     └── StoreError                the index file cannot be opened, migrated or written
         ├── IndexMismatch         the index file belongs to another workspace
         ├── IndexBusy             another process holds the agent's writer lock
+        ├── RowRejected           a value the database cannot store: one file is skipped
         └── IndexCorrupt          the index file is damaged (a writer sets it aside)
 
 The CLI turns these into one line on stderr and exit status 2; the socket server
@@ -98,12 +98,11 @@ class StoreError(MemindexError):
     code = "store"
 
 
-class RowRejected(MemindexError):
-    """The database refused one file's rows for what they hold (a value it cannot
-    store or index), not for its own trouble: that file is skipped with the reason
-    and the others are indexed. Not a StoreError, which fails the whole sync."""
-
-    code = "row_rejected"
+class RowRejected(StoreError):
+    """The database refused a statement for the values in it (a value it cannot
+    store or index), not for its own trouble. Writing one file's or transcript's
+    rows, that file is skipped (or left to try again) with the reason and the others
+    are indexed; anywhere else it is a StoreError like any other."""
 
 
 class IndexMismatch(StoreError):

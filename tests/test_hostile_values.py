@@ -181,10 +181,20 @@ def test_one_transcript_failing_leaves_the_others_indexed(
             {"path": "sessions/a.jsonl", "reason": "internal error: RuntimeError: injected"}
         ]
         assert len(_hits(idx, "kestrel")) == 1 and _hits(idx, "boom") == []
+        left = {"sessions/a.jsonl": "internal error: RuntimeError: injected"}
+        assert idx.writer.left_behind == left
+        # a sync that does not look at it (not due yet) leaves it left behind
+        with (sessions / "a.jsonl").open("a") as fh:
+            fh.write(json.dumps({"type": "message", "role": "user", "content": "x"}) + "\n")
+        quiet = replace(cfg.sessions, idleFlushMs=3_600_000, deltaMessages=1000)
+        idx.writer.cfg = replace(cfg, sessions=quiet)
+        assert idx.writer.sync_sessions(due_only=True).deferred == 1
+        assert idx.writer.left_behind == left
+        idx.writer.cfg = cfg
         monkeypatch.setattr(session_sync, "parse_message", real)
         report = idx.sync()
         assert report.sessions is not None and report.sessions["errors"] == []
-        assert len(_hits(idx, "boom")) == 1
+        assert len(_hits(idx, "boom")) == 1 and idx.writer.left_behind == {}
 
 
 def test_memory_get_of_a_path_with_a_lone_surrogate_is_refused(cfg: Config) -> None:
@@ -241,6 +251,9 @@ def test_the_daemon_status_shows_a_transcript_it_could_not_index(
             in (st["errors"]["sessions"])
         )
         assert st["lastError"] == st["errors"]["sessions"]
+        rpc(sock, "reindex", {})  # a reindex that fails it again does not clear it
+        st = rpc(sock, "status")
+        assert st["dirty"] and "sessions/a.jsonl" in (st["errors"]["sessions"] or "")
         monkeypatch.setattr(session_sync, "parse_message", real)
         with (sessions / "a.jsonl").open("a") as fh:  # an event: the writer looks again
             fh.write(json.dumps({"type": "message", "role": "user", "content": "later"}) + "\n")

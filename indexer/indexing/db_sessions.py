@@ -26,7 +26,7 @@ import logging
 from collections.abc import Callable
 
 from indexer.config import Config
-from indexer.errors import TranscriptDbError
+from indexer.errors import RowRejected
 from indexer.indexing.transcripts import SessionReport, transcript_failed, transcript_rows
 from indexer.sources.openclaw_db import db_path, is_db_path, render_events
 from indexer.sources.sessions import SESSIONS_SOURCE
@@ -69,16 +69,18 @@ def sync_db_sessions(
                 break
             try:
                 _sync_one(store, cfg, db, s, display, cur, report, count, should_stop)
+                report.cleared.append(display)
+            except RowRejected as exc:  # a value the store cannot hold: the others go on
+                transcript_failed(display, exc, report)
             except STORE_ERRORS:
                 raise  # the index itself is in trouble: the sync fails
-            except TranscriptDbError:
-                raise  # OpenClaw's database: reported as such
-            except Exception as exc:  # this transcript's trouble only: the others go on
-                transcript_failed(display, exc, report)
+            except Exception as exc:  # this session's trouble only (a cold archive
+                transcript_failed(display, exc, report)  # gone, a bug): the others go on
     _forget(store, list(mine), report)
 
 
 def _forget(store: IndexStore, paths: list[str], report: SessionReport) -> None:
+    report.cleared.extend(paths)
     if not paths:
         return
     with store.transaction():

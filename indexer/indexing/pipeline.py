@@ -191,15 +191,17 @@ def sync(
                         store, cfg, f, known.get(f.path), report, skipped_now, count, told,
                         was_skipped,
                     )  # fmt: skip
+            except RowRejected as exc:  # what it holds (its savepoint undid it): go on
+                reason = str(exc)[:300]
+                _log_skip(told, "not indexed", shown(f.path), reason)
+                report.errors.append({"path": f.path, "reason": reason})
+                skipped_now.add(shown(f.path))  # storable: the path may be what was refused
+                store.record_skip(shown(f.path), f.source, reason)
             except STORE_ERRORS:
                 raise  # the index itself is in trouble (disk full): the sync fails
-            except Exception as exc:  # this file's trouble only: report it, go on
-                if isinstance(exc, RowRejected):  # what it holds (the savepoint undid it)
-                    log.warning("not indexed: %s: %s", f.path, exc)
-                    reason = str(exc)[:300]
-                else:  # a bug
-                    log.exception("error indexing %s", f.path)
-                    reason = f"internal error: {type(exc).__name__}: {exc}"[:300]
+            except Exception as exc:  # a bug for this file only: report it, go on
+                log.exception("error indexing %s", f.path)
+                reason = f"internal error: {type(exc).__name__}: {exc}"[:300]
                 report.errors.append({"path": f.path, "reason": reason})
                 skipped_now.add(shown(f.path))  # storable: the path may be what was refused
                 store.record_skip(shown(f.path), f.source, reason)

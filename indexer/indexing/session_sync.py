@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 
 from indexer.config import Config
-from indexer.errors import FileUnreadable, FileVanished, MemindexError
+from indexer.errors import FileUnreadable, FileVanished, MemindexError, RowRejected
 from indexer.indexing.db_sessions import is_db_path, sync_db_sessions
 from indexer.indexing.transcripts import SessionReport, transcript_failed, transcript_rows
 from indexer.sources.sessions import (
@@ -154,6 +154,7 @@ def sync_sessions(
     cursors = store.session_cursors()  # read once: deleting gone paths leaves the rest as is
     known_paths = set(store.file_states(SESSIONS_SOURCE)) | set(cursors)
     gone = [p for p in known_paths if p not in present and not is_db_path(p)]
+    report.cleared.extend(gone)
     if gone:
         with store.transaction():
             for p in gone:
@@ -180,12 +181,15 @@ def sync_sessions(
             if deadline is not None:
                 stop = _until(deadline, should_stop, report)
             _index_file(store, cfg, f, cur, report, count, stop)
+            report.cleared.append(f.display)
         except FileVanished:
             continue  # vanished mid-sync: the next sync drops its rows
         except FileUnreadable as exc:  # replaced by a symlink, FIFO or device meanwhile
             report.errors.append({"path": f.display, "reason": exc.reason})
         except OSError as exc:
             report.errors.append({"path": f.display, "reason": str(exc.strerror or exc)})
+        except RowRejected as exc:  # a value the store cannot hold: the others go on
+            transcript_failed(f.display, exc, report)
         except STORE_ERRORS:
             raise  # the index itself is in trouble: the sync fails
         except Exception as exc:  # this transcript's trouble only: the others go on

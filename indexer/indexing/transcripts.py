@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from indexer.config import Config
-from indexer.errors import RowRejected
+from indexer.errors import RowRejected, TranscriptDbError
 from indexer.sources.chunking import chunk_markdown
 from indexer.sources.text import index_text
 from indexer.sources.tokenizer import TokenCounter
@@ -37,16 +37,20 @@ class SessionReport:
     # transcripts left where they were after an error (also in ``errors``): tried
     # again every sync; the daemon's ``status`` shows them as the sessions task's error
     failed: list[dict[str, str]] = field(default_factory=list)
+    # transcripts read without an error, and those found gone (not in ``to_json``)
+    cleared: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        del out["cleared"]
+        return out
 
 
 def transcript_failed(path: str, exc: Exception, report: SessionReport) -> None:
     """One transcript could not be indexed (what it holds, or a bug): its error is
     reported (``status`` shows it) and its cursor stays where it was, so the next
     sync tries it again; the other transcripts are indexed meanwhile."""
-    if isinstance(exc, RowRejected):
+    if isinstance(exc, (RowRejected, TranscriptDbError)):  # said what is wrong
         log.warning("transcript %s not indexed: %s", path, exc)
         reason = str(exc)
     else:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from indexer.errors import IndexCorrupt, InvalidParams, index_damaged
+from indexer.sources.discovery import shown
 from indexer.sources.text import index_text
 from indexer.store.base import IndexStore
 from indexer.store.records import ChunkRow, FileState
@@ -127,7 +128,7 @@ def copy_index(
                 dst.put_session_cursor(c)
                 report.cursors += 1
             for s in src.skipped():
-                dst.record_skip(s["path"], s["source"], s["reason"])
+                dst.record_skip(shown(s["path"]), s["source"], s["reason"])
                 report.skipped += 1
             for job_id, provider, hashes in src.export_batch_jobs():
                 dst.save_batch_job(job_id, provider, hashes)

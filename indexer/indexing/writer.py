@@ -60,6 +60,9 @@ class Indexer:
         self.provider = provider
         self.changed = changed
         self.quiet = Quiet()  # when the transcripts last changed, as this writer saw it
+        # transcripts an error left where they were: path -> reason, until a sync
+        # indexes them or they are gone (the daemon's status shows them)
+        self.left_behind: dict[str, str] = {}
 
     def sync(
         self,
@@ -157,12 +160,14 @@ class Indexer:
         files = progress.files if progress else None
         report = sync(self.store, self.cfg, force=force, progress=files, should_stop=should_stop)
         if not report.stopped:
-            report.sessions = sync_sessions(
-                self.store,
-                self.cfg,
-                should_stop=should_stop,
-                quiet=self.quiet,
-                budget_s=sessions_budget_s,
+            report.sessions = self._noted(
+                sync_sessions(
+                    self.store,
+                    self.cfg,
+                    should_stop=should_stop,
+                    quiet=self.quiet,
+                    budget_s=sessions_budget_s,
+                )
             ).to_json()
         if embed and not report.stopped:
             done = self._embed(should_stop, wait=True, progress=progress)  # in sync's task
@@ -213,6 +218,7 @@ class Indexer:
                 return report
             raise
         old, self.store = self.store, fresh
+        self.left_behind = builder.left_behind  # the new generation's
         fresh.writer_lock, old.writer_lock = old.writer_lock, None  # the writer keeps it
         old.close()
         backend.cleanup()
@@ -234,14 +240,24 @@ class Indexer:
         """Transcript deltas (``due_only``: those large or quiet enough), for at most
         ``budget_s`` seconds (the report's ``more``: call again)."""
         with self._task():
-            return sync_sessions(
-                self.store,
-                self.cfg,
-                due_only=due_only,
-                should_stop=should_stop,
-                quiet=self.quiet,
-                budget_s=budget_s,
+            return self._noted(
+                sync_sessions(
+                    self.store,
+                    self.cfg,
+                    due_only=due_only,
+                    should_stop=should_stop,
+                    quiet=self.quiet,
+                    budget_s=budget_s,
+                )
             )
+
+    def _noted(self, rep: SessionReport) -> SessionReport:
+        """``left_behind`` after ``rep``: what it indexed or found gone is no longer
+        left behind, what failed is (a transcript it did not look at stays as it was)."""
+        for path in rep.cleared:
+            self.left_behind.pop(path, None)
+        self.left_behind.update((e["path"], e["reason"]) for e in rep.failed)
+        return rep
 
     def embed(
         self,

@@ -64,19 +64,19 @@ class TaskHealth:
         self.errors[task] = None
         self.failures[task] = 0
 
-    def left_behind(self, task: str, failed: list[dict[str, str]]) -> None:
-        """``task`` ran, but left these items (``{path, reason}``) to try again next
-        time: the task's error (``status`` dirty) until a run leaves none, without
-        the backoff of a failure (the rest of its work goes on as usual)."""
-        if not failed:
+    def left_behind(self, task: str, left: dict[str, str]) -> None:
+        """``task`` ran, and these items (path -> reason) are still left to try again:
+        the task's error (``status`` dirty) while any is, without the backoff of a
+        failure (the rest of its work goes on as usual)."""
+        if not left:
             self.succeeded(task)
             return
-        first = failed[0]
-        more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
-        self.errors[task] = (
-            f"{task}: not indexed, tried again each sync: {first['path']}: {first['reason']}{more}"
-        )[:500]
-        self.error_at[task] = time.time()
+        path = min(left)
+        more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
+        error = f"{task}: not indexed, tried again each sync: {path}: {left[path]}{more}"[:500]
+        if self.errors[task] != error:
+            self.errors[task] = error
+            self.error_at[task] = time.time()
         self.failures[task] = 0
 
     @contextlib.contextmanager

@@ -175,8 +175,7 @@ class WriterTasks:
             return
         rt.last_report = rep.to_json()
         rt.health.succeeded("memory")
-        left = (rep.sessions or {}).get("failed")
-        rt.health.left_behind("sessions", left if isinstance(left, list) else [])
+        rt.health.left_behind("sessions", rt.writer.left_behind)
         rt.backfill = rep.stopped
         if (rep.sessions or {}).get("more"):  # the rest of the transcripts, in slices
             rt.sessions_all = rt.sessions_more = True
@@ -246,7 +245,7 @@ class WriterTasks:
         )
         if rep is None:
             return
-        rt.health.left_behind("sessions", rep.failed)
+        rt.health.left_behind("sessions", rt.writer.left_behind)
         rt.sessions_more = rep.more
         if rep.more:  # a slice is done: memory files first, then the next one
             rt.sessions_due = time.monotonic()
@@ -302,7 +301,7 @@ class WriterTasks:
             rt.last_report = rep.to_json()
             if not rep.stopped:
                 rt.health.succeeded("memory")
-                rt.health.succeeded("sessions")
+                rt.health.left_behind("sessions", rt.writer.left_behind)
                 if (rep.embedding or {}).get("error") is None:
                     rt.health.succeeded("embedding")
             answer = rep.to_json()
