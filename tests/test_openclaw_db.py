@@ -242,6 +242,29 @@ def test_rewritten_deleted_and_cold_sessions(
         assert _found(idx, "BADGER-3") == [("sessions/main/s1.jsonl", 2, 2)]
 
 
+def test_a_cold_session_whose_archive_is_gone_leaves_the_others_indexed(
+    tmp_path: Path, state: Path, gw: AgentDbFixture
+) -> None:
+    """A session whose cold archive file is gone cannot be read: it is left behind
+    with that reason (the writer's ``left_behind``; the daemon's status shows it) and
+    the sessions after it are indexed. It used to end the whole database pass."""
+    cold = state / "agents" / "main" / "sessions" / "cold"
+    gw.session("a1", "agent:main:main")
+    gw.append("a1", message("user", "the OTTER-1 plan"))
+    gw.go_cold("a1", cold)
+    for archive in cold.iterdir():
+        archive.unlink()
+    gw.session("z9", "agent:main:other")
+    gw.append("z9", message("user", "the HERON-2 nest is by the reeds"))
+    with MemoryIndex(_cfg(tmp_path, state)) as idx:
+        report = idx.sync()
+        assert report.sessions is not None
+        assert _found(idx, "HERON-2") == [("sessions/main/z9.jsonl", 2, 2)]
+        assert list(idx.writer.left_behind) == ["sessions/main/a1.jsonl"]
+        why = idx.writer.left_behind["sessions/main/a1.jsonl"]
+        assert why.startswith("cold archive ") and why.endswith(": No such file or directory")
+
+
 def test_an_unknown_schema_is_an_error_not_an_empty_source(
     tmp_path: Path, state: Path, gw: AgentDbFixture
 ) -> None:
