@@ -359,6 +359,26 @@ def _term_rows(url: str) -> dict[int, tuple[dict[str, list[int]], list[str], lis
     return out
 
 
+def test_stored_term_hashes_are_memindex_term_hash(tmp_path: Path, pg_url: str) -> None:
+    """The writer hashes terms with the agent/generation prefix made once per
+    statement; every stored hash must be what ``memindex_term_hash`` (the query side
+    and migration 0003) makes of that term, for written and for renamed rows."""
+    from indexer.config import Config, StoreConfig
+    from indexer.engine import MemoryIndex
+
+    ws = tmp_path / "ws"
+    write(ws, "MEMORY.md", "# Memory\n\n- the heron, the OTTER-1 and 東京 ünïcode\n")
+    with MemoryIndex(Config(workspace=ws, agentId="ag/1", store=StoreConfig(url=pg_url))) as idx:
+        idx.sync()
+        idx.store.rename_path("MEMORY.md", "memory/moved.md", lambda t: t)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        bad, total = conn.execute(
+            "SELECT count(*) FILTER (WHERE h <> memindex_term_hash(agent, gen, t)), count(*) "
+            "FROM chunk_terms, unnest(terms, hashes) AS x(t, h)"
+        ).fetchone()
+    assert total > 8 and bad == 0
+
+
 def test_keyword_rows_of_an_older_database_move_to_chunk_terms(
     tmp_path: Path, pg_server: object, pg_url: str
 ) -> None:
