@@ -242,6 +242,10 @@ def test_cli_goes_through_the_daemon(daemon: DaemonProc, cli) -> None:  # type: 
         fh.write(f'[server]\nsocket = "{daemon.sock}"\n')
     code, out, err = cli(*args, "status")
     assert code == 0 and "daemon:    pid" in out, err
+    rpc(daemon.sock, "memory_search", {"query": "sourdough"})  # loads the snapshot
+    wait_for(lambda: rpc(daemon.sock, "status")["memory"]["state"] == "current")
+    code, out, err = cli(*args, "status")
+    assert "in memory: current (3 chunks)\n" in out, out
     code, out, err = cli(*args, "index", "--json")
     assert code == 0, err
     assert json.loads(out)["unchanged"] == 3

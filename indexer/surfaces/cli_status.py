@@ -88,6 +88,14 @@ def _print_status(st: StatusResponse, out: TextIO, cfg: Config | None = None) ->
             + (f" ({w['reason']})" if w.get("reason") else "")
             + "\n"
         )
+        mem = st.get("memory")
+        if mem:
+            held = [f"{n:,} {what}" for n, what in ((mem["keywordRows"], "chunks"),
+                    (mem["vectorRows"], "vectors")) if n is not None]  # fmt: skip
+            out.write(
+                f"in memory: {mem['state']}" + (f" ({', '.join(held)})" if held else "")
+                + (f"; last update failed: {mem['error']}" if mem.get("error") else "") + "\n"
+            )  # fmt: skip
         if d.get("reloadError"):
             out.write(f"reload:    refused, the old config is in use: {d['reloadError']}\n")
         if d.get("configError"):
