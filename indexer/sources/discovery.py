@@ -57,8 +57,8 @@ def shown(path: str) -> str:
     raw = safefs.path_bytes(path)
     if len(raw) <= _SHOWN_BYTES:
         return safefs.printable(path)
-    head = raw[:400].decode("utf-8", "ignore")
-    tail = raw[-200:].decode("utf-8", "ignore")
+    head = raw[:400].decode("utf-8", "surrogateescape")  # a character cut in two
+    tail = raw[-200:].decode("utf-8", "surrogateescape")  # shows as \xNN
     return safefs.printable(f"{head} … {tail}")
 
 

@@ -32,10 +32,11 @@ class SqliteExport(StoreBase):
         }
 
     def export_chunks(self) -> Iterator[tuple[str, list[ExportedChunk]]]:
-        """Each path's chunks, in order (including chunks of no file row)."""
+        """Each path's chunks in line order (including chunks of no file row; a
+        file's kept chunks are older than its new ones, so ids alone are not)."""
         rows = self.db.execute(
             "SELECT path, start_line, end_line, heading, hash, text, lines FROM chunks "
-            "ORDER BY path, id"
+            "ORDER BY path, start_line, id"
         )
         for path, group in groupby(rows, key=lambda r: str(r[0])):
             yield (
