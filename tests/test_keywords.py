@@ -7,9 +7,11 @@ import json
 import random
 import re
 import threading
+import time
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -188,6 +190,39 @@ def test_status_says_what_the_snapshot_holds(idx: MemoryIndex) -> None:
     assert live.wait_ready(idx.store)
     st = idx.status()
     assert st["memory"]["state"] == "current" and st["memory"]["keywordRows"] == st["chunks"]
+
+
+def test_the_writer_never_waits_for_a_snapshot_being_read(
+    idx: MemoryIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a background thread reads the whole snapshot (about 40 s at a million
+    chunks), the writer's catch-up returns at once (it waited for the read: no
+    indexing meanwhile, and a SIGTERM took 29 s), and the read goes round once more
+    when done, so what the writer wrote meanwhile is in the snapshot."""
+    live = idx.live
+    assert live is not None
+    reading, release = threading.Event(), threading.Event()
+    real = live._read_all
+
+    def slow(*a: Any, **k: Any) -> Any:
+        reading.set()
+        assert release.wait(30)
+        return real(*a, **k)
+
+    monkeypatch.setattr(live, "_read_all", slow)
+    live.get(idx.store, idx.store.change_versions())  # a search starts the read
+    assert reading.wait(10)
+    _edit(idx, random.Random(9), 0)  # another writer: this one's catch-up below
+    t0 = time.monotonic()
+    live.update(idx.store, full=False)
+    assert time.monotonic() - t0 < 1.0
+    release.set()
+    deadline = time.monotonic() + 30
+    while live._refresh.busy and time.monotonic() < deadline:
+        time.sleep(0.01)
+    snap = live.snapshot
+    assert snap is not None and snap.versions == idx.store.change_versions()
+    assert idx.status()["memory"]["keywordRows"] == idx.status()["chunks"]
 
 
 def _edit(idx: MemoryIndex, rng: random.Random, round_: int) -> None:
