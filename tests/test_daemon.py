@@ -488,6 +488,32 @@ def test_the_index_loop_survives_an_error_no_task_handled(tmp_path: Path, worksp
         d.stop()
 
 
+def test_a_daemon_maps_less_of_the_index_than_a_one_shot_search(
+    tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon's connections map 256 MB of the index file (its RSS counts the pages
+    its searches touch, once per connection); a one-shot process maps 1 GB."""
+    import indexer.store.sqlite.connection as connection
+    from indexer.config import Config, Settings
+    from indexer.engine import MemoryIndex
+    from indexer.store.records import DAEMON_MMAP_BYTES, MMAP_BYTES
+    from indexer.surfaces.daemon import Daemon
+
+    monkeypatch.setattr(connection, "_MMAP", [MMAP_BYTES])  # this test's process only
+    cfg = Config(workspace=workspace, indexPath=tmp_path / "i.sqlite")
+    with MemoryIndex(cfg) as idx:
+        idx.sync()
+        assert idx.store.db.execute("PRAGMA mmap_size").fetchone()[0] == MMAP_BYTES
+    d = Daemon(Settings((cfg,)), socket_path=tmp_path / "d.sock")
+    d.start()
+    try:
+        with next(iter(d.agents.values())).reader() as reader:
+            got = reader.store.db.execute("PRAGMA mmap_size").fetchone()[0]  # type: ignore[attr-defined]
+        assert got == DAEMON_MMAP_BYTES < MMAP_BYTES
+    finally:
+        d.stop()
+
+
 def test_status_names_a_daemon_that_serves_something_else(tmp_path: Path, workspace: Path) -> None:
     """A daemon answers on the socket but serves another agent: status said "daemon:
     not running"; it says which daemon and what it serves."""

@@ -61,6 +61,9 @@ class Daemon:
         idle_exit_s: float | None = None,
     ) -> None:
         """``qmd``: how ``qmd_search`` is answered (memindex-qmd's daemon only)."""
+        from indexer.store.sqlite.connection import use_daemon_mmap
+
+        use_daemon_mmap()  # its RSS: records.py
         self.settings = settings
         self.providers = SharedProviders()  # one loaded model for the agents that share it
         self.idle_exit_s = idle_exit_s

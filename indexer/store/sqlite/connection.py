@@ -16,7 +16,7 @@ import apsw
 
 from indexer.errors import IndexCorrupt, StoreError
 from indexer.store import bm25
-from indexer.store.records import MMAP_BYTES
+from indexer.store.records import DAEMON_MMAP_BYTES, MMAP_BYTES
 from indexer.store.sqlite.migrations import MIGRATIONS
 from indexer.store.writer_lock import WriterLock
 
@@ -79,6 +79,14 @@ def _open_readonly(path: Path) -> apsw.Connection:
             ) from exc
 
 
+_MMAP = [MMAP_BYTES]  # this process's mmap_size (records.py)
+
+
+def use_daemon_mmap() -> None:
+    """Connections opened from now on map DAEMON_MMAP_BYTES (a long-running daemon)."""
+    _MMAP[0] = DAEMON_MMAP_BYTES
+
+
 class StoreBase:
     """An open index file: what every part of the store builds on."""
 
@@ -111,7 +119,7 @@ class StoreBase:
             # fetching the rows of a search's candidates at 100k chunks took half the
             # time (bench/hybrid_bench.py). The pages are the OS's file cache, shared
             # by every connection; nothing here truncates an index file in place.
-            self.db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+            self.db.execute(f"PRAGMA mmap_size={_MMAP[0]}")
             if not readonly:
                 self.db.execute("PRAGMA journal_mode=WAL")
                 self.db.execute("PRAGMA synchronous=NORMAL")
