@@ -156,6 +156,20 @@ def test_transcript_text_no_store_can_hold_is_indexed_as_replacement_characters(
     ]
 
 
+def _fail_on_boom(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A fault injected into the transcript parser for lines holding "boom"; returns
+    the real parser (to put back)."""
+    real = session_sync.parse_message
+
+    def faulty(raw: bytes) -> Any:
+        if b"boom" in raw:
+            raise RuntimeError("injected")
+        return real(raw)
+
+    monkeypatch.setattr(session_sync, "parse_message", faulty)
+    return real
+
+
 def test_one_transcript_failing_leaves_the_others_indexed(
     cfg: Config, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -166,14 +180,7 @@ def test_one_transcript_failing_leaves_the_others_indexed(
     assert sessions is not None
     _transcript(sessions / "a.jsonl", [{"type": "message", "role": "user", "content": "boom"}])
     _transcript(sessions / "b.jsonl", [{"type": "message", "role": "user", "content": "kestrel"}])
-    real = session_sync.parse_message
-
-    def faulty(raw: bytes) -> Any:
-        if b"boom" in raw:
-            raise RuntimeError("injected")
-        return real(raw)
-
-    monkeypatch.setattr(session_sync, "parse_message", faulty)
+    real = _fail_on_boom(monkeypatch)
     with MemoryIndex(cfg) as idx:
         report = idx.sync()
         assert report.sessions is not None
@@ -227,14 +234,7 @@ def test_the_daemon_status_shows_a_transcript_it_could_not_index(
     )
     sessions = cfg.sessions_dir()
     assert sessions is not None
-    real = session_sync.parse_message
-
-    def faulty(raw: bytes) -> Any:
-        if b"boom" in raw:
-            raise RuntimeError("injected")
-        return real(raw)
-
-    monkeypatch.setattr(session_sync, "parse_message", faulty)
+    real = _fail_on_boom(monkeypatch)
     d = Daemon(Settings((cfg,)), socket_path=tmp_path / "d.sock")
     d.start()
     try:
