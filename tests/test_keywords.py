@@ -225,6 +225,35 @@ def test_the_writer_never_waits_for_a_snapshot_being_read(
     assert idx.status()["memory"]["keywordRows"] == idx.status()["chunks"]
 
 
+def test_a_failed_read_is_not_read_again_at_once(
+    idx: MemoryIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer asking for one more round while a full read runs does not make a
+    failed read start again at once (a failing 40 s read back to back would keep a
+    core busy): the next search starts one, spaced out."""
+    live = idx.live
+    assert live is not None
+    reading, release, calls = threading.Event(), threading.Event(), []
+
+    def failing(*a: Any, **k: Any) -> Any:
+        calls.append(1)
+        reading.set()
+        assert release.wait(30)
+        raise RuntimeError("the read failed")
+
+    monkeypatch.setattr(live, "_read_all", failing)
+    live.get(idx.store, idx.store.change_versions())
+    assert reading.wait(10)
+    _edit(idx, random.Random(9), 0)
+    live.update(idx.store, full=False)  # asks for one more round
+    release.set()
+    deadline = time.monotonic() + 30
+    while live._refresh.busy and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert calls == [1] and live.snapshot is None
+    assert live.error == "RuntimeError: the read failed"
+
+
 def _edit(idx: MemoryIndex, rng: random.Random, round_: int) -> None:
     """Deletions, rewrites, appends, a new file and transcript lines, then a sync."""
     ws = idx.cfg.workspace

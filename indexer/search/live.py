@@ -11,9 +11,12 @@ reader that fell behind the pruned feed read everything, on a background thread
 (seconds at 100k chunks) while searches use SQLite.
 
 The daemon's writer also updates the snapshot itself after each task (``update``
-with ``full=False``), so a search that follows a finished sync sees it. Between a
-commit and the update a search may meet a chunk that is gone: rendering reads rows
-by id and drops the ones that no longer exist (results.render_results).
+with ``full=False``), so a search that follows a finished sync sees it, unless a
+background update holds the snapshot then (a full read: ~40 s at a million
+chunks): the writer does not wait for it, and that update goes round once more
+when done. Between a commit and the update a search may meet a chunk that is gone:
+rendering reads rows by id and drops the ones that no longer exist
+(results.render_results).
 """
 
 from __future__ import annotations
@@ -108,7 +111,9 @@ class LiveIndex:
         try:
             with reopen() as store:
                 self.update(store)
-                while self._again:  # the writer went on meanwhile: what it wrote too
+                # the writer went on meanwhile: what it wrote too (not after a failed
+                # read: the next search starts one, spaced out by the Refresher)
+                while self._again and self._snap is not None:
                     self._again = False
                     self.update(store)
         except _UPDATE_ERRORS as exc:
