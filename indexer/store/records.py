@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -132,6 +132,20 @@ class ChunkRow:
     def same_as(self) -> tuple[int, int, str, str, str | None]:
         """What a stored row must equal to be this chunk (``replace_file`` keeps it)."""
         return (self.start_line, self.end_line, self.heading, self.hash, self.lines)
+
+
+STORED_CHUNK_COLS = "id, start_line, end_line, heading, hash, lines"  # what kept_apart reads
+
+
+def kept_apart(
+    stored: Iterable[Sequence[Any]], chunks: Iterable[ChunkRow]
+) -> tuple[list[ChunkRow], list[int]]:
+    """``replace_file``'s split of a file's stored rows (``STORED_CHUNK_COLS``) and its
+    new ``chunks``: the chunks to insert, and the ids of the stored rows to delete; a
+    stored row equal to one of the chunks (``ChunkRow.same_as``) is kept."""
+    ids = {(int(s), int(e), str(h), str(k), ln): int(cid) for cid, s, e, h, k, ln in stored}
+    new = [c for c in chunks if ids.pop(c.same_as, None) is None]
+    return new, list(ids.values())
 
 
 @dataclass(frozen=True, slots=True)

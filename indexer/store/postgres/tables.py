@@ -11,11 +11,20 @@ from typing import Any
 
 from indexer.api.responses import SkippedFile
 from indexer.store.postgres.connection import PgBase
-from indexer.store.records import ChunkChanges, ChunkRow, FileState, NewChunk
+from indexer.store.records import (
+    STORED_CHUNK_COLS,
+    ChunkChanges,
+    ChunkRow,
+    FileState,
+    NewChunk,
+    kept_apart,
+)
 from indexer.store.records import SessionCursor as Cursor
 from indexer.store.tokens import shared_tokenizer
 
 __all__ = ["PgTables"]
+
+_BY_IDS = "agent=%s AND gen=%s AND id = ANY(%s)"  # rows of chunk ids, never a join
 
 # A file's rows go to the database as one JSON array of records (json_to_recordset):
 # psycopg dumps a list parameter element by element in Python (half a file's write
@@ -63,15 +72,22 @@ class PgTables(PgBase):
             path, self.agent, self.gen, path,
         ).fetchone()  # fmt: skip
         if ids:
-            self._evict_rows(ids)
-            vectors = self._q(
-                "WITH t AS (DELETE FROM chunk_terms WHERE {k} AND id = ANY(%s)) "
-                "DELETE FROM chunk_vectors WHERE agent=%s AND gen=%s AND id = ANY(%s)",
-                ids, self.agent, self.gen, ids,
-            ).rowcount  # fmt: skip
-            if vectors:
-                self._bump_vectors()
+            self._delete_ids(ids, chunks=False)
         return len(ids)
+
+    def _delete_ids(self, ids: list[int], *, chunks: bool) -> None:
+        """Chunks ``ids``' terms and vectors (and with ``chunks`` their chunk rows) in
+        one statement, by an array of ids; their kept rows evicted first."""
+        self._evict_rows(ids)
+        tables = ["chunks", "chunk_terms"] if chunks else ["chunk_terms"]
+        ctes = ", ".join(f"d_{t} AS (DELETE FROM {t} WHERE {_BY_IDS})" for t in tables)
+        vectors = self._q(
+            f"WITH {ctes} DELETE FROM chunk_vectors WHERE {_BY_IDS}",
+            *(self.agent, self.gen, ids) * (len(tables) + 1),
+            keyed=False,
+        ).rowcount
+        if vectors:
+            self._bump_vectors()
 
     def _insert_chunks(
         self, path: str, source: str, chunks: Iterable[ChunkRow], file: Sequence[Any] = ()
@@ -149,27 +165,11 @@ class PgTables(PgBase):
         if self.db.info.transaction_status == 0:  # alone: its rows evicted before commit
             with self.transaction():
                 return self.replace_file(path, source, state, lines, chunks)
-        stored = {
-            (int(s), int(e), str(h), str(k), lines_): int(cid)
-            for cid, s, e, h, k, lines_ in self._q(
-                "SELECT id, start_line, end_line, heading, hash, lines FROM chunks "
-                "WHERE {k} AND path=%s",
-                path,
-            )
-        }
-        new = [c for c in chunks if stored.pop(c.same_as, None) is None]
-        gone = list(stored.values())
+        stored = self._q(f"SELECT {STORED_CHUNK_COLS} FROM chunks WHERE {{k}} AND path=%s", path)
+        new, gone = kept_apart(stored, chunks)
         if gone:
             self._bump_chunks()  # (before: readers on the writer's board ask the database)
-            self._evict_rows(gone)
-            vectors = self._q(
-                "WITH c AS (DELETE FROM chunks WHERE {k} AND id = ANY(%s)), "
-                "t AS (DELETE FROM chunk_terms WHERE agent=%s AND gen=%s AND id = ANY(%s)) "
-                "DELETE FROM chunk_vectors WHERE agent=%s AND gen=%s AND id = ANY(%s)",
-                gone, self.agent, self.gen, gone, self.agent, self.gen, gone,
-            ).rowcount  # fmt: skip
-            if vectors:
-                self._bump_vectors()
+            self._delete_ids(gone, chunks=True)
         return len(gone), self.append_chunks(path, source, state, lines, new)
 
     def rename_path(self, old: str, new: str, prepare: Callable[[str], str]) -> None:

@@ -8,12 +8,14 @@ from typing import Any
 
 from indexer.api.responses import SkippedFile
 from indexer.store.records import (
+    STORED_CHUNK_COLS,
     ChunkChanges,
     ChunkRow,
     FileState,
     NewChunk,
     SearchRow,
     SessionCursor,
+    kept_apart,
 )
 from indexer.store.sqlite.connection import StoreBase
 
@@ -161,15 +163,8 @@ class ChunkTables(StoreBase):
     ) -> tuple[int, int]:
         """``path``'s rows become ``chunks``, the unchanged ones kept (base.py); call
         inside ``transaction()``. Returns (chunks removed, chunks written)."""
-        stored = {
-            (int(s), int(e), str(h), str(k), lines_): int(cid)
-            for cid, s, e, h, k, lines_ in self.db.execute(
-                "SELECT id, start_line, end_line, heading, hash, lines FROM chunks WHERE path=?",
-                (path,),
-            )
-        }
-        new = [c for c in chunks if stored.pop(c.same_as, None) is None]
-        gone = list(stored.values())
+        stored = self.db.execute(f"SELECT {STORED_CHUNK_COLS} FROM chunks WHERE path=?", (path,))
+        new, gone = kept_apart(stored, chunks)
         self._delete_chunks(gone)
         return len(gone), self.append_chunks(path, source, state, lines, new)
 
