@@ -1,8 +1,11 @@
 """Crash consistency on PostgreSQL: SIGKILL a daemon writing into the suite's own
 PostgreSQL (conftest ``pg_server``) during syncs, ten times; after every kill the
 agent's published rows pass ``consistency()`` (no orphan, duplicate or missing chunk,
-keyword or vector rows), and after a restart they equal a clean build of the same
-files into the same database (row counts per table, the chunk set, and searches).
+keyword or vector rows), and after a restart its memory files' rows equal a clean
+build of the same files into the same database (row counts per table, the chunk
+set, and searches), and every transcript message is found. (A transcript's chunks
+are cut where the daemon found its messages: read as it grew, they are not those of
+one read of the whole file.)
 """
 
 from __future__ import annotations
@@ -50,12 +53,25 @@ def problems(url: str, agent: str = "main") -> list[str]:
         return s.consistency()
 
 
+MEMORY_TERMS = " AND id IN (SELECT id FROM chunks WHERE source='memory' AND " + PUBLISHED + ")"
+
+
 def table_counts(url: str, agent: str) -> dict[str, int]:
-    tables = ("files", "chunks", "chunk_terms", "session_cursors", "skipped")
+    """Rows of memory files (and every agent's transcript cursors and skips)."""
     sql = "SELECT count(*) FROM {} WHERE " + PUBLISHED
-    got = {t: int(query(url, sql.format(t), agent, agent)[0][0]) for t in tables}
+    got = {
+        t: int(query(url, sql.format(t), agent, agent)[0][0])
+        for t in ("session_cursors", "skipped")
+    }
+    for t in ("files", "chunks"):
+        got[t] = int(query(url, sql.format(t) + " AND source='memory'", agent, agent)[0][0])
+    got["chunk_terms"] = int(
+        query(url, sql.format("chunk_terms") + MEMORY_TERMS, agent, agent, agent, agent)[0][0]
+    )
     sql = "SELECT coalesce(sum(cardinality(terms) + cardinality(pos)), 0) FROM chunk_terms WHERE "
-    got["term entries"] = int(query(url, sql + PUBLISHED, agent, agent)[0][0])
+    got["term entries"] = int(
+        query(url, sql + PUBLISHED + MEMORY_TERMS, agent, agent, agent, agent)[0][0]
+    )
     return got
 
 
@@ -63,7 +79,8 @@ def chunk_set(url: str, agent: str) -> list[tuple[Any, ...]]:
     return sorted(
         query(
             url,
-            f"SELECT path, source, start_line, end_line, hash, dl FROM chunks WHERE {PUBLISHED}",
+            "SELECT path, source, start_line, end_line, hash, dl FROM chunks "
+            f"WHERE {PUBLISHED} AND source='memory'",
             agent, agent,
         )
     )  # fmt: skip
@@ -106,9 +123,13 @@ def test_kills_during_sync_on_postgresql_converge(tmp_path: Path, pg_url: str) -
             idx.sync()
             assert table_counts(pg_url, "main") == table_counts(pg_url, "clean")
             assert chunk_set(pg_url, "main") == chunk_set(pg_url, "clean")
-            for q in ("round9tag note 3 of file 17", "word42", "msg4x1x2 sparrow", "File 599"):
-                want = idx.search(q, max_results=8, min_score=0)["results"]
-                got = rpc(d.sock, "memory_search", {"query": q, "maxResults": 8, "minScore": 0})
+            for q in ("round9tag note 3 of file 17", "word42", "note 3 sparrow", "File 599"):
+                want = idx.search(q, max_results=8, min_score=0, sources=["memory"])["results"]
+                got = rpc(
+                    d.sock,
+                    "memory_search",
+                    {"query": q, "maxResults": 8, "minScore": 0, "sources": ["memory"]},
+                )
                 assert [(r["path"], r["startLine"]) for r in got["results"]] == [
                     (r["path"], r["startLine"]) for r in want
                 ] and want, q

@@ -24,7 +24,7 @@ from indexer.engine import MemoryIndex
 from indexer.errors import IndexBusy, StoreError
 from indexer.search.query import parse_query
 from indexer.sources.text import index_text
-from indexer.store import ChunkRow, FileState
+from indexer.store import ChunkRow, FileState, NewFile
 from indexer.store.backend import Backend, backend_for
 
 REPO = Path(__file__).resolve().parent.parent
@@ -120,6 +120,34 @@ def test_a_transcript_chunks_line_offsets_round_trip(backend: Backend) -> None:
         assert row.lines == "0,4" and row.file_line(1) == 6 and row.text_line(6) == 1
         (hit,) = s.fts_search(parse_query("creek").keyword, 5)
         assert hit.lines == "0,4" and hit.text_line(4) == -1
+
+
+def test_new_files_written_together_are_each_whole(backend: Backend) -> None:
+    """``append_files`` (the pipeline's write of new files, one statement on
+    PostgreSQL): each file's row, chunks and keyword rows as if written alone, an
+    empty file among them; all of them rolled back together."""
+    files = [
+        NewFile("a.md", "memory", FileState("ha", 1, 10), 3, rows("alpha one", "alpha two")),
+        NewFile("empty.md", "memory", FileState("he", 2, 0), 0, []),
+        NewFile("notes/b.md", "memory", FileState("hb", 3, 20), 1, rows("bravo wombat")),
+    ]
+    with backend.open() as s:
+        with pytest.raises(RuntimeError), s.transaction():
+            s.append_files(files)
+            raise RuntimeError("crash after the write")
+        assert s.file_states() == {}
+        with s.transaction():
+            assert s.append_files(files) == 3
+        assert s.file_states() == {f.path: f.state for f in files}
+        assert [s.file_lines(f.path) for f in files] == [3, 0, 1]
+        got = sorted(
+            (r.path, r.start_line, r.text) for r in s.chunk_rows(range(1, 10_000)).values()
+        )
+        assert got == [("a.md", 1, "alpha one"), ("a.md", 2, "alpha two"),
+                       ("notes/b.md", 1, "bravo wombat")]  # fmt: skip
+        (hit,) = s.fts_search(parse_query("wombat").keyword, 5)
+        assert (hit.path, hit.text) == ("notes/b.md", "bravo wombat")
+        assert {h.path for h in s.fts_search(parse_query("alpha").keyword, 5)} == {"a.md"}
 
 
 def test_a_failed_transaction_leaves_nothing(backend: Backend) -> None:

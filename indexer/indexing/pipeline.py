@@ -14,6 +14,8 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
+from typing import TypeVar
 
 from indexer.api import LastSync, ReindexResponse
 from indexer.config import Config
@@ -23,7 +25,7 @@ from indexer.sources.chunking import CHUNKER_VERSION, chunk_markdown, split_line
 from indexer.sources.discovery import MEMORY_SOURCE, SourceFile, discover, shown
 from indexer.sources.text import index_text
 from indexer.sources.tokenizer import TOKENIZER_NAME, TokenCounter, get_counter
-from indexer.store import STORE_ERRORS, ChunkRow, FileState, IndexStore
+from indexer.store import STORE_ERRORS, ChunkRow, FileState, IndexStore, NewFile
 
 __all__ = [
     "FileUnreadable",
@@ -39,6 +41,10 @@ log = logging.getLogger(__name__)
 FTS_VERSION = 2  # bump when index_text() or the FTS table changes
 _BATCH_FILES = 256
 _BATCH_SECONDS = 0.5
+_GROUP_FILES = 32  # new files written in one statement at most (append_files)
+_GROUP_CHUNKS = 256  # ... or until they have this many chunks
+
+T = TypeVar("T")
 
 Progress = Callable[[int, int], None]
 
@@ -180,39 +186,32 @@ def sync(
         progress(done, total)
     batch_start = time.monotonic()
     in_batch = 0
+    guard = _Guard(store, report, told, skipped_now)
+    new: list[NewFile] = []  # new files read and chunked, written together
     with store.batch() as checkpoint:
         for f in pending:
             if should_stop is not None and should_stop():
                 report.stopped = True
                 break
-            try:
-                with store.savepoint():  # one file's trouble never rolls back the batch
-                    _sync_one(
-                        store, cfg, f, known.get(f.path), report, skipped_now, count, told,
-                        was_skipped,
-                    )  # fmt: skip
-            except RowRejected as exc:  # what it holds (its savepoint undid it): go on
-                reason = str(exc)[:300]
-                _log_skip(told, "not indexed", shown(f.path), reason)
-                report.errors.append({"path": f.path, "reason": reason})
-                skipped_now.add(shown(f.path))  # storable: the path may be what was refused
-                store.record_skip(shown(f.path), f.source, reason)
-            except STORE_ERRORS:
-                raise  # the index itself is in trouble (disk full): the sync fails
-            except Exception as exc:  # a bug for this file only: report it, go on
-                log.exception("error indexing %s", f.path)
-                reason = f"internal error: {type(exc).__name__}: {exc}"[:300]
-                report.errors.append({"path": f.path, "reason": reason})
-                skipped_now.add(shown(f.path))  # storable: the path may be what was refused
-                store.record_skip(shown(f.path), f.source, reason)
+            ok, got = guard(
+                f.path, f.source,
+                partial(_sync_one, store, cfg, f, known.get(f.path), report, skipped_now, count,
+                        told, was_skipped),
+            )  # fmt: skip
+            if ok and got is not None:
+                new.append(got)
+                if len(new) >= _GROUP_FILES or sum(len(n.chunks) for n in new) >= _GROUP_CHUNKS:
+                    _write_new(store, guard, report, new)
             in_batch += 1
             done += 1
             if in_batch >= _BATCH_FILES or time.monotonic() - batch_start > _BATCH_SECONDS:
+                _write_new(store, guard, report, new)
                 checkpoint()
                 if progress:
                     progress(done, total)
                 in_batch = 0
                 batch_start = time.monotonic()
+        _write_new(store, guard, report, new)
         if not report.stopped:
             store.prune_skips(skipped_now, MEMORY_SOURCE)
         store.meta_set("lastSync", json.dumps(_last_sync(report)))
@@ -220,6 +219,60 @@ def sync(
         progress(total, total)
     report.seconds = round(time.monotonic() - t0, 3)
     return report
+
+
+class _Guard:
+    """Runs one file's work in a savepoint: its trouble never rolls back the batch.
+    A value the store refuses, or a bug, is reported and the file skipped (its
+    savepoint undid what it wrote); the store's own trouble (disk full, the server
+    gone) fails the sync."""
+
+    def __init__(
+        self, store: IndexStore, report: SyncReport, told: set[tuple[str, str]], now: set[str]
+    ) -> None:
+        self.store, self.report, self.told, self.skipped_now = store, report, told, now
+
+    def __call__(self, path: str, source: str, work: Callable[[], T]) -> tuple[bool, T | None]:
+        try:
+            with self.store.savepoint():
+                return True, work()
+        except RowRejected as exc:
+            reason = str(exc)[:300]
+            _log_skip(self.told, "not indexed", shown(path), reason)
+        except STORE_ERRORS:
+            raise
+        except Exception as exc:
+            log.exception("error indexing %s", path)
+            reason = f"internal error: {type(exc).__name__}: {exc}"[:300]
+        self.report.errors.append({"path": path, "reason": reason})
+        self.skipped_now.add(shown(path))  # storable: the path may be what was refused
+        self.store.record_skip(shown(path), source, reason)
+        return False, None
+
+
+def _write_new(store: IndexStore, guard: _Guard, report: SyncReport, new: list[NewFile]) -> None:
+    """Write the new files read so far (``append_files``: one statement on
+    PostgreSQL) and empty ``new``. When the store refuses one of them, or a bug
+    strikes, each is written alone (its own savepoint) to find which."""
+    files = new[:]
+    new.clear()
+    if len(files) > 1:
+        try:
+            with store.savepoint():
+                report.chunksWritten += store.append_files(files)
+            report.added += len(files)
+            return
+        except RowRejected:
+            pass  # by one of them: each alone finds which
+        except STORE_ERRORS:
+            raise
+        except Exception:  # a bug: each alone says for which file
+            pass
+    for nf in files:
+        ok, written = guard(nf.path, nf.source, partial(store.append_files, [nf]))
+        if ok:
+            report.chunksWritten += written or 0
+            report.added += 1
 
 
 def _log_skip(told: set[tuple[str, str]], what: str, path: str, reason: str) -> None:
@@ -252,8 +305,9 @@ def _sync_one(
     count: TokenCounter,
     told: set[tuple[str, str]],
     was_skipped: set[str],
-) -> None:
-    """Index one file inside the caller's transaction (a savepoint keeps it atomic)."""
+) -> NewFile | None:
+    """Index one file inside the caller's transaction (a savepoint keeps it atomic);
+    a new file is not written but returned, to be written with others."""
     try:
         src = source_files.read_text(
             f.root, f.parts, cfg.limits.maxFileBytes, links=cfg.limits.allowHardLinks
@@ -263,7 +317,7 @@ def _sync_one(
         if old is not None:
             report.chunksRemoved += store.delete_file(f.path)
             report.removed += 1
-        return
+        return None
     except FileUnreadable as exc:
         _log_skip(told, "skipped", f.path, exc.reason)
         report.skipped.append({"path": f.path, "reason": exc.reason})
@@ -272,20 +326,20 @@ def _sync_one(
         if old is not None:  # what was indexed is no longer what the file holds
             report.chunksRemoved += store.delete_file(f.path)
             report.removed += 1
-        return
+        return None
     except OSError as exc:  # keep the previous version; try again next sync
         reason = f"cannot read: {exc.strerror or exc}"
         _log_skip(told, "error reading", f.path, reason)
         report.errors.append({"path": f.path, "reason": reason})
         skipped_now.add(f.path)
         store.record_skip(f.path, f.source, reason)
-        return
+        return None
     if f.path in was_skipped:  # skipped before: no longer
         store.clear_skip(f.path)
     if old is not None and old.hash == state.hash:
         store.touch_file(f.path, state.mtime_ns, state.size)
         report.unchanged += 1
-        return
+        return None
     chunks = chunk_markdown(text, count, tokens=cfg.chunking.tokens, overlap=cfg.chunking.overlap)
     rows = [
         ChunkRow(c.start_line, c.end_line, c.heading, c.hash, c.text, index_text(c.text))
@@ -293,12 +347,9 @@ def _sync_one(
     ]
     lines = len(split_lines(text))
     if old is None:  # a new file: nothing of it to remove first
-        removed, written = 0, store.append_chunks(f.path, f.source, state, lines, rows)
-    else:
-        removed, written = store.replace_file(f.path, f.source, state, lines, rows)
+        return NewFile(f.path, f.source, state, lines, rows)
+    removed, written = store.replace_file(f.path, f.source, state, lines, rows)
     report.chunksRemoved += removed
     report.chunksWritten += written
-    if old is None:
-        report.added += 1
-    else:
-        report.updated += 1
+    report.updated += 1
+    return None

@@ -23,6 +23,7 @@ from indexer.store.records import (
     FileState,
     KeywordPostings,
     NewChunk,
+    NewFile,
     SearchRow,
     SessionCursor,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "IndexStore",
     "KeywordPostings",
     "NewChunk",
+    "NewFile",
     "SearchRow",
     "SessionCursor",
     "Store",

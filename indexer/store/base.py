@@ -40,6 +40,7 @@ from indexer.store.records import (
     KeywordPostings,
     KeywordQuery,
     NewChunk,
+    NewFile,
     SearchRow,
     SessionCursor,
 )
@@ -111,6 +112,11 @@ class FilesAndChunks(Protocol):
     def append_chunks(
         self, path: str, source: str, state: FileState, lines: int, chunks: Iterable[ChunkRow]
     ) -> int: ...
+    def append_files(self, files: Sequence[NewFile]) -> int:
+        """``append_chunks`` of each of ``files`` (new files): all or none of them
+        (one statement on PostgreSQL). Returns the chunks written."""
+        ...
+
     def rename_path(self, old: str, new: str, prepare: Callable[[str], str]) -> None: ...
     def clear(self) -> None: ...
     def has_source(self, source: str) -> bool: ...

@@ -134,6 +134,17 @@ class ChunkRow:
         return (self.start_line, self.end_line, self.heading, self.hash, self.lines)
 
 
+@dataclass(frozen=True, slots=True)
+class NewFile:
+    """A file not indexed before, with its chunks (``append_files`` writes several)."""
+
+    path: str
+    source: str
+    state: FileState
+    lines: int
+    chunks: Sequence[ChunkRow]
+
+
 STORED_CHUNK_COLS = "id, start_line, end_line, heading, hash, lines"  # what kept_apart reads
 
 

@@ -17,6 +17,7 @@ from indexer.store.records import (
     ChunkRow,
     FileState,
     NewChunk,
+    NewFile,
     kept_apart,
 )
 from indexer.store.records import SessionCursor as Cursor
@@ -26,10 +27,11 @@ __all__ = ["PgTables"]
 
 _BY_IDS = "agent=%s AND gen=%s AND id = ANY(%s)"  # rows of chunk ids, never a join
 
-# A file's rows go to the database as one JSON array of records (json_to_recordset):
+# Files' rows go to the database as JSON arrays of records (json_to_recordset):
 # psycopg dumps a list parameter element by element in Python (half a file's write
 # time as arrays), a string in C.
-_CHUNK_COLS = "id int8, s int4, e int4, h text, k text, t text, dl int4, l text"
+_FILE_COLS = "p text, so text, h text, m int8, sz int8, ln int4, at float8"
+_CHUNK_COLS = "id int8, fp text, fs text, s int4, e int4, h text, k text, t text, dl int4, l text"
 _TERM_COLS = "tt text[], b int4[], p int4[], hd text[], pa text[], so text[]"
 # The hashes are memindex_term_hash's (schema.py) with its "agent/gen/" prefix made
 # once, not per term: the same text hashed, 10% of the server's time a file saved.
@@ -89,30 +91,45 @@ class PgTables(PgBase):
         if vectors:
             self._bump_vectors()
 
-    def _insert_chunks(
-        self, path: str, source: str, chunks: Iterable[ChunkRow], file: Sequence[Any] = ()
-    ) -> int:
-        """Insert chunks under new ids from the database's sequence (ids only grow),
-        with their term rows, and ``file``'s row if given (files' columns after
-        (agent, gen, path, source)): one statement."""
+    def _insert_files(self, files: Sequence[NewFile]) -> int:
+        """``files``' rows (an upsert: a replaced file keeps its row) and their chunks
+        under new ids from the database's sequence (ids only grow), with the chunks'
+        term rows: one statement, however many files (a daily log's write is mostly
+        the statement's own cost: several at once cost the server a fifth less)."""
+        recs, heads = [], []
+        for f in files:
+            heads.append({"p": f.path, "so": f.source, "h": f.state.hash,
+                          "m": f.state.mtime_ns, "sz": f.state.size, "ln": f.lines,
+                          "at": time.time()})  # fmt: skip
+            recs.extend(self._chunk_records(f.path, f.source, f.chunks))
+        if recs:
+            self._bump_chunks()
+            self._rows_written += len(recs)
+            self._rows_total += len(recs)
+        self._q(
+            f"WITH fi AS (SELECT * FROM json_to_recordset(%s::json) AS fi({_FILE_COLS})), "
+            "f AS (INSERT INTO files(agent, gen, path, source, hash, mtime_ns, size, lines, "
+            "indexed_at) SELECT %s, %s, p, so, h, m, sz, ln, at FROM fi ON CONFLICT "
+            "(agent, gen, path) DO UPDATE SET hash=excluded.hash, mtime_ns=excluded.mtime_ns, "
+            "size=excluded.size, lines=excluded.lines, indexed_at=excluded.indexed_at), "
+            f"u AS (SELECT * FROM json_to_recordset(%s::json) AS u({_CHUNK_COLS}, "
+            f"{_TERM_COLS})), c AS (INSERT INTO chunks(agent, gen, id, path, source, start_line, "
+            "end_line, heading, hash, text, dl, lines) SELECT %s, %s, id, fp, fs, s, e, h, k, t, "
+            "dl, l FROM u) " + _TERMS_INSERT,
+            json.dumps(heads, ensure_ascii=False), self.agent, self.gen,
+            json.dumps(recs, ensure_ascii=False), self.agent, self.gen,
+            self.agent, self.gen, self._hash_prefix, keyed=False,
+        )  # fmt: skip
+        return len(recs)
+
+    def _chunk_records(
+        self, path: str, source: str, chunks: Iterable[ChunkRow]
+    ) -> list[dict[str, Any]]:
+        """``path``'s chunks as records of ``_CHUNK_COLS`` and ``_TERM_COLS``, each
+        under a new id."""
         rows = list(chunks)
-        if not rows and not file:
-            return 0
-        cte, args = "", []
-        if file:
-            cte = (
-                "f AS (INSERT INTO files(agent, gen, path, source, hash, mtime_ns, size, lines, "
-                "indexed_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT "
-                "(agent, gen, path) DO UPDATE SET hash=excluded.hash, mtime_ns=excluded.mtime_ns, "
-                "size=excluded.size, lines=excluded.lines, indexed_at=excluded.indexed_at), "
-            )
-            args = [self.agent, self.gen, path, source, *file]
         if not rows:
-            self._q(f"WITH {cte[:-2]} SELECT 1", *args, keyed=False)
-            return 0
-        self._bump_chunks()
-        self._rows_written += len(rows)
-        self._rows_total += len(rows)
+            return []
         ids = self._new_ids(len(rows))
         doc = shared_tokenizer().document
         path_toks, source_toks = doc(path), doc(source)
@@ -123,17 +140,9 @@ class PgTables(PgBase):
             dl = len(body) + len(heading) + len(path_toks) + len(source_toks)
             rec = _terms_record(cid, body, heading, path_toks, source_toks)
             rec.update(s=c.start_line, e=c.end_line, h=c.heading, k=c.hash, t=c.text, dl=dl,
-                       l=c.lines)  # fmt: skip
+                       l=c.lines, fp=path, fs=source)  # fmt: skip
             recs.append(rec)
-        self._q(
-            f"WITH {cte}u AS (SELECT * FROM json_to_recordset(%s::json) AS u({_CHUNK_COLS}, "
-            f"{_TERM_COLS})), c AS (INSERT INTO chunks(agent, gen, id, path, source, start_line, "
-            "end_line, heading, hash, text, dl, lines) SELECT %s, %s, id, %s, %s, s, e, h, k, t, "
-            "dl, l FROM u) " + _TERMS_INSERT,
-            *args, json.dumps(recs, ensure_ascii=False), self.agent, self.gen, path, source,
-            self.agent, self.gen, self._hash_prefix, keyed=False,
-        )  # fmt: skip
-        return len(rows)
+        return recs
 
     @property
     def _hash_prefix(self) -> str:
@@ -155,8 +164,10 @@ class PgTables(PgBase):
     def append_chunks(
         self, path: str, source: str, state: FileState, lines: int, chunks: Iterable[ChunkRow]
     ) -> int:
-        file = (state.hash, state.mtime_ns, state.size, lines, time.time())
-        return self._insert_chunks(path, source, chunks, file)
+        return self._insert_files([NewFile(path, source, state, lines, list(chunks))])
+
+    def append_files(self, files: Sequence[NewFile]) -> int:
+        return self._insert_files(files) if files else 0
 
     def replace_file(
         self, path: str, source: str, state: FileState, lines: int, chunks: Iterable[ChunkRow]

@@ -13,6 +13,7 @@ from indexer.store.records import (
     ChunkRow,
     FileState,
     NewChunk,
+    NewFile,
     SearchRow,
     SessionCursor,
     kept_apart,
@@ -101,6 +102,9 @@ class ChunkTables(StoreBase):
             (path, source, state.hash, state.mtime_ns, state.size, lines, time.time()),
         )
         return self._insert_chunks(path, source, chunks)
+
+    def append_files(self, files: Sequence[NewFile]) -> int:
+        return sum(self.append_chunks(f.path, f.source, f.state, f.lines, f.chunks) for f in files)
 
     def rename_path(self, old: str, new: str, prepare: Callable[[str], str]) -> None:
         """Move every row of ``old`` to ``new`` (a rotated transcript keeps its rows).
