@@ -449,3 +449,32 @@ def test_keyword_rows_of_an_older_database_move_to_chunk_terms(
 
         close_pools()
         pg_server.psql("DROP DATABASE IF EXISTS t_before_0003 WITH (FORCE);")  # type: ignore[attr-defined]
+
+
+def test_savepoints_are_sent_only_around_statements(tmp_path: Path, pg_url: str) -> None:
+    """A savepoint inside a batch reaches the server only when a statement runs in
+    it (a file read that writes nothing costs no round trip); one that ran and
+    failed is undone alone, nested ones included, and the batch goes on."""
+    from indexer.errors import StoreError
+
+    wire = tmp_path / "libpq.trace"  # what reached the server, as libpq traces it
+    with PostgresBackend(pg_url, "sp").open() as s, wire.open("w") as trace:
+        s.db.pgconn.trace(trace.fileno())
+        with s.batch():
+            with s.savepoint(), s.savepoint():
+                pass  # nothing ran: nothing sent
+            trace.flush()
+            assert "SAVEPOINT" not in wire.read_text()
+            with s.savepoint():
+                s.record_skip("kept.md", "memory", "kept")
+                with pytest.raises(StoreError), s.savepoint():
+                    s.record_skip("undone.md", "memory", "undone")
+                    s._q("SELECT 1/0", keyed=False)  # the transaction is aborted here
+            with s.savepoint():
+                s.record_skip("after.md", "memory", "after")
+        s.db.pgconn.untrace()
+        sent = wire.read_text()
+        assert sent.count('"SAVEPOINT memindex_') == 3, sent
+        assert sent.count('"ROLLBACK TO SAVEPOINT memindex_1"') == 1
+        assert sorted(x["path"] for x in s.skipped()) == ["after.md", "kept.md"]
+        assert s.db.pending == [] and s.db.sent == []

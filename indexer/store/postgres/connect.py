@@ -132,10 +132,16 @@ def store_errors(url: str) -> Iterator[None]:
 def _connection_class() -> type:
     """psycopg's Connection, noting each connection attempt's outcome in ``_REFUSED``
     (the pool connects on its own threads; this is how a waiting request learns
-    that the server refused)."""
+    that the server refused), with savepoints sent only when a statement runs inside
+    them (``lazy_savepoint``)."""
     import psycopg
 
-    class _Noted(psycopg.Connection):
+    base = psycopg.Connection
+
+    class _Noted(base):  # type: ignore[valid-type,misc]
+        pending: list[str]  # savepoints asked for, not sent yet (oldest first)
+        sent: list[str]  # ... and those sent, not ended yet
+
         @classmethod
         def connect(cls, conninfo: str = "", **kwargs: Any) -> Any:
             try:
@@ -144,7 +150,55 @@ def _connection_class() -> type:
                 _REFUSED[conninfo] = (time.monotonic(), str(exc).strip())
                 raise
             _REFUSED.pop(conninfo, None)
+            conn.pending, conn.sent = [], []
             return conn
+
+        def lazy_savepoint(self) -> str:
+            """A savepoint that is sent before the next statement (any statement on
+            this connection: ``execute``, ``cursor``, a ``transaction`` block); end it
+            with ``end_savepoint``. One that nothing ran in costs no round trip (a
+            file read that writes nothing: two a file)."""
+            name = f"memindex_{len(self.pending) + len(self.sent)}"
+            self.pending.append(name)
+            return name
+
+        def end_savepoint(self, name: str, *, rollback: bool) -> bool:
+            """Release ``name`` (rolled back first with ``rollback``); False when it
+            was never sent (nothing ran inside it: nothing to undo)."""
+            if self.pending and self.pending[-1] == name:
+                self.pending.pop()
+                return False
+            assert self.sent and self.sent[-1] == name, (name, self.pending, self.sent)
+            self.sent.pop()
+            if rollback:
+                base.execute(self, f"ROLLBACK TO SAVEPOINT {name}", prepare=False)
+            base.execute(self, f"RELEASE SAVEPOINT {name}", prepare=False)
+            return True
+
+        def _send_pending(self) -> None:
+            pending, self.pending = self.pending, []
+            for i, name in enumerate(pending):
+                try:
+                    base.execute(self, f"SAVEPOINT {name}", prepare=False)
+                except BaseException:
+                    self.pending = pending[i:]  # not sent: their ends undo nothing
+                    raise
+                self.sent.append(name)
+
+        def execute(self, *args: Any, **kwargs: Any) -> Any:
+            if self.pending:
+                self._send_pending()
+            return super().execute(*args, **kwargs)
+
+        def cursor(self, *args: Any, **kwargs: Any) -> Any:
+            if self.pending:
+                self._send_pending()
+            return super().cursor(*args, **kwargs)
+
+        def transaction(self, *args: Any, **kwargs: Any) -> Any:
+            if self.pending:
+                self._send_pending()
+            return super().transaction(*args, **kwargs)
 
     return _Noted
 
@@ -187,6 +241,7 @@ def connect(url: str, size: int = 8) -> Iterator[psycopg.Connection[Any]]:
         with store_errors(url):
             yield conn
     finally:
+        conn.pending, conn.sent = [], []  # type: ignore[attr-defined]  # (a failure's leftovers)
         pool.putconn(conn)
 
 

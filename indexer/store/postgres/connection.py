@@ -142,9 +142,23 @@ class PgBase:
 
     @contextlib.contextmanager
     def savepoint(self) -> Iterator[None]:
-        outermost = self.db.info.transaction_status == _IDLE
-        with self.db.transaction(), self._forgetting_bumps(outermost):
+        """A transaction when none is open, else a savepoint sent with the first
+        statement inside it (none: no round trip)."""
+        if self.db.info.transaction_status == _IDLE:
+            with self.transaction():
+                yield
+            return
+        name = self.db.lazy_savepoint()
+        try:
             yield
+        except BaseException:
+            with self._errors():
+                if self.db.end_savepoint(name, rollback=True):
+                    self._bumped.clear()  # (as _forgetting_bumps: undone, written again)
+                    self._stats = None
+            raise
+        with self._errors():
+            self.db.end_savepoint(name, rollback=False)
 
     @contextlib.contextmanager
     def _forgetting_bumps(self, outermost: bool) -> Iterator[None]:
