@@ -17,6 +17,7 @@ import pytest
 from conftest import Runner, cli_json, write
 from daemon_util import DaemonProc, child_env, daemon_config, rpc, search_paths, wait_for
 
+from indexer.errors import StoreError
 from indexer.store import ChunkRow, FileState
 from indexer.store.postgres.backend import PostgresBackend
 from indexer.store.postgres.vectors import HNSW_MIN
@@ -455,8 +456,6 @@ def test_savepoints_are_sent_only_around_statements(tmp_path: Path, pg_url: str)
     """A savepoint inside a batch reaches the server only when a statement runs in
     it (a file read that writes nothing costs no round trip); one that ran and
     failed is undone alone, nested ones included, and the batch goes on."""
-    from indexer.errors import StoreError
-
     wire = tmp_path / "libpq.trace"  # what reached the server, as libpq traces it
     with PostgresBackend(pg_url, "sp").open() as s, wire.open("w") as trace:
         s.db.pgconn.trace(trace.fileno())
@@ -478,3 +477,23 @@ def test_savepoints_are_sent_only_around_statements(tmp_path: Path, pg_url: str)
         assert sent.count('"ROLLBACK TO SAVEPOINT memindex_1"') == 1
         assert sorted(x["path"] for x in s.skipped()) == ["after.md", "kept.md"]
         assert s.db.pending == [] and s.db.sent == []
+
+
+def test_a_reader_keeps_its_prepared_statements_across_snapshots(pg_url: str) -> None:
+    """A read snapshot ends with COMMIT (it is READ ONLY): on ROLLBACK psycopg drops
+    every prepared statement of the connection, and a daemon's reader, polled for
+    ``status`` and catching up its snapshot, would plan the same queries each time."""
+    backend = PostgresBackend(pg_url, "prep")
+    with backend.open() as w, w.transaction():
+        w.replace_file(
+            "a.md", "memory", FileState("1", 0, 0), 1, [ChunkRow(1, 1, "", "h", "t", "t")]
+        )
+    with backend.open(readonly=True) as s:
+        for _ in range(8):
+            with s.read_snapshot():
+                assert s.counts()["memory"] == {"files": 1, "chunks": 1}
+                assert s.change_versions()[0] is not None
+        prepared = s.db.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()[0]
+        assert prepared >= 2
+        with pytest.raises(StoreError), s.read_snapshot():  # READ ONLY: writes refused
+            s.meta_set("x", "y")

@@ -126,9 +126,12 @@ class PgBase:
     @contextlib.contextmanager
     def read_snapshot(self) -> Iterator[None]:
         """Reads of one committed state; a reader's meta reads inside it are served
-        from one read of the generation's meta rows."""
+        from one read of the generation's meta rows. The outermost is a READ ONLY
+        transaction and ends with COMMIT (nothing to commit): psycopg forgets every
+        prepared statement of a connection on ROLLBACK, and a daemon's reader would
+        plan its status and change-feed queries anew each time."""
         outermost = self.db.info.transaction_status == _IDLE
-        with self._errors(), self.db.transaction(force_rollback=True):
+        with self._errors(), self.db.transaction(force_rollback=not outermost):
             if outermost:  # one snapshot
                 self.db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             cache = outermost and self.readonly
