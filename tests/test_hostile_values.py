@@ -105,6 +105,40 @@ def test_a_value_the_database_refuses_skips_that_file_only(
             assert report.errors == [] and len(_hits(idx, "kestrel")) == 1
 
 
+def test_a_bug_writing_new_files_together_skips_only_its_file(
+    cfg: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New files are written several at once (``append_files``); when that write
+    fails with a bug (not the store's trouble: that fails the sync), each is written
+    alone: the one that fails alone is reported and listed as skipped, every other
+    file is indexed and counted."""
+    ws = cfg.workspace
+    assert ws is not None
+    for i in range(5):
+        write(ws, f"memory/n{i}.md", f"- note {i}: the wren{i} sang\n")
+    write(ws, "memory/boom.md", "- the bittern boomed\n")
+    with MemoryIndex(cfg) as idx:
+        kind = type(idx.store)
+        real = kind.append_files
+
+        def failing(store: Any, files: Any) -> int:
+            if any(f.path == "memory/boom.md" for f in files):
+                raise RuntimeError("injected")
+            return int(real(store, files))
+
+        monkeypatch.setattr(kind, "append_files", failing)
+        report = idx.sync()
+        assert [e["path"] for e in report.errors] == ["memory/boom.md"]
+        assert "RuntimeError: injected" in report.errors[0]["reason"]
+        assert report.added == 6 and report.chunksWritten == 6
+        assert [s["path"] for s in idx.status()["skipped"]] == ["memory/boom.md"]
+        for word in ("heron", "wren0", "wren4"):
+            assert len(_hits(idx, word)) == 1, word
+        assert _hits(idx, "bittern") == []
+        monkeypatch.setattr(kind, "append_files", real)
+        assert idx.sync().errors == [] and len(_hits(idx, "bittern")) == 1
+
+
 def test_postgresql_refuses_a_row_without_spoiling_the_batch(tmp_path: Path, pg_url: str) -> None:
     """The store side of the test above: a refused row is RowRejected (a file's
     trouble, not the store's), and the batch goes on after its savepoint."""

@@ -474,6 +474,7 @@ def test_savepoints_are_sent_only_around_statements(tmp_path: Path, pg_url: str)
         s.db.pgconn.untrace()
         sent = wire.read_text()
         assert sent.count('"SAVEPOINT memindex_') == 3, sent
+        assert sent.count('"RELEASE SAVEPOINT memindex_') == 3, sent
         assert sent.count('"ROLLBACK TO SAVEPOINT memindex_1"') == 1
         assert sorted(x["path"] for x in s.skipped()) == ["after.md", "kept.md"]
         assert s.db.pending == [] and s.db.sent == []

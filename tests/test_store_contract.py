@@ -129,7 +129,7 @@ def test_new_files_written_together_are_each_whole(backend: Backend) -> None:
     files = [
         NewFile("a.md", "memory", FileState("ha", 1, 10), 3, rows("alpha one", "alpha two")),
         NewFile("empty.md", "memory", FileState("he", 2, 0), 0, []),
-        NewFile("notes/b.md", "memory", FileState("hb", 3, 20), 1, rows("bravo wombat")),
+        NewFile("sessions/b.jsonl", "sessions", FileState("hb", 3, 20), 1, rows("bravo wombat")),
     ]
     with backend.open() as s:
         with pytest.raises(RuntimeError), s.transaction():
@@ -141,12 +141,15 @@ def test_new_files_written_together_are_each_whole(backend: Backend) -> None:
         assert s.file_states() == {f.path: f.state for f in files}
         assert [s.file_lines(f.path) for f in files] == [3, 0, 1]
         got = sorted(
-            (r.path, r.start_line, r.text) for r in s.chunk_rows(range(1, 10_000)).values()
+            (r.path, r.source, r.start_line, r.text)
+            for r in s.chunk_rows(range(1, 10_000)).values()
         )
-        assert got == [("a.md", 1, "alpha one"), ("a.md", 2, "alpha two"),
-                       ("notes/b.md", 1, "bravo wombat")]  # fmt: skip
+        assert got == [("a.md", "memory", 1, "alpha one"), ("a.md", "memory", 2, "alpha two"),
+                       ("sessions/b.jsonl", "sessions", 1, "bravo wombat")]  # fmt: skip
+        assert s.counts() == {"memory": {"files": 2, "chunks": 2},
+                              "sessions": {"files": 1, "chunks": 1}}  # fmt: skip
         (hit,) = s.fts_search(parse_query("wombat").keyword, 5)
-        assert (hit.path, hit.text) == ("notes/b.md", "bravo wombat")
+        assert (hit.path, hit.source, hit.text) == ("sessions/b.jsonl", "sessions", "bravo wombat")
         assert {h.path for h in s.fts_search(parse_query("alpha").keyword, 5)} == {"a.md"}
 
 

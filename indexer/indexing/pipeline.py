@@ -267,7 +267,7 @@ def _write_new(store: IndexStore, guard: _Guard, report: SyncReport, new: list[N
         except STORE_ERRORS:
             raise
         except Exception:  # a bug: each alone says for which file
-            pass
+            log.debug("writing %d new files at once failed; each alone", len(files), exc_info=True)
     for nf in files:
         ok, written = guard(nf.path, nf.source, partial(store.append_files, [nf]))
         if ok:

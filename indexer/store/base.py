@@ -113,8 +113,9 @@ class FilesAndChunks(Protocol):
         self, path: str, source: str, state: FileState, lines: int, chunks: Iterable[ChunkRow]
     ) -> int: ...
     def append_files(self, files: Sequence[NewFile]) -> int:
-        """``append_chunks`` of each of ``files`` (new files): all or none of them
-        (one statement on PostgreSQL). Returns the chunks written."""
+        """``append_chunks`` of each of ``files`` (new files; one statement on
+        PostgreSQL), atomic inside the caller's transaction or savepoint. Returns
+        the chunks written."""
         ...
 
     def rename_path(self, old: str, new: str, prepare: Callable[[str], str]) -> None: ...

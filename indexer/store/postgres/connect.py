@@ -168,7 +168,8 @@ def _connection_class() -> type:
             if self.pending and self.pending[-1] == name:
                 self.pending.pop()
                 return False
-            assert self.sent and self.sent[-1] == name, (name, self.pending, self.sent)
+            if not self.sent or self.sent[-1] != name:  # ended out of order: a bug
+                raise RuntimeError(f"savepoint {name} is not the innermost: {self.sent}")
             self.sent.pop()
             if rollback:
                 base.execute(self, f"ROLLBACK TO SAVEPOINT {name}", prepare=False)

@@ -104,8 +104,6 @@ class PgTables(PgBase):
             recs.extend(self._chunk_records(f.path, f.source, f.chunks))
         if recs:
             self._bump_chunks()
-            self._rows_written += len(recs)
-            self._rows_total += len(recs)
         self._q(
             f"WITH fi AS (SELECT * FROM json_to_recordset(%s::json) AS fi({_FILE_COLS})), "
             "f AS (INSERT INTO files(agent, gen, path, source, hash, mtime_ns, size, lines, "
@@ -120,6 +118,8 @@ class PgTables(PgBase):
             json.dumps(recs, ensure_ascii=False), self.agent, self.gen,
             self.agent, self.gen, self._hash_prefix, keyed=False,
         )  # fmt: skip
+        self._rows_written += len(recs)
+        self._rows_total += len(recs)
         return len(recs)
 
     def _chunk_records(
@@ -154,8 +154,8 @@ class PgTables(PgBase):
         round trip per file saved; ids left over when the store closes are never
         used, which only leaves gaps)."""
         if len(self._spare_ids) < n:
-            rows = self.db.execute(
-                "SELECT nextval('chunk_ids') FROM generate_series(1, %s)", (max(n, 256),)
+            rows = self._q(
+                "SELECT nextval('chunk_ids') FROM generate_series(1, %s)", max(n, 256), keyed=False
             )
             self._spare_ids.extend(int(r[0]) for r in rows)
         got, self._spare_ids = self._spare_ids[:n], self._spare_ids[n:]
