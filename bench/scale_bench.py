@@ -381,8 +381,13 @@ def fleet(args: argparse.Namespace) -> None:
     out: dict[str, object] = {"agents": n, "chunksPerAgentAsked": per}
     url = args.store if args.store != "pgserver" else ""
     made = (root / "built").exists()
-    if not url:
-        url = fleet_server(root / "pg") if not made else (root / "url").read_text()
+    if not url and not made:
+        url = fleet_server(root / "pg")
+    elif not url:  # a kept build: its server again (stopped when the machine was)
+        import pgserver
+
+        pgserver.get_server(root / "pg", cleanup_mode=None)
+        url = (root / "url").read_text()
     (root / "url").write_text(url)
     chunking = (
         f"[chunking]\ntokens = {args.chunk_tokens}\noverlap = {max(1, args.chunk_tokens // 8)}\n"
