@@ -152,16 +152,15 @@ class PgBase:
                 yield
             return
         name = self.db.lazy_savepoint()
-        try:
-            yield
-        except BaseException:
+        with self._forgetting_bumps(False):
+            try:
+                yield
+            except BaseException:
+                with self._errors():
+                    self.db.end_savepoint(name, rollback=True)
+                raise
             with self._errors():
-                if self.db.end_savepoint(name, rollback=True):
-                    self._bumped.clear()  # (as _forgetting_bumps: undone, written again)
-                    self._stats = None
-            raise
-        with self._errors():
-            self.db.end_savepoint(name, rollback=False)
+                self.db.end_savepoint(name, rollback=False)
 
     @contextlib.contextmanager
     def _forgetting_bumps(self, outermost: bool) -> Iterator[None]:
