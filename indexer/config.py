@@ -78,8 +78,8 @@ class ExtraPath:
 class Config:
     workspace: Path | None = setting(
         None,
-        "the agent workspace holding MEMORY.md / memory.md / memory/**/*.md; default "
-        "--workspace, else ~/.openclaw/workspace when it exists",
+        "the agent workspace holding MEMORY.md / memory.md / USER.md / memory/**/*.md; "
+        "default --workspace, else ~/.openclaw/workspace when it exists",
         example='"~/.openclaw/workspace"',
     )
     agentId: str | None = setting(

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from daemon_util import rpc, wait_for
+from gateway_ws import GatewayWS, connect
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN = REPO / "integrations" / "openclaw"
@@ -90,6 +91,8 @@ class Home:
                 "port": self.port,
                 "bind": "loopback",
                 "auth": {"mode": "token", "token": TOKEN},
+                # turns through the gateway's OpenAI-compatible endpoint (``chat``)
+                "http": {"endpoints": {"chatCompletions": {"enabled": True}}},
             }  # fmt: skip
         )
         config.setdefault("logging", {})["file"] = str(self.root / "openclaw.log")
@@ -174,8 +177,42 @@ class Home:
         except OSError:
             return ""
 
-    def invoke(self, tool: str, args: dict[str, Any], agent: str = "main") -> Any:
-        body = json.dumps({"tool": tool, "args": args, "agentId": agent}).encode()
+    def chat(self, session_key: str, message: str, channel: str | None = "telegram") -> str:
+        """One agent turn in ``session_key`` through the gateway's chat completions
+        endpoint, as a message arriving on ``channel`` (a key with ``:direct:`` is a
+        private chat, ``:group:`` a group): the reply's text. Seconds, where the
+        ``openclaw agent`` CLI takes 8-20."""
+        headers = {
+            "Authorization": f"Bearer {TOKEN}",
+            "Content-Type": "application/json",
+            "x-openclaw-session-key": session_key,
+        }
+        if channel:
+            headers["x-openclaw-message-channel"] = channel
+        body = {"model": "openclaw/main", "messages": [{"role": "user", "content": message}]}
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/v1/chat/completions",
+            data=json.dumps(body).encode(),
+            headers=headers,
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=180) as resp:
+                out = json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            raise AssertionError(f"chat {session_key}: {exc} {exc.read()[:2000]!r}") from exc
+        return str(out["choices"][0]["message"].get("content") or "")
+
+    def ws(self) -> GatewayWS:
+        """A WebSocket connection to the gateway (gateway methods; close it)."""
+        return connect(self.port, TOKEN)
+
+    def invoke(
+        self, tool: str, args: dict[str, Any], agent: str = "main", session_key: str | None = None
+    ) -> Any:
+        payload: dict[str, Any] = {"tool": tool, "args": args, "agentId": agent}
+        if session_key:
+            payload["sessionKey"] = session_key
+        body = json.dumps(payload).encode()
         req = urllib.request.Request(
             f"http://127.0.0.1:{self.port}/tools/invoke",
             data=body,

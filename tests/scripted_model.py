@@ -8,11 +8,17 @@ The script, decided from each request, plays an agent that uses its memory:
   flush") calls ``write`` on the file the prompt names with ``flush_note``, then
   answers ``NO_REPLY``;
 * a request without tools is compaction's summarizer: a summary;
+* Active Memory's recall sub-agent ("You are a memory search agent."): it calls
+  ``memory_search`` with the bounded query it was given, then answers with the
+  snippets it got back (``NONE`` when there were none): what the main reply's
+  ``<active_memory_plugin>`` block then holds;
 * a user message "recall <words>" calls ``memory_search`` with the words; the tool's
   answer is then quoted back in the reply (so the test sees what the agent saw);
+  Active Memory's hidden block in front of a user's message is not the user's words;
 * anything else is acknowledged.
 
-Every request is kept in ``requests`` (the parsed body) for the test to look at.
+Every request is kept in ``requests`` (the parsed body) for the test to look at, and
+what each recall sub-agent's ``memory_search`` returned in ``recalls``.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ from typing import Any
 __all__ = ["ScriptedModel"]
 
 _INTERNAL = "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"
+_RECALL_AGENT = "You are a memory search agent."
+_AM_BLOCK = re.compile(r"<active_memory_plugin>.*?</active_memory_plugin>", re.S)
 
 
 def _text(content: Any) -> str:
@@ -41,6 +49,7 @@ class ScriptedModel:
         self.flush_note = flush_note
         self.requests: list[dict[str, Any]] = []
         self.tool_calls: list[tuple[str, dict[str, Any]]] = []
+        self.recalls: list[dict[str, Any]] = []  # {"query", "result"} per recall search
         self._lock = threading.Lock()
         self._n = 0
         model = self
@@ -97,10 +106,15 @@ class ScriptedModel:
             tail.insert(0, m)
         results = [_text(m.get("content")) for m in tail if m.get("role") == "tool"]
         user = "\n".join(
-            t
+            _AM_BLOCK.sub("", t)
             for m in tail
             if m.get("role") == "user" and not (t := _text(m.get("content"))).startswith(_INTERNAL)
         )
+        first_user = next(
+            (_text(m.get("content")) for m in messages if m.get("role") == "user"), ""
+        )
+        if _RECALL_AGENT in first_user and "memory_search" in tools:
+            return self._recall_agent(first_user, results)
         if "Pre-compaction memory flush" in system + user:
             if results:
                 return {"text": "NO_REPLY"}
@@ -116,6 +130,21 @@ class ScriptedModel:
             query = asked.group(1).strip().splitlines()[0].strip(" .?")
             return {"tool": "memory_search", "args": {"query": query}}
         return {"text": "Noted."}
+
+    def _recall_agent(self, prompt: str, results: list[str]) -> dict[str, Any]:
+        asked = re.search(r"Bounded memory search query:\n(.+)", prompt)
+        query = asked.group(1).strip() if asked else prompt[-200:]
+        if not results:
+            return {"tool": "memory_search", "args": {"query": query}}
+        with self._lock:
+            self.recalls.append({"query": query, "result": results[-1]})
+        try:
+            got = json.loads(results[-1]).get("results") or []
+        except ValueError:
+            got = []
+        if not got:
+            return {"text": "NONE"}
+        return {"text": " | ".join(str(h.get("snippet", ""))[:150] for h in got)[:900]}
 
     def answer(self, req: dict[str, Any], size: int) -> bytes:
         with self._lock:

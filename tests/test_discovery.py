@@ -12,6 +12,8 @@ from indexer.sources.discovery import discover
 def test_memory_source_rules(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     write(ws, "MEMORY.md", "a")
+    write(ws, "USER.md", "the user model (OpenClaw 2026.9)")
+    write(ws, "SOUL.md", "a bootstrap file, not memory")
     write(ws, "memory/2026-01-01.md", "b")
     write(ws, "memory/deep/nested/note.md", "c")
     write(ws, "memory/readme.txt", "not md")
@@ -25,7 +27,7 @@ def test_memory_source_rules(tmp_path: Path) -> None:
     os.symlink(tmp_path / "elsewhere", ws / "memory/linked-dir")
     cfg = Config(workspace=ws, ignore=("drafts",))
     got = [f.path for f in discover(cfg)]
-    assert got == ["MEMORY.md", "memory/2026-01-01.md", "memory/deep/nested/note.md"]
+    assert got == ["MEMORY.md", "USER.md", "memory/2026-01-01.md", "memory/deep/nested/note.md"]
 
 
 def test_extra_paths(tmp_path: Path) -> None:

@@ -39,6 +39,17 @@ def test_reads_lines(idx: MemoryIndex) -> None:
     assert idx.get(abs_path)["path"] == "memory/2026-11-01.md"
 
 
+def test_user_md_is_read_and_found_like_memory_md(idx: MemoryIndex, workspace: Path) -> None:
+    """OpenClaw 2026.9's user model: memory-core indexes an existing root USER.md."""
+    write(workspace, "USER.md", "# User\n\n- Always answer in metric units.\n")
+    idx.sync()
+    assert idx.get("USER.md", start=3)["text"] == "- Always answer in metric units."
+    hits = idx.search("metric units")["results"]
+    assert hits and hits[0]["path"] == "USER.md"
+    with pytest.raises(PathRefused):
+        idx.get("user.md")  # case matters, as for MEMORY.md
+
+
 @pytest.mark.parametrize(
     "path",
     [

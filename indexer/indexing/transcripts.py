@@ -39,10 +39,13 @@ class SessionReport:
     failed: list[dict[str, str]] = field(default_factory=list)
     # transcripts read without an error, and those found gone (not in ``to_json``)
     cleared: list[str] = field(default_factory=list)
+    # session ids ``openclaw memory forget`` recorded (not in ``to_json``)
+    forgotten: set[str] = field(default_factory=set)
 
     def to_json(self) -> dict[str, object]:
         out = dict(self.__dict__)
         del out["cleared"]
+        out["forgotten"] = len(self.forgotten)
         return out
 
 

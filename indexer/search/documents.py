@@ -10,6 +10,7 @@ from indexer.api import GetRequest, GetResponse
 from indexer.config import Config
 from indexer.errors import FileUnreadable, FileVanished, NotFound, PathRefused
 from indexer.sources import safefs
+from indexer.sources.archives import archive_blocks, is_archive_name
 from indexer.sources.chunking import split_lines
 from indexer.sources.discovery import resolve_get_path
 from indexer.sources.files import read_text
@@ -19,6 +20,7 @@ from indexer.sources.sessions import (
     is_transcript_name,
     raw_event_line,
     read_lines,
+    read_lines_from,
     rendered_line,
 )
 from indexer.store.openclaw_db import AgentDb
@@ -113,7 +115,11 @@ def _transcript_lines(cfg: Config, req: GetRequest) -> GetResponse:
         raise PathRefused(f"refused path {path!r}: sessions are disabled for this agent")
     links = cfg.limits.allowHardLinks
     with _reading(path), safefs.opened(directory, (name,), exact=True, links=links) as (fd, _):
-        got = read_lines(fd, req.start, req.lines, cfg.limits.maxGetBytes)
+        if is_archive_name(name):  # a deleted session's zstd archive: bounded
+            blocks = archive_blocks(fd, strict=False)
+            got = read_lines_from(blocks, req.start, req.lines, cfg.limits.maxGetBytes)
+        else:
+            got = read_lines(fd, req.start, req.lines, cfg.limits.maxGetBytes)
     show = raw_event_line if req.raw else rendered_line
     picked = [show(line) for line in got.lines]
     return _lines_result(path, picked, req.start, got.total, got.truncated)

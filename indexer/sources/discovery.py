@@ -1,7 +1,8 @@
 """Which files belong to the memory source, and which paths memory_get may read.
 
-memory source: ``MEMORY.md``, ``memory.md`` and ``memory/**/*.md`` under the
-workspace, plus ``extraPaths`` (files, directories walked recursively, or
+memory source: ``MEMORY.md``, ``memory.md``, ``USER.md`` (OpenClaw's user model,
+indexed by memory-core since 2026.9) and ``memory/**/*.md`` under the workspace,
+plus ``extraPaths`` (files, directories walked recursively, or
 directory + glob). Only ``.md``; symlinks below a root are never followed; ignored
 directory names are pruned before they are entered. Walking and reading go through
 ``safefs`` (descriptors, never a path re-opened by name), so a directory swapped for
@@ -28,7 +29,7 @@ from indexer.sources import safefs
 
 # The workspace's root memory files; everything else of the memory source is under
 # ``memory/``. (The watcher watches the same names.)
-ROOT_FILES = ("MEMORY.md", "memory.md")
+ROOT_FILES = ("MEMORY.md", "memory.md", "USER.md")
 MEMORY_DIR = "memory"
 
 __all__ = [
@@ -314,8 +315,8 @@ def resolve_get_path(cfg: Config, raw: str) -> GetTarget:
     if target is None:
         if not _in_memory_source(display):
             raise PathRefused(
-                f"refused path {raw!r}: not a memory file (MEMORY.md, memory.md, memory/**/*.md "
-                "or an extra path)"
+                f"refused path {raw!r}: not a memory file (MEMORY.md, memory.md, USER.md, "
+                "memory/**/*.md or an extra path)"
             )
         target, rel = roots[0], display
     elif target.pattern and not glob_match(rel, target.pattern):

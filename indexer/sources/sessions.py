@@ -20,13 +20,14 @@ import json
 import os
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from indexer.errors import FileUnreadable, FileVanished
 from indexer.sources import safefs
+from indexer.sources.archives import is_archive_name
 from indexer.sources.redaction import redact, redact_json
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "read_complete_lines",
     "raw_event_line",
     "read_lines",
+    "read_lines_from",
     "redact",
     "rendered_line",
 ]
@@ -165,9 +167,12 @@ def raw_event_line(line: str) -> str:
 
 
 def is_transcript_name(name: str, include_rotated: bool = True) -> bool:
-    """A JSONL transcript's file name (not OpenClaw's zstd archives of deleted ones)."""
-    if "/" in name or name.startswith(".") or name.endswith(".zst"):
+    """A transcript's file name: JSONL, or (rotated) OpenClaw's zstd archive of a
+    deleted or reset session (``archives``)."""
+    if "/" in name or name.startswith("."):
         return False
+    if name.endswith(".zst"):
+        return include_rotated and is_archive_name(name)
     patterns = TRANSCRIPT_PATTERNS if include_rotated else TRANSCRIPT_PATTERNS[:1]
     return any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
@@ -301,13 +306,26 @@ def read_lines(
     bad line never makes the rest unreadable, and the file may be of any size: only
     the lines asked for are kept, at most ``max_bytes`` of them (whole lines; a first
     line longer than that alone is cut)."""
+
+    def blocks() -> Iterator[bytes]:
+        pos = 0
+        while block := os.pread(fd, block_size, pos):
+            pos += len(block)
+            yield block
+
+    return read_lines_from(blocks(), first, count, max_bytes)
+
+
+def read_lines_from(
+    blocks: Iterable[bytes], first: int, count: int | None, max_bytes: int
+) -> LineRange:
+    """``read_lines`` over any stream of blocks (an archive's decompressed text)."""
     last = None if count is None else first - 1 + count
     picked: list[str] = []
     size = 0
     truncated = False
     cur = bytearray()  # the bytes of the line being read, when it is wanted
     lineno = 1  # the number of the line being read
-    pos = 0
     tail = False  # the file does not end with a newline
 
     def wanted(n: int) -> bool:
@@ -324,8 +342,9 @@ def read_lines(
                 truncated = len(cur) > max_bytes
         cur.clear()
 
-    while block := os.pread(fd, block_size, pos):
-        pos += len(block)
+    for block in blocks:
+        if not block:
+            continue
         tail = not block.endswith(b"\n")
         newlines = block.count(b"\n")
         if (

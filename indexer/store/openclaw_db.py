@@ -13,7 +13,15 @@ one row per event, each the JSON object a legacy JSONL line held (row ``seq`` is
   a suffix replacement): rows past a cursor are new only while it stays the same;
 * ``session_transcript_cold_archives``: a session gone cold has no rows left, its
   events are in ``<agent>/sessions/cold/<name>`` (a zstd stream of JSON records) or
-  in the row's ``archive_blob``.
+  in the row's ``archive_blob``;
+* ``session_nodes``: one row per session key, ``current_session_id`` the window the
+  key is in now (a rewind starts a new window and points the key at it; the old one
+  is history, which OpenClaw's memory-core does not index: neither does memindex);
+* ``session_transcript_archives``: what ``openclaw sessions delete`` archived, by
+  ``archive_name`` (the ``<id>.jsonl.deleted.<time>.<generation>.zst`` file written
+  into the sessions folder) with its ``session_id`` and ``session_key``;
+* ``memory_session_tombstones``: sessions ``openclaw memory forget`` forgot (per
+  ``agent_id``): never indexed again, and purged from the index.
 
 The gateway writes in short WAL transactions. This reader opens the file read-only
 (never ``immutable``, never a write, never a checkpoint), reads in short statements
@@ -65,6 +73,7 @@ class DbSession:
     generation: str  # "" before the first rewrite watermark
     max_seq: int | None  # None: no rows (a cold session, or a new one)
     cold: ColdArchive | None
+    current: bool = True  # the window its key is in now (not a rewound-away one)
 
 
 class AgentDb:
@@ -136,16 +145,45 @@ class AgentDb:
                 cold[str(sid)] = ColdArchive(
                     str(gen), str(name), str(sha), int(last), storage == "sqlite"
                 )
+        # A window is current when a session key's node points at it (as memory-core
+        # lists sessions); a database without nodes (older layout) keeps every window.
+        current = (
+            "EXISTS (SELECT 1 FROM session_nodes n WHERE n.current_session_id = w.session_id)"
+            if self._has_table("session_nodes")
+            else "1"
+        )
         rows = self._rows(
             "SELECT w.session_id, w.session_key, coalesce(g.generation, ''), "
-            "(SELECT max(e.seq) FROM transcript_events e WHERE e.session_id = w.session_id) "
-            "FROM session_windows w LEFT JOIN transcript_rewrite_watermarks g "
+            "(SELECT max(e.seq) FROM transcript_events e WHERE e.session_id = w.session_id), "
+            f"{current} FROM session_windows w LEFT JOIN transcript_rewrite_watermarks g "
             "ON g.session_id = w.session_id ORDER BY w.session_id"
         )
         return [
-            DbSession(str(s), str(k), str(g), None if m is None else int(m), cold.get(str(s)))
-            for s, k, g, m in rows
+            DbSession(
+                str(s), str(k), str(g), None if m is None else int(m), cold.get(str(s)), bool(c)
+            )
+            for s, k, g, m, c in rows
         ]
+
+    def forgotten(self, agent: str) -> set[str]:
+        """The session ids ``openclaw memory forget`` recorded for ``agent``."""
+        if not self._has_table("memory_session_tombstones"):
+            return set()
+        rows = self._rows(
+            "SELECT session_id FROM memory_session_tombstones WHERE lower(agent_id) = lower(?)",
+            (agent,),
+        )
+        return {str(r[0]) for r in rows}
+
+    def archived(self) -> dict[str, tuple[str, str]]:
+        """The transcript archives OpenClaw registered: archive file name ->
+        (session id, session key)."""
+        if not self._has_table("session_transcript_archives"):
+            return {}
+        rows = self._rows(
+            "SELECT archive_name, session_id, session_key FROM session_transcript_archives"
+        )
+        return {str(n): (str(i), str(k or "")) for n, i, k in rows if n is not None}
 
     def _has_table(self, name: str) -> bool:
         got = self._rows("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,))

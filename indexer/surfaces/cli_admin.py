@@ -181,8 +181,21 @@ def run_openclaw(c: Call) -> int:
         f"  daemon on {d['socket']} " + ("(started)" if d["started"] else "(already running)"),
         f"check: agent {chk['agent']}: {chk['files']} files, {chk['chunks']} chunks; a search "
         f"found {found}",
-        "Restart the gateway to load it (openclaw gateway restart). To go back: "
-        "memindex openclaw uninstall",
     ]
+    from indexer.surfaces.openclaw_features import served
+
+    by: dict[str, list[str]] = {}
+    for who, feature in served(done["dreaming"]):
+        by.setdefault(who, []).append(feature)
+    lines.append(
+        f"OpenClaw's memory features: {len(by.get('memindex', []))} served by memindex, "
+        f"{len(by.get('memory-core', []))} by memory-core; not served with memindex in the "
+        "slot (yet):"
+    )
+    lines += [f"  - {feature}" for feature in by.get("nobody", [])]
+    lines.append(
+        "Restart the gateway to load it (openclaw gateway restart). The full table: "
+        "openclaw memindex status. To go back: memindex openclaw uninstall"
+    )
     out.write("\n".join(lines) + "\n")
     return 0

@@ -4,6 +4,7 @@ for a person (the JSON is the socket's ``status`` answer)."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TextIO
 
 from indexer.api import StatusResponse
@@ -148,9 +149,22 @@ def run_doctor(c: Call) -> int:
     from indexer.surfaces.doctor import checks
 
     got = checks(cfg)
+    got.append(_openclaw_check(args.openclaw_config))
     if args.json:
         c.json([{"check": n, "ok": ok, "detail": d} for n, ok, d in got])
     else:
         for n, ok, d in got:
+            d = d.replace("\n", "\n" + " " * 17)
             out.write(f"{'ok  ' if ok else 'FAIL'} {n:<11} {d}\n")
     return 0 if all(ok for _, ok, _ in got) else 1
+
+
+def _openclaw_check(given: Path | None) -> tuple[str, bool, str]:
+    """Which of OpenClaw's memory features memindex, memory-core or nobody serves."""
+    from indexer.surfaces.openclaw_features import features_report
+    from indexer.surfaces.openclaw_setup import config_path
+
+    try:
+        return ("openclaw", True, features_report(config_path(given)))
+    except MemindexError as exc:
+        return ("openclaw", False, exc.message)

@@ -13,13 +13,14 @@
 // memory-core's memory_search / memory_get then come first unless the tool policy
 // denies memory-core's tools (tools.deny: ["memory-core"], which `memindex openclaw
 // install` sets). The plugin says so at start when neither holds.
-import { authorizeHits } from "./src/agents.js";
 import { listArtifacts } from "./src/artifacts.js";
 import { registerMemoryCli } from "./src/cli.js";
 import { memoryFlushPlan } from "./src/flush.js";
 import { ManagerPool } from "./src/manager.js";
+import { classifierState, classifyWorkspaceMemoryPaths } from "./src/provenance.js";
 import { resolveSettings } from "./src/settings.js";
 import { createGetTool, createSearchTool } from "./src/tools.js";
+import { filterHits } from "./src/visibility.js";
 
 export const DREAMING_NOTICE =
   "memindex: OpenClaw's dreaming is on for the memory slot, so OpenClaw also loads" +
@@ -72,8 +73,23 @@ export default {
       resolveMemoryBackendConfig() {
         return { backend: "builtin" };
       },
+      // MEMORY.md and USER.md load at session start only when the slot owner
+      // classifies their provenance (memory-core's rules: src/provenance.js)
+      supportsWorkspaceMemoryReadSources: true,
+      async classifyWorkspaceMemoryPaths(params) {
+        const out = await classifyWorkspaceMemoryPaths(params);
+        if (classifierState.problem && !classifierState.logged) {
+          classifierState.logged = true;
+          api.logger.warn(
+            `memindex: memory file provenance cannot be read (${classifierState.problem});` +
+              " MEMORY.md and USER.md are left out of automatic context until it can",
+          );
+        }
+        return out;
+      },
+      // who may see a transcript hit: memory-core's rules (src/visibility.js)
       async authorizeSearchHits(params) {
-        return authorizeHits(params);
+        return filterHits(params);
       },
       async closeMemorySearchManager({ agentId }) {
         pool.close(agentId);
@@ -88,10 +104,10 @@ export default {
       // without a plan OpenClaw skips the pre-compaction memory flush
       flushPlanResolver: memoryFlushPlan,
       publicArtifacts: { listArtifacts },
-      // memory_search is local and deterministic (no model in the loop); private
-      // transcript recall (ctx.conversationRecall) is not claimed: the tool does not
-      // scope its transcript hits to a conversation
+      // memory_search is local and deterministic (no model in the loop)
       deterministicRecallToolName: "memory_search",
+      // memory_search honours ctx.conversationRecall (src/visibility.js)
+      supportsPrivateTranscriptRecall: true,
     });
     api.registerTool((ctx) => createSearchTool(ctx, pool), { names: ["memory_search"] });
     api.registerTool((ctx) => createGetTool(ctx, pool), { names: ["memory_get"] });
@@ -104,7 +120,7 @@ export default {
     const describe = "Search, inspect and reindex memory (engine: memindex)";
     const cli = (name, notice) =>
       api.registerCli(
-        ({ program, config }) => registerMemoryCli(program, { pool, config, name, notice }),
+        ({ program, config }) => registerMemoryCli(program, { pool, config, name, notice, dreaming }),
         { descriptors: [{ name, description: describe, hasSubcommands: true }] },
       );
     cli("memindex", dreaming ? DREAMING_NOTICE : undefined);

@@ -1,5 +1,8 @@
-// `openclaw memory status|search|index|get` when memindex owns the memory slot.
+// `openclaw memory status|search|index|get|forget` when memindex owns the memory slot.
 import { authorizeHits, configuredAgents } from "./agents.js";
+import { openclawStateDir } from "./daemon.js";
+import { featureLines, features } from "./features.js";
+import { forgetSessions } from "./forget.js";
 
 function print(json, value, human) {
   process.stdout.write(json ? JSON.stringify(value, null, 2) + "\n" : human(value));
@@ -58,7 +61,16 @@ function humanHits(res) {
   );
 }
 
-export function registerMemoryCli(program, { pool, config, name = "memory", notice }) {
+function humanForget(r) {
+  const verb = r.dryRun ? "Would forget" : "Forgot";
+  const rows = r.sessionResolutions.map(
+    (s) => `  ${s.sessionId}${s.sessionKey ? ` (${s.sessionKey})` : ""} [${s.source}]`,
+  );
+  const after = r.dryRun ? "" : r.reindexed ? "memindex dropped them from its index.\n" : "";
+  return `${verb} ${r.sessionIds.length} session(s) of agent ${r.agentId}:\n${rows.join("\n")}\n${after}`;
+}
+
+export function registerMemoryCli(program, { pool, config, name = "memory", notice, dreaming = true }) {
   const agents = () => configuredAgents(config);
   const mem = program
     .command(name)
@@ -85,7 +97,9 @@ export function registerMemoryCli(program, { pool, config, name = "memory", noti
           rows.push({ agentId, error: `memindex: ${err.message}` });
         }
       }
-      print(opts.json, rows, humanStatus);
+      const served = features({ dreaming });
+      for (const row of rows) if (row.status?.custom) row.status.custom.features = served;
+      print(opts.json, rows, (r) => `${humanStatus(r)}${featureLines(served).join("\n")}\n`);
       if (notice && !opts.json) process.stderr.write(`${notice}\n`);
       if (failed) process.exitCode = 1;
     });
@@ -144,6 +158,34 @@ export function registerMemoryCli(program, { pool, config, name = "memory", noti
           .map((r) => (r.error ? `${r.agentId}: ${r.error}\n` : `${r.agentId}: indexed\n`))
           .join(""),
       );
+    });
+
+  mem
+    .command("forget")
+    .description("Forget sessions: never index them again, and drop them from the index")
+    .option("--agent <id>", "agent (default: the default agent)")
+    .option("--session <id-or-key>", "a session id or key (repeatable)", (v, acc) => [...acc, v], [])
+    .option("--dry-run", "show what would be forgotten")
+    .option("--json", "print JSON")
+    .action(async (opts) => {
+      const agentId = opts.agent ?? agents()[0];
+      try {
+        const report = await forgetSessions({
+          stateDir: openclawStateDir(),
+          agentId,
+          selectors: opts.session,
+          dryRun: Boolean(opts.dryRun),
+        });
+        if (!opts.dryRun) {
+          // the daemon reads the records at its next sync: now, so the answer is true
+          const m = await pool.get(agentId);
+          await m.sync({ reason: "forget" });
+          report.reindexed = true;
+        }
+        print(opts.json, report, humanForget);
+      } catch (err) {
+        fail(opts.json, err, agentId);
+      }
     });
 
   mem

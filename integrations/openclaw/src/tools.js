@@ -1,5 +1,6 @@
 // The agent's memory_search / memory_get tools, answered by memindex.
-import { authorizeHits, configuredAgents, normalizeAgentId, sessionKeyAgent } from "./agents.js";
+import { configuredAgents, normalizeAgentId, sessionKeyAgent } from "./agents.js";
+import { filterHits } from "./visibility.js";
 
 const CORPUS = { memory: ["memory"], sessions: ["sessions"], all: undefined };
 
@@ -43,8 +44,12 @@ export function jsonResult(payload) {
   return { content: [{ type: "text", text: JSON.stringify(payload, null, 2) }], details: payload };
 }
 
+function toolConfig(ctx) {
+  return ctx.getRuntimeConfig?.() ?? ctx.runtimeConfig ?? ctx.config ?? {};
+}
+
 function toolAgent(ctx) {
-  const cfg = ctx.getRuntimeConfig?.() ?? ctx.runtimeConfig ?? ctx.config;
+  const cfg = toolConfig(ctx);
   const id = ctx.agentId ?? sessionKeyAgent(ctx.sessionKey) ?? configuredAgents(cfg)[0];
   return normalizeAgentId(id);
 }
@@ -93,13 +98,22 @@ export function createSearchTool(ctx, pool) {
       if (Number.isInteger(maxResults)) req.maxResults = maxResults;
       if (typeof minScore === "number" && Number.isFinite(minScore)) req.minScore = minScore;
       if (CORPUS[corpus]) req.sources = CORPUS[corpus];
+      // Active Memory's private recall: transcripts of this agent's other private
+      // conversations only (src/visibility.js); "sessions" asks for nothing else
+      const recall = ctx.conversationRecall ?? null;
+      if (recall?.corpus === "sessions") {
+        if (corpus === "memory") return jsonResult({ results: [], engine: "memindex" });
+        req.sources = ["sessions"];
+      }
       try {
         const manager = await pool.get(agentId);
         const res = await manager.searchFull(query, req, signal);
-        const results = authorizeHits({
+        const results = await filterHits({
+          cfg: toolConfig(ctx),
           agentId,
           requesterSessionKey: ctx.sessionKey,
           sandboxed: Boolean(ctx.sandboxed),
+          conversationRecall: recall,
           hits: res.results,
         });
         return jsonResult({
@@ -137,6 +151,26 @@ export function createGetTool(ctx, pool) {
           text: "",
           error: "session transcripts are not readable from a sandboxed run",
         });
+      }
+      if (isSession) {
+        // the same visibility as a search hit of that transcript (src/visibility.js)
+        const hit = { path: relPath.replace(/\\/g, "/"), source: "sessions" };
+        const shown = await filterHits({
+          cfg: toolConfig(ctx),
+          agentId,
+          requesterSessionKey: ctx.sessionKey,
+          sandboxed: Boolean(ctx.sandboxed),
+          conversationRecall: ctx.conversationRecall ?? null,
+          hits: [hit],
+        });
+        if (!shown.length) {
+          return jsonResult({
+            status: "error",
+            path: relPath,
+            text: "",
+            error: "this session transcript is not visible from this conversation",
+          });
+        }
       }
       try {
         const manager = await pool.get(agentId);

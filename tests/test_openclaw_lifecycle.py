@@ -1,0 +1,166 @@
+"""A session's lifecycle in OpenClaw 2026.9 as memindex follows it, the way
+OpenClaw's memory-core does (the real gateway doing each of these:
+tests/test_openclaw_parity.py):
+
+* a rewind starts a new window of the session key (holding the old events too):
+  only the key's current window is indexed, once;
+* ``openclaw memory forget`` records the session in ``memory_session_tombstones``:
+  it leaves the index and is never indexed again, from the database, a JSONL file
+  or an archive;
+* ``openclaw sessions delete`` moves the session into a zstd archive in the
+  sessions folder: it stays searchable from there, and ``memory_get`` reads it;
+  an archive that decompresses without end is read to a bound."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import zstandard
+from test_openclaw_db import AgentDbFixture, _cfg, _found, gw, message, state
+
+from indexer.engine import MemoryIndex
+from indexer.sources import archives
+
+__all__ = ["gw", "state"]  # fixtures used here
+
+LIFECYCLE_DDL = """
+CREATE TABLE session_nodes (session_key TEXT PRIMARY KEY, current_session_id TEXT,
+  entry_json TEXT NOT NULL DEFAULT '{}', updated_at INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE memory_session_tombstones (session_id TEXT NOT NULL PRIMARY KEY,
+  agent_id TEXT NOT NULL, reason TEXT NOT NULL, created_at INTEGER NOT NULL) STRICT;
+CREATE TABLE session_transcript_archives (session_id TEXT NOT NULL, generation TEXT,
+  session_key TEXT, reason TEXT, archive_name TEXT UNIQUE, created_at INTEGER);
+"""
+
+
+def _lifecycle(gw: AgentDbFixture) -> AgentDbFixture:
+    list(gw.db.execute(LIFECYCLE_DDL))
+    return gw
+
+
+def _point(gw: AgentDbFixture, key: str, sid: str) -> None:
+    with gw.db:
+        gw.db.execute(
+            "INSERT INTO session_nodes(session_key, current_session_id) VALUES(?, ?) "
+            "ON CONFLICT(session_key) DO UPDATE SET current_session_id = "
+            "excluded.current_session_id",
+            (key, sid),
+        )
+
+
+def _forget(gw: AgentDbFixture, sid: str, agent: str = "main") -> None:
+    with gw.db:
+        gw.db.execute(
+            "INSERT INTO memory_session_tombstones VALUES(?, ?, 'forgotten', 0)", (sid, agent)
+        )
+
+
+def test_a_rewound_session_is_indexed_once_from_its_current_window(
+    tmp_path: Path, state: Path, gw: AgentDbFixture
+) -> None:
+    _lifecycle(gw)
+    said = message("user", "The harbour gate code is GATE-5150.")
+    gw.session("w1", "agent:main:main")
+    gw.append("w1", said, message("assistant", "Noted."))
+    _point(gw, "agent:main:main", "w1")
+    with MemoryIndex(_cfg(tmp_path, state)) as idx:
+        idx.sync()
+        assert [p for p, *_ in _found(idx, "GATE-5150")] == ["sessions/main/w1.jsonl"]
+        # the rewind: a new window with the old events and a leaf, the key moves to it
+        gw.session("w2", "agent:main:main", generation="g2")
+        gw.append("w2", said, message("assistant", "Noted."), json.dumps({"type": "leaf"}))
+        _point(gw, "agent:main:main", "w2")
+        idx.sync()
+        assert [p for p, *_ in _found(idx, "GATE-5150")] == ["sessions/main/w2.jsonl"]
+        assert idx.status()["sources"]["sessions"]["files"] == 1
+
+
+def test_a_forgotten_session_leaves_the_index_and_stays_out(
+    tmp_path: Path, state: Path, gw: AgentDbFixture
+) -> None:
+    _lifecycle(gw)
+    for sid, code in (("keep", "KEEP-1001"), ("gone", "GONE-2002")):
+        gw.session(sid, f"agent:main:telegram:direct:{sid}")
+        gw.append(sid, message("user", f"My locker code is {code}."))
+        _point(gw, f"agent:main:telegram:direct:{sid}", sid)
+    sessions = state / "agents/main/sessions"
+    legacy = message("user", "Legacy note LEGACY-3003.")
+    (sessions / "old.jsonl.reset.2026-01-01T00-00-00.000Z").write_text(legacy + "\n")
+    with MemoryIndex(_cfg(tmp_path, state)) as idx:
+        idx.sync()
+        assert _found(idx, "GONE-2002") and _found(idx, "LEGACY-3003")
+        _forget(gw, "gone")
+        _forget(gw, "old")
+        _forget(gw, "keep", agent="ops")  # another agent's tombstone: not ours
+        rep = idx.sync()
+        assert rep.sessions is not None and rep.sessions["forgotten"] == 2
+        assert _found(idx, "GONE-2002") == [] and _found(idx, "LEGACY-3003") == []
+        assert _found(idx, "KEEP-1001")
+        gw.append("gone", message("user", "More about GONE-2002."))
+        idx.sync(force=True)
+        assert _found(idx, "GONE-2002") == []
+
+
+def _archive(sessions: Path, sid: str, lines: list[str], name: str | None = None) -> Path:
+    name = name or f"{sid}.jsonl.deleted.2026-11-27T08-00-00.000Z.{'a' * 32}.zst"
+    data = zstandard.ZstdCompressor().compress("".join(x + "\n" for x in lines).encode())
+    (sessions / name).write_bytes(data)
+    return sessions / name
+
+
+def test_a_deleted_session_is_found_in_its_archive(
+    tmp_path: Path, state: Path, gw: AgentDbFixture
+) -> None:
+    _lifecycle(gw)
+    said = message("user", "The venue code is VENUE-4477.")
+    gw.session("d1", "agent:main:telegram:direct:9")
+    gw.append("d1", said)
+    _point(gw, "agent:main:telegram:direct:9", "d1")
+    sessions = state / "agents/main/sessions"
+    with MemoryIndex(_cfg(tmp_path, state)) as idx:
+        idx.sync()
+        assert _found(idx, "VENUE-4477")[0][0] == "sessions/main/d1.jsonl"
+        # `openclaw sessions delete`: rows gone, the archive written beside
+        gw.delete("d1")
+        with gw.db:
+            gw.db.execute("DELETE FROM session_nodes WHERE current_session_id='d1'")
+        header = json.dumps({"type": "session", "id": "d1"})
+        path = _archive(sessions, "d1", [header, said])
+        with gw.db:
+            gw.db.execute(
+                "INSERT INTO session_transcript_archives VALUES('d1', 'g1', "
+                "'agent:main:telegram:direct:9', 'deleted', ?, 0)",
+                (path.name,),
+            )
+        idx.sync()
+        display = f"sessions/{path.name}"
+        assert _found(idx, "VENUE-4477") == [(display, 2, 2)]
+        got = idx.get(display, start=2, lines=1)
+        assert got["text"] == "User: The venue code is VENUE-4477." and got["totalLines"] == 2
+        # forgotten by its registered id: gone from the archive too
+        _forget(gw, "d1")
+        idx.sync()
+        assert _found(idx, "VENUE-4477") == []
+
+
+def test_an_archive_that_expands_without_end_is_read_to_a_bound(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(archives, "MAX_ARCHIVE_BYTES", 4 * 1024 * 1024)
+    sessions = state / "agents/main/sessions"
+    first = message("user", "Before the flood: MARKER-8080.")
+    flood = message("user", "x" * 1000)
+    cctx = zstandard.ZstdCompressor()
+    data = cctx.compress((first + "\n" + (flood + "\n") * 20000).encode())  # ~20 MB
+    name = "bomb.jsonl.deleted.2026-11-27T08-00-00.000Z.zst"
+    (sessions / name).write_bytes(data)
+    assert len(data) < 1024 * 1024
+    with MemoryIndex(_cfg(tmp_path, state)) as idx:
+        rep = idx.sync()
+        assert [(p, a) for p, a, _ in _found(idx, "MARKER-8080")] == [(f"sessions/{name}", 1)]
+        assert rep.sessions is not None
+        assert any("decompresses past 4 MiB" in e["reason"] for e in rep.sessions["errors"])
+        got = idx.get(f"sessions/{name}", start=1, lines=1)
+        assert "MARKER-8080" in got["text"]

@@ -1,0 +1,449 @@
+"""Parity with OpenClaw's own memory: the same conversation through the real OpenClaw
+2026.9.6 gateway, once with its memory-core in the memory slot and once with memindex
+(set up by ``memindex openclaw install`` from the plugin's ``npm pack`` tarball, the
+default: dreaming kept, memory-core's tools denied), each row asserting that memindex
+gives the agent what memory-core gives it. The model is scripted
+(tests/scripted_model.py, OpenClaw's OpenAI-compatible provider on 127.0.0.1); turns
+go through the gateway's chat endpoint as messages of a Telegram direct chat or
+group, with Active Memory on (escalation for recall questions, direct chats).
+
+The rows (README "What the agent keeps" names them):
+
+* **session start**: the first turn's system prompt holds MEMORY.md and USER.md in a
+  private chat (memindex's runtime classifies their provenance as memory-core's
+  does), and MEMORY.md stays out of a group chat;
+* **USER.md** is found by ``memory_search`` and read by ``memory_get``;
+* **private recall**: asked in another direct chat, Active Memory's recall finds what
+  was said in the first direct chat and withholds what was said in the group;
+* **a fact from an earlier turn**, a **memory file** and the **pre-compaction flush**'s
+  note are found by the agent's own ``memory_search``;
+* **deleted sessions** stay searchable (from OpenClaw's archive); a **rewound**
+  session is found once, in its current window;
+* **forget**: after ``openclaw memory forget --session <key>`` the session is found no
+  more (memory-core's command with dreaming on; memindex's own with dreaming off:
+  tests/test_openclaw_plugin.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import subprocess
+import time
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+from daemon_util import wait_for
+from openclaw_home import PLUGIN, Home, require_openclaw
+from scripted_model import ScriptedModel
+
+require_openclaw()
+
+MARKS = {
+    "AGENTS.md": "AGENTS-MARK-1101",
+    "SOUL.md": "SOUL-MARK-2202",
+    "USER.md": "USER-MARK-3303",
+    "MEMORY.md": "MEMORY-MARK-4404",
+}
+MEMORY_ID = "ZQX-48213-KAPPA"  # in MEMORY.md
+FACT = "QUOKKA-7781"  # said in a turn, recalled later
+FLUSHED = "FLUSH-MARKER-31337"  # written by the pre-compaction flush
+PRIVATE = "DENT-7731"  # said in a direct chat
+FORGOTTEN = "MOLAR-3141"  # said there too, and nowhere else: forgotten with it
+GROUP = "VENUE-5521"  # said in a group chat
+LOCKER = "LOCK-6060"  # said in a session deleted afterwards
+BOAT = "BOAT-9090"  # said in a session rewound afterwards
+
+DM_A = "agent:main:telegram:direct:111"
+DM_B = "agent:main:telegram:direct:333"
+GROUP_CHAT = "agent:main:telegram:group:-100222"
+DELETED = "agent:main:telegram:direct:444"
+REWOUND = "agent:main:telegram:direct:555"
+PLAIN = "agent:main:e2e"  # no channel: Active Memory does not run here
+
+
+def _workspace(root: Path) -> Path:
+    ws = root / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "AGENTS.md").write_text(f"# Agents\n\nAnswer briefly. {MARKS['AGENTS.md']}\n")
+    (ws / "SOUL.md").write_text(f"# Soul\n\nCalm and precise. {MARKS['SOUL.md']}\n")
+    (ws / "USER.md").write_text(f"# User\n\n- Always answer in metric units. {MARKS['USER.md']}\n")
+    (ws / "MEMORY.md").write_text(
+        f"# Memory\n\n- The incident ticket for the failed payment retries is {MEMORY_ID}."
+        f" {MARKS['MEMORY.md']}\n"
+    )
+    return ws
+
+
+def _config(ws: Path, model: ScriptedModel) -> dict[str, Any]:
+    scripted = {
+        "baseUrl": model.base_url,
+        "apiKey": "local-test",
+        "api": "openai-completions",
+        "models": [{"id": "agent", "name": "Scripted agent", "reasoning": False,
+                    "input": ["text"], "contextWindow": 16000, "maxTokens": 1024,
+                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}],
+    }  # fmt: skip
+    active_memory = {"enabled": True, "agents": ["main"], "allowedChatTypes": ["direct"],
+                     "mode": "escalate", "logging": True, "timeoutMs": 30000,
+                     "maxSummaryChars": 1000}  # fmt: skip
+    return {
+        "agents": {
+            "defaults": {
+                "model": {"primary": "scripted/agent"},
+                "skipBootstrap": True,
+                # the flush once a session's transcript passes 2 KB
+                "compaction": {"memoryFlush": {"forceFlushTranscriptBytes": 2048}},
+            },
+            "list": [{"id": "main", "default": True, "workspace": str(ws)}],
+        },
+        "models": {"mode": "merge", "providers": {"scripted": scripted}},
+        # the memory tools offered directly (not behind tool search), the flush's write
+        "tools": {"toolSearch": False, "allow": ["read", "write", "memory_search", "memory_get"]},
+        "memory": {"search": {"sources": ["memory", "sessions"]}},
+        "plugins": {
+            "allow": ["memindex", "memory-core", "active-memory"],
+            "entries": {"active-memory": {"enabled": True, "config": active_memory}},
+        },
+    }
+
+
+def _system(req: dict[str, Any]) -> str:
+    return "\n".join(
+        str(m.get("content")) for m in req.get("messages") or [] if m.get("role") == "system"
+    )
+
+
+def _main_requests(reqs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The main agent's requests (not Active Memory's recall sub-agent's)."""
+    return [r for r in reqs if "You are a memory search agent." not in json.dumps(r)]
+
+
+class Conversation:
+    """One engine's gateway and model, and the turns both engines get."""
+
+    def __init__(self, home: Home, model: ScriptedModel, ws: Path) -> None:
+        self.home, self.model, self.ws = home, model, ws
+
+    def turn(self, key: str, message: str, channel: str | None = "telegram") -> list[Any]:
+        """The requests the model got during one turn."""
+        n = len(self.model.requests)
+        self.home.chat(key, message, channel)
+        return self.model.requests[n:]
+
+    def found(self, text: str, corpus: str = "sessions") -> list[str]:
+        """Paths of the agent's memory_search hits that hold ``text`` (asked from the
+        agent's main session, as a tool call of the agent)."""
+        res = self.home.invoke(
+            "memory_search", {"query": text, "corpus": corpus}, session_key="agent:main:main"
+        )
+        return sorted({h["path"] for h in res.get("results") or [] if text in h["snippet"]})
+
+    def wait_found(self, text: str, timeout: float = 30) -> list[str]:
+        got: list[str] = []
+
+        def seen() -> bool:
+            nonlocal got
+            got = self.found(text)
+            return bool(got)
+
+        with contextlib.suppress(AssertionError):
+            wait_for(seen, timeout=timeout, interval=0.5)
+        return got
+
+    def current_window_message_id(self, key: str) -> str:
+        db_file = self.home.state / "agents/main/agent/openclaw-agent.sqlite"
+        uri = "file:" + urllib.parse.quote(str(db_file)) + "?mode=ro"
+        db = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+        try:
+            db.set_busy_timeout(5000)
+            rows = db.execute(
+                "SELECT e.event_json FROM transcript_events e JOIN session_nodes n "
+                "ON n.current_session_id = e.session_id WHERE n.session_key = ? ORDER BY e.seq",
+                (key,),
+            ).fetchall()
+        finally:
+            db.close()
+        for (text,) in rows:
+            event = json.loads(text or "{}")
+            if event.get("type") == "message" and BOAT in json.dumps(event):
+                return str(event["id"])
+        raise AssertionError(f"no message of {key} holds {BOAT}: {rows!r}")
+
+
+def _markers(req: dict[str, Any]) -> list[str]:
+    system = _system(req)
+    return sorted(name for name, mark in MARKS.items() if mark in system)
+
+
+def _flush_file(ws: Path) -> Path | None:
+    for f in sorted((ws / "memory").glob("*.md")):
+        if FLUSHED in f.read_text(errors="replace"):
+            return f
+    return None
+
+
+def _run(c: Conversation) -> dict[str, Any]:
+    """The conversation both engines get; what the agent got at each row."""
+    o: dict[str, Any] = {}
+    said = f"My dentist's patient code is {PRIVATE}, my molar file {FORGOTTEN}. Keep them."
+    first = _main_requests(c.turn(DM_A, said))
+    o["session start, direct chat"] = _markers(first[0])
+    first = _main_requests(c.turn(GROUP_CHAT, f"The venue code for the offsite is {GROUP}."))
+    o["session start, group chat"] = _markers(first[0])
+    o["indexed"] = {k: bool(c.wait_found(k)) for k in (PRIVATE, GROUP)}
+    # Active Memory's private recall, asked in another direct chat
+    n = len(c.model.recalls)
+    reqs = c.turn(DM_B, f"What did I tell you last week about {PRIVATE} and {GROUP}?")
+    recalls = c.model.recalls[n:]
+    hits = [h for r in recalls for h in (json.loads(r["result"]).get("results") or [])]
+    sessions = [h for h in hits if h.get("source") == "sessions"]
+    o["private recall ran"] = bool(recalls)
+    o["private recall: the other direct chat"] = any(PRIVATE in h["snippet"] for h in sessions)
+    o["private recall: the group"] = any(GROUP in h["snippet"] for h in sessions)
+    injected = [b for r in _main_requests(reqs) for b in _active_memory_blocks(r)]
+    o["recall injected into the reply's prompt"] = any(PRIVATE in b for b in injected)
+    o["group fact injected into the reply's prompt"] = any(GROUP in b for b in injected)
+    # USER.md
+    res = c.home.invoke("memory_search", {"query": MARKS["USER.md"]})
+    o["USER.md found"] = "USER.md" in [h["path"] for h in res["results"]]
+    got = c.home.invoke("memory_get", {"path": "USER.md"})
+    o["USER.md read"] = got.get("status") == "ok" and MARKS["USER.md"] in got.get("text", "")
+    # the agent's own memory_search: a fact of an earlier turn, a memory file
+    c.turn(PLAIN, f"The vault code word is {FACT}. Please keep it in mind.", channel=None)
+    c.wait_found(FACT)
+    o["an earlier turn's fact"] = FACT in _results_text(c.turn(PLAIN, f"recall {FACT}", None))
+    o["a memory file"] = MEMORY_ID in _results_text(c.turn(PLAIN, f"recall {MEMORY_ID}", None))
+    # a session deleted with `openclaw sessions delete` (gateway sessions.delete)
+    c.turn(DELETED, f"The locker combination is {LOCKER}.")
+    o["deleted: found before"] = c.wait_found(LOCKER)
+    ws = c.home.ws()
+    try:
+        ws.call("sessions.delete", {"key": DELETED, "deleteTranscript": True})
+        archives = list((c.home.state / "agents/main/sessions").glob("*.jsonl.deleted.*"))
+        assert archives, "sessions.delete wrote no archive"
+        o["deleted: found after"] = _settled(c, LOCKER, changed_from=o["deleted: found before"])
+        # a session rewound to its first message (gateway sessions.rewind)
+        c.turn(REWOUND, f"Remember the boat name is {BOAT}.")
+        c.turn(REWOUND, "Thanks, that is all.")
+        c.wait_found(BOAT)
+        entry = c.current_window_message_id(REWOUND)
+        deadline = time.monotonic() + 60
+        while True:  # refused while the agent still works on the session (post-turn work)
+            try:
+                ws.call("sessions.rewind", {"sessionKey": REWOUND, "entryId": entry})
+                break
+            except RuntimeError as exc:
+                if "UNAVAILABLE" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+    finally:
+        ws.close()
+    o["rewound: found in"] = _settled(c, BOAT)
+    # the pre-compaction flush: a long turn passes forceFlushTranscriptBytes
+    c.turn(PLAIN, "Here are my garden notes: " + "tomatoes, beans and marigolds. " * 80, None)
+    wait_for(lambda: _flush_file(c.ws) is not None, timeout=120, interval=0.5)
+    wait_for(lambda: bool(c.found(FLUSHED, corpus="memory")), timeout=30, interval=0.5)
+    o["the flush's note"] = FLUSHED in _results_text(c.turn(PLAIN, f"recall {FLUSHED}", None))
+    # forget (the CLI: memory-core's `openclaw memory forget`)
+    o["forgotten: found before"] = c.found(FORGOTTEN)
+    r = c.home.openclaw("memory", "forget", "--agent", "main", "--session", DM_A, "--json")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    o["forgotten: found after"] = _gone(c, FORGOTTEN)
+    return o
+
+
+def _settled(c: Conversation, text: str, changed_from: list[str] | None = None) -> list[str]:
+    """The paths holding ``text`` once they stop changing (a rewind's new window, a
+    deleted session's archive, is indexed in the background); with ``changed_from``,
+    once they differ from it (or 30 s)."""
+    last: list[str] | None = None
+    stable = 0
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and stable < 6:
+        got = c.found(text)
+        stable = stable + 1 if got == last and got != changed_from else 0
+        last = got
+        time.sleep(0.5)
+    return last or []
+
+
+def _active_memory_blocks(req: dict[str, Any]) -> list[str]:
+    text = "\n".join(str(m.get("content")) for m in req.get("messages") or [])
+    return re.findall(r"<active_memory_plugin>(.*?)</active_memory_plugin>", text, re.S)
+
+
+def _gone(c: Conversation, text: str) -> list[str]:
+    got = c.found(text)
+    deadline = time.monotonic() + 30
+    while got and time.monotonic() < deadline:
+        time.sleep(0.5)
+        got = c.found(text)
+    return got
+
+
+def _results_text(reqs: list[Any]) -> str:
+    """What memory_search returned to the model in these requests."""
+    out = []
+    for r in reqs:
+        for m in r.get("messages") or []:
+            if m.get("role") == "tool":
+                out.append(str(m.get("content")))
+    text = "\n".join(out)
+    return text if re.search(r'"results":\s*\[\s*\{', text) else ""
+
+
+def _pack(home: Home) -> Path:
+    """The plugin as npm packs it (what a registry would serve)."""
+    pack = subprocess.run(
+        ["npm", "pack", "--json", "--pack-destination", str(home.root)],
+        cwd=PLUGIN, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert pack.returncode == 0, pack.stderr
+    packed = json.loads(pack.stdout)[0]
+    files = {f["path"] for f in packed["files"]}
+    assert {"index.js", "openclaw.plugin.json", "src/flush.js", "package.json"} <= files
+    assert not any(f.startswith(("test/", "scripts/")) for f in files), files
+    return home.root / packed["filename"]
+
+
+def _engine(tmp: pytest.TempPathFactory, name: str) -> Iterator[dict[str, Any]]:
+    home = Home(tmp.mktemp(name))
+    model = ScriptedModel().start()
+    ws = _workspace(home.root)
+    home.write_config(_config(ws, model))
+    out: dict[str, Any] = {"home": home, "model": model, "ws": ws}
+    try:
+        if name == "memindex":
+            conf = str(home.state / "openclaw.json")
+            r = home.memindex("--openclaw-config", conf, "openclaw", "install",
+                              "--plugin", str(_pack(home)))  # fmt: skip
+            assert r.returncode == 0, r.stdout + r.stderr
+            out["install"] = r.stdout
+        home.start_gateway()
+        out["rows"] = _run(Conversation(home, model, ws))
+        out["log"] = home.log_tail(400_000)
+        yield out
+    finally:
+        home.close()
+        model.stop()
+
+
+@pytest.fixture(scope="module")
+def memory_core(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    yield from _engine(tmp_path_factory, "memory-core")
+
+
+@pytest.fixture(scope="module")
+def memindex(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    yield from _engine(tmp_path_factory, "memindex")
+
+
+def _rows(memory_core: dict[str, Any], memindex: dict[str, Any], *names: str) -> tuple[Any, ...]:
+    core, mine = memory_core["rows"], memindex["rows"]
+    print({n: {"memory-core": core[n], "memindex": mine[n]} for n in names})
+    return tuple((core[n], mine[n]) for n in names)
+
+
+def test_curated_core_at_session_start(
+    memory_core: dict[str, Any], memindex: dict[str, Any]
+) -> None:
+    (core_dm, mine_dm), (core_group, mine_group) = _rows(
+        memory_core, memindex, "session start, direct chat", "session start, group chat"
+    )
+    assert {"MEMORY.md", "USER.md"} <= set(core_dm)  # the baseline holds
+    assert mine_dm == core_dm
+    assert "MEMORY.md" not in core_group
+    assert mine_group == core_group
+    assert "does not support provenance classification" not in memindex["log"]
+
+
+def test_user_md_is_searched_and_read(
+    memory_core: dict[str, Any], memindex: dict[str, Any]
+) -> None:
+    for core, mine in _rows(memory_core, memindex, "USER.md found", "USER.md read"):
+        assert core is True and mine is True
+
+
+def test_private_recall_keeps_the_group_out(
+    memory_core: dict[str, Any], memindex: dict[str, Any]
+) -> None:
+    rows = _rows(
+        memory_core, memindex, "indexed", "private recall ran",
+        "private recall: the other direct chat", "private recall: the group",
+        "recall injected into the reply's prompt", "group fact injected into the reply's prompt",
+    )  # fmt: skip
+    (core_idx, mine_idx), (core_ran, mine_ran), (core_dm, mine_dm), (core_g, mine_g) = rows[:4]
+    (core_in, mine_in), (core_gin, mine_gin) = rows[4:]
+    assert core_idx == {PRIVATE: True, GROUP: True} == mine_idx
+    assert core_ran and mine_ran
+    assert core_dm is True and mine_dm is True
+    assert core_g is False and mine_g is False
+    assert core_in is True and mine_in is True
+    assert core_gin is False and mine_gin is False
+    assert "does not support protected private transcript recall" not in memindex["log"]
+
+
+def test_the_agent_finds_turns_memory_files_and_the_flush(
+    memory_core: dict[str, Any], memindex: dict[str, Any]
+) -> None:
+    rows = _rows(
+        memory_core, memindex, "an earlier turn's fact", "a memory file", "the flush's note"
+    )
+    found_by_core = {i for i, (core, _) in enumerate(rows) if core}
+    found_by_memindex = {i for i, (_, mine) in enumerate(rows) if mine}
+    assert found_by_core <= found_by_memindex == {0, 1, 2}
+
+
+def test_deleted_and_rewound_sessions(
+    memory_core: dict[str, Any], memindex: dict[str, Any]
+) -> None:
+    (core_before, mine_before), (core_after, mine_after), (core_rw, mine_rw) = _rows(
+        memory_core, memindex, "deleted: found before", "deleted: found after", "rewound: found in"
+    )
+    assert core_before and mine_before
+    assert core_after and mine_after  # kept, from OpenClaw's archive of the session
+    assert any(".jsonl.deleted." in p for p in mine_after)
+    assert len(core_rw) == 1 and len(mine_rw) == 1  # the current window, once
+
+
+def test_forget_forgets(memory_core: dict[str, Any], memindex: dict[str, Any]) -> None:
+    (core_before, mine_before), (core, mine) = _rows(
+        memory_core, memindex, "forgotten: found before", "forgotten: found after"
+    )
+    assert core_before and mine_before
+    assert core == [] and mine == []
+
+
+def test_install_says_only_what_is_shown(memindex: dict[str, Any]) -> None:
+    home: Home = memindex["home"]
+    cfg = home.config()
+    assert cfg["plugins"]["slots"]["memory"] == "memindex"
+    said = memindex["install"]
+    assert "memindex is OpenClaw's memory engine now" in said
+    # what install says the agent loses is the table's "nobody" rows, nothing else
+    from indexer.surfaces.openclaw_features import served
+
+    lost = [feature for who, feature in served(dreaming=True) if who == "nobody"]
+    listed = re.findall(r"^  - (.+)$", said, re.M)
+    assert listed == lost, said
+
+
+def test_memindex_cites_the_turn_that_said_it(memindex: dict[str, Any]) -> None:
+    """A transcript hit's citation reads back as the user's line (memory_get)."""
+    home: Home = memindex["home"]
+    hits = home.invoke("memory_search", {"query": FACT, "corpus": "sessions"},
+                       session_key="agent:main:main")["results"]  # fmt: skip
+    said = [h for h in hits if "vault code word" in h["snippet"]]
+    assert said and said[0]["path"].startswith("sessions/main/"), hits
+    got = home.invoke(
+        "memory_get", {"path": said[0]["path"], "from": said[0]["startLine"], "lines": 1},
+        session_key="agent:main:main",
+    )  # fmt: skip
+    assert got["status"] == "ok" and got["text"].startswith("User: "), got
+    assert FACT in got["text"]
