@@ -172,10 +172,7 @@ class Config:
     def socket_path(self) -> Path:
         if self.server.socket:
             return Path(os.path.expandvars(os.path.expanduser(self.server.socket)))
-        runtime = os.environ.get("XDG_RUNTIME_DIR")
-        if runtime and Path(runtime).is_dir():
-            return Path(runtime) / "memindex.sock"
-        return (self.stateDir or state_dir()) / "memindex.sock"
+        return socket_dir(self.stateDir) / "memindex.sock"
 
     def require_workspace(self) -> Path:
         if self.workspace is None:
@@ -225,20 +222,34 @@ class Config:
         return (self.stateDir or state_dir()) / f"ws-{ws.name or 'root'}-{digest}.sqlite"
 
 
+def _xdg(name: str) -> Path | None:
+    """An XDG base directory from the environment; a relative one is ignored, as
+    the XDG spec says (it would put state wherever the process happens to run)."""
+    value = os.environ.get(name, "")
+    return Path(value) if value and os.path.isabs(value) else None
+
+
+def socket_dir(state: Path | None = None) -> Path:
+    """Where a daemon's socket goes by default: $XDG_RUNTIME_DIR, else the state dir."""
+    runtime = _xdg("XDG_RUNTIME_DIR")
+    if runtime and runtime.is_dir():
+        return runtime
+    return state or state_dir()
+
+
 def state_dir() -> Path:
     """Platform state dir: $XDG_STATE_HOME/memindex or ~/.local/state/memindex
     (macOS: ~/Library/Application Support/memindex)."""
-    xdg = os.environ.get("XDG_STATE_HOME")
+    xdg = _xdg("XDG_STATE_HOME")
     if xdg:
-        return Path(xdg) / "memindex"
+        return xdg / "memindex"
     if sys.platform == "darwin":
         return Path.home() / "Library" / "Application Support" / "memindex"
     return Path.home() / ".local" / "state" / "memindex"
 
 
 def default_config_path() -> Path:
-    xdg = os.environ.get("XDG_CONFIG_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".config"
+    base = _xdg("XDG_CONFIG_HOME") or Path.home() / ".config"
     return base / "memindex" / "config.toml"
 
 

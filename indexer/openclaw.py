@@ -9,6 +9,12 @@ from ``<state dir>/agents/<id>/sessions`` when ``sources`` includes ``"sessions"
 state dir is OpenClaw's: ``$OPENCLAW_STATE_DIR``, else ``$OPENCLAW_HOME/.openclaw``, else
 ``~/.openclaw``.
 
+Each openclaw.json is its own memindex installation: OpenClaw's default one (its
+state dir's ``openclaw.json``) keeps memindex's default index folder and socket;
+any other (a second profile, another state dir) gets ``<state>/openclaw-<id>/`` and
+``memindex-<id>.sock`` (``config_identity``), so two OpenClaws never share a daemon
+or an index, whatever their agents are called.
+
 Deliberately not taken: ``store.path`` (memindex keeps its state in its own state
 dir, never inside OpenClaw's files) and providers memindex does not have (mistral:
 auto-selection picks another). Unknown keys are ignored: this reads someone else's
@@ -17,6 +23,7 @@ file, which has more settings than memory search.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import replace
@@ -28,10 +35,12 @@ from indexer.config import (
     ChunkingConfig,
     Config,
     ExtraPath,
+    socket_dir,
+    state_dir,
 )
 from indexer.errors import ConfigError
 
-__all__ = ["load_openclaw"]
+__all__ = ["config_identity", "load_openclaw", "openclaw_state_dir"]
 
 _PROVIDERS = {"auto", "local", "openai", "gemini", "voyage", "none"}
 
@@ -198,22 +207,46 @@ def openclaw_state_dir() -> Path:
     return (Path(home).expanduser() if home else Path.home()) / ".openclaw"
 
 
-def load_openclaw(path: Path, base_cfg: Config | None = None) -> tuple[Config, ...]:
-    """One Config per OpenClaw agent (the default agent first)."""
+def config_identity(path: Path) -> str | None:
+    """None for OpenClaw's default config (``$OPENCLAW_CONFIG_PATH``, else its state
+    dir's ``openclaw.json``); else a short hash of the resolved path."""
+    given = os.environ.get("OPENCLAW_CONFIG_PATH", "").strip()
+    default = Path(given).expanduser() if given else openclaw_state_dir() / "openclaw.json"
+    resolved = path.expanduser().resolve()
+    if resolved == default.resolve():
+        return None
+    return hashlib.sha256(str(resolved).encode()).hexdigest()[:10]
+
+
+def read_json5(path: Path) -> Any:
+    """An openclaw.json's content, or a one-line ConfigError (unreadable, not JSON5,
+    nested deeper than a parser can go)."""
     import json5
 
     try:
-        data = json5.loads(path.read_text(encoding="utf-8"))
+        return json5.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deep to read") from None
     except ValueError as exc:
         raise ConfigError(f"{path}: not valid JSON5: {exc}") from exc
+
+
+def load_openclaw(path: Path, base_cfg: Config | None = None) -> tuple[Config, ...]:
+    """One Config per OpenClaw agent (the default agent first)."""
+    data = read_json5(path)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected an object at the top")
     base = path.parent
     state = openclaw_state_dir()
     cfg0 = base_cfg or Config()
     cfg0 = replace(cfg0, sessions=replace(cfg0.sessions, enabled=False))  # OpenClaw's default
+    ident = config_identity(path)
+    if ident is not None:  # another OpenClaw than the default: its own index and daemon
+        home = (cfg0.stateDir or state_dir()) / f"openclaw-{ident}"
+        sock = cfg0.server.socket or str(socket_dir(home) / f"memindex-{ident}.sock")
+        cfg0 = replace(cfg0, stateDir=home, server=replace(cfg0.server, socket=sock))
     defaults = _get(data, "agents", "defaults") or {}
     ms_default = _merge(_get(data, "memory", "search") or {}, defaults.get("memorySearch") or {})
     qmd_paths = _get(data, "memory", "qmd", "paths")

@@ -149,6 +149,13 @@ class EmbeddingProvider(ABC):
             raise PermanentError(
                 f"{self.id}: expected {n} vectors of {self.dims} dims, got {arr.shape}"
             )
+        if not np.isfinite(arr).all():  # never stored: NaN breaks every search after it
+            raise PermanentError(
+                f"{self.id} ({self.model}) returned vectors that are not finite numbers "
+                "(NaN or infinity): the model is broken or not an embedding model"
+            )
+        if n and not np.abs(arr).sum(axis=1).all():
+            raise PermanentError(f"{self.id} ({self.model}) returned an all-zero vector")
         return normalize(arr)
 
     def submit_batch(self, items: Sequence[tuple[str, str]]) -> str:

@@ -152,6 +152,11 @@ class LocalGGUFProvider(EmbeddingProvider):
         if self.pooling not in (1, 2, 3):
             self.close()
             raise PermanentError(f"{model_path}: pooling type {self.pooling} is not an embedding")
+        try:  # a model whose weights give NaN must fail here, not after it stored vectors
+            self.embed_documents(["memindex checks that this model embeds text"])
+        except PermanentError as exc:
+            self.close()
+            raise PermanentError(f"{model_path} failed its first embedding: {exc.message}") from exc
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         return self._embed([self.document_prefix + t for t in texts])

@@ -296,3 +296,26 @@ def test_the_daemon_status_shows_a_transcript_it_could_not_index(
         assert not st["dirty"] and st["lastError"] is None
     finally:
         d.stop()
+
+
+def test_files_dated_past_2262_are_indexed_and_read_as_unchanged(cfg: Config) -> None:
+    """Reliability round 4: a memory file dated past ~2203 (mtime + ctime) or a
+    transcript past 2262 is over a 64-bit column; both stores refused them
+    ("OverflowError", "out of range for type bigint") and they were never indexed."""
+    import os
+
+    ws = cfg.workspace
+    assert ws is not None
+    future = 10_500_000_000 * 10**9  # 2302
+    note = write(ws, "memory/far.md", "# Far\n- the ZEPHYR-8 launch\n")
+    os.utime(note, ns=(future, future))
+    sessions = Path(cfg.sessions.dir)
+    line = json.dumps({"type": "message", "message": {"role": "user", "content": "ORBIT-9"}})
+    (sessions / "t.jsonl").write_text(line + "\n")
+    os.utime(sessions / "t.jsonl", ns=(future, future))
+    with MemoryIndex(cfg) as idx:
+        rep = idx.sync()
+        assert rep.added == 2 and not rep.errors, rep
+        assert _hits(idx, "ZEPHYR-8") and _hits(idx, "ORBIT-9")
+        again = idx.sync()
+        assert again.unchanged == 2 and again.updated == 0, again

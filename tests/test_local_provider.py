@@ -366,3 +366,31 @@ def parse_search(query: str) -> SearchRequest:
     req = parse("memory_search", {"query": query})[1]
     assert isinstance(req, SearchRequest)
     return req
+
+
+def test_a_model_whose_weights_give_nan_is_refused_at_load(
+    cli: Runner, workspace: Path, tmp_path: Path, model_path: Path
+) -> None:
+    """Reliability round 4: such a model loaded as ready, stored NaN vectors and
+    every search after it failed ("internal error: TypeError")."""
+    from gguf import GGUFReader
+
+    broken = tmp_path / "nan.gguf"
+    shutil.copy(model_path, broken)
+    reader = GGUFReader(broken, "r+")
+    embd = next(t for t in reader.tensors if t.name == "token_embd.weight")
+    embd.data[:] = np.nan
+    reader.data.flush()
+    del reader
+    with pytest.raises(PermanentError, match="not finite"):
+        LocalGGUFProvider(broken)
+    conf = write(
+        tmp_path,
+        "c.toml",
+        f'workspace = "{workspace}"\n[provider]\nname = "local"\n'
+        f'[provider.local]\nmodelPath = "{broken}"\n',
+    )
+    rep = cli_json(cli, "--config", str(conf), "index", "--json")
+    assert "not finite" in json.dumps(rep), rep
+    res = cli_json(cli, "--config", str(conf), "search", "rye bread", "--json")
+    assert res["mode"] == "keyword" and res["results"][0]["path"] == "MEMORY.md"

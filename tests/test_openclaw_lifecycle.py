@@ -21,6 +21,7 @@ import zstandard
 from test_openclaw_db import AgentDbFixture, _cfg, _found, gw, message, state
 
 from indexer.engine import MemoryIndex
+from indexer.errors import NotFound, PathRefused, TranscriptDbError
 from indexer.sources import archives
 
 __all__ = ["gw", "state"]  # fixtures used here
@@ -164,3 +165,37 @@ def test_an_archive_that_expands_without_end_is_read_to_a_bound(
         assert any("decompresses past 4 MiB" in e["reason"] for e in rep.sessions["errors"])
         got = idx.get(f"sessions/{name}", start=1, lines=1)
         assert "MARKER-8080" in got["text"]
+
+
+def test_forgotten_stays_forgotten_when_the_database_cannot_be_read(
+    tmp_path: Path, state: Path, gw: AgentDbFixture
+) -> None:
+    """A forgotten session is not read back by memory_get, and a database that cannot
+    be read for a while (locked, damaged) does not bring its transcript back."""
+    _lifecycle(gw)
+    sessions = state / "agents/main/sessions"
+    (sessions / "old.jsonl").write_text(message("user", "Legacy note LEGACY-3003.") + "\n")
+    gw.session("db1", "agent:main:telegram:direct:1")
+    gw.append("db1", message("user", "the PUMA-9 den"))
+    _point(gw, "agent:main:telegram:direct:1", "db1")
+    with MemoryIndex(_cfg(tmp_path, state)) as idx:
+        idx.sync()
+        assert _found(idx, "LEGACY-3003") and _found(idx, "PUMA-9")
+        _forget(gw, "old")
+        _forget(gw, "db1")
+        idx.sync()
+        assert _found(idx, "LEGACY-3003") == [] and _found(idx, "PUMA-9") == []
+        for path in ("sessions/old.jsonl", "sessions/main/db1.jsonl"):
+            with pytest.raises(NotFound):
+                idx.get(path)
+        gw.db.close()
+        for suffix in ("-wal", "-shm"):
+            Path(f"{gw.path}{suffix}").unlink(missing_ok=True)
+        gw.path.write_bytes(b"not a database any more" * 100)
+        (sessions / "old.jsonl").write_text(message("user", "Legacy note LEGACY-3003.") + "\n")
+        for force in (False, True):  # the file changed: read it again? not while forgotten
+            with pytest.raises(TranscriptDbError):
+                idx.sync(force=force)
+            assert _found(idx, "LEGACY-3003") == []
+        with pytest.raises(PathRefused):
+            idx.get("sessions/old.jsonl")  # cannot tell: not read

@@ -215,10 +215,11 @@ class QmdResult(TypedDict):
     snippet: str
 
 
-class PingResponse(TypedDict):
+class PingResponse(TypedDict, total=False):
     ok: bool
     version: str
     agents: dict[str, str]  # agent -> where its index is
+    workspaces: dict[str, str]  # agent -> the workspace it indexes
 
 
 class ReindexResponse(TypedDict, total=False):

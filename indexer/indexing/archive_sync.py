@@ -2,12 +2,14 @@
 session's transcript that OpenClaw keeps as a zstd file in the sessions folder.
 
 An archive never grows, so it is read once, in slices of about ``_STEP_BYTES`` of
-decompressed text, each committed with its cursor: ``lines`` counts the archive's
-lines indexed so far and ``committed`` stays 0 until the last slice, when it becomes
-the file's size (done; the file's identity is its inode and head, as a JSONL
-transcript's). A slice interrupted (``should_stop``, a crash) is resumed by reading
-the stream again and passing over the lines already indexed. Citations number the
-archive's decompressed lines, as ``memory_get`` reads them.
+decompressed text (every line counts, messages or not), each committed with its
+cursor: ``lines`` counts the archive's lines indexed so far and ``committed`` stays
+0 until the last slice, when it becomes the file's size (done; the file's identity
+is its inode and head, as a JSONL transcript's). A read interrupted (``should_stop``,
+a crash) resumes by decompressing the stream again and passing over the lines
+already indexed; so that a writer stopped every second still gets through a large
+archive, a call reads at least ``_MIN_BYTES`` before it heeds ``should_stop``.
+Citations number the archive's decompressed lines, as ``memory_get`` reads them.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ __all__ = ["index_archive"]
 log = logging.getLogger(__name__)
 
 _STEP_BYTES = 1024 * 1024
+_MIN_BYTES = 16 * 1024 * 1024  # read in one call before should_stop is heeded
 _HEAD = 4096
 
 
@@ -84,29 +87,32 @@ def index_archive(
             report.messages += len(rendered)
             rendered, line_map, size, wrote = [], [], 0, True
 
+        read = 0  # decompressed bytes looked at in this call
         try:
             for raw in archive_lines(archive_blocks(fd), MAX_LINE_BYTES):
                 lineno += 1
-                if lineno <= done or (raw is not None and not raw.strip()):
+                if lineno <= done:
                     continue
-                try:
-                    if raw is None:
-                        raise Malformed(f"line longer than {MAX_LINE_BYTES} bytes")
-                    msg = parse_message(raw)
-                except Malformed as exc:
-                    if malformed == 0:
-                        log.warning("%s line %d: skipped (%s)", f.display, lineno, exc)
-                    malformed += 1
-                    report.malformed += 1
-                    continue
-                if msg is None:
-                    continue
-                rendered.append(msg.render())
-                line_map.append(lineno)
-                size += len(raw)
-                if size >= _STEP_BYTES:
+                n = len(raw) + 1 if raw is not None else MAX_LINE_BYTES
+                size += n
+                read += n
+                if raw is None or raw.strip():
+                    try:
+                        if raw is None:
+                            raise Malformed(f"line longer than {MAX_LINE_BYTES} bytes")
+                        msg = parse_message(raw)
+                    except Malformed as exc:
+                        if malformed == 0:
+                            log.warning("%s line %d: skipped (%s)", f.display, lineno, exc)
+                        malformed += 1
+                        report.malformed += 1
+                        msg = None
+                    if msg is not None:
+                        rendered.append(msg.render())
+                        line_map.append(lineno)
+                if size >= _STEP_BYTES:  # a slice, every line counted: messages or not
                     commit(final=False)
-                    if should_stop is not None and should_stop():
+                    if should_stop is not None and read >= _MIN_BYTES and should_stop():
                         report.more = True
                         return
         except FileUnreadable as exc:  # damaged or past the bound: keep what was read

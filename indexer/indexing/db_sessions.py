@@ -24,28 +24,41 @@ the session's rewrite ``generation``:
 
 A new delta is indexed at the next sync: the daemon syncs when the database or its
 WAL changes (debounced), so a message is searchable seconds after the gateway wrote
-it. ``should_stop`` is asked between batches.
+it. A batch is at most ``_BATCH`` events and about ``_STEP_BYTES`` of them, and
+``should_stop`` is asked between batches, so a session of huge events holds the
+writer no longer than a JSONL transcript would.
+
+What cannot be read is passed over and named, the rest indexed: a row whose ``seq``
+is not an integer, an event over 4 MiB (counted unreadable, as a JSONL line over the
+bound), a cold archive that is a FIFO, a symlink or damaged (that session is left
+behind with its reason). A database that is not a regular file, or is gone while
+transcripts of it are indexed, is an error of the sync (``status`` shows it) and
+what was indexed from it stays.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from pathlib import Path
 
 from indexer.config import Config
-from indexer.errors import RowRejected
+from indexer.errors import FileUnreadable, FileVanished, RowRejected, TranscriptDbError
 from indexer.indexing.transcripts import SessionReport, transcript_failed, transcript_rows
-from indexer.sources.openclaw_db import db_path, is_db_path, render_events
+from indexer.sources.archives import cold_events
+from indexer.sources.openclaw_db import db_path, is_db_path, parse_db_path, render_events
+from indexer.sources.redaction import redact
 from indexer.sources.sessions import SESSIONS_SOURCE
 from indexer.sources.tokenizer import TokenCounter
 from indexer.store import STORE_ERRORS, FileState, IndexStore, SessionCursor
-from indexer.store.openclaw_db import AgentDb, DbSession
+from indexer.store.openclaw_db import MAX_EVENT_BYTES, AgentDb, DbSession, check_database_file
 
 __all__ = ["is_db_path", "sync_db_sessions"]
 
 log = logging.getLogger(__name__)
 
-_BATCH = 256  # events per read and per transaction
+_BATCH = 256  # events per read and per transaction, at most
+_STEP_BYTES = 1024 * 1024  # and about this much of them
 
 
 def sync_db_sessions(
@@ -54,21 +67,49 @@ def sync_db_sessions(
     report: SessionReport,
     count: TokenCounter,
     should_stop: Callable[[], bool] | None = None,
+    skips: list[tuple[str, str]] | None = None,
 ) -> None:
-    """Bring the index's database transcripts in step with the agent database."""
+    """Bring the index's database transcripts in step with the agent database; rows
+    passed over go to ``skips`` (display path, reason)."""
     path = cfg.transcript_db()
     agent = cfg.agent_name
     mine: dict[str, SessionCursor | None] = {
         p: None for p in store.file_states(SESSIONS_SOURCE) if is_db_path(p)
     }
     mine.update((p, c) for p, c in store.session_cursors().items() if is_db_path(p))
-    if path is None or not path.is_file():
-        _forget(store, list(mine), report)  # no database (any more): nothing of it is kept
+    if path is None:
+        _forget(store, list(mine), report)  # transcripts off: nothing of them is kept
         return
+    try:
+        check_database_file(path)
+    except FileNotFoundError:
+        if mine:  # it was there: say so, and keep what it gave
+            raise TranscriptDbError(
+                f"OpenClaw's agent database {path} is gone; the {len(mine)} transcript(s) "
+                "indexed from it are kept (memindex index --force drops them)"
+            ) from None
+        return
+    except OSError as exc:
+        raise TranscriptDbError(f"OpenClaw's agent database {path}: {exc.strerror}") from exc
     with AgentDb(path) as db:
         forgotten = db.forgotten(agent)
         report.forgotten |= forgotten
-        sessions = [s for s in db.sessions() if s.current and s.session_id not in forgotten]
+        listing = db.sessions()
+        for sid, why in listing.problems:
+            if skips is not None:
+                skips.append((f"sessions/{agent}/{safe_name(sid)}.jsonl", why))
+        sessions = []
+        for s in listing.sessions:
+            if not s.indexable or s.session_id in forgotten:
+                continue
+            if parse_db_path(db_path(agent, s.session_id), agent) != s.session_id:
+                # an id memory_get would refuse (a path, NUL, a newline, too long):
+                # its citations could not be opened, so it is not indexed
+                if skips is not None:
+                    why = "a session id memory_get could not open: not indexed"
+                    skips.append((f"sessions/{agent}/{safe_name(s.session_id)}.jsonl", why))
+                continue
+            sessions.append(s)
         report.dbSessions = len(sessions)
         for s in sessions:
             display = db_path(agent, s.session_id)
@@ -88,6 +129,17 @@ def sync_db_sessions(
             except Exception as exc:  # this session's trouble only (a cold archive
                 transcript_failed(display, exc, report)  # gone, a bug): the others go on
     _forget(store, list(mine), report)
+
+
+def safe_name(session_id: str) -> str:
+    """A session id as a skip may name it: printable, and short."""
+    shown = "".join(c if c.isprintable() and c != "/" else "?" for c in session_id)
+    return shown if len(shown) <= 80 else shown[:60] + "…"
+
+
+def path_of_sessions(db: AgentDb) -> Path:
+    """The sessions folder beside an agent database (``agents/<id>/sessions``)."""
+    return db.path.parent.parent / "sessions"
 
 
 class _Forgotten(Exception):
@@ -116,12 +168,7 @@ def _sync_one(
     should_stop: Callable[[], bool] | None,
 ) -> None:
     if s.max_seq is None and s.cold is not None:  # cold: its rows are in the archive
-        if cur is not None and cur.head == s.cold.generation and cur.committed > s.cold.last_seq:
-            return  # indexed before it went cold
-        if cur is not None:
-            _restart(store, display, report)
-        events: list[tuple[int, str | None]] = list(db.cold_events(s.session_id, s.cold))
-        _write(store, cfg, db, s, display, s.cold.generation, events, 0, 0, report, count)
+        _sync_cold(store, cfg, db, s, display, cur, report, count, should_stop)
         return
     last = -1 if s.max_seq is None else s.max_seq  # seq 0 is an event (not "none")
     if cur is not None and (cur.head != s.generation or last < cur.committed - 1):
@@ -132,7 +179,7 @@ def _sync_one(
     start = cur.committed if cur is not None else 0
     malformed = cur.malformed if cur is not None else 0
     while start <= s.max_seq:
-        events = db.events(s.session_id, start, _BATCH)
+        events = db.events(s.session_id, start, _BATCH, _STEP_BYTES)
         if not events:
             break
         malformed = _write(
@@ -142,6 +189,59 @@ def _sync_one(
         if start <= s.max_seq and should_stop is not None and should_stop():
             report.more = True
             return
+
+
+def _sync_cold(
+    store: IndexStore,
+    cfg: Config,
+    db: AgentDb,
+    s: DbSession,
+    display: str,
+    cur: SessionCursor | None,
+    report: SessionReport,
+    count: TokenCounter,
+    should_stop: Callable[[], bool] | None,
+) -> None:
+    """A cold session, from its archive, in slices of about ``_STEP_BYTES``: a
+    slice's cursor counts the events read (``lines``) without marking the archive
+    read (``committed`` 0), so an interrupted read resumes where it stopped."""
+    assert s.cold is not None
+    resume = 0
+    if cur is not None and cur.head == s.cold.generation:
+        if cur.committed > s.cold.last_seq:
+            return  # read to its end (or indexed before it went cold)
+        resume = cur.lines
+    elif cur is not None:
+        _restart(store, display, report)
+    blob = db.cold_blob(s.session_id) if s.cold.blob else None
+    events: list[tuple[int, str | None]] = []
+    size = 0
+    malformed = cur.malformed if cur is not None and resume else 0
+    gen = s.cold.generation
+    try:
+        for ev in cold_events(
+            path_of_sessions(db), s.cold.name, s.cold.sha256, blob, MAX_EVENT_BYTES
+        ):
+            if ev[0] < resume:
+                continue
+            events.append(ev)
+            size += len(ev[1]) if ev[1] else 64
+            if size >= _STEP_BYTES:  # never the whole archive in memory
+                malformed = _write(
+                    store, cfg, db, s, display, gen, events, 0, malformed, report, count,
+                    done=False,
+                )  # fmt: skip
+                events, size = [], 0
+                if should_stop is not None and should_stop():
+                    report.more = True
+                    return
+    except FileVanished as exc:  # this session's archive only: the others go on
+        where = path_of_sessions(db) / "cold" / s.cold.name
+        raise TranscriptDbError(f"cold archive {where}: no such file") from exc
+    except FileUnreadable as exc:  # a FIFO, a symlink, damaged, past the bound
+        where = path_of_sessions(db) / "cold" / s.cold.name
+        raise TranscriptDbError(f"cold archive {where}: {exc.reason}") from exc
+    _write(store, cfg, db, s, display, gen, events, 0, malformed, report, count)
 
 
 def _restart(store: IndexStore, display: str, report: SessionReport) -> None:
@@ -163,18 +263,23 @@ def _write(
     malformed: int,
     report: SessionReport,
     count: TokenCounter,
+    *,
+    done: bool = True,
 ) -> int:
     """One batch of events and the cursor past it, in one transaction; returns the
-    session's count of unreadable events."""
+    session's count of unreadable events. A cold archive is written in slices: all
+    but the last with ``done`` False (their cursor does not mark it read)."""
     if s.session_id in db.forgotten(cfg.agent_name):
         raise _Forgotten(s.session_id)  # forgotten while it was read: nothing written
     rendered, lines, bad = render_events(events)
     if bad and not malformed:
         log.warning("%s: %d event(s) could not be decoded and were skipped", display, bad)
     malformed += bad
-    rows = transcript_rows(rendered, lines, cfg, count, heading=s.session_key)
+    # the session key is metadata of the transcript: redacted like its messages
+    rows = transcript_rows(rendered, lines, cfg, count, heading=redact(s.session_key))
     end = (events[-1][0] + 1) if events else start
-    cursor = SessionCursor(display, 0, 0, end, end, generation, 0, malformed)
+    # a cold archive's slices before the last: events read, the archive not yet done
+    cursor = SessionCursor(display, 0, 0, end if done else 0, end, generation, 0, malformed)
     state = FileState(f"openclaw-db:{generation}:{end}", 0, end)
     with store.transaction():
         report.chunksWritten += store.append_chunks(display, SESSIONS_SOURCE, state, end, rows)

@@ -25,6 +25,7 @@ one writer turns to memory files and to shutdown in between.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import time
@@ -54,7 +55,7 @@ from indexer.sources.sessions import (
 from indexer.sources.text import index_text
 from indexer.sources.tokenizer import TokenCounter, get_counter
 from indexer.store import STORE_ERRORS, FileState, IndexStore, SessionCursor
-from indexer.store.openclaw_db import AgentDb
+from indexer.store.openclaw_db import session_facts
 
 __all__ = ["Quiet", "SessionReport", "pending_delta", "sync_sessions", "transcript_rows"]
 
@@ -140,25 +141,36 @@ def sync_sessions(
     asked between slices of at most ``_STEP_BYTES``; past ``budget_s`` seconds the
     call returns with ``more`` set."""
     report = SessionReport()
-    deadline = None if budget_s is None else time.monotonic() + budget_s
+    start = time.monotonic()
+    deadline = None if budget_s is None else start + budget_s
     quiet = quiet if quiet is not None else Quiet()
-    directory = cfg.sessions_dir()
+    count = counter or get_counter()
+    # OpenClaw's database first, with at most half the time: neither source waits
+    # behind the other's backlog (each says ``more`` when it has work left)
     odd: list[tuple[str, str]] = []
+    db_error: TranscriptDbError | None = None
+    if should_stop is None or not should_stop():
+        half = None if budget_s is None else start + budget_s / 2
+        stop = should_stop if half is None else _until(half, should_stop, report)
+        try:
+            sync_db_sessions(store, cfg, report, count, stop, odd)
+        except TranscriptDbError as exc:  # the files go on; the error is the sync's
+            db_error = exc
+    directory = cfg.sessions_dir()
     files = list_transcripts(
         directory,
         cfg.sessions.includeRotated,
         on_skip=lambda p, why: odd.append((p, why)),
         links=cfg.limits.allowHardLinks,
     )
-    forgotten, registered = _db_facts(cfg)
+    forgotten, registered = _db_facts(store, cfg, report)
     report.forgotten |= forgotten
     if forgotten:  # `openclaw memory forget`: as if the file were gone (its rows go)
         files = [f for f in files if _session_id(f.name, registered) not in forgotten]
     report.files = len(files)
-    store.sync_skips(SESSIONS_SOURCE, odd)  # names that cannot be indexed: status shows them
+    store.sync_skips(SESSIONS_SOURCE, odd)  # what cannot be indexed: status shows it
     for path, why in odd:
         report.errors.append({"path": path, "reason": why})
-    count = counter or get_counter()
     now = time.monotonic()
     quiet.forget({f.display for f in files})
     with store.transaction():
@@ -207,9 +219,8 @@ def sync_sessions(
             raise  # the index itself is in trouble: the sync fails
         except Exception as exc:  # this transcript's trouble only: the others go on
             transcript_failed(f.display, exc, report)
-    if not report.more and not (should_stop is not None and should_stop()):
-        stop = should_stop if deadline is None else _until(deadline, should_stop, report)
-        sync_db_sessions(store, cfg, report, count, stop)
+    if db_error is not None:
+        raise db_error
     return report
 
 
@@ -246,18 +257,25 @@ def _follow_renames(store: IndexStore, files: list[TranscriptFile], report: Sess
         cursors = store.session_cursors()
 
 
-def _db_facts(cfg: Config) -> tuple[set[str], dict[str, tuple[str, str]]]:
+_FORGOTTEN_KEY = "openclaw.forgotten"  # the tombstones last read, kept in the index
+
+
+def _db_facts(
+    store: IndexStore, cfg: Config, report: SessionReport
+) -> tuple[set[str], dict[str, tuple[str, str]]]:
     """From OpenClaw's agent database: the forgotten session ids and the registered
-    archives (name -> session id, key); nothing when there is no database (its own
-    sync reports a database that cannot be read)."""
-    path = cfg.transcript_db()
-    if path is None or not path.is_file():
-        return set(), {}
+    archives (name -> session id, key). A forgotten session stays forgotten while the
+    database cannot be read: the ids last read are kept in the index's meta."""
+    kept = set(json.loads(store.meta_get(_FORGOTTEN_KEY) or "[]"))
     try:
-        with AgentDb(path) as db:
-            return db.forgotten(cfg.agent_name), db.archived()
-    except TranscriptDbError:
-        return set(), {}
+        forgotten, registered = session_facts(cfg.transcript_db(), cfg.agent_name)
+    except TranscriptDbError as exc:
+        report.errors.append({"path": str(cfg.transcript_db()), "reason": exc.message})
+        return kept, {}
+    if not forgotten <= kept:
+        with store.transaction():
+            store.meta_set(_FORGOTTEN_KEY, json.dumps(sorted(forgotten | kept)))
+    return forgotten | kept, registered
 
 
 def _session_id(name: str, registered: dict[str, tuple[str, str]]) -> str:

@@ -71,6 +71,27 @@ def _offsets(file_lines: Sequence[int]) -> str | None:
     return ",".join(str(n - first) for n in file_lines)
 
 
+def _pieces(rendered: list[str], line_map: list[int], size: int) -> tuple[list[str], list[int]]:
+    """Messages longer than four chunks cut into pieces of about a chunk (at a space
+    when there is one), each piece on a line of its own mapped to the message's line:
+    a 4 MB message becomes chunks of the configured size, not one 4 MB chunk (a
+    message of a few chunks stays whole, as it always was)."""
+    if all(len(m) <= 4 * size for m in rendered):
+        return rendered, line_map
+    out: list[str] = []
+    lines: list[int] = []
+    for text, line in zip(rendered, line_map, strict=True):
+        while len(text) > 4 * size:
+            cut = text.rfind(" ", size // 2, size)
+            cut = cut if cut > 0 else size
+            out.append(text[:cut])
+            lines.append(line)
+            text = text[cut:].lstrip(" ")
+        out.append(text)
+        lines.append(line)
+    return out, lines
+
+
 def transcript_rows(
     rendered: list[str], line_map: list[int], cfg: Config, count: TokenCounter, heading: str = ""
 ) -> list[ChunkRow]:
@@ -78,6 +99,8 @@ def transcript_rows(
     ``rendered[i]`` (citations and snippets use those lines)."""
     if not rendered:
         return []
+    # about 4 characters a token: a message past four chunks is cut into chunk-sized pieces
+    rendered, line_map = _pieces(rendered, line_map, 4 * cfg.chunking.tokens)
     chunks = chunk_markdown(
         "\n".join(rendered), count, tokens=cfg.chunking.tokens, overlap=cfg.chunking.overlap
     )

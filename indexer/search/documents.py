@@ -8,9 +8,14 @@ from collections.abc import Iterator
 
 from indexer.api import GetRequest, GetResponse
 from indexer.config import Config
-from indexer.errors import FileUnreadable, FileVanished, NotFound, PathRefused
+from indexer.errors import FileUnreadable, FileVanished, NotFound, PathRefused, TranscriptDbError
 from indexer.sources import safefs
-from indexer.sources.archives import archive_blocks, is_archive_name
+from indexer.sources.archives import (
+    archive_blocks,
+    archive_session_id,
+    cold_events,
+    is_archive_name,
+)
 from indexer.sources.chunking import split_lines
 from indexer.sources.discovery import resolve_get_path
 from indexer.sources.files import read_text
@@ -23,7 +28,7 @@ from indexer.sources.sessions import (
     read_lines_from,
     rendered_line,
 )
-from indexer.store.openclaw_db import AgentDb
+from indexer.store.openclaw_db import MAX_EVENT_BYTES, AgentDb, session_facts
 
 __all__ = ["get_lines", "read_document"]
 
@@ -113,6 +118,13 @@ def _transcript_lines(cfg: Config, req: GetRequest) -> GetResponse:
     directory = cfg.sessions_dir()
     if directory is None:
         raise PathRefused(f"refused path {path!r}: sessions are disabled for this agent")
+    try:  # a forgotten session is not read back (`openclaw memory forget`)
+        forgotten, registered = session_facts(cfg.transcript_db(), cfg.agent_name)
+    except TranscriptDbError as exc:
+        raise PathRefused(f"{path}: cannot tell whether it was forgotten ({exc.message})") from exc
+    sid = registered.get(name, (archive_session_id(name), ""))[0]
+    if sid in forgotten:
+        raise NotFound(f"{path}: no such transcript")
     links = cfg.limits.allowHardLinks
     with _reading(path), safefs.opened(directory, (name,), exact=True, links=links) as (fd, _):
         if is_archive_name(name):  # a deleted session's zstd archive: bounded
@@ -144,31 +156,50 @@ def _db_transcript_lines(cfg: Config, req: GetRequest) -> GetResponse:
         raise NotFound(f"{path}: no OpenClaw agent database for agent {cfg.agent_name}")
     first = req.start - 1
     want = min(req.lines or _DB_LINES, _DB_LINES)
+    budget = 4 * cfg.limits.maxGetBytes + MAX_EVENT_BYTES  # raw events read, at most
     with AgentDb(db_file) as db:
-        session = next((s for s in db.sessions() if s.session_id == sid), None)
-        if session is None:
+        session = next((s for s in db.sessions().sessions if s.session_id == sid), None)
+        if session is None or not session.indexable or sid in db.forgotten(cfg.agent_name):
+            # as the index has it: a forgotten session, an old window, a cron run
             raise NotFound(f"{path}: no such session in {db_file}")
-        got: dict[int, str | None]
+        got: dict[int, str | None] = {}
+        size = 0
         if session.max_seq is None and session.cold is not None:
-            events = db.cold_events(sid, session.cold)
-            got = {q: t for q, t in events if first <= q < first + want}
-            total = session.cold.last_seq + 1
+            cold = session.cold
+            blob = db.cold_blob(sid) if cold.blob else None
+            total = cold.last_seq + 1
+            archive = db_file.parent.parent / "sessions"
+            for q, t in cold_events(archive, cold.name, cold.sha256, blob, MAX_EVENT_BYTES):
+                if q >= first + want or size >= budget:
+                    break
+                if q >= first:
+                    got[q] = t
+                    size += len(t) if t else 64
         else:
             total = (session.max_seq or -1) + 1
-            got = db.events_between(sid, first, first + want - 1)
+            got = db.events_between(sid, first, first + want - 1, budget)
+    # read up to here (the byte budget may end the read early: the rest is nextFrom)
+    end = min(total, first + want)
+    if got and sum(len(t) if t else 64 for t in got.values()) >= budget:
+        end = min(end, max(got) + 1)
     picked: list[str] = []
     size = 0
-    for seq in range(first, min(total, first + want)):
+    for seq in range(first, end):
         text = got.get(seq)
         if req.raw:
             line = raw_event_line(text) if text is not None else ""
         else:
             rendered, _, _ = render_events([(seq, text)])
             line = rendered[0] if rendered else ""
-        n = len(line.encode("utf-8")) + 1
-        if picked and size + n > cfg.limits.maxGetBytes:
+        raw = line.encode("utf-8")
+        if picked and size + len(raw) + 1 > cfg.limits.maxGetBytes:
+            return _lines_result(path, picked, req.start, total, True)
+        if len(raw) > cfg.limits.maxGetBytes:  # one line alone over the limit: cut
+            picked.append(raw[: cfg.limits.maxGetBytes].decode("utf-8", "ignore"))
             return _lines_result(path, picked, req.start, total, True)
         picked.append(line)
-        size += n
+        size += len(raw) + 1
+    if end < min(total, first + want):
+        return _lines_result(path, picked, req.start, total, True)
     more = req.lines is None and first + len(picked) < total
     return _lines_result(path, picked, req.start, total, more)

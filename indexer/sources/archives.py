@@ -6,6 +6,11 @@ a zstd stream whose lines are the session's events, one JSON object each, as a J
 transcript's (OpenClaw's memory-core keeps searching it; so does memindex). A reset
 archive (``.jsonl.reset.<…>.zst``) is the same.
 
+OpenClaw's cold storage (``sessions/cold/<sha256>.jsonl.zst``, or the same bytes in
+the database) is a zstd stream of JSON records, ``{"kind": "event", "row": {"seq",
+"event_json"}}`` among them: ``cold_events`` reads one the same way, after checking
+its SHA-256 (the file is hashed in blocks; its size is bounded too).
+
 Reading one is bounded like every source: the caller opens it through ``safefs`` (no
 symlink, regular file, non-blocking); decompression proceeds a block at a time and
 stops at ``MAX_ARCHIVE_BYTES`` of output (a small file that would expand without end
@@ -16,15 +21,21 @@ being held.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import io
+import json
 import os
 from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, cast
 
 from indexer.errors import FileUnreadable
+from indexer.sources import safefs
 
 __all__ = [
     "MAX_ARCHIVE_BYTES",
     "archive_blocks",
+    "cold_events",
     "archive_lines",
     "archive_session_id",
     "is_archive_name",
@@ -33,6 +44,7 @@ __all__ = [
 MAX_ARCHIVE_BYTES = 256 * 1024 * 1024  # decompressed; past it the rest is not read
 _PATTERNS = ("*.jsonl.deleted.*.zst", "*.jsonl.reset.*.zst")
 _BLOCK = 1 << 20
+_WINDOW = 32 * 1024 * 1024
 
 
 def is_archive_name(name: str) -> bool:
@@ -67,14 +79,19 @@ def archive_blocks(fd: int, *, strict: bool = True) -> Iterator[bytes]:
     most ``MAX_ARCHIVE_BYTES`` of them: past it FileUnreadable (``strict``) or the
     end (what memory_get reads: the lines indexing could index). A damaged stream:
     FileUnreadable after the blocks that could be read."""
+    return _blocks(io.BufferedReader(_Raw(fd), _BLOCK), strict)
+
+
+def _blocks(source: io.BufferedIOBase | io.BytesIO, strict: bool) -> Iterator[bytes]:
     import zstandard
 
     limit = MAX_ARCHIVE_BYTES
     total = 0
     try:
-        source = io.BufferedReader(_Raw(fd), _BLOCK)
-        with zstandard.ZstdDecompressor().stream_reader(
-            source, read_size=_BLOCK, read_across_frames=True
+        # a frame may ask for a window of up to 2 GiB: 32 MiB is more than OpenClaw
+        # writes (its levels use 8 MiB at most) and bounds what a crafted one costs
+        with zstandard.ZstdDecompressor(max_window_size=_WINDOW).stream_reader(
+            cast(IO[bytes], source), read_size=_BLOCK, read_across_frames=True
         ) as reader:
             while block := reader.read(_BLOCK):
                 total += len(block)
@@ -108,3 +125,58 @@ def archive_lines(blocks: Iterator[bytes], max_line: int) -> Iterator[bytes | No
                     cur += piece
     if cur or over:
         yield None if over else bytes(cur)
+
+
+def _file_sha256(fd: int) -> str:
+    size = os.fstat(fd).st_size
+    if size > MAX_ARCHIVE_BYTES:
+        raise FileUnreadable(f"cold archive of {size} bytes, over the bound: not read")
+    digest = hashlib.sha256()
+    pos = 0
+    while block := os.pread(fd, _BLOCK, pos):
+        pos += len(block)
+        if pos > MAX_ARCHIVE_BYTES:
+            raise FileUnreadable("cold archive grew past the bound while it was read")
+        digest.update(block)
+    return digest.hexdigest()
+
+
+def cold_events(
+    sessions_dir: Path, name: str, sha256: str, blob: bytes | None, max_event: int
+) -> Iterator[tuple[int, str | None]]:
+    """The events of a cold session, as (seq, JSON text; None when over ``max_event``
+    bytes): from ``blob`` (an archive kept in the database) or the file
+    ``sessions_dir/cold/name``, opened without following a symlink (``cold`` is not
+    followed either), a regular file only (FileUnreadable, or FileVanished when it is
+    not there), checked against ``sha256`` first."""
+    if blob is not None:
+        if hashlib.sha256(blob).hexdigest() != sha256:
+            raise FileUnreadable(f"cold archive {name} does not match its checksum")
+        yield from _records(_blocks(io.BytesIO(blob), True), max_event)
+        return
+    if "/" in name or name in (".", "..") or "\x00" in name:
+        raise FileUnreadable(f"cold archive name {name!r} refused")
+    fd = safefs.open_under(sessions_dir, ("cold", name))
+    try:
+        if _file_sha256(fd) != sha256:
+            raise FileUnreadable(f"cold archive {name} does not match its checksum")
+        yield from _records(archive_blocks(fd), max_event)
+    finally:
+        os.close(fd)
+
+
+def _records(blocks: Iterator[bytes], max_event: int) -> Iterator[tuple[int, str | None]]:
+    # a record holds its event JSON-escaped: up to about twice the event's size
+    for line in archive_lines(blocks, 2 * max_event + 4096):
+        if line is None:
+            continue  # a record over the bound: its seq is unknown, it is passed over
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        row = rec.get("row") if isinstance(rec, dict) and rec.get("kind") == "event" else None
+        if not isinstance(row, dict) or type(row.get("seq")) is not int:
+            continue
+        text = row.get("event_json")
+        ok = isinstance(text, str) and len(text.encode("utf-8", "surrogatepass")) <= max_event
+        yield row["seq"], text if ok else None

@@ -166,6 +166,8 @@ def redact(text: str) -> str:
     """``text`` with every secret it recognises replaced by ``[REDACTED]``."""
     if _AWS_ID.search(text):
         text = _redact_aws_secrets(text)
+    if _BARE_SECRET.search(text):
+        text = _BARE_SECRET.sub(_bare, text)
     for pattern in _patterns():
         text = pattern.sub(_replacement, text)
     return text
@@ -173,6 +175,18 @@ def redact(text: str) -> str:
 
 def _replacement(m: re.Match[str]) -> str:
     return (m.group("keep") if "keep" in m.re.groupindex else "") + REDACTED
+
+
+# A key id may be far away, or not pasted at all: a lone 40-character run of base64
+# that mixes upper case, lower case and digits is taken for an AWS secret key too (a
+# git hash is lower-case hex, a word has no digits; base64 data is longer).
+_BARE_SECRET = re.compile(r"(?<![A-Za-z0-9/+=_\-.])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=_\-])")
+
+
+def _bare(m: re.Match[str]) -> str:
+    s = m.group(0)
+    mixed = any(c.isdigit() for c in s) and any(c.isupper() for c in s)
+    return REDACTED if mixed and any(c.islower() for c in s) else s
 
 
 def _redact_aws_secrets(text: str) -> str:

@@ -263,21 +263,31 @@ def read_complete_lines(
     """Complete lines from ``offset``: (lines without their newline, end offset, head).
 
     Stops at the last newline within ``max_bytes`` (a partial last line waits for
-    its newline). A line longer than ``MAX_LINE_BYTES`` comes back as None (to be
-    counted as malformed) so reading moves past it. ``head`` is the file's first 256 bytes,
+    its newline); a first line longer than ``max_bytes`` comes back alone, read to
+    its end. A line longer than ``MAX_LINE_BYTES`` comes back as None (to be counted
+    as malformed) so reading moves past it. ``head`` is the file's first 256 bytes,
     which tell a rotated or replaced file from the one the cursor knew."""
     head = os.pread(fd, 256, 0)
     data = os.pread(fd, max_bytes, offset)
     if b"\n" not in data and len(data) >= max_bytes:
-        # One giant line: find its end and skip it as malformed.
+        # One line longer than a step: read to its end (kept up to MAX_LINE_BYTES,
+        # skipped as malformed past it, never held whole).
         pos = offset + len(data)
+        line = bytearray(data) if len(data) <= MAX_LINE_BYTES else None
         while True:
             block = os.pread(fd, 1 << 20, pos)
             if not block:
-                return [], offset, head
+                return [], offset, head  # its newline has not come yet
             nl = block.find(b"\n")
+            piece = block if nl < 0 else block[:nl]
+            if line is not None:
+                line += piece
+                if len(line) > MAX_LINE_BYTES:
+                    line = None
             if nl >= 0:
-                return [None], pos + nl + 1, head
+                if line is not None and line.endswith(b"\r"):
+                    del line[-1:]
+                return [bytes(line) if line is not None else None], pos + nl + 1, head
             pos += len(block)
     last = data.rfind(b"\n")
     if last < 0:

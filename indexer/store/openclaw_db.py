@@ -27,25 +27,51 @@ The gateway writes in short WAL transactions. This reader opens the file read-on
 (never ``immutable``, never a write, never a checkpoint), reads in short statements
 with a busy timeout, and decodes ``event_zstd`` (a plain zstd frame, no dictionary;
 ``event_utf8_bytes`` is its length).
+
+What it reads is not trusted:
+
+* the database must be a regular file (a FIFO or a symlink in its place is refused:
+  opening a FIFO would block the writer for good);
+* every statement has a deadline (SQLite's progress handler): a view that recurses
+  without end, a huge table scan, is abandoned with an error;
+* an event is at most ``MAX_EVENT_BYTES`` (4 MiB, as a JSONL line), stored or
+  decompressed: a larger one is never loaded (its length is asked first, and a
+  frame decompresses to its declared size at most) and is counted unreadable; a
+  batch of events stops at a byte budget, not only a row count;
+* a row whose ``seq`` (or an archive's ``last_seq``) is not an integer is passed
+  over and named in ``problems``: the other rows and sessions are read.
+
+Cold archive files are read by ``sources.archives`` (safe open, bounded
+decompression); this module gives their rows and, for archives kept in the
+database, their blob (bounded too).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
+import stat
+import time
 import urllib.parse
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
 import apsw
 
 from indexer.errors import TranscriptDbError
+from indexer.store.openclaw_rows import MAX_EVENT_BYTES, automation_key, decode_event
 
-__all__ = ["SCHEMA_VERSION", "AgentDb", "ColdArchive", "DbSession"]
+__all__ = [
+    "MAX_EVENT_BYTES",
+    "SCHEMA_VERSION",
+    "AgentDb",
+    "ColdArchive",
+    "DbSession",
+    "Listing",
+    "session_facts",
+]
 
 SCHEMA_VERSION = 23  # the agent schema version this reader was written against
 _NEEDED = {
@@ -53,8 +79,9 @@ _NEEDED = {
     "session_windows": {"session_id", "session_key"},
     "transcript_rewrite_watermarks": {"session_id", "generation"},
 }
-_MAX_EVENT_BYTES = 4 * 1024 * 1024  # OpenClaw's own bound on one compressed event
+MAX_BLOB_BYTES = 256 * 1024 * 1024  # a cold archive kept in the database
 _BUSY_MS = 2000
+DEADLINE_S = 20.0  # one statement (or one batch's iteration) at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,20 +100,49 @@ class DbSession:
     generation: str  # "" before the first rewrite watermark
     max_seq: int | None  # None: no rows (a cold session, or a new one)
     cold: ColdArchive | None
-    current: bool = True  # the window its key is in now (not a rewound-away one)
+    # its key's current window (not a rewound-away one), and no cron, heartbeat or
+    # dreaming run: what memory-core indexes, and memindex too
+    indexable: bool = True
+
+
+@dataclass
+class Listing:
+    """The session windows of a database, and the rows passed over on the way."""
+
+    sessions: list[DbSession]
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (session id, why)
+
+
+def check_database_file(path: Path) -> None:
+    """Refuse a database that is not a regular file (a FIFO would block the open, a
+    symlink leads elsewhere); FileNotFoundError when it is not there."""
+    st = os.lstat(path)
+    if not stat.S_ISREG(st.st_mode):
+        what = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+        raise TranscriptDbError(f"OpenClaw's agent database {path} is {what}: not read")
 
 
 class AgentDb:
     """One open, read-only connection to an agent database."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, deadline_s: float | None = None) -> None:
         self.path = path
+        self.deadline_s = DEADLINE_S if deadline_s is None else deadline_s
+        self._until = 0.0
+        try:
+            check_database_file(path)
+        except OSError as exc:
+            raise TranscriptDbError(
+                f"cannot read OpenClaw's agent database {path}: {exc.strerror or exc}"
+            ) from exc
         uri = "file:" + urllib.parse.quote(str(path)) + "?mode=ro"
         try:
             self.db = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
             self.db.set_busy_timeout(_BUSY_MS)
+            self.db.set_progress_handler(self._late, 1000)
+            self._until = time.monotonic() + self.deadline_s
             row = self.db.execute("PRAGMA user_version").fetchone()
-            self.version = int(row[0]) if row else 0
+            self.version = row[0] if row is not None and isinstance(row[0], int) else 0
         except apsw.Error as exc:
             with contextlib.suppress(Exception):
                 self.db.close()
@@ -96,6 +152,18 @@ class AgentDb:
         except BaseException:
             self.db.close()
             raise
+
+    def _late(self) -> bool:
+        """SQLite's progress handler: True (abandon the statement) past the deadline."""
+        return time.monotonic() > self._until
+
+    def _error(self, exc: apsw.Error) -> TranscriptDbError:
+        if isinstance(exc, apsw.InterruptError):
+            return TranscriptDbError(
+                f"reading {self.path} took over {self.deadline_s:g} s: abandoned "
+                "(a view or table that never ends?)"
+            )
+        return TranscriptDbError(f"reading {self.path}: {exc}")
 
     def close(self) -> None:
         self.db.close()
@@ -128,50 +196,83 @@ class AgentDb:
         return None
 
     def _rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        try:
-            return list(self.db.execute(sql, args))
-        except apsw.Error as exc:
-            raise TranscriptDbError(f"reading {self.path}: {exc}") from exc
+        return list(self._iter(sql, args))
 
-    def sessions(self) -> list[DbSession]:
-        """Every session window with its rows' extent and cold archive (one read)."""
-        cold_sql = (
-            "SELECT session_id, generation, archive_name, archive_sha256, last_seq, storage "
-            "FROM session_transcript_cold_archives"
-        )
+    def _iter(self, sql: str, args: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+        """The rows of one statement, read lazily, within the deadline."""
+        self._until = time.monotonic() + self.deadline_s
+        try:
+            yield from self.db.execute(sql, args)
+        except apsw.Error as exc:
+            raise self._error(exc) from exc
+
+    def sessions(self) -> Listing:
+        """Every session window with its rows' extent and cold archive (a few reads);
+        rows that cannot be read are named in ``problems`` and passed over."""
+        out = Listing([])
         cold: dict[str, ColdArchive] = {}
         if self._has_table("session_transcript_cold_archives"):
-            for sid, gen, name, sha, last, storage in self._rows(cold_sql):
-                cold[str(sid)] = ColdArchive(
-                    str(gen), str(name), str(sha), int(last), storage == "sqlite"
-                )
-        # A window is current when a session key's node points at it (as memory-core
-        # lists sessions); a database without nodes (older layout) keeps every window.
+            for sid, gen, name, sha, last, storage in self._rows(
+                "SELECT session_id, generation, archive_name, archive_sha256, last_seq, storage "
+                "FROM session_transcript_cold_archives"
+            ):
+                if not isinstance(last, int) or not isinstance(name, str):
+                    out.problems.append((str(sid), f"cold archive row with last_seq {last!r}"))
+                    continue
+                cold[str(sid)] = ColdArchive(str(gen), name, str(sha), last, storage == "sqlite")
+        # A window is current when its key's node points at it (as memory-core lists
+        # sessions); a database without nodes (older layout) keeps every window. A
+        # cron or heartbeat run, or dreaming's narrative, is no memory (memory-core's
+        # session-kind gating): its node says so, or its key does.
+        nodes = self._has_table("session_nodes")
         current = (
-            "EXISTS (SELECT 1 FROM session_nodes n WHERE n.current_session_id = w.session_id)"
-            if self._has_table("session_nodes")
+            "EXISTS (SELECT 1 FROM session_nodes n WHERE n.session_key = w.session_key "
+            "AND n.current_session_id = w.session_id)"
+            if nodes
             else "1"
+        )
+        kind = (
+            "(SELECT CASE WHEN json_valid(n.entry_json) THEN coalesce("
+            "json_extract(n.entry_json, '$.sessionKind'), "
+            "CASE WHEN json_extract(n.entry_json, '$.generatedByCronRun') THEN 'cron' END, "
+            "CASE WHEN json_extract(n.entry_json, '$.generatedByDreamingNarrative') "
+            "THEN 'dreaming' END) END FROM session_nodes n WHERE n.session_key = w.session_key)"
+            if nodes
+            else "NULL"
         )
         rows = self._rows(
             "SELECT w.session_id, w.session_key, coalesce(g.generation, ''), "
-            "(SELECT max(e.seq) FROM transcript_events e WHERE e.session_id = w.session_id), "
-            f"{current} FROM session_windows w LEFT JOIN transcript_rewrite_watermarks g "
-            "ON g.session_id = w.session_id ORDER BY w.session_id"
+            "(SELECT max(e.seq) FROM transcript_events e WHERE e.session_id = w.session_id "
+            "AND typeof(e.seq) = 'integer'), "
+            f"{current}, {kind} FROM session_windows w LEFT JOIN "
+            "transcript_rewrite_watermarks g ON g.session_id = w.session_id ORDER BY w.session_id"
         )
-        return [
-            DbSession(
-                str(s), str(k), str(g), None if m is None else int(m), cold.get(str(s)), bool(c)
+        for sid, key, gen, top, cur, how in rows:
+            if not isinstance(sid, str) or not sid:
+                out.problems.append((str(sid), "a session window without a text id"))
+                continue
+            key = str(key or "")
+            memory = how not in ("cron", "heartbeat", "dreaming") and not automation_key(key)
+            out.sessions.append(
+                DbSession(sid, key, str(gen), top, cold.get(sid), bool(cur) and memory)  # indexable
             )
-            for s, k, g, m, c in rows
-        ]
+        for sid, n in self._rows(
+            "SELECT session_id, count(*) FROM transcript_events "
+            "WHERE typeof(seq) != 'integer' GROUP BY session_id"
+        ):
+            out.problems.append((str(sid), f"{n} event row(s) whose seq is not an integer"))
+        return out
 
     def forgotten(self, agent: str) -> set[str]:
-        """The session ids ``openclaw memory forget`` recorded for ``agent``."""
+        """The session ids ``openclaw memory forget`` recorded for ``agent`` (or for
+        the agent whose folder holds this database: ``agents/<id>/agent/``)."""
         if not self._has_table("memory_session_tombstones"):
             return set()
+        folder = self.path.parent.parent.name if self.path.parent.name == "agent" else agent
         rows = self._rows(
-            "SELECT session_id FROM memory_session_tombstones WHERE lower(agent_id) = lower(?)",
-            (agent,),
+            "SELECT session_id FROM memory_session_tombstones "
+            "WHERE lower(agent_id) IN (lower(?), lower(?))",
+            (agent, folder),
         )
         return {str(r[0]) for r in rows}
 
@@ -189,54 +290,62 @@ class AgentDb:
         got = self._rows("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,))
         return bool(got)
 
-    def events(self, session_id: str, start: int, limit: int) -> list[tuple[int, str | None]]:
-        """Up to ``limit`` events of a session from ``seq`` ``start`` on, as (seq, JSON
-        text); the text is None for an event that cannot be decoded."""
-        rows = self._rows(
-            "SELECT seq, event_json, event_zstd, event_utf8_bytes FROM transcript_events "
-            "WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?",
-            (session_id, start, limit),
-        )
-        return [(int(seq), _decode(text, blob, size)) for seq, text, blob, size in rows]
+    _EVENTS = (
+        "SELECT seq, CASE WHEN octet_length(event_json) <= ?1 THEN event_json END, "
+        "octet_length(event_json), CASE WHEN octet_length(event_zstd) <= ?1 THEN event_zstd "
+        "END, event_utf8_bytes FROM transcript_events WHERE session_id = ?2 "
+        "AND typeof(seq) = 'integer' AND seq >= ?3 AND seq <= ?4 ORDER BY seq"
+    )
 
-    def events_between(self, session_id: str, first: int, last: int) -> dict[int, str | None]:
-        """The events with ``first <= seq <= last`` (for memory_get)."""
-        rows = self._rows(
-            "SELECT seq, event_json, event_zstd, event_utf8_bytes FROM transcript_events "
-            "WHERE session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
-            (session_id, first, last),
-        )
-        return {int(seq): _decode(text, blob, size) for seq, text, blob, size in rows}
+    def events(
+        self, session_id: str, start: int, limit: int, max_bytes: int = 1 << 20
+    ) -> list[tuple[int, str | None]]:
+        """Events of a session from ``seq`` ``start`` on, as (seq, JSON text): at most
+        ``limit`` of them and about ``max_bytes`` (always at least one); the text is
+        None for an event that cannot be read or is over ``MAX_EVENT_BYTES``."""
+        out: list[tuple[int, str | None]] = []
+        size = 0
+        args = (MAX_EVENT_BYTES, session_id, start, (1 << 62))
+        for seq, text, text_len, blob, declared in self._iter(self._EVENTS, args):
+            decoded = decode_event(text, text_len, blob, declared)
+            out.append((seq, decoded))
+            size += len(decoded) if decoded else 64
+            if len(out) >= limit or size >= max_bytes:
+                break
+        return out
 
-    def cold_events(self, session_id: str, archive: ColdArchive) -> Iterator[tuple[int, str]]:
-        """The events of a cold session, from its archive (verified by its sha256)."""
-        if archive.blob:
-            got = self._rows(
-                "SELECT archive_blob FROM session_transcript_cold_archives WHERE session_id = ?",
-                (session_id,),
+    def events_between(
+        self, session_id: str, first: int, last: int, max_bytes: int = 64 << 20
+    ) -> dict[int, str | None]:
+        """The events with ``first <= seq <= last`` (for memory_get), until about
+        ``max_bytes`` of them were read."""
+        out: dict[int, str | None] = {}
+        size = 0
+        args = (MAX_EVENT_BYTES, session_id, first, last)
+        for seq, text, text_len, blob, declared in self._iter(self._EVENTS, args):
+            decoded = decode_event(text, text_len, blob, declared)
+            out[seq] = decoded
+            size += len(decoded) if decoded else 64
+            if size >= max_bytes:
+                break
+        return out
+
+    def cold_blob(self, session_id: str) -> bytes:
+        """A cold archive kept in the database (storage 'sqlite'), at most
+        ``MAX_BLOB_BYTES`` (never loaded when larger)."""
+        got = self._rows(
+            "SELECT CASE WHEN length(archive_blob) <= ? THEN archive_blob END, "
+            "length(archive_blob) FROM session_transcript_cold_archives WHERE session_id = ?",
+            (MAX_BLOB_BYTES, session_id),
+        )
+        if not got or got[0][1] is None:
+            raise TranscriptDbError(f"cold archive of session {session_id} is gone")
+        if got[0][0] is None:
+            raise TranscriptDbError(
+                f"cold archive of session {session_id} is {got[0][1]} bytes, over "
+                f"{MAX_BLOB_BYTES // (1024 * 1024)} MiB: not read"
             )
-            if not got or got[0][0] is None:
-                raise TranscriptDbError(f"cold archive of session {session_id} is gone")
-            data = bytes(got[0][0])
-        else:
-            name = archive.name
-            if "/" in name or name in (".", ".."):
-                raise TranscriptDbError(f"cold archive name {name!r} refused")
-            file = self.path.parent.parent / "sessions" / "cold" / name
-            try:
-                data = file.read_bytes()
-            except OSError as exc:
-                raise TranscriptDbError(f"cold archive {file}: {exc.strerror or exc}") from exc
-        if hashlib.sha256(data).hexdigest() != archive.sha256:
-            raise TranscriptDbError(f"cold archive {archive.name} does not match its checksum")
-        for line in _zstd_lines(data):
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            row = rec.get("row") if isinstance(rec, dict) and rec.get("kind") == "event" else None
-            if isinstance(row, dict) and isinstance(row.get("event_json"), str):
-                yield int(row["seq"]), str(row["event_json"])
+        return bytes(got[0][0])
 
     def stamp(self) -> tuple[int, int] | None:
         """(size, mtime_ns) of the database and its WAL together: what changes when
@@ -253,30 +362,17 @@ class AgentDb:
         return (total, latest) if latest else None
 
 
-def _decode(text: Any, blob: Any, size: Any) -> str | None:
-    if text is not None:
-        return str(text)
-    if blob is None:
-        return None
-    import zstandard
-
+def session_facts(path: Path | None, agent: str) -> tuple[set[str], dict[str, tuple[str, str]]]:
+    """(forgotten session ids, registered archives: name -> (session id, key)) of the
+    agent database at ``path``: empty when there is none; TranscriptDbError when one
+    is there and cannot be read (a caller must not take that for "nothing forgotten")."""
+    if path is None:
+        return set(), {}
     try:
-        limit = int(size) if size else _MAX_EVENT_BYTES
-        raw = zstandard.ZstdDecompressor().decompress(bytes(blob), max_output_size=limit)
-        if size is not None and len(raw) != int(size):
-            return None
-        return raw.decode("utf-8")
-    except (zstandard.ZstdError, UnicodeDecodeError, ValueError):
-        return None
-
-
-def _zstd_lines(data: bytes) -> Iterator[bytes]:
-    import io
-
-    import zstandard
-
-    try:
-        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data)) as reader:
-            yield from io.BufferedReader(reader)
-    except zstandard.ZstdError as exc:
-        raise TranscriptDbError(f"cold archive cannot be decompressed: {exc}") from exc
+        check_database_file(path)
+    except FileNotFoundError:
+        return set(), {}
+    except OSError as exc:
+        raise TranscriptDbError(f"OpenClaw's agent database {path}: {exc.strerror}") from exc
+    with AgentDb(path) as db:
+        return db.forgotten(agent), db.archived()

@@ -109,8 +109,14 @@ class NewChunk:
 @dataclass(frozen=True, slots=True)
 class FileState:
     hash: str
-    mtime_ns: int
+    mtime_ns: int  # compared for equality only: folded into a signed 64-bit value
     size: int
+
+    def __post_init__(self) -> None:
+        # A file dated past 2262 (or mtime + ctime past 2203) is over what a 64-bit
+        # column holds: both stores refused it, and it was never indexed.
+        if not 0 <= self.mtime_ns < 1 << 63:
+            object.__setattr__(self, "mtime_ns", self.mtime_ns % (1 << 63))
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,11 @@ before it opens the index for writing, keeps it while it runs, and a second writ
 is refused with who holds it.
 
 ``FileLock`` (SQLite): ``flock`` on ``.<agent>.writer.lock`` beside the index path;
-the kernel drops it when the process dies. The file says who holds it.
+the kernel drops it when the process dies. The file says who holds it. It is never
+reached through a symlink (``O_NOFOLLOW``), must be a regular file of this user, and
+its folder must be this user's and not writable by others (unless sticky, as /tmp):
+a lock planted by another user could make a root ``memindex`` truncate a file of
+its choosing.
 ``PgLock`` (PostgreSQL): a session advisory lock on a connection of its own, so it
 lives as long as the writer, not as long as one generation's connection. A restart
 of the server ends that session and frees the lock: ``lost()`` notices within one
@@ -18,18 +22,20 @@ check (no round trip while the connection is quiet) and ``retake()`` takes it ba
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
 import select
 import socket
+import stat
 import time
 from pathlib import Path
 from typing import Any, Protocol
 
 from indexer.errors import IndexBusy, StoreError
 
-__all__ = ["FileLock", "PgLock", "WriterLock", "holder_label"]
+__all__ = ["FileLock", "PgLock", "WriterLock", "check_private_dir", "holder_label"]
 
 
 def holder_label(note: str = "") -> str:
@@ -64,14 +70,28 @@ class FileLock:
 
     def retake(self) -> None:
         self.release()
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+            check_private_dir(self.path.parent)
+            fd = os.open(self.path, flags, 0o600)
         except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise StoreError(
+                    f"{self.path} is a symlink: the writer lock is never followed through "
+                    "one; remove it (and check who put it there)"
+                ) from exc
             raise StoreError(
                 f"cannot write beside the index {self.where} ({exc.strerror or exc}: "
                 f"{self.path}): it can be searched, not updated, from here"
             ) from exc
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            os.close(fd)
+            raise StoreError(
+                f"{self.path} is not a regular file of this user (uid {st.st_uid}): not "
+                "used as the writer lock; remove it"
+            )
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -107,6 +127,25 @@ class FileLock:
 
     def __del__(self) -> None:  # a writer dropped without close() must not keep it
         self.release()
+
+
+def check_private_dir(folder: Path) -> None:
+    """Refuse a folder another user owns, or that others may write to (unless it is
+    sticky, as /tmp, where they cannot replace this user's files): as ssh refuses
+    ~/.ssh. StoreError with the fix."""
+    st = os.stat(folder)
+    me = os.geteuid()
+    if st.st_uid != me:
+        raise StoreError(
+            f"{folder} belongs to uid {st.st_uid}, not to this user (uid {me}): memindex "
+            "keeps its index and lock only in a folder of its own user; use one "
+            "(stateDir / indexPath), or `chown` this one"
+        )
+    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        raise StoreError(
+            f"{folder} can be written by other users (mode {stat.S_IMODE(st.st_mode):o}): "
+            f"memindex refuses to keep its index there; `chmod go-w {folder}`"
+        )
 
 
 def _read_holder(fd: int) -> str:

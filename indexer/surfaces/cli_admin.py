@@ -146,9 +146,15 @@ def run_openclaw(c: Call) -> int:
         gone = setup.uninstall(args.openclaw_config, openclaw=args.openclaw, out=out, err=err)
         if args.json:
             return c.json(gone)
+        if not gone["changed"]:
+            out.write(
+                f"memindex is not installed in {gone['config']} (its memory slot is "
+                f"{gone['slot']}'s): nothing changed.\n"
+            )
+            return 0
         lines = [
-            f"memindex is out of OpenClaw's memory slot ({gone['config']}): memory-core is "
-            "back, with its memory tools."
+            f"memindex is out of OpenClaw's memory slot ({gone['config']}): {gone['slot']} "
+            "has it again" + (", with its memory tools." if gone["slot"] == "memory-core" else ".")
         ]
         if gone["daemonStopped"]:
             lines.append(f"stopped the memindex daemon (pid {gone['daemonStopped']}).")

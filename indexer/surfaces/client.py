@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from indexer.errors import DaemonUnavailable, ForeignSocket, RemoteError
+from indexer.errors import ConfigError, DaemonUnavailable, ForeignSocket, RemoteError
 
 __all__ = ["DaemonUnavailable", "ForeignSocket", "RemoteError", "call", "peer_uid", "serves"]
 
@@ -98,10 +98,12 @@ def call(
     return reply.get("result")
 
 
-def serves(path: Path, agent: str, location: str) -> bool:
+def serves(path: Path, agent: str, location: str, workspace: Path | None = None) -> bool:
     """True if a daemon answers on ``path`` and serves ``agent`` from ``location``
     (``Config.index_location``: the index file, or the database and agent).
-    A socket served by another user raises ForeignSocket: that is not ignored."""
+    A socket served by another user raises ForeignSocket: that is not ignored. A
+    daemon serving that index for another ``workspace`` than the one asked for is
+    a ConfigError naming both: the caller's flag cannot be honoured there."""
     if not path.exists():
         return False
     try:
@@ -109,4 +111,12 @@ def serves(path: Path, agent: str, location: str) -> bool:
     except (DaemonUnavailable, RemoteError):
         return False
     agents = pong.get("agents") if isinstance(pong, dict) else None
-    return isinstance(agents, dict) and agents.get(agent) == location
+    if not (isinstance(agents, dict) and agents.get(agent) == location):
+        return False
+    served = (pong.get("workspaces") or {}).get(agent)
+    if workspace is not None and served and served != str(workspace.resolve()):
+        raise ConfigError(
+            f"the memindex daemon on {path} serves agent {agent} for workspace {served}, "
+            f"not {workspace}: stop it, or name another agent (--agent) for this workspace"
+        )
+    return True

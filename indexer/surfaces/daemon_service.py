@@ -128,6 +128,9 @@ class DaemonService:
             "ok": True,
             "version": __version__,
             "agents": {n: a.writer.backend.where for n, a in agents.items()},
+            "workspaces": {
+                n: str(a.cfg.workspace.resolve()) for n, a in agents.items() if a.cfg.workspace
+            },
         }
 
     def qmd_search(self, agent: str | None, req: QmdSearchRequest) -> list[QmdResult]:

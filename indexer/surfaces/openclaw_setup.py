@@ -14,10 +14,16 @@ so OpenClaw records and validates everything as if the user had typed it):
 3. the daemon: started for this openclaw.json unless one answers (or a user service
    is installed and started with ``--service``); then a check search.
 
-What was changed is written to ``<state dir>/openclaw-install.json`` so that
-``uninstall`` can undo it: ``openclaw plugins uninstall memindex`` (the slot goes back
-to memory-core), memory-core's tools allowed again, the daemon started here stopped.
-The index files stay (``memindex status`` names them).
+What was changed is recorded per openclaw.json (``openclaw_records``), so that
+installing twice is installing once (the first install's ``previousSlot`` and what it
+added stay the record's) and ``uninstall`` restores exactly what install changed: the
+previous slot owner, ``tools.deny`` and ``plugins.allow`` as they were, the daemon
+install started stopped; with nothing installed it changes nothing. An install that
+fails part way (the daemon exits at once, the check search fails) undoes what it had
+changed and says so. A daemon already answering on the socket is used only when it
+serves this config's agents and workspaces; another OpenClaw config gets its own
+socket and index folder (``openclaw.config_identity``). The index files stay
+(``memindex status`` names them).
 """
 
 from __future__ import annotations
@@ -25,58 +31,30 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
-import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO, TypedDict
 
 import indexer
-from indexer.api import StatusResponse
-from indexer.config import Settings, state_dir
-from indexer.errors import ConfigError, DaemonUnavailable, MemindexError
-from indexer.openclaw import openclaw_state_dir
-from indexer.surfaces.client import call
+from indexer.errors import MemindexError
+from indexer.openclaw import config_identity, openclaw_state_dir, read_json5
+from indexer.surfaces import openclaw_records as records
+from indexer.surfaces.openclaw_daemon import (
+    SearchCheck,
+    SetupError,
+    check_search,
+    memindex_command,
+    settings_of,
+    start_daemon,
+    stop_daemon,
+)
+from indexer.surfaces.openclaw_records import InstallRecord
 
 __all__ = ["install", "plugin_dir", "uninstall"]
 
-_RECORD = "openclaw-install.json"
 _CALL_TIMEOUT = 300.0  # one openclaw command (a cold start of its CLI takes 10-20 s)
-
-
-class SetupError(MemindexError):
-    code = "openclaw_setup"
-
-
-class DaemonStart(TypedDict, total=False):
-    socket: str
-    started: bool  # False: one was answering already
-    pid: int | None
-    agents: list[str]
-    service: str  # the unit file, when started as a service
-    log: str
-
-
-class SearchCheck(TypedDict):
-    agent: str
-    files: int
-    chunks: int
-    results: int
-    top: str | None  # the first result's citation
-    mode: str
-
-
-class InstallRecord(TypedDict):
-    """What ``install`` changed, kept for ``uninstall``."""
-
-    config: str
-    previousSlot: str | None
-    addedDeny: bool
-    dreaming: bool
-    plugin: str
-    at: float
-    daemon: DaemonStart
 
 
 class InstallReport(InstallRecord):
@@ -85,8 +63,9 @@ class InstallReport(InstallRecord):
 
 class UninstallReport(TypedDict):
     config: str
-    slot: str
+    slot: str  # who has the memory slot now
     daemonStopped: int | None
+    changed: bool  # False: memindex was not installed there; nothing was done
 
 
 def plugin_dir() -> Path:
@@ -148,14 +127,9 @@ class _OpenClaw:
 
 
 def _read_config(path: Path) -> dict[str, object]:
-    import json5
-
-    try:
-        data = json5.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not path.exists():
         return {}
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}") from exc
+    data = read_json5(path)
     return data if isinstance(data, dict) else {}
 
 
@@ -165,17 +139,6 @@ def _get(d: object, *keys: str) -> object:
             return None
         d = d.get(k)
     return d
-
-
-def _memindex_command() -> list[str]:
-    beside = Path(sys.executable).parent / "memindex"
-    if beside.exists():
-        return [str(beside)]
-    return [sys.executable, "-m", "indexer.surfaces.cli"]
-
-
-def _record_path() -> Path:
-    return state_dir() / _RECORD
 
 
 def install(
@@ -188,157 +151,162 @@ def install(
     out: TextIO,
     err: TextIO,
 ) -> InstallReport:
-    """Install and select the plugin, configure it, start the daemon, check a search."""
+    """Install and select the plugin, configure it, start the daemon, check a search;
+    on a failure, undo what was changed and raise SetupError saying so."""
     cfg_path = config_path(config)
     oc = _OpenClaw(_openclaw_command(openclaw), cfg_path, err)
     before = _read_config(cfg_path)
+    earlier = records.load(cfg_path)
+    slot = _get(before, "plugins", "slots", "memory")
+    previous = earlier["previousSlot"] if earlier else (slot if isinstance(slot, str) else None)
+    if previous == "memindex":
+        previous = None  # a slot memindex already had (installed by hand): memory-core's
     source = plugin or plugin_dir()
-    oc.run("plugins", "install", str(source), "--force", "--accept-capabilities")
+    undo: list[tuple[str, Callable[[], object]]] = []
+    try:
+        had_plugin = _plugin_installed(before)
+        oc.run("plugins", "install", str(source), "--force", "--accept-capabilities")
+        if not had_plugin:
+            undo.append(
+                ("the plugin", lambda: oc.run("plugins", "uninstall", "memindex", "--force"))
+            )
+        patch, inverse, added_deny, added_allow = _install_patch(
+            before, earlier, dreaming, cfg_path
+        )
+        oc.run("config", "patch", "--stdin", stdin=json.dumps(patch))
+        undo.append(("openclaw.json", lambda: oc.run("config", "patch", "--stdin",
+                                                       stdin=json.dumps(inverse))))  # fmt: skip
+        daemon = start_daemon(cfg_path, service, err)
+        if daemon.get("started"):
+            undo.append(("the daemon", lambda: stop_daemon(Path(daemon["socket"]))))
+        check = check_search(cfg_path)
+    except (MemindexError, OSError) as exc:
+        undone = _undo(undo, err)
+        why = exc.message if isinstance(exc, MemindexError) else str(exc)
+        raise SetupError(
+            f"install failed: {why}; "
+            + (f"undone: {undone}" if undone else "nothing had been changed")
+        ) from exc
+    record = InstallRecord(
+        config=str(cfg_path),
+        previousSlot=previous,
+        addedDeny=added_deny,
+        addedAllow=added_allow,
+        dreaming=dreaming,
+        plugin=str(source),
+        at=time.time(),
+        daemon=daemon if daemon.get("started") or not earlier else earlier["daemon"],
+    )
+    records.save(record)
+    return InstallReport(**record, check=check)
+
+
+def _plugin_installed(cfg: dict[str, object]) -> bool:
+    return (
+        _get(cfg, "plugins", "installs", "memindex") is not None
+        or _get(cfg, "plugins", "entries", "memindex") is not None
+    )
+
+
+def _install_patch(
+    before: dict[str, object], earlier: InstallRecord | None, dreaming: bool, cfg_path: Path
+) -> tuple[dict[str, object], dict[str, object], bool, bool]:
+    """The config patch of an install, its inverse (for a rollback), and whether
+    memory-core is in tools.deny and memindex in plugins.allow because of memindex
+    (an earlier install's additions stay memindex's)."""
     denied = _get(before, "tools", "deny")
     deny = list(denied) if isinstance(denied, list) else []
-    added_deny = dreaming and "memory-core" not in deny
-    entry = {"command": _memindex_command(), "dreaming": {"enabled": dreaming}}
+    ours = bool(earlier and earlier["addedDeny"])
+    entry: dict[str, object] = {"command": memindex_command(), "dreaming": {"enabled": dreaming}}
+    if config_identity(cfg_path) is not None:  # another OpenClaw: its own daemon's socket
+        entry["socket"] = str(settings_of(cfg_path).agents[0].socket_path())
     plugins: dict[str, object] = {
         "slots": {"memory": "memindex"},
         "entries": {"memindex": {"enabled": True, "config": entry}},
     }
+    inverse_plugins: dict[str, object] = {
+        "slots": {"memory": _get(before, "plugins", "slots", "memory")},
+        "entries": {"memindex": _get(before, "plugins", "entries", "memindex")},
+    }
     allow = _get(before, "plugins", "allow")
+    added_allow = bool(earlier and earlier["addedAllow"])
     if isinstance(allow, list) and allow and "memindex" not in allow:
         plugins["allow"] = [*allow, "memindex"]
+        inverse_plugins["allow"] = allow
+        added_allow = True
     patch: dict[str, object] = {"plugins": plugins}
-    if added_deny:
+    inverse: dict[str, object] = {"plugins": inverse_plugins}
+    if dreaming and "memory-core" not in deny:
         patch["tools"] = {"deny": [*deny, "memory-core"]}
-    oc.run("config", "patch", "--stdin", stdin=json.dumps(patch))
-    slot = _get(before, "plugins", "slots", "memory")
-    daemon = _start_daemon(cfg_path, service, err)
-    record = InstallRecord(
-        config=str(cfg_path),
-        previousSlot=slot if isinstance(slot, str) else None,
-        addedDeny=added_deny,
-        dreaming=dreaming,
-        plugin=str(source),
-        at=time.time(),
-        daemon=daemon,
-    )
-    check = _check_search(cfg_path)
-    path = _record_path()
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path.write_text(json.dumps(record, indent=2), encoding="utf-8")
-    return InstallReport(**record, check=check)
+        inverse["tools"] = {"deny": deny or None}
+        ours = True
+    elif not dreaming and ours and "memory-core" in deny:  # installed again without dreaming
+        rest = [d for d in deny if d != "memory-core"]
+        patch["tools"] = {"deny": rest or None}
+        inverse["tools"] = {"deny": deny}
+        ours = False
+    return patch, inverse, ours and dreaming, added_allow
 
 
-def _settings(cfg_path: Path) -> Settings:
-    from indexer.config_file import load_settings
-
-    return load_settings(None, openclaw=cfg_path)
-
-
-def _start_daemon(cfg_path: Path, service: bool, err: TextIO) -> DaemonStart:
-    """The daemon for this openclaw.json: one that answers is kept; else a user
-    service (``service``) or a detached ``memindex serve`` as the plugin starts it."""
-    settings = _settings(cfg_path)
-    sock = settings.agents[0].socket_path()
-    try:
-        pong = call(sock, "ping", timeout=2.0)
-        return DaemonStart(socket=str(sock), started=False, pid=None, agents=list(pong["agents"]))
-    except DaemonUnavailable:
-        pass
-    args = ["--openclaw-config", str(cfg_path)]
-    how: DaemonStart
-    if service:
-        from indexer.surfaces import service as svc
-
-        kind = svc.default_kind()
-        unit, start = svc.install(kind, args)
-        err.write(f"memindex: wrote {unit}; starting it: {start}\n")
-        r = subprocess.run(start, shell=True, capture_output=True, text=True)  # noqa: S602
-        if r.returncode != 0:
-            raise SetupError(f"the service did not start ({start}): {r.stderr.strip()[-500:]}")
-        how = DaemonStart(service=str(unit))
-    else:
-        logs = cfg_path.parent / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        with open(logs / "memindex.log", "ab") as log:
-            proc = subprocess.Popen(
-                [*_memindex_command(), *args, "serve"],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-            )
-        how = DaemonStart(pid=proc.pid, log=str(logs / "memindex.log"))
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+def _undo(steps: list[tuple[str, Callable[[], object]]], err: TextIO) -> str:
+    done = []
+    for what, step in reversed(steps):
         try:
-            call(sock, "ping", timeout=2.0)
-            return DaemonStart(socket=str(sock), started=True, **how)
-        except DaemonUnavailable:
-            time.sleep(0.2)
-    raise SetupError(f"the memindex daemon did not answer on {sock} within 60 s ({how})")
-
-
-def _check_search(cfg_path: Path) -> SearchCheck:
-    """A search through the daemon, once its first sync is done."""
-    settings = _settings(cfg_path)
-    sock = settings.agents[0].socket_path()
-    agent = settings.agents[0].agent_name
-    deadline = time.monotonic() + 120
-    while True:
-        st: StatusResponse = call(sock, "status", {"agent": agent}, timeout=10.0)
-        if st["lastSync"] is not None or time.monotonic() > deadline:
-            break
-        time.sleep(0.3)
-    res = call(
-        sock, "memory_search", {"query": "memory", "minScore": 0, "agent": agent}, timeout=30
-    )
-    top = res["results"][0]["citation"] if res["results"] else None
-    return SearchCheck(
-        agent=agent,
-        files=st["files"],
-        chunks=st["chunks"],
-        results=len(res["results"]),
-        top=top,
-        mode=res["mode"],
-    )
+            step()
+            done.append(what)
+        except Exception as exc:  # noqa: BLE001 - report it, go on undoing the rest
+            err.write(f"memindex: could not undo {what}: {exc}\n")
+            done.append(f"{what} (FAILED: see above)")
+    return ", ".join(done)
 
 
 def uninstall(
     config: Path | None, *, openclaw: str | None, out: TextIO, err: TextIO
 ) -> UninstallReport:
-    """Undo ``install``: memory-core back in the slot (and its tools), the plugin
-    removed, the daemon started by install stopped."""
-    record_file = _record_path()
-    try:
-        record = json.loads(record_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        record = {}
-    cfg_path = (
-        Path(record["config"]) if config is None and record.get("config") else config_path(config)
-    )
-    oc = _OpenClaw(_openclaw_command(openclaw), cfg_path, err)
-    oc.run("plugins", "uninstall", "memindex", "--force")
+    """Undo ``install`` in one openclaw.json: the slot back to its previous owner,
+    tools.deny and plugins.allow as they were, the plugin removed, the daemon install
+    started stopped. Nothing installed there: nothing is changed. Without
+    ``config``: the one config memindex is installed into (several: SetupError)."""
+    if config is None:
+        known = records.all_records()
+        if len(known) > 1:
+            names = ", ".join(r["config"] for r in known)
+            raise SetupError(
+                f"memindex is installed into {len(known)} OpenClaw configs ({names}): say "
+                "which with --openclaw-config FILE"
+            )
+        cfg_path = Path(known[0]["config"]) if known else config_path(None)
+    else:
+        cfg_path = config_path(config)
+    record = records.load(cfg_path)
     current = _read_config(cfg_path)
-    patch: dict[str, object] = {"plugins": {"slots": {"memory": "memory-core"}}}
+    slot_now = _get(current, "plugins", "slots", "memory")
+    if record is None and slot_now != "memindex" and not _plugin_installed(current):
+        return UninstallReport(
+            config=str(cfg_path),
+            slot=str(slot_now or "memory-core"),
+            daemonStopped=None,
+            changed=False,
+        )
+    oc = _OpenClaw(_openclaw_command(openclaw), cfg_path, err)
+    if _plugin_installed(current) or slot_now == "memindex":
+        oc.run("plugins", "uninstall", "memindex", "--force")
+    current = _read_config(cfg_path)
+    back = (record["previousSlot"] if record else None) or "memory-core"
+    plugins: dict[str, object] = {"slots": {"memory": back}}
+    patch: dict[str, object] = {"plugins": plugins}
     deny = _get(current, "tools", "deny")
-    if record.get("addedDeny") and isinstance(deny, list) and "memory-core" in deny:
+    if record and record["addedDeny"] and isinstance(deny, list) and "memory-core" in deny:
         rest = [d for d in deny if d != "memory-core"]
         patch["tools"] = {"deny": rest or None}  # null: the key goes, as before install
+    allow = _get(current, "plugins", "allow")
+    if record and record["addedAllow"] and isinstance(allow, list) and "memindex" in allow:
+        plugins["allow"] = [a for a in allow if a != "memindex"] or None
     oc.run("config", "patch", "--stdin", stdin=json.dumps(patch))
     stopped = None
-    daemon = record.get("daemon") or {}
-    if daemon.get("started") and daemon.get("socket"):
-        stopped = _stop_daemon(Path(daemon["socket"]))
-    record_file.unlink(missing_ok=True)
-    return UninstallReport(config=str(cfg_path), slot="memory-core", daemonStopped=stopped)
-
-
-def _stop_daemon(sock: Path) -> int | None:
-    try:
-        pid = int(call(sock, "status", timeout=5.0)["daemon"]["pid"])
-    except (MemindexError, KeyError, TypeError, ValueError):
-        return None
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and sock.exists():
-        time.sleep(0.1)
-    return pid
+    daemon = record["daemon"] if record else {}
+    sock = daemon.get("socket")
+    if daemon.get("started") and sock:
+        stopped = stop_daemon(Path(sock))
+    records.drop(cfg_path)
+    return UninstallReport(config=str(cfg_path), slot=back, daemonStopped=stopped, changed=True)

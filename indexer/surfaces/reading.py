@@ -23,7 +23,7 @@ __all__ = ["FileService", "daemon_socket", "provider_for_reading", "read_call"]
 def daemon_socket(cfg: Config) -> Path | None:
     """The daemon's socket, if a daemon serves this agent's index; else None."""
     path = cfg.socket_path()
-    return path if serves(path, cfg.agent_name, cfg.index_location()) else None
+    return path if serves(path, cfg.agent_name, cfg.index_location(), cfg.workspace) else None
 
 
 def read_call(

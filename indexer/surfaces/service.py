@@ -132,7 +132,8 @@ def target_path(kind: str, home: Path | None = None) -> Path:
     h = home or Path.home()
     if kind == "systemd":
         xdg = os.environ.get("XDG_CONFIG_HOME", "").strip()
-        base = Path(xdg) if xdg and home is None else h / ".config"
+        usable = xdg and os.path.isabs(xdg) and home is None  # a relative one is ignored
+        base = Path(xdg) if usable else h / ".config"
         return base / "systemd" / "user" / "memindex.service"
     return h / "Library" / "LaunchAgents" / "com.memindex.daemon.plist"
 

@@ -16,6 +16,7 @@
 import { listArtifacts } from "./src/artifacts.js";
 import { registerMemoryCli } from "./src/cli.js";
 import { memoryFlushPlan } from "./src/flush.js";
+import { setHostLogger } from "./src/host.js";
 import { ManagerPool } from "./src/manager.js";
 import { classifierState, classifyWorkspaceMemoryPaths } from "./src/provenance.js";
 import { resolveSettings } from "./src/settings.js";
@@ -58,6 +59,7 @@ export default {
   name: "memindex",
   description: "memindex as the memory engine: hybrid search over memory files and transcripts",
   register(api) {
+    setHostLogger(api.logger);
     const settings = resolveSettings(api.pluginConfig);
     const pool = new ManagerPool(settings);
     const runtime = {

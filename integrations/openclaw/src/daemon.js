@@ -78,6 +78,12 @@ export async function ensureDaemon(settings) {
   return pending;
 }
 
+/** A path on /proc, /sys or /dev: never a place for a log or a socket. */
+export function onKernelFs(p) {
+  const abs = path.resolve(String(p ?? ""));
+  return ["/proc", "/sys", "/dev"].some((root) => abs === root || abs.startsWith(`${root}/`));
+}
+
 async function start(settings) {
   const words = commandWords(settings.command);
   const args = [
@@ -88,8 +94,14 @@ async function start(settings) {
     "--socket",
     settings.socket,
   ];
-  fs.mkdirSync(path.dirname(settings.logFile), { recursive: true });
-  fs.mkdirSync(path.dirname(settings.socket), { recursive: true });
+  for (const [what, p] of [["logFile", settings.logFile], ["socket", settings.socket]]) {
+    if (onKernelFs(p)) {
+      throw new MemindexError(`memindex's ${what} ${p} is on a kernel file system: choose another path`, "bad_setting");
+    }
+  }
+  // never a synchronous recursive mkdir on the gateway's event loop
+  await fs.promises.mkdir(path.dirname(settings.logFile), { recursive: true });
+  await fs.promises.mkdir(path.dirname(settings.socket), { recursive: true });
   const log = fs.openSync(settings.logFile, "a");
   let failure = null;
   let child;

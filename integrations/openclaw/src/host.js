@@ -12,6 +12,12 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 
 const cache = new Map();
+let logger = null;
+
+/** Where a module of the host that cannot be loaded is reported (once each). */
+export function setHostLogger(log) {
+  logger = log;
+}
 
 function fromHostEntry(specifier) {
   const entry = process.argv[1];
@@ -33,7 +39,11 @@ export function importHostSdk(name) {
       .catch(() => import(fromHostEntry(specifier)))
       .then(
         (mod) => ({ mod, problem: null }),
-        (err) => ({ mod: null, problem: `${specifier}: ${err?.message ?? err}` }),
+        (err) => {
+          const problem = `${specifier}: ${err?.message ?? err}`;
+          logger?.warn?.(`memindex: OpenClaw's own ${problem}; memindex keeps to its stricter rules`);
+          return { mod: null, problem };
+        },
       );
     cache.set(name, pending);
   }

@@ -23,8 +23,11 @@
 //   deleted one. An unknown transcript is withheld. Anything else withholds every
 //   transcript hit.
 //
-// Without the host SDK nothing of a transcript is shown to a private recall, and an
-// ordinary search keeps memindex's per-agent rule (agents.js: the same agent only).
+// Without the host SDK (logged once) nothing of a transcript is shown to a private
+// recall or to a caller without a session, nor where tools.sessions.visibility narrows
+// what a session may read ("self", "tree"): those rules need the host's session
+// store; otherwise an ordinary search keeps the per-agent rule (agents.js: the same
+// agent only, never sandboxed).
 import { authorizeHits, normalizeAgentId } from "./agents.js";
 import { importHostSdk } from "./host.js";
 
@@ -104,8 +107,9 @@ export async function filterHits(params, loader = loadHost) {
   if (!sessionHits.length) return keepMemory;
   const { host } = await loader();
   if (!host) {
-    // fail closed for a private recall; memindex's own per-agent rule otherwise
-    return recall ? keepMemory : authorizeHits({ agentId, requesterSessionKey, sandboxed, hits });
+    const narrowed = ["self", "tree"].includes(lower(cfg.tools?.sessions?.visibility));
+    if (recall || !requesterSessionKey || narrowed) return keepMemory; // fail closed
+    return authorizeHits({ agentId, requesterSessionKey, sandboxed, hits });
   }
   const owner = normalizeAgentId(agentId || keyAgent(host, cfg, requesterSessionKey ?? ""));
   const { store, storePath } = host.hit.loadCombinedSessionStoreForGateway(cfg, { agentId: owner });

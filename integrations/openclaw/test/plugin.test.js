@@ -202,3 +202,14 @@ test("the recall prompt names memory_get for transcripts and follows citationsMo
   const off = recallPrompt({ availableTools: new Set(["memory_search"]), citationsMode: "off" });
   assert.match(off.join("\n"), /Citations are disabled/);
 });
+
+test("a log file or socket on /proc is refused, never created", async () => {
+  const { onKernelFs } = await import("../src/daemon.js");
+  assert.equal(onKernelFs("/proc/self/fd/x.log"), true);
+  assert.equal(onKernelFs("/sys"), true);
+  assert.equal(onKernelFs("/tmp/memindex.log"), false);
+  const settings = resolveSettings({ socket: path.join(tmp, "p.sock"), logFile: "/proc/1/memindex/x.log" });
+  const t0 = Date.now();
+  await assert.rejects(ensureDaemon(settings), /kernel file system/);
+  assert.ok(Date.now() - t0 < 3000);
+});

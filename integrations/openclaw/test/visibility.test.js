@@ -117,10 +117,18 @@ test("ordinary search: the session visibility guard decides; no requester, no tr
   assert.deepEqual(await filterHits({ agentId: "main", hits: [old], ...recall("agent:main:telegram:direct:333") }, host), []);
 });
 
-test("no host SDK: a private recall gets no transcript; an ordinary search keeps the per-agent rule", async () => {
+test("no host SDK: fail closed wherever the host's rules are needed", async () => {
   const missing = async () => ({ host: null, problem: "not found" });
   const r = await filterHits({ agentId: "main", hits: HITS, ...recall("agent:main:telegram:direct:333") }, missing);
   assert.deepEqual(paths(r), ["MEMORY.md"]);
+  const none = await filterHits({ agentId: "main", hits: HITS }, missing);
+  assert.deepEqual(paths(none), ["MEMORY.md"]);
+  const self = { tools: { sessions: { visibility: "self" } } };
+  const narrowed = await filterHits({ cfg: self, agentId: "main", hits: HITS, requesterSessionKey: "agent:main:main" }, missing);
+  assert.deepEqual(paths(narrowed), ["MEMORY.md"]);
+  const other = await filterHits({ agentId: "main", hits: HITS, requesterSessionKey: "agent:ops:main" }, missing);
+  assert.deepEqual(paths(other), ["MEMORY.md"]);
+  // the default visibility ("all"): the agent's own sessions, as with the host
   const o = await filterHits({ agentId: "main", hits: HITS, requesterSessionKey: "agent:main:main" }, missing);
   assert.deepEqual(paths(o), paths(HITS));
 });
