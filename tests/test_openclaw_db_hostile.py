@@ -194,6 +194,9 @@ def test_a_jsonl_message_between_1_and_4_mib_is_kept(tmp_path: Path, state: Path
         rep = idx.sync()
         assert rep.sessions is not None and rep.sessions["malformed"] == 0
         assert _found(idx, "OCELOT-6") and _found(idx, "JAGUAR-7")
+        got = idx.get("sessions/t1.jsonl", start=1, lines=1)  # over maxGetBytes: cut, not empty
+        assert got["text"].startswith("User: OCELOT-6 z z") and got["truncated"]
+        assert len(got["text"].encode()) <= idx.cfg.limits.maxGetBytes
 
 
 def test_the_batch_of_events_stops_at_its_byte_budget(state: Path, gw: AgentDbFixture) -> None:

@@ -21,6 +21,7 @@ from indexer.sources.discovery import resolve_get_path
 from indexer.sources.files import read_text
 from indexer.sources.openclaw_db import is_db_path, parse_db_path, render_events
 from indexer.sources.sessions import (
+    MAX_LINE_BYTES,
     SESSIONS_SOURCE,
     is_transcript_name,
     raw_event_line,
@@ -126,14 +127,27 @@ def _transcript_lines(cfg: Config, req: GetRequest) -> GetResponse:
     if sid in forgotten:
         raise NotFound(f"{path}: no such transcript")
     links = cfg.limits.allowHardLinks
+    # raw lines are read whole (a message is at most MAX_LINE_BYTES) and rendered
+    # before the byte limit applies: a message over it comes back cut, not empty
+    budget = 4 * cfg.limits.maxGetBytes + MAX_LINE_BYTES
     with _reading(path), safefs.opened(directory, (name,), exact=True, links=links) as (fd, _):
         if is_archive_name(name):  # a deleted session's zstd archive: bounded
-            blocks = archive_blocks(fd, strict=False)
-            got = read_lines_from(blocks, req.start, req.lines, cfg.limits.maxGetBytes)
+            got = read_lines_from(archive_blocks(fd, strict=False), req.start, req.lines, budget)
         else:
-            got = read_lines(fd, req.start, req.lines, cfg.limits.maxGetBytes)
+            got = read_lines(fd, req.start, req.lines, budget)
     show = raw_event_line if req.raw else rendered_line
-    picked = [show(line) for line in got.lines]
+    picked: list[str] = []
+    size = 0
+    for line in got.lines:
+        shown = show(line)
+        raw = shown.encode("utf-8")
+        if picked and size + len(raw) + 1 > cfg.limits.maxGetBytes:
+            return _lines_result(path, picked, req.start, got.total, True)
+        if len(raw) > cfg.limits.maxGetBytes:  # one message alone over the limit: cut
+            picked.append(raw[: cfg.limits.maxGetBytes].decode("utf-8", "ignore"))
+            return _lines_result(path, picked, req.start, got.total, True)
+        picked.append(shown)
+        size += len(raw) + 1
     return _lines_result(path, picked, req.start, got.total, got.truncated)
 
 
