@@ -30,6 +30,7 @@ import contextlib
 import json
 import re
 import subprocess
+import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -65,6 +66,7 @@ GROUP_CHAT = "agent:main:telegram:group:-100222"
 DELETED = "agent:main:telegram:direct:444"
 REWOUND = "agent:main:telegram:direct:555"
 PLAIN = "agent:main:e2e"  # no channel: Active Memory does not run here
+PROJECT = "github.com/acme/alpha"  # the workspace's git origin
 
 
 def _workspace(root: Path) -> Path:
@@ -76,7 +78,19 @@ def _workspace(root: Path) -> Path:
     (ws / "MEMORY.md").write_text(
         f"# Memory\n\n- The incident ticket for the failed payment retries is {MEMORY_ID}."
         f" {MARKS['MEMORY.md']}\n"
+        "- An old ferry note, ticket code HARBOUR-11. <!-- importance: 1 -->\n"
+        "- For a ferry booking use the harbour desk, ticket code HARBOUR-77."
+        " <!-- trigger: ferry booking --> <!-- importance: 9 -->\n"
+        f"- Build this repository with make -j8. <!-- project: {PROJECT} -->\n"
+        "- Build the other repository with cargo. <!-- project: github.com/acme/beta -->\n"
     )
+    (ws / "memory/2026-11-20.md").write_text(
+        "# 2026-11-20\n\n- The boiler service code is BOILER-42.\n"
+    )
+    # the workspace is a clone of PROJECT: turns there have it as their active repository
+    git = ["git", "-C", str(ws)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "remote", "add", "origin", f"https://{PROJECT}.git"], check=True)
     return ws
 
 
@@ -104,7 +118,10 @@ def _config(ws: Path, model: ScriptedModel) -> dict[str, Any]:
         },
         "models": {"mode": "merge", "providers": {"scripted": scripted}},
         # the memory tools offered directly (not behind tool search), the flush's write
-        "tools": {"toolSearch": False, "allow": ["read", "write", "memory_search", "memory_get"]},
+        "tools": {
+            "toolSearch": False,
+            "allow": ["read", "write", "memory_search", "memory_get", "intent"],
+        },
         "memory": {"search": {"sources": ["memory", "sessions"]}},
         "plugins": {
             "allow": ["memindex", "memory-core", "active-memory"],
@@ -209,6 +226,28 @@ def _run(c: Conversation) -> dict[str, Any]:
     injected = [b for r in _main_requests(reqs) for b in _active_memory_blocks(r)]
     o["recall injected into the reply's prompt"] = any(PRIVATE in b for b in injected)
     o["group fact injected into the reply's prompt"] = any(GROUP in b for b in injected)
+    # lane 1: a MEMORY.md entry whose trigger the message says is injected
+    reqs = _main_requests(c.turn(DM_B, "Can you help me with a ferry booking tomorrow?"))
+    injected = [b for r in reqs for b in _active_memory_blocks(r)]
+    o["trigger injected"] = any("HARBOUR-77" in b for b in injected)
+    o["untriggered entry injected"] = any("HARBOUR-11" in b for b in injected)
+    # the repository's entries: the Project Memory block, the other repository's left out
+    system = _system(reqs[0]) if reqs else ""
+    block = system.split("## Project Memory", 1)[1][:1500] if "## Project Memory" in system else ""
+    o["project memory block"] = bool(block) and "make -j8" in block and "cargo" not in block
+    # importance in the order, provenance on every hit
+    hits = c.home.invoke("memory_search", {"query": "ferry ticket code"})["results"]
+    o["importance first"] = [h.get("importance") for h in hits[:2]]
+    memory_hits = [h for h in hits if h["source"] == "memory"]
+    o["provenance"] = sorted(
+        {(h.get("provenance") or {}).get("originClass", "-") for h in memory_hits}
+    )
+    # dreaming's recall store is fed by the agent's searches of a daily note
+    for q in ("boiler service", "BOILER-42", "boiler code"):
+        c.home.invoke("memory_search", {"query": q})
+    o["recalls recorded"] = _recalls_eventually(c.home)
+    # the intent tool, offered to the model of an owner's turn
+    o["intent tool"] = "intent" in _tool_names(reqs[0]) if reqs else False
     # USER.md
     res = c.home.invoke("memory_search", {"query": MARKS["USER.md"]})
     o["USER.md found"] = "USER.md" in [h["path"] for h in res["results"]]
@@ -258,6 +297,40 @@ def _run(c: Conversation) -> dict[str, Any]:
     return o
 
 
+def _recalls_recorded(home: Home) -> int:
+    """Rows of dreaming's short-term recall store (memory-core's plugin state)."""
+    db_file = home.state / "state" / "openclaw.sqlite"
+    if not db_file.exists():
+        return 0
+    uri = "file:" + urllib.parse.quote(str(db_file)) + "?mode=ro"
+    db = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    try:
+        db.set_busy_timeout(5000)
+        row = db.execute(
+            "SELECT count(*) FROM plugin_state_entries WHERE plugin_id = 'memory-core' "
+            "AND namespace = 'short-term-recall'"
+        ).fetchone()
+        return int(row[0]) if row else 0
+    except apsw.SQLError:
+        return 0
+    finally:
+        db.close()
+
+
+def _tool_names(req: dict[str, Any]) -> set[str]:
+    return {str((t.get("function") or {}).get("name")) for t in req.get("tools") or []}
+
+
+def _recalls_eventually(home: Home) -> int:
+    """Recorded recalls, once the searches' records (written after the answer) land."""
+    got = 0
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and not got:
+        got = _recalls_recorded(home)
+        time.sleep(0.3)
+    return got
+
+
 def _settled(c: Conversation, text: str, changed_from: list[str] | None = None) -> list[str]:
     """The paths holding ``text`` once they stop changing (a rewind's new window, a
     deleted session's archive, is indexed in the background); with ``changed_from``,
@@ -265,7 +338,7 @@ def _settled(c: Conversation, text: str, changed_from: list[str] | None = None) 
     last: list[str] | None = None
     stable = 0
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and stable < 6:
+    while time.monotonic() < deadline and stable < 4:
         got = c.found(text)
         stable = stable + 1 if got == last and got != changed_from else 0
         last = got
@@ -312,36 +385,67 @@ def _pack(home: Home) -> Path:
     return home.root / packed["filename"]
 
 
-def _engine(tmp: pytest.TempPathFactory, name: str) -> Iterator[dict[str, Any]]:
-    home = Home(tmp.mktemp(name))
-    model = ScriptedModel().start()
-    ws = _workspace(home.root)
-    home.write_config(_config(ws, model))
-    out: dict[str, Any] = {"home": home, "model": model, "ws": ws}
+class _Engine:
+    """One engine's OpenClaw home, model and gateway, and what the conversation gave."""
+
+    def __init__(self, tmp: pytest.TempPathFactory, name: str) -> None:
+        self.name = name
+        self.home = Home(tmp.mktemp(name))
+        self.model = ScriptedModel().start()
+        self.ws = _workspace(self.home.root)
+        self.home.write_config(_config(self.ws, self.model))
+        self.out: dict[str, Any] = {"home": self.home, "model": self.model, "ws": self.ws}
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            home = self.home
+            if self.name == "memindex":
+                conf = str(home.state / "openclaw.json")
+                r = home.memindex("--openclaw-config", conf, "openclaw", "install",
+                                  "--plugin", str(_pack(home)))  # fmt: skip
+                assert r.returncode == 0, r.stdout + r.stderr
+                self.out["install"] = r.stdout
+            home.start_gateway()
+            self.out["rows"] = _run(Conversation(home, self.model, self.ws))
+            self.out["log"] = home.log_tail(400_000)
+        except BaseException as exc:  # noqa: BLE001 - raised in the test's thread
+            self.error = exc
+
+    def close(self) -> None:
+        self.home.close()
+        self.model.stop()
+
+
+@pytest.fixture(scope="module")
+def engines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, dict[str, Any]]]:
+    """Both engines, their conversations run side by side (each waits mostly on its
+    gateway: together they take the time of one)."""
+    runs = [_Engine(tmp_path_factory, name) for name in ("memory-core", "memindex")]
+    threads = [threading.Thread(target=r.run, daemon=True) for r in runs]
     try:
-        if name == "memindex":
-            conf = str(home.state / "openclaw.json")
-            r = home.memindex("--openclaw-config", conf, "openclaw", "install",
-                              "--plugin", str(_pack(home)))  # fmt: skip
-            assert r.returncode == 0, r.stdout + r.stderr
-            out["install"] = r.stdout
-        home.start_gateway()
-        out["rows"] = _run(Conversation(home, model, ws))
-        out["log"] = home.log_tail(400_000)
-        yield out
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(600)
+        for r in runs:
+            if r.error is not None:
+                raise r.error
+            assert "rows" in r.out, f"{r.name}: the conversation did not finish"
+        yield {r.name: r.out for r in runs}
     finally:
-        home.close()
-        model.stop()
+        for r in runs:
+            r.close()
 
 
 @pytest.fixture(scope="module")
-def memory_core(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    yield from _engine(tmp_path_factory, "memory-core")
+def memory_core(engines: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return engines["memory-core"]
 
 
 @pytest.fixture(scope="module")
-def memindex(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    yield from _engine(tmp_path_factory, "memindex")
+def memindex(engines: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return engines["memindex"]
 
 
 def _rows(memory_core: dict[str, Any], memindex: dict[str, Any], *names: str) -> tuple[Any, ...]:
@@ -447,3 +551,28 @@ def test_memindex_cites_the_turn_that_said_it(memindex: dict[str, Any]) -> None:
     )  # fmt: skip
     assert got["status"] == "ok" and got["text"].startswith("User: "), got
     assert FACT in got["text"]
+
+
+def test_lane_one_triggers_importance_projects_and_provenance(
+    memory_core: dict[str, Any], memindex: dict[str, Any]
+) -> None:
+    rows = _rows(
+        memory_core, memindex, "trigger injected", "untriggered entry injected",
+        "project memory block", "importance first", "provenance",
+    )  # fmt: skip
+    (core_t, mine_t), (core_u, mine_u), (core_p, mine_p), (core_i, mine_i), (core_o, mine_o) = rows
+    assert core_t is True and mine_t is True
+    assert core_u is False and mine_u is False
+    assert core_p is True and mine_p is True
+    assert core_i[0] == 9 and mine_i[0] == 9
+    assert "agent" in core_o and mine_o == core_o
+
+
+def test_dreaming_is_fed_and_the_intent_tool_kept(
+    memory_core: dict[str, Any], memindex: dict[str, Any]
+) -> None:
+    (core_r, mine_r), (core_i, mine_i) = _rows(
+        memory_core, memindex, "recalls recorded", "intent tool"
+    )
+    assert core_r >= 1 and mine_r >= 1
+    assert core_i is True and mine_i is True

@@ -48,8 +48,8 @@ def test_the_quick_start_prints_what_the_readme_shows(tmp_path: Path) -> None:
     import sys
 
     block = README.split("```text\n", 1)[1].split("```", 1)[0]
-    cmd = 'search "which machine runs the gateway" --max-results 1'
-    assert f"memindex --workspace\nexamples/workspace {cmd}` prints:" in README
+    cmd = 'search "which machine is the gateway" --max-results 1'
+    assert f"memindex --workspace\nexamples/workspace {cmd}` prints" in README
     env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state")}
     base = [sys.executable, "-m", "indexer.surfaces.cli", "--workspace", "examples/workspace"]
     subprocess.run([*base, "index"], cwd=REPO, env=env, check=True, capture_output=True)

@@ -10,6 +10,7 @@ from indexer.api.requests import (
     MAX_RESULTS,
     MODES,
     SOURCES,
+    CuratedRequest,
     GetRequest,
     Mode,
     Param,
@@ -24,6 +25,8 @@ from indexer.api.requests import (
 from indexer.api.responses import (
     BatchJob,
     Citation,
+    CuratedEntry,
+    CuratedResponse,
     DaemonInfo,
     GetResponse,
     LastSync,
@@ -43,6 +46,9 @@ from indexer.api.responses import (
 )
 
 __all__ = [
+    "CuratedEntry",
+    "CuratedRequest",
+    "CuratedResponse",
     "MAX_RESULTS",
     "METHODS",
     "MODES",

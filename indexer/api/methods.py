@@ -15,6 +15,7 @@ from typing import Any, Protocol, TypeVar
 
 from indexer.api.requests import (
     AGENT,
+    CuratedRequest,
     GetRequest,
     Param,
     PingRequest,
@@ -26,6 +27,7 @@ from indexer.api.requests import (
     agent_of,
 )
 from indexer.api.responses import (
+    CuratedResponse,
     GetResponse,
     PingResponse,
     QmdResult,
@@ -48,6 +50,7 @@ class MemoryService(Protocol):
     def reindex(self, agent: str | None, req: ReindexRequest) -> ReindexResponse: ...
     def ping(self, agent: str | None, req: PingRequest) -> PingResponse: ...
     def qmd_search(self, agent: str | None, req: QmdSearchRequest) -> list[QmdResult]: ...
+    def curated(self, agent: str | None, req: CuratedRequest) -> CuratedResponse: ...
 
 
 _Req = TypeVar("_Req", bound=Request)
@@ -100,6 +103,15 @@ METHODS: dict[str, Method] = {
             "citation: path plus from (1-based first line) and lines.",
             lambda svc, agent, req: svc.get(agent, req),
             read=True,
+        ),
+        _method(
+            "memory_curated",
+            CuratedRequest,
+            "The entries of MEMORY.md and USER.md with recall annotations (trigger "
+            "phrases, importance, repositories), for a deterministic recall lane.",
+            lambda svc, agent, req: svc.curated(agent, req),
+            read=True,
+            listed=False,  # OpenClaw's lane 1 (the plugin), not an agent's tool
         ),
         _method(
             "status",

@@ -128,6 +128,7 @@ class SearchRequest:
     mode: Mode | None = None
     explain: bool = False
     abstain: bool = False
+    active_projects: tuple[str, ...] = ()
 
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param("query", {"type": "string", "minLength": 1}, "what to look for", required=True),
@@ -154,6 +155,11 @@ class SearchRequest:
             "abstain",
             {"type": "boolean"},
             "return no results, with a reason, when nothing is likely to be relevant",
+        ),
+        Param(
+            "activeProjectKeys",
+            {"type": "array", "items": {"type": "string"}, "maxItems": 16},
+            "repositories active in the session: their memory entries rank higher",
         ),
         AGENT,
     )
@@ -186,7 +192,21 @@ class SearchRequest:
             mode=mode,
             explain=_bool(params, "explain"),
             abstain=_bool(params, "abstain"),
+            active_projects=_projects(params),
         )
+
+
+def _projects(params: Mapping[str, Any]) -> tuple[str, ...]:
+    value = params.get("activeProjectKeys")
+    if value is None:
+        return ()
+    if (
+        not isinstance(value, list)
+        or len(value) > 16
+        or not all(isinstance(k, str) and 0 < len(k) <= 512 for k in value)
+    ):
+        raise InvalidParams("'activeProjectKeys' must be a list of at most 16 strings")
+    return tuple(k.strip() for k in value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +241,38 @@ class GetRequest:
             lines=_int(params, "lines", 1),
             raw=_bool(params, "raw"),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class CuratedRequest:
+    """memory_curated: the entries of MEMORY.md and USER.md that carry recall
+    annotations, for OpenClaw's deterministic recall lane: ``triggers`` (entries
+    with trigger phrases; a repository-tagged one only while all its repositories
+    are active) or ``projects`` (entries of the active repositories)."""
+
+    kind: str
+    active_projects: tuple[str, ...] = ()
+    limit: int | None = None
+
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param("kind", {"enum": ["triggers", "projects"]}, "which entries", required=True),
+        Param(
+            "activeProjectKeys",
+            {"type": "array", "items": {"type": "string"}, "maxItems": 16},
+            "repositories active in the session",
+        ),
+        Param("limit", {"type": "integer", "minimum": 1, "maximum": 512}),
+        AGENT,
+    )
+
+    @classmethod
+    def parse(cls, params: Mapping[str, Any]) -> CuratedRequest:
+        params = _camel(params)
+        kind = params.get("kind")
+        if kind not in ("triggers", "projects"):
+            raise InvalidParams("'kind' must be 'triggers' or 'projects'")
+        limit = _int(params, "limit", 1)
+        return cls(kind, _projects(params), None if limit is None else min(limit, 512))
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,7 +340,13 @@ class QmdSearchRequest:
 
 
 Request = (
-    SearchRequest | GetRequest | StatusRequest | ReindexRequest | PingRequest | QmdSearchRequest
+    SearchRequest
+    | GetRequest
+    | CuratedRequest
+    | StatusRequest
+    | ReindexRequest
+    | PingRequest
+    | QmdSearchRequest
 )
 
 

@@ -103,6 +103,30 @@ class SearchResult(TypedDict):
     fusedScore: NotRequired[float]  # the rank key when two lists were fused
     also: NotRequired[list[Citation]]  # the same memory in the other source
     explain: NotRequired[dict[str, object]]  # explain: true: the score's parts
+    # a memory entry's written signals (OpenClaw's annotations; MEMORY.md, USER.md)
+    importance: NotRequired[int]
+    triggers: NotRequired[str]  # "; "-joined phrases
+    projectKey: NotRequired[str]  # "; "-joined repository keys
+
+
+class CuratedEntry(TypedDict):
+    """An entry of MEMORY.md or USER.md (memory_curated), annotations taken out of
+    its snippet and given as fields."""
+
+    path: str
+    startLine: int
+    endLine: int
+    score: float  # 0: listed, not searched
+    snippet: str
+    source: str  # memory
+    heading: str
+    importance: NotRequired[int]
+    triggers: NotRequired[str]
+    projectKey: NotRequired[str]
+
+
+class CuratedResponse(TypedDict):
+    results: list[CuratedEntry]
 
 
 class SearchResponse(TypedDict):

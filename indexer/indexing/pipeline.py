@@ -22,6 +22,7 @@ from indexer.config import Config
 from indexer.errors import FileUnreadable, FileVanished, RowRejected
 from indexer.sources import files as source_files
 from indexer.sources.chunking import CHUNKER_VERSION, chunk_markdown, split_lines
+from indexer.sources.curated import curated_chunks, is_curated_root, strip_annotations
 from indexer.sources.discovery import MEMORY_SOURCE, SourceFile, discover, shown
 from indexer.sources.text import index_text
 from indexer.sources.tokenizer import TOKENIZER_NAME, TokenCounter, get_counter
@@ -275,6 +276,11 @@ def _write_new(store: IndexStore, guard: _Guard, report: SyncReport, new: list[N
             report.added += 1
 
 
+def _index_text(text: str) -> str:
+    """What a memory chunk is indexed for: its text without recall annotations."""
+    return index_text(strip_annotations(text) if "<!--" in text else text)
+
+
 def _log_skip(told: set[tuple[str, str]], what: str, path: str, reason: str) -> None:
     """A file skipped (or unreadable) is a warning the first time, or with a new
     reason; a sync finding it the same again (the daemon rescans every few minutes)
@@ -340,9 +346,14 @@ def _sync_one(
         store.touch_file(f.path, state.mtime_ns, state.size)
         report.unchanged += 1
         return None
-    chunks = chunk_markdown(text, count, tokens=cfg.chunking.tokens, overlap=cfg.chunking.overlap)
+    tokens, overlap = cfg.chunking.tokens, cfg.chunking.overlap
+    if f.source == MEMORY_SOURCE and is_curated_root(f.path):  # MEMORY.md, USER.md: entries
+        chunks = curated_chunks(text, count, tokens=tokens, overlap=overlap)
+    else:
+        chunks = chunk_markdown(text, count, tokens=tokens, overlap=overlap)
+    # annotations (<!-- trigger: … -->) stay in the text, out of the keyword index
     rows = [
-        ChunkRow(c.start_line, c.end_line, c.heading, c.hash, c.text, index_text(c.text))
+        ChunkRow(c.start_line, c.end_line, c.heading, c.hash, c.text, _index_text(c.text))
         for c in chunks
     ]
     lines = len(split_lines(text))

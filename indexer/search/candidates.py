@@ -45,6 +45,7 @@ class Candidate:
     ranks: tuple[int | None, int | None] | None = None  # rank fusion: keyword, vector
     decay: float | None = None  # temporal decay's factor
     dated: float | None = None  # the factor for a daily log dated as the query asks
+    signal: float | None = None  # a memory entry's importance x project factor
     rerank: float | None = None  # the reranker's relevance, 0..1
     before_rerank: float | None = None  # ``score`` before the rerank blend
 

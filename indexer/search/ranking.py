@@ -27,6 +27,7 @@ from indexer.search.candidates import Candidate, ChunkRows
 from indexer.search.dates import Period, in_period
 from indexer.search.query import stem_prefix
 from indexer.search.snippets import has_word_with_prefix
+from indexer.sources.curated import INVALID_PROJECT, meta_of
 
 __all__ = [
     "apply_decay",
@@ -96,6 +97,52 @@ def boost_dated(
             h = replace(h, score=h.score * factor, dated=factor, shown=shown)
         out.append(h)
     out.sort(key=lambda h: -h.score)
+    return out
+
+
+def importance_factor(importance: int | None) -> float:
+    """OpenClaw's importance multiplier: 1 -> 0.80, 5 -> 1.00, 9 -> 1.20, 10 -> 1.25."""
+    return 1.0 if importance is None else 0.75 + max(1, min(10, importance)) * 0.05
+
+
+def project_factor(project_key: str | None, active: tuple[str, ...]) -> float:
+    """1.15 for an entry of an active repository, 0.9 for another's, else 1."""
+    if not project_key or not active:
+        return 1.0
+    keys = [k.strip() for k in project_key.split(";") if k.strip()]
+    return 1.15 if all(k in active for k in keys) else 0.9
+
+
+def curated_signals(
+    hits: Sequence[Candidate], rows: ChunkRows, active_projects: tuple[str, ...]
+) -> list[Candidate]:
+    """A memory entry's written signals in the order, as OpenClaw ranks them: its
+    ``importance`` (1-10) and its repositories against the session's active ones;
+    an entry whose project annotation is malformed is dropped. The shown ``score``
+    stays the chunk's own relevance."""
+    annotated = [h.source == "memory" for h in hits]
+    rows.need(h.id for h, a in zip(hits, annotated, strict=True) if a)
+    out: list[Candidate] = []
+    changed = False
+    for h, a in zip(hits, annotated, strict=True):
+        row = rows.get(h.id) if a else None
+        if row is None or "<!--" not in row.text:
+            out.append(h)
+            continue
+        meta = meta_of(row.path, row.text)
+        if meta.project_key == INVALID_PROJECT:
+            changed = True
+            continue
+        factor = importance_factor(meta.importance) * project_factor(
+            meta.project_key, active_projects
+        )
+        if factor != 1.0:
+            shown = h.score if h.shown is None else h.shown
+            h = replace(h, score=h.score * factor, signal=factor, shown=shown)
+            changed = True
+        out.append(h)
+    if changed:
+        out.sort(key=lambda h: -h.score)
     return out
 
 

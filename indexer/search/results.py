@@ -11,6 +11,7 @@ from indexer.search.candidates import Candidate, ChunkRows
 from indexer.search.keyword_hits import EXACT_BOOST
 from indexer.search.query import ParsedQuery
 from indexer.search.snippets import make_snippet
+from indexer.sources.curated import meta_of, strip_annotations
 from indexer.store import SearchRow
 
 __all__ = ["explain_parts", "render_results", "to_result"]
@@ -41,11 +42,13 @@ def explain_parts(c: Candidate) -> dict[str, object]:
         parts["vectorRank"] = None if c.ranks[1] is None else c.ranks[1] + 1
     if c.fused:
         fused = c.before_rerank if c.before_rerank is not None else c.score
-        parts["fused"] = round(fused / (c.decay or 1.0) / (c.dated or 1.0), 4)
+        parts["fused"] = round(fused / (c.decay or 1.0) / (c.dated or 1.0) / (c.signal or 1.0), 4)
     if c.decay is not None:
         parts["decay"] = round(c.decay, 4)
     if c.dated is not None:
         parts["dateBoost"] = round(c.dated, 4)
+    if c.signal is not None:
+        parts["entrySignals"] = round(c.signal, 4)  # importance x project
     if c.rerank is not None:
         parts["rerank"] = round(c.rerank, 4)
     if c.shown is not None and c.shown > max(c.text_score, c.vector_score or 0.0):
@@ -59,7 +62,9 @@ def to_result(
 ) -> tuple[SearchResult, int]:
     """The result object of candidate ``c``, whose chunk is ``row``, and the line its
     snippet is centred on; ``explain``: with its score parts."""
-    snippet, s0, s1, best = make_snippet(row.text, 0, q, max_chars)
+    annotated = row.source == "memory" and "<!--" in row.text
+    text = strip_annotations(row.text) if annotated else row.text  # same lines, no comments
+    snippet, s0, s1, best = make_snippet(text, 0, q, max_chars)
     # Text lines -> the file's lines (a transcript chunk skips malformed and noise lines).
     s0, s1, best = row.file_line(s0), row.file_line(s1), row.file_line(best)
     out: SearchResult = {
@@ -75,6 +80,14 @@ def to_result(
         "heading": row.heading,
         "textScore": round(c.text_score, 4),
     }
+    if annotated:
+        meta = meta_of(row.path, row.text)
+        if meta.importance is not None:
+            out["importance"] = meta.importance
+        if meta.triggers:
+            out["triggers"] = meta.triggers
+        if meta.project_key:
+            out["projectKey"] = meta.project_key
     if c.vector_score is not None:
         out["vectorScore"] = round(c.vector_score, 4)
     if c.fused:

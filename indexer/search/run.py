@@ -25,7 +25,14 @@ from indexer.search.dates import period_text, query_periods
 from indexer.search.fusion import fuse
 from indexer.search.keyword_hits import EXACT_BOOST, keyword_search
 from indexer.search.query import parse_query
-from indexer.search.ranking import apply_decay, balance_sources, boost_dated, mmr, relevance
+from indexer.search.ranking import (
+    apply_decay,
+    balance_sources,
+    boost_dated,
+    curated_signals,
+    mmr,
+    relevance,
+)
 from indexer.search.results import render_results
 from indexer.selection import provider_spec
 from indexer.sources.redaction import redact
@@ -261,6 +268,7 @@ class SearchRun:
         result objects; when both sources were searched, the same memory in both is
         one result."""
         req, qc, rows, limit = self.req, self.cfg.query, self.rows, self.limit
+        hits = curated_signals(hits, rows, req.active_projects)
         if qc.temporalDecay:
             hits = apply_decay(hits, rows, qc.halfLifeDays)
         periods = query_periods(req.query) if qc.dateBoost > 0 else ()

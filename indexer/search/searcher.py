@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from indexer import __version__
 from indexer.api import (
     SOURCES,
+    CuratedRequest,
+    CuratedResponse,
     GetRequest,
     GetResponse,
     ProviderState,
@@ -24,6 +26,7 @@ from indexer.api import (
 from indexer.config import Config
 from indexer.errors import IndexMismatch
 from indexer.search import run
+from indexer.search.curated_entries import curated_entries
 from indexer.search.documents import get_lines
 from indexer.search.gating import skip_reason
 from indexer.selection import NO_PROVIDER, provider_state, ready_state
@@ -66,6 +69,9 @@ class Searcher:
 
     def get(self, req: GetRequest) -> GetResponse:
         return get_lines(self.cfg, req)
+
+    def curated(self, req: CuratedRequest) -> CuratedResponse:
+        return curated_entries(self.cfg, req)
 
     # -- search -----------------------------------------------------------------------
 

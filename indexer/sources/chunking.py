@@ -49,7 +49,9 @@ if TYPE_CHECKING:
 
 __all__ = ["CHUNKER_VERSION", "PARSE_MAX_LINES", "Chunk", "chunk_markdown", "split_lines"]
 
-CHUNKER_VERSION = 2  # 2: cut points from markdown-it-py's block tokens
+# 2: cut points from markdown-it-py's block tokens; 3: curated files by entry, long
+# transcript messages cut into pieces (a change rebuilds indexes: pipeline.fingerprint)
+CHUNKER_VERSION = 3
 
 # Preference for cutting *before* a line, by what starts there.
 _SCORE_HEADING = {1: 100, 2: 90, 3: 80, 4: 70, 5: 70, 6: 70}

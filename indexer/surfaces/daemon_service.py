@@ -16,6 +16,8 @@ from typing import Protocol, TypeVar
 from indexer import __version__
 from indexer.api import (
     METHODS,
+    CuratedRequest,
+    CuratedResponse,
     GetRequest,
     GetResponse,
     PingRequest,
@@ -86,6 +88,9 @@ class DaemonService:
 
     def get(self, agent: str | None, req: GetRequest) -> GetResponse:
         return self._read(agent, lambda s: s.get(req))
+
+    def curated(self, agent: str | None, req: CuratedRequest) -> CuratedResponse:
+        return self._read(agent, lambda s: s.curated(req))
 
     def status(self, agent: str | None, req: StatusRequest) -> StatusResponse:
         rt = self._agent(agent)

@@ -118,7 +118,7 @@ def _claim_stdout() -> io.TextIOWrapper:
 
 # The read methods, offered as tools: (description, JSON Schema of the params).
 TOOLS: dict[str, tuple[str, dict[str, object]]] = {
-    name: (m.description, input_schema(name)) for name, m in METHODS.items() if m.read
+    name: (m.description, input_schema(name)) for name, m in METHODS.items() if m.read and m.listed
 }
 
 

@@ -71,6 +71,11 @@ class FileService:
         with s.store:
             return s.search(req)
 
+    def curated(self, agent: str | None, req: api.CuratedRequest) -> api.CuratedResponse:
+        s = self._searcher(agent, provider=False)
+        with s.store:
+            return s.curated(req)
+
     def get(self, agent: str | None, req: api.GetRequest) -> api.GetResponse:
         s = self._searcher(agent, provider=False)  # memory_get needs no model
         with s.store:

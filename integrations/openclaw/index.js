@@ -17,6 +17,8 @@ import { listArtifacts } from "./src/artifacts.js";
 import { registerMemoryCli } from "./src/cli.js";
 import { memoryFlushPlan } from "./src/flush.js";
 import { setHostLogger } from "./src/host.js";
+import { registerIntents } from "./src/intents.js";
+import { recordRecalls } from "./src/internals.js";
 import { ManagerPool } from "./src/manager.js";
 import { classifierState, classifyWorkspaceMemoryPaths } from "./src/provenance.js";
 import { resolveSettings } from "./src/settings.js";
@@ -111,7 +113,16 @@ export default {
       // memory_search honours ctx.conversationRecall (src/visibility.js)
       supportsPrivateTranscriptRecall: true,
     });
-    api.registerTool((ctx) => createSearchTool(ctx, pool), { names: ["memory_search"] });
+    const onRecall = (ctx, query, hits, workspaceDir) =>
+      recordRecalls({
+        cfg: ctx.getRuntimeConfig?.() ?? ctx.runtimeConfig ?? ctx.config ?? api.config,
+        pluginConfig: api.pluginConfig,
+        workspaceDir,
+        query,
+        hits,
+        logger: api.logger,
+      });
+    api.registerTool((ctx) => createSearchTool(ctx, pool, { onRecall }), { names: ["memory_search"] });
     api.registerTool((ctx) => createGetTool(ctx, pool), { names: ["memory_get"] });
     // OpenClaw runs dreaming through memory-core, loaded beside the slot owner while
     // the slot owner's dreaming.enabled is not false; memory-core then registers the
@@ -119,6 +130,9 @@ export default {
     // the tool policy drops memory-core's tools.
     const dreaming = api.pluginConfig?.dreaming?.enabled !== false;
     if (dreaming && !memoryCoreToolsDenied(api.config)) api.logger.warn(DREAMING_NOTICE);
+    // standing intents: the tool (memory-core's is denied with its other tools, or
+    // not loaded), and with dreaming off the matcher and sweep memory-core would run
+    registerIntents(api, { withHooks: !dreaming });
     const describe = "Search, inspect and reindex memory (engine: memindex)";
     const cli = (name, notice) =>
       api.registerCli(

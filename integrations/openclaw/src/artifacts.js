@@ -6,6 +6,7 @@ import os from "node:os";
 import path from "node:path";
 
 import { configuredAgents, normalizeAgentId } from "./agents.js";
+import { importHostSdk } from "./host.js";
 
 const MAX_FILES = 5000;
 
@@ -43,8 +44,21 @@ function markdownUnder(dir, rel, found) {
   }
 }
 
-/** OpenClaw's MemoryPluginPublicArtifactsProvider.listArtifacts. */
-export async function listArtifacts({ cfg } = {}) {
+/**
+ * OpenClaw's MemoryPluginPublicArtifactsProvider.listArtifacts: the host's own list
+ * (the SDK's listMemoryHostPublicArtifacts, as memory-core gives it: MEMORY.md, the
+ * daily notes, dream reports and the memory host's event log), else memindex's.
+ */
+export async function listArtifacts(params = {}, load = () => importHostSdk("memory-host-core")) {
+  const { mod } = await load();
+  if (typeof mod?.listMemoryHostPublicArtifacts === "function") {
+    return mod.listMemoryHostPublicArtifacts({ cfg: params.cfg ?? {} });
+  }
+  return ownArtifacts(params);
+}
+
+/** MEMORY.md and memory/**\/*.md of each agent's workspace, when the host's list is not there. */
+export async function ownArtifacts({ cfg } = {}) {
   const out = [];
   for (const [workspaceDir, agentIds] of agentWorkspaces(cfg)) {
     const files = [];

@@ -50,6 +50,20 @@ export function importHostSdk(name) {
   return pending;
 }
 
+/** The file URL of `openclaw/plugin-sdk/<name>` in the running OpenClaw, or null. */
+export function resolveHostSdk(name) {
+  const specifier = `openclaw/plugin-sdk/${name}`;
+  try {
+    return import.meta.resolve(specifier);
+  } catch {
+    try {
+      return fromHostEntry(specifier);
+    } catch {
+      return null;
+    }
+  }
+}
+
 /** For tests: forget what was loaded. */
 export function resetHostSdk() {
   cache.clear();

@@ -1,6 +1,10 @@
 // The MemorySearchManager OpenClaw calls, one per agent, backed by the daemon.
+import fs from "node:fs";
+import path from "node:path";
+
 import { normalizeAgentId } from "./agents.js";
 import { ensureDaemon } from "./daemon.js";
+import { classifyPath, defaultRecordReader } from "./provenance.js";
 import { call } from "./rpc.js";
 
 const SOURCES = new Set(["memory", "sessions"]);
@@ -19,7 +23,45 @@ export function toOpenClawHit(r) {
   };
   if (typeof r.textScore === "number") hit.textScore = r.textScore;
   if (typeof r.vectorScore === "number") hit.vectorScore = r.vectorScore;
+  // a MEMORY.md / USER.md entry's written signals (OpenClaw's annotations)
+  if (Number.isInteger(r.importance)) hit.importance = r.importance;
+  if (typeof r.triggers === "string" && r.triggers) hit.triggers = r.triggers;
+  if (typeof r.projectKey === "string" && r.projectKey) hit.projectKey = r.projectKey;
   return hit;
+}
+
+const PROVENANCE_TTL_MS = 2_000;
+
+/**
+ * OpenClaw's provenance of each hit, as memory-core gives it: a memory file's class
+ * is its file's (src/provenance.js: `agent`, or what OpenClaw recorded, `system` for
+ * dreaming output, `untrusted` outside the workspace), observed at its mtime; a
+ * transcript hit is `untrusted` (memindex does not keep who sent each message, and
+ * provenance is never defaulted upwards). Classes are cached a moment per file.
+ */
+export async function withProvenance(hits, workspaceDir, cache = new Map(), classify = classifyPath) {
+  const now = Date.now();
+  for (const hit of hits) {
+    if (hit.source !== "memory" || !workspaceDir) {
+      hit.provenance = { originClass: "untrusted", sessionKind: "unknown", observedAt: 0 };
+      continue;
+    }
+    let got = cache.get(hit.path);
+    if (!got || now - got.at > PROVENANCE_TTL_MS) {
+      let originClass = "untrusted";
+      let observedAt = 0;
+      try {
+        originClass = await classify({ workspaceDir, relativePath: hit.path, readRecord: defaultRecordReader });
+        observedAt = Math.floor((await fs.promises.stat(path.resolve(workspaceDir, hit.path))).mtimeMs);
+      } catch {
+        // unreadable: untrusted, never guessed upwards
+      }
+      got = { at: now, provenance: { originClass, sessionKind: "unknown", observedAt } };
+      cache.set(hit.path, got);
+    }
+    hit.provenance = { ...got.provenance };
+  }
+  return hits;
 }
 
 function vectorIndexState(st) {
@@ -74,12 +116,19 @@ export function toOpenClawStatus(st, settings) {
   };
 }
 
+function projectKeys(value) {
+  return Array.isArray(value)
+    ? value.filter((k) => typeof k === "string" && k.trim()).map((k) => k.trim()).slice(0, 16)
+    : [];
+}
+
 export class MemindexManager {
   constructor({ agentId, settings }) {
     this.agentId = agentId;
     this.settings = settings;
     this.lastStatus = null;
     this.lastError = null;
+    this.provenanceCache = new Map();
   }
 
   async #call(method, params, opts = {}) {
@@ -118,6 +167,8 @@ export class MemindexManager {
   async search(query, opts = {}) {
     if (typeof query !== "string" || !query.trim()) return [];
     const params = {};
+    const active = projectKeys(opts.activeProjectKeys);
+    if (active.length) params.activeProjectKeys = active;
     if (Number.isInteger(opts.maxResults) && opts.maxResults > 0) params.maxResults = opts.maxResults;
     if (typeof opts.minScore === "number" && Number.isFinite(opts.minScore))
       params.minScore = Math.max(0, Math.min(1, opts.minScore));
@@ -133,7 +184,32 @@ export class MemindexManager {
   /** memory_search's whole answer (provider, model, mode, fallback) for the tool. */
   async searchFull(query, params = {}, signal) {
     const res = await this.#call("memory_search", { ...params, query }, { signal });
-    return { ...res, results: (res.results ?? []).map(toOpenClawHit) };
+    const results = (res.results ?? []).map(toOpenClawHit);
+    await withProvenance(results, this.lastStatus?.workspace, this.provenanceCache);
+    return { ...res, results };
+  }
+
+  /** Lane 1: MEMORY.md / USER.md entries with trigger phrases (OpenClaw's trigger recall). */
+  async listTriggerCandidates(opts = {}) {
+    return this.#curated("triggers", opts);
+  }
+
+  /** The "Project Memory" block: curated entries of the active repositories. */
+  async listCuratedProjectCandidates(opts = {}) {
+    if (!projectKeys(opts.activeProjectKeys).length) return [];
+    return this.#curated("projects", opts);
+  }
+
+  async #curated(kind, opts) {
+    const params = { kind };
+    const active = projectKeys(opts.activeProjectKeys);
+    if (active.length) params.activeProjectKeys = active;
+    if (Number.isInteger(opts.limit) && opts.limit > 0) params.limit = Math.min(opts.limit, 512);
+    const res = await this.#call("memory_curated", params);
+    const hits = (res.results ?? []).map(toOpenClawHit);
+    await withProvenance(hits, this.lastStatus?.workspace, this.provenanceCache);
+    // as memory-core lists them: only files whose provenance is eligible
+    return hits.filter((h) => h.provenance.originClass === "owner" || h.provenance.originClass === "agent");
   }
 
   async readFile({ relPath, from, lines } = {}) {

@@ -31,7 +31,7 @@ const PERSONAL_USER = /^users\/[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}\/USER\.md$/;
 export const classifierState = { problem: null };
 
 /** The host's recorded-provenance reader, or null (reason in classifierState). */
-async function defaultRecordReader() {
+export async function defaultRecordReader() {
   const { mod, problem } = await importHostSdk("memory-core-host-runtime-core");
   const reader = mod?.readMemoryArtifactProvenance;
   if (typeof reader === "function") return reader;

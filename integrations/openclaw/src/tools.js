@@ -67,7 +67,7 @@ function unavailable(err, agentId) {
   };
 }
 
-export function createSearchTool(ctx, pool) {
+export function createSearchTool(ctx, pool, { onRecall } = {}) {
   const agentId = toolAgent(ctx);
   return {
     name: "memory_search",
@@ -98,6 +98,11 @@ export function createSearchTool(ctx, pool) {
       if (Number.isInteger(maxResults)) req.maxResults = maxResults;
       if (typeof minScore === "number" && Number.isFinite(minScore)) req.minScore = minScore;
       if (CORPUS[corpus]) req.sources = CORPUS[corpus];
+      // the session's active repositories: their memory entries rank first
+      const active = Array.isArray(ctx.activeProjectKeys)
+        ? ctx.activeProjectKeys.filter((k) => typeof k === "string" && k.trim()).slice(0, 16)
+        : [];
+      if (active.length) req.activeProjectKeys = active;
       // Active Memory's private recall: transcripts of this agent's other private
       // conversations only (src/visibility.js); "sessions" asks for nothing else
       const recall = ctx.conversationRecall ?? null;
@@ -116,6 +121,8 @@ export function createSearchTool(ctx, pool) {
           conversationRecall: recall,
           hits: res.results,
         });
+        // dreaming ranks what to promote by what the agent keeps recalling
+        onRecall?.(ctx, query, results, manager.lastStatus?.workspace)?.catch?.(() => {});
         return jsonResult({
           results,
           engine: "memindex",

@@ -213,3 +213,15 @@ test("a log file or socket on /proc is refused, never created", async () => {
   await assert.rejects(ensureDaemon(settings), /kernel file system/);
   assert.ok(Date.now() - t0 < 3000);
 });
+
+test("the feature lines say who serves what, per dreaming mode", async () => {
+  const { featureLines, features } = await import("../src/features.js");
+  const on = features({ dreaming: true });
+  const off = features({ dreaming: false });
+  assert.equal(on.find((f) => f.id === "forget").servedBy, "memory-core");
+  assert.equal(off.find((f) => f.id === "forget").servedBy, "memindex");
+  assert.equal(off.find((f) => f.id === "dreaming").servedBy, "nobody");
+  const text = featureLines(on).join("\n");
+  assert.match(text, /served by memindex:\n    - MEMORY.md and USER.md/);
+  assert.match(text, /served by nobody:[\s\S]*Trigger injection/);
+});

@@ -1,0 +1,119 @@
+"""OpenClaw's curated memory (MEMORY.md, USER.md) as memindex indexes and ranks it
+(parity b): entries as chunks, recall annotations read as OpenClaw's SDK reads them,
+importance and the session's repositories in the order, ``memory_curated`` for
+OpenClaw's deterministic recall lane."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import write
+from openclaw_home import NODE, OPENCLAW, PLUGIN, require_openclaw
+
+from indexer.api import CuratedRequest
+from indexer.config import Config
+from indexer.engine import MemoryIndex
+from indexer.search.curated_entries import curated_entries
+from indexer.sources.curated import meta_of, strip_annotations
+
+CASES = [
+    ("MEMORY.md", "- Keep the gateway on loopback. <!-- trigger: gateway setup, network "
+                  "safety --> <!-- importance: 9 -->"),
+    ("MEMORY.md", "- x <!-- trigger: foo --> trailing"),
+    ("MEMORY.md", "- x <!-- trigger: foo --> text <!-- importance: 5 -->"),
+    ("MEMORY.md", "- entry\n  continued <!-- TRIGGER: a; b , c;; a -->"),
+    ("MEMORY.md", "- spans <!-- trigger: one\ntwo -->"),
+    ("MEMORY.md", "- imp <!-- importance: 0 --> <!-- importance: 11 --> <!-- importance: 7.5 -->"),
+    ("MEMORY.md", "- imp <!-- importance: 08 --> <!-- importance: 3 -->"),
+    ("MEMORY.md", "- p <!-- project: GitHub.com/Org/Repo --> more"),
+    ("MEMORY.md", "- p <!-- project: path:/tmp/a%3bb; github.com/c/d -->"),
+    ("MEMORY.md", "- p <!-- project: -->"),
+    ("MEMORY.md", "- p <!-- project: a/b; -->"),
+    ("MEMORY.md", "- p <!-- project: a/b"),
+    ("USER.md", "- u <!-- project: github.com/a/b --> <!-- importance: 4 -->"),
+    ("memory/2026-01-01.md", "- d <!-- trigger: x --> <!-- project: github.com/a/b -->"),
+    ("MEMORY.md", "- a <!-- trigger: x --> mid  \n- b <!-- importance: 3 -->   \n"
+                  "<!-- note: kept -->"),
+    ("MEMORY.md", "no annotations at all"),
+]  # fmt: skip
+
+
+def test_annotations_are_read_as_openclaws_sdk_reads_them() -> None:
+    require_openclaw()
+    sdk = OPENCLAW.parent / "dist/plugin-sdk"
+    r = subprocess.run(
+        [str(NODE), "scripts/curated-parity.mjs", str(sdk)],
+        input=json.dumps([{"path": p, "text": t} for p, t in CASES]),
+        cwd=PLUGIN, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    theirs = json.loads(r.stdout)
+    for (path, text), want in zip(CASES, theirs, strict=True):
+        meta = meta_of(path, text)
+        mine = {"importance": meta.importance, "triggers": meta.triggers,
+                "projectKey": meta.project_key, "stripped": strip_annotations(text)}  # fmt: skip
+        assert mine == want, (path, text)
+
+
+@pytest.fixture
+def idx(tmp_path: Path) -> MemoryIndex:
+    ws = tmp_path / "ws"
+    write(
+        ws,
+        "MEMORY.md",
+        "# Memory\n\n"
+        "- The ferry code, written first, is FERRY-1. <!-- importance: 1 -->\n"
+        "- The ferry code, written later, is FERRY-9. <!-- importance: 9 -->"
+        " <!-- trigger: ferry booking -->\n"
+        "  a continuation line of the same entry\n"
+        "- Build the ferry app with make. <!-- project: github.com/a/alpha -->\n"
+        "- Build the ferry app with cargo. <!-- project: github.com/b/beta -->\n"
+        "- A ferry note whose annotation is broken <!-- project: -->\n",
+    )
+    write(
+        ws,
+        "USER.md",
+        "# User\n\n- Always answer about the ferry in metric. <!-- importance: 6 -->\n",
+    )
+    return MemoryIndex(Config(workspace=ws, indexPath=tmp_path / "i.sqlite"))
+
+
+def test_entries_rank_by_importance_and_show_their_signals(idx: MemoryIndex) -> None:
+    with idx:
+        idx.sync()
+        res = idx.search("ferry code", min_score=0)["results"]
+        first, second = res[0], res[1]
+        assert (first["startLine"], first["endLine"]) == (4, 5)  # the entry, continuation too
+        assert first["importance"] == 9 and first["triggers"] == "ferry booking"
+        assert "<!--" not in first["snippet"] and "FERRY-9" in first["snippet"]
+        assert second["importance"] == 1
+        paths = [(r["path"], r["startLine"]) for r in idx.search("ferry", min_score=0)["results"]]
+        assert ("MEMORY.md", 8) not in paths  # a malformed project annotation: never shown
+        assert idx.search("booking", min_score=0)["results"] == []  # annotations not indexed
+
+
+def test_the_sessions_repositories_rank_first(idx: MemoryIndex) -> None:
+    from indexer.api import SearchRequest
+
+    with idx:
+        idx.sync()
+        s = idx.searcher
+        for active, first in (("github.com/a/alpha", "make"), ("github.com/b/beta", "cargo")):
+            req = SearchRequest("build the ferry app", min_score=0, active_projects=(active,))
+            top = s.search(req)["results"][0]
+            assert first in top["snippet"] and top["projectKey"] == active
+
+
+def test_memory_curated_lists_trigger_and_project_entries(idx: MemoryIndex) -> None:
+    cfg = idx.cfg
+    got = curated_entries(cfg, CuratedRequest("triggers"))["results"]
+    assert [(e["path"], e["startLine"], e["triggers"]) for e in got] == [
+        ("MEMORY.md", 4, "ferry booking")
+    ]
+    assert got[0]["importance"] == 9 and "<!--" not in got[0]["snippet"]
+    alpha = curated_entries(cfg, CuratedRequest("projects", ("github.com/a/alpha",)))["results"]
+    assert [e["startLine"] for e in alpha] == [6]
+    assert curated_entries(cfg, CuratedRequest("projects"))["results"] == []
