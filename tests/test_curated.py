@@ -117,3 +117,22 @@ def test_memory_curated_lists_trigger_and_project_entries(idx: MemoryIndex) -> N
     alpha = curated_entries(cfg, CuratedRequest("projects", ("github.com/a/alpha",)))["results"]
     assert [e["startLine"] for e in alpha] == [6]
     assert curated_entries(cfg, CuratedRequest("projects"))["results"] == []
+
+
+def test_the_newer_of_two_notes_of_the_same_fact_comes_first(tmp_path: Path) -> None:
+    """Supersession: the older statement ranks higher on its words, the newer is
+    shown first and the older names it; an old note that alone answers keeps its
+    place (no blanket decay)."""
+    ws = tmp_path / "ws"
+    write(ws, "memory/2025-03-01.md", "# 2025-03-01\n\n- The ferry ticket code is FERRY-1111 "
+          "for the island trip.\n- The dentist is Dr. Okafor.\n")  # fmt: skip
+    write(ws, "memory/2026-11-26.md", "# 2026-11-26\n\n- A long day with many errands and "
+          "notes about nothing much.\n- The ferry ticket code is FERRY-9999 now.\n")  # fmt: skip
+    with MemoryIndex(Config(workspace=ws, indexPath=tmp_path / "i.sqlite")) as idx:
+        idx.sync()
+        res = idx.search("what is the ferry ticket code", min_score=0, explain=True)["results"]
+        assert [r["path"] for r in res] == ["memory/2026-11-26.md", "memory/2025-03-01.md"]
+        assert res[0]["score"] < res[1]["score"]  # ranked lower on its words, shown first
+        assert res[1]["explain"]["supersededBy"] == res[0]["citation"]
+        old = idx.search("who is the dentist", min_score=0)["results"]
+        assert old[0]["path"] == "memory/2025-03-01.md"

@@ -112,7 +112,9 @@ def test_2_install_puts_memindex_in_the_slot_and_keeps_dreaming(home: Home) -> N
 
 
 def test_3_memory_status_and_search_through_openclaw(home: Home) -> None:
-    rows = {row["agentId"]: row["status"] for row in home.json("memindex", "status", "--json")}
+    # dreaming keeps memory-core loaded, which owns `openclaw memory`: its status and
+    # search are memindex's (they report on the index the agent searches)
+    rows = {row["agentId"]: row["status"] for row in home.json("memory", "status", "--json")}
     assert set(rows) == {"main", "other"}
     main = rows["main"]
     assert main["custom"]["engine"] == "memindex" and main["provider"].startswith("memindex/")
@@ -120,7 +122,7 @@ def test_3_memory_status_and_search_through_openclaw(home: Home) -> None:
     assert counts["memory"]["files"] == 2 and counts["sessions"]["files"] == 1
     assert main["workspaceDir"] == str(home.root / "ws")
     assert rows["other"]["workspaceDir"] == str(home.root / "ws2")
-    res = home.json("memindex", "search", MEMORY_ID, "--json")
+    res = home.json("memory", "search", MEMORY_ID, "--json")
     hit = res["results"][0]
     assert hit["path"] == "memory/2026-11-20.md" and hit["source"] == "memory"
     assert hit["startLine"] <= 6 <= hit["endLine"]
@@ -137,7 +139,8 @@ def test_3_memory_status_and_search_through_openclaw(home: Home) -> None:
     lines = dict(ln.split(": ", 1) for ln in check["detail"].splitlines()[1:])
     assert "MEMORY.md and USER.md in context" in lines["served by memindex"]
     assert lines["served by memory-core"].startswith("openclaw memory forget")
-    assert "Trigger injection" in lines["served by nobody"]
+    assert "Trigger injection" in lines["served by memindex"]
+    assert "served by nobody" not in lines  # with dreaming on, every row is served
 
 
 def test_4_the_gateway_hands_the_tools_to_memindex_and_runs_dreaming(home: Home) -> None:
@@ -217,7 +220,7 @@ def test_6b_forget_without_dreaming(home: Home) -> None:
     status = home.json("memindex", "status", "--json")
     served = {f["id"]: f["servedBy"] for f in status[0]["status"]["custom"]["features"]}
     assert served["forget"] == "memindex" and served["dreaming"] == "nobody"
-    assert served["curated-core"] == "memindex" and served["triggers"] == "nobody"
+    assert served["curated-core"] == "memindex" and served["triggers"] == "memindex"
 
 
 def test_7_memindex_missing_fails_fast_naming_memindex(home: Home) -> None:

@@ -10,7 +10,9 @@ from indexer.api import SearchResult
 from indexer.search.candidates import Candidate, ChunkRows
 from indexer.search.keyword_hits import EXACT_BOOST
 from indexer.search.query import ParsedQuery
+from indexer.search.ranking import path_date
 from indexer.search.snippets import make_snippet
+from indexer.search.supersede import supersede
 from indexer.sources.curated import meta_of, strip_annotations
 from indexer.store import SearchRow
 
@@ -142,6 +144,7 @@ def render_results(
     Rows not read yet are read ``2 * limit`` at a time as they come up; a candidate
     whose chunk no longer exists is skipped."""
     out: list[SearchResult] = []
+    best: list[str] = []  # each shown result's best line (supersession compares them)
     taken: dict[str, list[SearchResult]] = {}
     # Shown results with their chunk's word runs (worked out when first compared).
     other: list[tuple[SearchResult, SearchRow]] = []
@@ -177,11 +180,13 @@ def render_results(
             continue
         shown.append(r)
         out.append(r)
+        best.append(_line(row, best_line))
         if merge_sources:
             other.append((r, row))
         if len(out) >= limit:
             break
-    return out
+    dates = [path_date(r["path"]) if r["source"] == "memory" else None for r in out]
+    return supersede(out, best, dates, explain=explain)
 
 
 def _same_memory(

@@ -14,7 +14,7 @@
 // denies memory-core's tools (tools.deny: ["memory-core"], which `memindex openclaw
 // install` sets). The plugin says so at start when neither holds.
 import { listArtifacts } from "./src/artifacts.js";
-import { registerMemoryCli } from "./src/cli.js";
+import { addMemoryCommands, registerMemoryCli } from "./src/cli.js";
 import { memoryFlushPlan } from "./src/flush.js";
 import { setHostLogger } from "./src/host.js";
 import { registerIntents } from "./src/intents.js";
@@ -141,5 +141,14 @@ export default {
       );
     cli("memindex", dreaming ? DREAMING_NOTICE : undefined);
     if (!dreaming) cli("memory");
+    else {
+      // memory-core, loaded for dreaming, owns `openclaw memory`: its status, search and
+      // index would report on its own (empty) index; these three are memindex's
+      const only = ["status", "search", "index"];
+      api.registerCli(
+        ({ program, config }) => addMemoryCommands(program, { pool, config, dreaming, only }),
+        { parentPath: ["memory"], commands: only },
+      );
+    }
   },
 };

@@ -70,12 +70,23 @@ function humanForget(r) {
   return `${verb} ${r.sessionIds.length} session(s) of agent ${r.agentId}:\n${rows.join("\n")}\n${after}`;
 }
 
-export function registerMemoryCli(program, { pool, config, name = "memory", notice, dreaming = true }) {
-  const agents = () => configuredAgents(config);
+export function registerMemoryCli(program, opts) {
   const mem = program
-    .command(name)
+    .command(opts.name ?? "memory")
     .description("Search, inspect and reindex memory (engine: memindex)");
+  addMemoryCommands(mem, opts);
+}
 
+/**
+ * The subcommands on ``mem`` (``only``: these alone, e.g. status/search/index put
+ * in place of memory-core's under `openclaw memory` when dreaming keeps memory-core
+ * loaded: those report on the index the agent searches, which is memindex's).
+ */
+export function addMemoryCommands(mem, { pool, config, notice, dreaming = true, only }) {
+  const agents = () => configuredAgents(config);
+  const want = (name) => !only || only.includes(name);
+
+  if (want("status"))
   mem
     .command("status")
     .description("Show memindex's index for each agent")
@@ -104,6 +115,7 @@ export function registerMemoryCli(program, { pool, config, name = "memory", noti
       if (failed) process.exitCode = 1;
     });
 
+  if (want("search"))
   mem
     .command("search")
     .description("Search memory with memindex")
@@ -136,6 +148,7 @@ export function registerMemoryCli(program, { pool, config, name = "memory", noti
       }
     });
 
+  if (want("index"))
   mem
     .command("index")
     .description("Index new and changed files now (memindex reindex)")
@@ -160,6 +173,7 @@ export function registerMemoryCli(program, { pool, config, name = "memory", noti
       );
     });
 
+  if (want("forget"))
   mem
     .command("forget")
     .description("Forget sessions: never index them again, and drop them from the index")
@@ -188,6 +202,7 @@ export function registerMemoryCli(program, { pool, config, name = "memory", noti
       }
     });
 
+  if (want("get"))
   mem
     .command("get")
     .description("Print lines of a memory file")

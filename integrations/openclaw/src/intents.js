@@ -12,22 +12,44 @@ function agentOf(ctx, cfg) {
   return normalizeAgentId(ctx.agentId ?? sessionKeyAgent(ctx.sessionKey) ?? configuredAgents(cfg)[0]);
 }
 
+// The tool's contract as OpenClaw 2026.9.6 offers it to the model; the work is done
+// by memory-core's own tool, loaded at the first call (loading it when the plugin
+// registers would keep every `openclaw` CLI process alive for a minute).
+const INTENT_PARAMETERS = {
+  type: "object",
+  properties: {
+    action: { type: "string", enum: ["create", "list", "cancel"] },
+    id: { type: "string" },
+    description: { type: "string" },
+    triggerKeywords: { type: "array", items: { type: "string" } },
+    scope: { type: "string", enum: ["conversation", "channel", "anywhere"], default: "channel" },
+    senderScope: { type: "string", enum: ["sender", "anyone"], default: "sender" },
+    expiresAt: { type: "string" },
+    maxFires: { type: "integer", minimum: 1 },
+    cooldownSeconds: { type: "integer", minimum: 0 },
+    status: { type: "string", enum: ["pending", "armed", "fired", "done", "cancelled", "expired"] },
+  },
+  required: ["action"],
+  additionalProperties: false,
+};
+
 /** Register the intent tool (and, ``withHooks``, the matcher and sweep). */
 export function registerIntents(api, { withHooks }) {
-  let modules = null;
-  const ready = openclawInternals().then((got) => {
-    modules = got.modules;
-    if (!modules) api.logger.warn(`memindex: standing intents are not served: ${got.problem}`);
-  });
+  let loading = null;
+  const load = () =>
+    (loading ??= openclawInternals().then((got) => {
+      if (!got.modules) api.logger.warn(`memindex: standing intents are not served: ${got.problem}`);
+      return got.modules;
+    }));
   api.registerTool(
     {
       contextVersion: 2,
       create: (ctx) => {
-        if (ctx.senderIsOwner !== true || !modules?.intentTool) return null;
+        if (ctx.senderIsOwner !== true) return null;
         const cfg = ctx.getRuntimeConfig?.() ?? ctx.runtimeConfig ?? ctx.config ?? {};
         const provider = ctx.messageChannel?.trim();
         const senderId = ctx.requesterSenderId?.trim();
-        return modules.intentTool.createStandingIntentTool({
+        const options = {
           agentId: agentOf(ctx, cfg),
           assertCurrent: ctx.assertInvocationCurrent,
           ...(ctx.sessionId ? { sourceSessionId: ctx.sessionId } : {}),
@@ -35,16 +57,37 @@ export function registerIntents(api, { withHooks }) {
           ...(provider ? { provider } : {}),
           ...(ctx.agentAccountId ? { accountId: ctx.agentAccountId } : {}),
           ...(senderId ? { senderId } : {}),
-        });
+        };
+        return {
+          label: "Standing Intent",
+          name: "intent",
+          description:
+            "Create, list, or explicitly cancel event-conditioned standing intents. A created" +
+            " intent is armed; the system injects the reminder automatically when it triggers." +
+            " Do not deliver it early or cancel it unless the user asks. Use scheduled tasks" +
+            " for time-based reminders.",
+          parameters: INTENT_PARAMETERS,
+          async execute(toolCallId, params, signal, onUpdate) {
+            const modules = await load();
+            if (!modules?.intentTool) {
+              return {
+                content: [{ type: "text", text: "Standing intents are unavailable." }],
+                details: { error: "standing intents are unavailable with this OpenClaw" },
+              };
+            }
+            return modules.intentTool
+              .createStandingIntentTool(options)
+              .execute(toolCallId, params, signal, onUpdate);
+          },
+        };
       },
     },
     { names: ["intent"] },
   );
-  if (!withHooks) return ready;
+  if (!withHooks) return;
   api.on("before_prompt_build", async (event, ctx) => {
     if (ctx.trigger !== "user") return undefined;
-    await ready;
-    const intents = modules?.intents;
+    const intents = (await load())?.intents;
     if (!intents) return undefined;
     try {
       const invocation = ctx.hookInvocation;
@@ -72,15 +115,13 @@ export function registerIntents(api, { withHooks }) {
     "before_agent_reply",
     async (_event, ctx) => {
       if (ctx.trigger !== "heartbeat" && ctx.trigger !== "cron") return;
-      await ready;
       try {
         const cfg = api.runtime?.config?.current?.() ?? api.config ?? {};
-        await modules?.intents?.sweepStandingIntents({ agentId: agentOf(ctx, cfg) });
+        await (await load())?.intents?.sweepStandingIntents({ agentId: agentOf(ctx, cfg) });
       } catch (err) {
         api.logger.warn?.(`memindex: standing intent maintenance failed: ${err?.message ?? err}`);
       }
     },
     { eligibleTriggers: ["heartbeat", "cron"] },
   );
-  return ready;
 }

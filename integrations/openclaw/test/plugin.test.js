@@ -223,5 +223,6 @@ test("the feature lines say who serves what, per dreaming mode", async () => {
   assert.equal(off.find((f) => f.id === "dreaming").servedBy, "nobody");
   const text = featureLines(on).join("\n");
   assert.match(text, /served by memindex:\n    - MEMORY.md and USER.md/);
-  assert.match(text, /served by nobody:[\s\S]*Trigger injection/);
+  assert.match(text, /served by memory-core:\n    - openclaw memory forget/);
+  assert.match(featureLines(off).join("\n"), /served by nobody:\n    - Dreaming/);
 });
