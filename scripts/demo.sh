@@ -11,7 +11,7 @@ WS=${MEMINDEX_WORKSPACE:-}
 if [ -z "$WS" ]; then
   if [ -d "$HOME/.openclaw/workspace" ]; then WS="$HOME/.openclaw/workspace"; else WS=examples/workspace; fi
 fi
-QUERY=${1:-which machine runs the gateway}
+QUERY=${1:-which machine is the gateway}
 
 echo "== memindex index  (workspace: $WS)"
 .venv/bin/memindex --workspace "$WS" index

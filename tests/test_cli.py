@@ -36,7 +36,7 @@ def test_index_search_get_status_json(cli: Runner, workspace: Path) -> None:
         "truncated": False,
     }
     st = cli_json(cli, "--workspace", ws, "status", "--json")
-    assert st["sources"]["memory"] == {"files": 3, "chunks": 3}
+    assert st["sources"]["memory"] == {"files": 3, "chunks": 4}  # MEMORY.md: 2 entries
     assert st["sqlite"]["sqlite"] and st["mode"] == "keyword"
 
 
@@ -51,7 +51,7 @@ def test_human_output(cli: Runner, workspace: Path) -> None:
     code, out, _ = cli("--workspace", ws, "get", "memory/2026-11-02.md")
     assert out == "# 2026-11-02\n\n- Read about sourdough starters.\n"
     code, out, _ = cli("--workspace", ws, "status")
-    assert "memory:    3 files, 3 chunks" in out
+    assert "memory:    3 files, 4 chunks" in out
 
 
 def test_errors_are_one_line_and_exit_2(cli: Runner, workspace: Path, tmp_path: Path) -> None:
@@ -182,13 +182,13 @@ def test_small_first_run_defects(cli, workspace: Path, tmp_path: Path) -> None: 
 def test_search_output_cites_the_snippets_own_lines(cli: Runner, tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     body = "\n".join(f"- line {i} about nothing much" for i in range(1, 30))
-    write(ws, "MEMORY.md", "# Memory\n\n" + body + "\n- the heron nests by the pond\n")
+    write(ws, "memory/notes.md", "# Notes\n\n" + body + "\n- the heron nests by the pond\n")
     cli_json(cli, "--workspace", str(ws), "index", "--json")
     code, out, _ = cli("--workspace", str(ws), "search", "heron", "--max-results", "1")
     first = out.splitlines()[0]
     res = cli_json(cli, "--workspace", str(ws), "search", "heron", "--json")["results"][0]
     a, b = res["snippetStartLine"], res["snippetEndLine"]
-    assert first == f"{res['score']:.3f} MEMORY.md:{a}-{b}  (in lines 1-32)", first
+    assert first == f"{res['score']:.3f} memory/notes.md:{a}-{b}  (in lines 1-32)", first
     assert out.splitlines()[1].strip(), "the snippet starts with a blank line"
 
 

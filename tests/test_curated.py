@@ -17,7 +17,7 @@ from indexer.api import CuratedRequest
 from indexer.config import Config
 from indexer.engine import MemoryIndex
 from indexer.search.curated_entries import curated_entries
-from indexer.sources.curated import meta_of, strip_annotations
+from indexer.sources.curated import curated_chunks, meta_of, strip_annotations
 
 CASES = [
     ("MEMORY.md", "- Keep the gateway on loopback. <!-- trigger: gateway setup, network "
@@ -79,6 +79,24 @@ def idx(tmp_path: Path) -> MemoryIndex:
         "# User\n\n- Always answer about the ferry in metric. <!-- importance: 6 -->\n",
     )
     return MemoryIndex(Config(workspace=ws, indexPath=tmp_path / "i.sqlite"))
+
+
+def test_a_heading_is_in_its_entries_path_not_a_chunk() -> None:
+    """A heading with entries (or a deeper section) under it is not a hit of its own
+    ("people" finds Dana's entry, not "## People"); an empty section's heading, or
+    one carrying an annotation, is kept (it may be all that was written)."""
+    text = ("# Memory\n\n## People\n- Dana likes rye.\n  (sourdough too)\n\n### Family\n"
+            "- Priya in Lisbon.\n## Todo: call the dentist\n## Rules <!-- importance: 9 -->\n"
+            "- Loopback only.\n## Last\n")  # fmt: skip
+    got = curated_chunks(text, lambda xs: [len(x.split()) for x in xs], tokens=400, overlap=80)
+    assert [(c.start_line, c.end_line, c.heading) for c in got] == [
+        (4, 5, "Memory > People"),
+        (8, 8, "Memory > People > Family"),
+        (9, 9, "Memory > Todo: call the dentist"),
+        (10, 10, "Memory > Rules"),
+        (11, 11, "Memory > Rules"),
+        (12, 12, "Memory > Last"),
+    ]
 
 
 def test_entries_rank_by_importance_and_show_their_signals(idx: MemoryIndex) -> None:

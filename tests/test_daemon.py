@@ -245,7 +245,7 @@ def test_cli_goes_through_the_daemon(daemon: DaemonProc, cli) -> None:  # type: 
     rpc(daemon.sock, "memory_search", {"query": "sourdough"})  # loads the snapshot
     wait_for(lambda: rpc(daemon.sock, "status")["memory"]["state"] == "current")
     code, out, err = cli(*args, "status")
-    assert "in memory: current (3 chunks)\n" in out, out
+    assert "in memory: current (4 chunks)\n" in out, out
     code, out, err = cli(*args, "index", "--json")
     assert code == 0, err
     assert json.loads(out)["unchanged"] == 3

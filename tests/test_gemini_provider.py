@@ -85,7 +85,7 @@ def test_selected_by_key_and_used_for_hybrid(
     sel = select_provider(c)
     assert sel.provider is not None and sel.provider.id == "gemini", sel.reason
     with MemoryIndex(c, provider=sel.provider) as idx:
-        assert idx.sync().embedding["embedded"] == 3  # type: ignore[index]
+        assert idx.sync().embedding["embedded"] == 4  # type: ignore[index]
         assert idx.search("rye bread")["mode"] == "hybrid"
 
 
@@ -133,5 +133,5 @@ def test_failed_gemini_batch_falls_back_to_direct_calls(cfg: Config, fake: FakeO
     )
     with MemoryIndex(c, provider=select_provider(c).provider) as idx:
         emb = idx.sync().embedding
-        assert emb and emb["pending"] == 0 and emb["embedded"] == 3
+        assert emb and emb["pending"] == 0 and emb["embedded"] == 4
         assert any(":batchEmbedContents" in p for _, p in fake.calls)

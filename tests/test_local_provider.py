@@ -172,7 +172,7 @@ def test_paraphrase_found_only_with_vectors(cfg: Config, workspace: Path, model_
     assert sel.provider is not None
     with MemoryIndex(local_cfg(cfg, model_path), provider=sel.provider) as idx:
         rep = idx.sync()
-        assert rep.embedding and rep.embedding["embedded"] == len(NOTES) + 3
+        assert rep.embedding and rep.embedding["embedded"] == len(NOTES) + 4
         res = idx.search(query, min_score=0.0, max_results=3)
         assert res["mode"] == "hybrid" and res["provider"] == "local"
         assert "memory/2026-09-01.md" in [r["path"] for r in res["results"]]
@@ -200,7 +200,7 @@ def test_edit_embeds_only_changed_chunks_and_model_switch_uses_cache(
         f'[provider]\nname = "local"\n[provider.local]\nmodelPath = "{model_path}"\n',
     )
     first = cli_json(cli, "--config", str(conf), "index", "--json")
-    assert first["embedding"]["embedded"] == 33 and first["embedding"]["pending"] == 0
+    assert first["embedding"]["embedded"] == 34 and first["embedding"]["pending"] == 0
     write(workspace, "memory/2026-08-05.md", "# day 5\n- note 5 was rewritten entirely\n")
     again = cli_json(cli, "--config", str(conf), "index", "--json")
     assert again["updated"] == 1
@@ -214,10 +214,10 @@ def test_edit_embeds_only_changed_chunks_and_model_switch_uses_cache(
     ) if model_path.stat().st_dev == tmp_path.stat().st_dev else shutil.copy(model_path, other)
     conf2 = write(tmp_path, "c2.toml", conf.read_text().replace(str(model_path), str(other)))
     switched = cli_json(cli, "--config", str(conf2), "index", "--json")
-    assert switched["embedding"]["embedded"] == 33 and switched["embedding"]["cacheHits"] == 0
+    assert switched["embedding"]["embedded"] == 34 and switched["embedding"]["cacheHits"] == 0
     # ... and back: everything comes from the cache.
     back = cli_json(cli, "--config", str(conf), "index", "--json")
-    assert back["embedding"]["embedded"] == 0 and back["embedding"]["cacheHits"] == 33
+    assert back["embedding"]["embedded"] == 0 and back["embedding"]["cacheHits"] == 34
     # An index cut by an older chunker version is rebuilt into a new generation; the
     # chunks it cuts the same way come from the cache, never embedded again.
     with Store(cfg.indexPath) as s:  # type: ignore[arg-type]
@@ -226,7 +226,7 @@ def test_edit_embeds_only_changed_chunks_and_model_switch_uses_cache(
         s.meta_set("fingerprint", json.dumps(fp, sort_keys=True))
     upgraded = cli_json(cli, "--config", str(conf), "index", "--json")
     assert upgraded["rebuilt"] == "chunking settings changed"
-    assert upgraded["embedding"]["embedded"] == 0 and upgraded["embedding"]["cacheHits"] == 33
+    assert upgraded["embedding"]["embedded"] == 0 and upgraded["embedding"]["cacheHits"] == 34
 
 
 def test_dead_provider_leaves_keyword_search(
@@ -240,7 +240,7 @@ def test_dead_provider_leaves_keyword_search(
         f'workspace = "{workspace}"\n[provider]\nname = "local"\n'
         f'[provider.local]\nmodelPath = "{gone}"\n',
     )
-    assert cli_json(cli, "--config", str(conf), "index", "--json")["embedding"]["embedded"] == 3
+    assert cli_json(cli, "--config", str(conf), "index", "--json")["embedding"]["embedded"] == 4
     gone.unlink()  # the provider dies
     res = cli_json(cli, "--config", str(conf), "search", "rye bread", "--json")
     assert res["mode"] == "keyword" and "does not exist" in res["fallback"]

@@ -121,12 +121,12 @@ def test_failures_store_no_partial_vectors_and_keyword_keeps_answering(
     fake.fail_next = [(200, {}, b"garbage")]
     with MemoryIndex(c, provider=sel.provider) as idx:
         rep = idx.sync()
-        assert rep.embedding and rep.embedding["error"] and rep.embedding["pending"] == 3
+        assert rep.embedding and rep.embedding["error"] and rep.embedding["pending"] == 4
         assert idx.store.db.execute("SELECT count(*) FROM chunks_vec").fetchone()[0] == 0
         res = idx.search("rye bread")
         assert res["mode"] == "keyword" and res["results"][0]["path"] == "MEMORY.md"
         rep = idx.sync()  # the provider recovered: the pending chunks get vectors
-        assert rep.embedding and rep.embedding["embedded"] == 3 and rep.embedding["pending"] == 0
+        assert rep.embedding and rep.embedding["embedded"] == 4 and rep.embedding["pending"] == 0
         assert idx.search("rye bread")["mode"] == "hybrid"
     fake.stop()  # the provider dies: keyword search still answers, and says why
     with MemoryIndex(c, provider=sel.provider) as idx:
@@ -160,7 +160,7 @@ def test_failed_batch_falls_back_to_direct_calls(cfg: Config, fake: FakeOpenAI) 
     c = openai_cfg(cfg, fake, batch=True)
     with MemoryIndex(c, provider=select_provider(c).provider) as idx:
         emb = idx.sync().embedding
-        assert emb and emb["pending"] == 0 and emb["embedded"] == 3
+        assert emb and emb["pending"] == 0 and emb["embedded"] == 4
         assert fake.count("POST", "/v1/batches") == 1 and fake.count("POST", "/v1/embeddings") == 1
 
 

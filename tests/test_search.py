@@ -76,6 +76,23 @@ def test_stop_word_only_question_still_answers(logs: Config) -> None:
         assert idx.search("what is it about", min_score=0)["results"]
 
 
+def test_an_id_in_a_question_is_its_anchor(tmp_path: Path) -> None:
+    """Beside an exact token, the question's stop words are not searched: a chatty
+    note full of "what's" and "about" never outranks the one with the ID."""
+    assert parse_query("What's OPS-2291 about?").terms == ()
+    assert parse_query('what is "the heron" about').terms == ()
+    assert parse_query("what is it about").terms  # nothing else: stop words it is
+    ws = tmp_path / "ws"
+    write(ws, "memory/2026-11-02.md", "# 2026-11-02\n\n- What's it about? What's that "
+          "about? It's about what it's about.\n")  # fmt: skip
+    write(ws, "memory/2026-11-03.md", "# 2026-11-03\n\n- Filed OPS-2291: the replica "
+          "lags every night.\n")  # fmt: skip
+    with MemoryIndex(Config(workspace=ws, indexPath=tmp_path / "i.sqlite")) as idx:
+        idx.sync()
+        res = idx.search("What's OPS-2291 about?", min_score=0)["results"]
+        assert [r["path"] for r in res] == ["memory/2026-11-03.md"]
+
+
 def test_quoted_phrase_is_required(logs: Config) -> None:
     with MemoryIndex(logs) as idx:
         idx.sync()

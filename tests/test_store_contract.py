@@ -350,7 +350,7 @@ def test_search_and_get_through_the_engine(
     with MemoryIndex(cfg) as idx:
         idx.sync()
         hits = idx.search("where does the heron nest")["results"]
-        assert hits and hits[0]["path"] == "MEMORY.md" and hits[0]["startLine"] == 1
+        assert hits and hits[0]["path"] == "MEMORY.md" and hits[0]["startLine"] == 3
         status = idx.status()
         assert status["files"] == 1 and status["chunks"] == 1
         assert (kind in status) and ("postgresql" in status) == (kind == "postgresql")

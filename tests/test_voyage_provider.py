@@ -73,7 +73,7 @@ def test_selected_by_key_and_used_for_hybrid(
     assert sel.provider is not None and sel.provider.id == "voyage", sel.reason
     assert "openai: no openai API key" in sel.reason  # skipped, and said why
     with MemoryIndex(c, provider=sel.provider) as idx:
-        assert idx.sync().embedding["embedded"] == 3  # type: ignore[index]
+        assert idx.sync().embedding["embedded"] == 4  # type: ignore[index]
         res = idx.search("rye bread")
         assert res["mode"] == "hybrid" and res["provider"] == "voyage"
 

@@ -232,7 +232,10 @@ def parse_query(query: str) -> ParsedQuery:
         words.extend(ws)
         cjk_runs.extend(runs)
     kept = [w for w in words if w not in STOP_WORDS]
-    terms = tuple(dict.fromkeys(kept or words))
+    # Stop words are searched only when the query is nothing else ("to be or not to
+    # be"); beside an exact token, a phrase or CJK text they would outrank the anchor.
+    anchored = bool(kept or exact or required or cjk_runs)
+    terms = tuple(dict.fromkeys(kept if anchored else words))
     grams: dict[str, None] = {}
     for run in cjk_runs:
         for g in [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]:

@@ -50,8 +50,9 @@ if TYPE_CHECKING:
 __all__ = ["CHUNKER_VERSION", "PARSE_MAX_LINES", "Chunk", "chunk_markdown", "split_lines"]
 
 # 2: cut points from markdown-it-py's block tokens; 3: curated files by entry, long
-# transcript messages cut into pieces (a change rebuilds indexes: pipeline.fingerprint)
-CHUNKER_VERSION = 3
+# transcript messages cut into pieces; 4: a curated heading with entries under it is
+# in their heading path, not a chunk (a change rebuilds indexes: pipeline.fingerprint)
+CHUNKER_VERSION = 4
 
 # Preference for cutting *before* a line, by what starts there.
 _SCORE_HEADING = {1: 100, 2: 90, 3: 80, 4: 70, 5: 70, 6: 70}

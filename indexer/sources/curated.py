@@ -170,24 +170,40 @@ def entry_spans(lines: list[str]) -> list[tuple[int, int]]:
     return spans
 
 
+def _heading_only(lines: list[str]) -> bool:
+    return all(not line.strip() or _HEADING.match(line) for line in lines) and not any(
+        "<!--" in line for line in lines
+    )
+
+
 def curated_chunks(text: str, count: TokenCounter, *, tokens: int, overlap: int) -> list[Chunk]:
     """A curated file's chunks: one per entry or section (a long one cut further by
-    the chunker, line numbers kept), each with the heading path in effect."""
+    the chunker, line numbers kept), each with the heading path in effect
+    (``"Memory > People"``). A section that is only its heading, with entries or a
+    deeper section under it, is not a chunk of its own: its title is in the path of
+    what follows (so ``## People`` is not a hit for "people", Dana's entry is)."""
     lines = split_lines(text)
+    spans = entry_spans(lines)
     out: list[Chunk] = []
-    heading = ""
-    for first, last in entry_spans(lines):
-        if _HEADING.match(lines[first]):
-            heading = lines[first].lstrip("#").strip()
+    stack: list[str] = []
+    paths: list[str] = []
+    levels: list[int] = []
+    for first, _last in spans:
+        m = _HEADING.match(lines[first])
+        level = 0
+        if m:
+            level = len(lines[first]) - len(lines[first].lstrip("#"))
+            del stack[level - 1 :]
+            stack.extend([""] * (level - 1 - len(stack)))
+            stack.append(strip_annotations(lines[first].lstrip("#")).strip())
+        paths.append(" > ".join(t for t in stack if t))
+        levels.append(level)
+    for n, (first, last) in enumerate(spans):
+        following = levels[n + 1] if n + 1 < len(spans) else -1
+        nested = following == 0 or following > levels[n] > 0
+        if nested and levels[n] and _heading_only(lines[first : last + 1]):
+            continue
         body = "\n".join(lines[first : last + 1])
         for c in chunk_markdown(body, count, tokens=tokens, overlap=overlap):
-            out.append(
-                Chunk(
-                    first + c.start_line,
-                    first + c.end_line,
-                    c.text,
-                    c.heading or heading,
-                    c.hash,
-                )
-            )
+            out.append(Chunk(first + c.start_line, first + c.end_line, c.text, paths[n], c.hash))
     return out
