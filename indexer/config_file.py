@@ -31,7 +31,7 @@ from indexer.config import (
     default_config_path,
     is_database_url,
 )
-from indexer.config_sections import choices_of, range_of
+from indexer.config_sections import choices_of, range_of, time_zone
 from indexer.errors import ConfigError
 
 __all__ = ["load_config", "load_settings", "parse_config"]
@@ -307,6 +307,10 @@ def _validate(cfg: Config, where: str) -> None:
     c = cfg.chunking
     if not 0 <= c.overlap < c.tokens:
         raise ConfigError(f"{where}: chunking.overlap must be >= 0 and below chunking.tokens")
+    try:
+        time_zone(cfg.query.timeZone)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: query.timeZone: {exc}") from None
 
 
 def load_settings(

@@ -10,6 +10,7 @@ where they overlap.
 from __future__ import annotations
 
 from dataclasses import Field, dataclass, field, fields
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from providers.models import MODELS
@@ -33,6 +34,7 @@ __all__ = [
     "doc_of",
     "range_of",
     "setting",
+    "time_zone",
 ]
 
 MiB = 1024 * 1024
@@ -66,6 +68,22 @@ def range_of(f: Field[Any]) -> Range | None:
 def choices_of(f: Field[Any]) -> tuple[str, ...] | None:
     c = f.metadata.get("choices")
     return None if c is None else tuple(c)
+
+
+def time_zone(name: str) -> tzinfo:
+    """The IANA time zone ``name`` ("" : the host's own, as its clock says now);
+    ValueError when there is no such zone."""
+    if not name:
+        local = datetime.now().astimezone().tzinfo
+        return local if local is not None else UTC
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise ValueError(
+            f"no time zone named {name!r} (an IANA name, e.g. Europe/Lisbon)"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -109,9 +127,16 @@ class QueryConfig:
     )
     dateBoost: float = setting(
         0.5,
-        '"in March 2026": daily logs dated in a period the query names rank 1 + this '
-        "times higher; 0 = off",
+        '"last week", "in March", "yesterday": what is dated in the time the query names '
+        "(daily logs by file name, transcripts by message time) ranks 1 + this times "
+        "higher, and a query that is only time lists it; 0 = time words are words",
         range=(0.0, 10.0),
+    )
+    timeZone: str = setting(
+        "",
+        'what "today" is and which day a message belongs to: an IANA name; "" = the '
+        "host's (memindex openclaw import: agents.defaults.userTimezone)",
+        example='"Europe/Lisbon"',
     )
 
 
@@ -143,7 +168,8 @@ class SessionsConfig:
     )
     deltaBytes: int = setting(
         100_000,
-        "the daemon indexes a growing transcript once this many new bytes ...",
+        "new lines are searchable within the watcher's debounce; the daemon commits them "
+        "(cuts the chunks for good) once this many new bytes ...",
         range=(1, None),
     )
     deltaMessages: int = setting(50, "... or this many new lines have arrived,", range=(1, None))

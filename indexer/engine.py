@@ -89,6 +89,8 @@ class MemoryIndex:
         mode: Any = None,
         explain: Any = None,
         abstain: Any = None,
+        as_of: Any = None,
+        time_zone: Any = None,
     ) -> SearchResponse:
         params = {
             "query": query,
@@ -99,6 +101,8 @@ class MemoryIndex:
             "mode": mode,
             "explain": explain,
             "abstain": abstain,
+            "asOf": as_of,
+            "timeZone": time_zone,
         }
         return self.searcher.search(SearchRequest.parse(params))
 

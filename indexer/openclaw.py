@@ -38,6 +38,7 @@ from indexer.config import (
     socket_dir,
     state_dir,
 )
+from indexer.config_sections import time_zone
 from indexer.errors import ConfigError
 
 __all__ = ["config_identity", "load_openclaw", "openclaw_state_dir"]
@@ -248,6 +249,13 @@ def load_openclaw(path: Path, base_cfg: Config | None = None) -> tuple[Config, .
         sock = cfg0.server.socket or str(socket_dir(home) / f"memindex-{ident}.sock")
         cfg0 = replace(cfg0, stateDir=home, server=replace(cfg0.server, socket=sock))
     defaults = _get(data, "agents", "defaults") or {}
+    zone = defaults.get("userTimezone")
+    if isinstance(zone, str) and zone.strip() and not cfg0.query.timeZone:
+        try:  # OpenClaw's own zone: what "yesterday" is (a name it cannot read: the host's)
+            time_zone(zone.strip())
+            cfg0 = replace(cfg0, query=replace(cfg0.query, timeZone=zone.strip()))
+        except ValueError:
+            pass
     ms_default = _merge(_get(data, "memory", "search") or {}, defaults.get("memorySearch") or {})
     qmd_paths = _get(data, "memory", "qmd", "paths")
     ws_default = defaults.get("workspace") or "~/.openclaw/workspace"

@@ -1,10 +1,12 @@
-"""Dates a query names: which periods are read from it (dates.py), and the daily
-logs dated inside them ranking above the same words written another month."""
+"""Time a query names: which windows of days are read from it (search/when.py),
+against the question's date, and what is dated inside them: listed when the query
+is only time, ranked first when it has other words."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 
 import pytest
@@ -13,47 +15,118 @@ from conftest import write
 from indexer.config import Config, QueryConfig
 from indexer.config_file import ConfigError, load_config
 from indexer.engine import MemoryIndex
-from indexer.search.dates import in_period, query_periods
+from indexer.errors import InvalidParams
+from indexer.search.candidates import Candidate
+from indexer.search.time_scope import with_window
+from indexer.search.when import read_time, today_of
+
+TODAY = date(2026, 11, 27)  # a Friday
+AS_OF = "2026-11-27T09:00:00+00:00"
 
 
 @pytest.mark.parametrize(
-    ("text", "periods"),
+    ("text", "windows"),
     [
-        ("What did we decide in March 2026?", ((2026, 3),)),
-        ("Who came to dinner on May 3, 2023?", ((2023, 5),)),
-        ("the movie we watched on 1 May, 2022", ((2022, 5),)),
-        ("meeting on Sept. 5th 2021", ((2021, 9),)),
-        ("dec 2020 notes", ((2020, 12),)),
-        ("the 3rd of March", ((None, 3),)),
-        ("Which beach did we visit in June?", ((None, 6),)),
-        ("plans for mid-July", ((None, 7),)),
-        ("what changed in 2024 and on 2025-11-03", ((2025, 11), (2024, None))),
-        ("logs from 2025-11 and 2025-11", ((2025, 11),)),
-        # Month names that are words or names here: no period.
-        ("May I ask what we decided?", ()),
-        ("we may go hiking", ()),
-        ("the march was long", ()),
-        ("What did June say about the trip?", ()),
-        ("Ask Jan about the budget", ()),
-        # Numbers that are not years.
-        ("version 2.2019 build", ()),
-        ("the 2020s", ()),
-        ("port 80, pid 12345", ()),
+        # Absolute: a day, a month, a year; a date with no year is the latest one.
+        ("What did we decide in March 2026?", [("2026-03-01", "2026-03-31")]),
+        ("Who came to dinner on May 3, 2023?", [("2023-05-03", "2023-05-03")]),
+        ("the movie we watched on 1 May, 2022", [("2022-05-01", "2022-05-01")]),
+        ("meeting on Sept. 5th 2021", [("2021-09-05", "2021-09-05")]),
+        ("dec 2020 notes", [("2020-12-01", "2020-12-31")]),
+        ("the 3rd of March", [("2026-03-03", "2026-03-03")]),
+        ("Which beach did we visit in June?", [("2026-06-01", "2026-06-30")]),
+        ("plans for mid-July", [("2026-07-01", "2026-07-31")]),
+        ("what happened in December", [("2025-12-01", "2025-12-31")]),
+        ("Oct 31st", [("2026-10-31", "2026-10-31")]),
+        ("October 31", [("2026-10-31", "2026-10-31")]),
+        ("what changed in 2024 and on 2025-11-03",
+         [("2024-01-01", "2024-12-31"), ("2025-11-03", "2025-11-03")]),
+        ("logs from 2025-11 and 2025-11", [("2025-11-01", "2025-11-30")]),
+        # Relative, to Friday 2026-11-27.
+        ("What did I do yesterday?", [("2026-11-26", "2026-11-26")]),
+        ("the day before yesterday", [("2026-11-25", "2026-11-25")]),
+        ("what did I say this morning", [("2026-11-27", "2026-11-27")]),
+        ("what did we decide about the database last week?", [("2026-11-16", "2026-11-22")]),
+        ("earlier this week", [("2026-11-23", "2026-11-27")]),
+        ("last month", [("2026-10-01", "2026-10-31")]),
+        ("3 days ago", [("2026-11-23", "2026-11-25")]),
+        ("two weeks ago", [("2026-11-09", "2026-11-15")]),
+        ("last Monday", [("2026-11-23", "2026-11-23")]),
+        ("what did we do on Friday", [("2026-11-27", "2026-11-27")]),
+        ("What were we up to the Saturday before last?", [("2026-11-14", "2026-11-14")]),
+        ("the week before last", [("2026-11-09", "2026-11-15")]),
+        ("last Friday", [("2026-11-20", "2026-11-20")]),
+        ("over the weekend", [("2026-11-21", "2026-11-22")]),
+        ("in the past two weeks", [("2026-11-13", "2026-11-27")]),
+        ("what came up recently", [("2026-11-13", "2026-11-27")]),
+        ("last year", [("2025-01-01", "2025-12-31")]),
+        # Words and names, not dates; the future is not in memory.
+        ("May I ask what we decided?", []),
+        ("we may go hiking", []),
+        ("the march was long", []),
+        ("What did June say about the trip?", []),
+        ("Ask Jan about the budget", []),
+        ("what's on next Monday", []),
+        # A date after the question's is no window, and its year is not read alone.
+        ("What did Tim plan for December 2026?", []),
+        ("What did Tim say on November 30, 2026?", []),
+        ("What did Tim say on November 6, 2026?", [("2026-11-06", "2026-11-06")]),
+        ("Can you ping me on Saturday about the deploy?", []),  # a request, not the past
+        ("the coming weekend", []),
+        ("version 2.2019 build", []),
+        ("the 2020s", []),
+        ("port 80, pid 12345", []),
         # The longest query a request may carry, dates everywhere: read once each.
-        ("in May " * 1400, ((None, 5),)),
-        ("x" * 9990 + " May", ()),
+        ("in May " * 1400, [("2026-05-01", "2026-05-31")]),
+        ("x" * 9990 + " May", []),
     ],
-)
-def test_query_periods(text: str, periods: tuple[tuple[int | None, int | None], ...]) -> None:
-    assert query_periods(text) == periods
+)  # fmt: skip
+def test_time_words_read_as_windows(text: str, windows: list[tuple[str, str]]) -> None:
+    got = read_time(text, TODAY).windows
+    assert [(w.first.isoformat(), w.last.isoformat()) for w in got] == windows
 
 
-def test_in_period() -> None:
-    assert in_period(date(2026, 3, 4), ((2026, 3),))
-    assert in_period(date(2021, 3, 4), ((None, 3),))
-    assert in_period(date(2026, 7, 1), ((2025, 11), (2026, None)))
-    assert not in_period(date(2026, 4, 1), ((2026, 3), (None, 5)))
-    assert not in_period(date(2026, 3, 4), ())
+def test_time_words_are_not_searched() -> None:
+    assert read_time("What did I do yesterday?", TODAY).rest == "What did I do ?"
+    assert read_time("database last week", TODAY).rest == "database"
+    # A year is also a port, a model, a version: searched as well as read.
+    assert read_time("port 2020 open", TODAY).rest == "port 2020 open"
+
+
+def test_a_future_date_is_searched_as_words() -> None:
+    assert read_time("plans for December 2026", TODAY).rest == "plans for December 2026"
+
+
+def test_recently_prefers_the_newer_without_an_edge() -> None:
+    (w,) = read_time("what did I paint recently", TODAY).windows
+    assert w.soft
+    assert w.weight(TODAY) == 1.0
+    assert w.weight(date(2026, 11, 13)) == pytest.approx(0.5)  # two weeks older: half
+    assert w.weight(date(2026, 10, 30)) == pytest.approx(0.25)
+    assert w.weight(date(2026, 11, 28)) == 0.0
+
+
+def test_window_chunks_go_after_the_hits_that_show_as_much() -> None:
+    def c(cid: int, score: float, shown: float | None = None) -> Candidate:
+        return Candidate(cid, "memory", 0.0, score, shown=shown)
+
+    extra = [c(9, 0.5, 0.5), c(8, 0.5, 0.5)]
+    # Hybrid ranks on another scale (0.9) than it shows (0.45): the window's chunks
+    # outrank hits whose own relevance is lower than theirs, in their own order.
+    weak = [c(1, 0.93, 0.45), c(2, 0.90, 0.44)]
+    assert [h.id for h in with_window(weak, extra, 0.5)] == [9, 8, 1, 2]
+    strong = [c(1, 0.93, 0.75), c(2, 0.90, 0.44)]
+    got = with_window(strong, extra, 0.5)
+    assert [h.id for h in got] == [1, 9, 8, 2]
+    assert [h.shown for h in got[1:3]] == [0.5, 0.5]
+
+
+def test_the_question_date_is_in_the_users_zone() -> None:
+    late = datetime.fromisoformat("2026-11-27T23:30:00-08:00")  # 07:30 UTC the 28th
+    assert today_of(late, None)[0] == date(2026, 11, 27)
+    assert today_of(late, "Europe/Lisbon")[0] == date(2026, 11, 28)
+    naive = datetime(2026, 11, 27, 23, 30)
+    assert today_of(naive, "Asia/Tokyo")[0] == date(2026, 11, 27)
 
 
 @pytest.fixture
@@ -79,26 +152,137 @@ def _paths(idx: MemoryIndex, query: str, **kw: object) -> list[str]:
 def test_logs_dated_in_the_named_month_rank_first(logs: Config) -> None:
     with MemoryIndex(logs) as idx:
         idx.sync()
-        plain = _paths(idx, "team offsite")
+        plain = _paths(idx, "team offsite", as_of=AS_OF)
         assert plain[0] == "memory/2026-02-10.md"  # words alone
-        dated = _paths(idx, "team offsite in March")
+        dated = _paths(idx, "team offsite in March", as_of=AS_OF)
         assert dated[0] == "memory/2026-03-12.md"
-        assert _paths(idx, "team offsite in March 2025")[0] == "memory/2026-02-10.md"
-        assert _paths(idx, "team offsite in 2026-03")[0] == "memory/2026-03-12.md"
-        res = idx.search("team offsite in March", min_score=0.0, explain=True)
-        assert res["explain"]["dates"] == ["*-03"]
-        assert res["explain"]["dateBoost"] == 0.5
+        assert _paths(idx, "team offsite in March 2025", as_of=AS_OF)[0] == "memory/2026-02-10.md"
+        assert _paths(idx, "team offsite in 2026-03", as_of=AS_OF)[0] == "memory/2026-03-12.md"
+        # Asked in February 2027, "in March" is March 2026 still (the latest one).
+        assert _paths(idx, "team offsite in March", as_of="2027-02-01")[0] == (
+            "memory/2026-03-12.md"
+        )
+        res = idx.search("team offsite in March", min_score=0.0, explain=True, as_of=AS_OF)
+        assert res["time"] == [{"said": "March", "from": "2026-03-01", "to": "2026-03-31"}]
+        assert res["explain"]["dateBoost"] == 0.5 and res["explain"]["asOf"] == "2026-11-27"
         first = res["results"][0]
         assert first["explain"]["dateBoost"] == 1.5
         # The order is boosted; the score shown is still the chunk's own, 0..1.
         assert first["score"] == first["textScore"] <= 1.0
         assert first["explain"]["rankKey"] == pytest.approx(1.5 * first["score"], abs=1e-3)
-        # Only dated daily logs: MEMORY.md and files outside memory/ never are.
+        # Only dated chunks: MEMORY.md and files outside memory/ never are.
         assert all("dateBoost" not in r["explain"] for r in res["results"][1:])
     off = replace(logs, query=QueryConfig(dateBoost=0.0))
     with MemoryIndex(off) as idx:
-        assert _paths(idx, "team offsite in March")[0] == "memory/2026-02-10.md"
-        assert idx.search("team offsite in March", explain=True)["explain"]["dates"] == []
+        assert _paths(idx, "team offsite in March", as_of=AS_OF)[0] == "memory/2026-02-10.md"
+        assert "time" not in idx.search("team offsite in March", as_of=AS_OF)
+
+
+def _message(role: str, text: str, at: str) -> str:
+    return json.dumps({"type": "message", "timestamp": at, "message": {"role": role,
+                       "content": [{"type": "text", "text": text}]}})  # fmt: skip
+
+
+@pytest.fixture
+def days(tmp_path: Path) -> Config:
+    """Three days of logs and a transcript across two of them (times in UTC)."""
+    ws = tmp_path / "ws"
+    write(ws, "MEMORY.md", "# Memory\n\n- The database is PostgreSQL 16.\n")
+    write(ws, "memory/2026-11-18.md", "# 2026-11-18\n\n- Decided: move the billing "
+          "database to Postgres 16 after the freeze.\n")  # fmt: skip
+    write(ws, "memory/2026-11-25.md", "# 2026-11-25\n\n- Database database database: "
+          "the replica lag alert fired again.\n")  # fmt: skip
+    write(ws, "memory/2026-11-26.md", "# 2026-11-26\n\n- Walked Juniper at 07:00.\n"
+          "- Fixed the garden gate.\n")  # fmt: skip
+    sessions = tmp_path / "sessions"
+    write(sessions, "s1.jsonl", "\n".join([
+        _message("user", "Book the vet for Juniper's booster shot.", "2026-11-20T10:00:00Z"),
+        _message("assistant", "Booked: Tuesday 09:15.", "2026-11-20T10:00:05Z"),
+    ]) + "\n")  # fmt: skip
+    write(sessions, "s2.jsonl", "\n".join([
+        _message("user", "Remind me to call the plumber about the boiler.",
+                 "2026-11-26T18:30:00Z"),
+        _message("assistant", "Reminder set for Friday.", "2026-11-26T18:30:04Z"),
+    ]) + "\n")  # fmt: skip
+    from indexer.config import SessionsConfig
+
+    return Config(
+        workspace=ws,
+        indexPath=tmp_path / "i.sqlite",
+        sessions=SessionsConfig(dir=str(sessions)),
+    )
+
+
+def test_a_question_of_only_time_lists_that_time_newest_first(days: Config) -> None:
+    with MemoryIndex(days) as idx:
+        idx.sync()
+        res = idx.search("What did I do yesterday?", as_of=AS_OF, time_zone="UTC")
+        assert res["time"] == [{"said": "yesterday", "from": "2026-11-26", "to": "2026-11-26"}]
+        got = [r["path"] for r in res["results"]]
+        assert got == ["memory/2026-11-26.md", "sessions/s2.jsonl"], got
+        assert all(r["score"] == 1.0 for r in res["results"])
+        # A week: newest day first; the day's log before its transcripts.
+        week = idx.search("what happened last week", as_of=AS_OF, time_zone="UTC")["results"]
+        assert [r["path"] for r in week] == ["sessions/s1.jsonl", "memory/2026-11-18.md"]
+        # Only transcripts, when only they are asked for.
+        only = idx.search("yesterday", as_of=AS_OF, sources=["sessions"], time_zone="UTC")
+        assert [r["path"] for r in only["results"]] == ["sessions/s2.jsonl"]
+        # The day a message belongs to is the user's: 18:30 UTC on the 26th is the
+        # 27th in Tokyo, so "yesterday" there (the 26th) holds no transcript.
+        tokyo = idx.search("yesterday", as_of=AS_OF, time_zone="Asia/Tokyo")["results"]
+        assert [r["path"] for r in tokyo] == ["memory/2026-11-26.md"]
+        # Nothing dated then: nothing, not the whole memory.
+        assert idx.search("what did I do on 2026-01-05", as_of=AS_OF)["results"] == []
+
+
+def test_a_topic_in_a_named_time_ranks_that_time_first(days: Config) -> None:
+    with MemoryIndex(days) as idx:
+        idx.sync()
+        assert _paths(idx, "the database", as_of=AS_OF)[0] == "memory/2026-11-25.md"  # words
+        q = "what about the database last week"
+        res = idx.search(q, as_of=AS_OF, min_score=0.0, explain=True)
+        assert res["results"][0]["path"] == "memory/2026-11-18.md"
+        assert res["results"][0]["explain"]["dateBoost"] == 1.5
+        # What the day holds is shown after what holds the words: its log answers
+        # "which errands did I run yesterday" though none of those words is in it.
+        day = idx.search("which errands did I run yesterday", as_of=AS_OF, time_zone="UTC")
+        assert [r["path"] for r in day["results"]][:2] == [
+            "memory/2026-11-26.md", "sessions/s2.jsonl"
+        ]  # fmt: skip
+        assert day["results"][0]["score"] == 0.5  # the time matches, not the words
+        # A transcript is dated by its messages.
+        vet = idx.search("the vet last week", as_of=AS_OF, explain=True)["results"]
+        assert vet[0]["path"] == "sessions/s1.jsonl" and vet[0]["explain"]["dateBoost"] == 1.5
+
+
+def test_a_time_memory_holds_no_day_of_is_searched_as_words(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    write(ws, "MEMORY.md", "# Memory\n\n- We moved here from Lisbon 4 years ago.\n")
+    write(ws, "memory/2026-11-20.md", "# 2026-11-20\n\n- Sorted the photos of the move.\n")
+    cfg = Config(workspace=ws, indexPath=tmp_path / "i.sqlite")
+    with MemoryIndex(cfg) as idx:
+        idx.sync()
+        res = idx.search("where did we move from 4 years ago", as_of=AS_OF, min_score=0.0)
+        assert "time" not in res  # no day of 2022 is in memory
+        assert res["results"][0]["path"] == "MEMORY.md"
+        # A window that holds a day stays one.
+        last = idx.search("the move last week", as_of=AS_OF, min_score=0.0)
+        assert last["time"][0]["said"] == "last week"
+        assert last["results"][0]["path"] == "memory/2026-11-20.md"
+
+
+def test_as_of_and_time_zone_are_checked(days: Config, tmp_path: Path) -> None:
+    with MemoryIndex(days) as idx:
+        with pytest.raises(InvalidParams, match="asOf"):
+            idx.search("yesterday", as_of="last tuesday")
+        with pytest.raises(InvalidParams, match="timeZone"):
+            idx.search("yesterday", time_zone="Mars/Olympus")
+    f = tmp_path / "memindex.toml"
+    f.write_text('[query]\ntimeZone = "Mars/Olympus"\n')
+    with pytest.raises(ConfigError, match="query.timeZone"):
+        load_config(f)
+    f.write_text('[query]\ntimeZone = "America/Chicago"\n')
+    assert load_config(f).query.timeZone == "America/Chicago"
 
 
 def test_date_boost_is_checked_in_the_config_file(tmp_path: Path) -> None:

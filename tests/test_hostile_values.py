@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from conftest import write
 
-import indexer.indexing.session_sync as session_sync
+import indexer.indexing.session_tail as session_tail
 import indexer.sources.discovery as discovery
 from indexer.config import Config, SessionsConfig, StoreConfig
 from indexer.engine import MemoryIndex
@@ -193,14 +193,14 @@ def test_transcript_text_no_store_can_hold_is_indexed_as_replacement_characters(
 def _fail_on_boom(monkeypatch: pytest.MonkeyPatch) -> Any:
     """A fault injected into the transcript parser for lines holding "boom"; returns
     the real parser (to put back)."""
-    real = session_sync.parse_message
+    real = session_tail.parse_message
 
     def faulty(raw: bytes) -> Any:
         if b"boom" in raw:
             raise RuntimeError("injected")
         return real(raw)
 
-    monkeypatch.setattr(session_sync, "parse_message", faulty)
+    monkeypatch.setattr(session_tail, "parse_message", faulty)
     return real
 
 
@@ -232,7 +232,7 @@ def test_one_transcript_failing_leaves_the_others_indexed(
         assert idx.writer.sync_sessions(due_only=True).deferred == 1
         assert idx.writer.left_behind == left
         idx.writer.cfg = cfg
-        monkeypatch.setattr(session_sync, "parse_message", real)
+        monkeypatch.setattr(session_tail, "parse_message", real)
         report = idx.sync()
         assert report.sessions is not None and report.sessions["errors"] == []
         assert len(_hits(idx, "boom")) == 1 and idx.writer.left_behind == {}
@@ -288,7 +288,7 @@ def test_the_daemon_status_shows_a_transcript_it_could_not_index(
         rpc(sock, "reindex", {})  # a reindex that fails it again does not clear it
         st = rpc(sock, "status")
         assert st["dirty"] and "sessions/a.jsonl" in (st["errors"]["sessions"] or "")
-        monkeypatch.setattr(session_sync, "parse_message", real)
+        monkeypatch.setattr(session_tail, "parse_message", real)
         with (sessions / "a.jsonl").open("a") as fh:  # an event: the writer looks again
             fh.write(json.dumps({"type": "message", "role": "user", "content": "later"}) + "\n")
         wait_for(lambda: rpc(sock, "memory_search", {"query": "boom"})["results"], timeout=30)

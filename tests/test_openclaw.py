@@ -100,6 +100,14 @@ def test_memory_only_sources_disable_sessions(tmp_path: Path) -> None:
         load_settings(openclaw=bad)
 
 
+def test_the_users_time_zone_is_openclaws(tmp_path: Path) -> None:
+    f = write(tmp_path, "oc.json", '{agents: {defaults: {workspace: "/tmp", '
+              'userTimezone: "America/Chicago"}}}')  # fmt: skip
+    assert load_openclaw(f)[0].query.timeZone == "America/Chicago"
+    odd = write(tmp_path, "odd.json", '{agents: {defaults: {userTimezone: "Mars/Base"}}}')
+    assert load_openclaw(odd)[0].query.timeZone == ""  # a name it cannot read: the host's
+
+
 def test_cli_index_and_search(cli: Runner, tmp_path: Path) -> None:
     f = sample(tmp_path)
     rep = cli_json(cli, "--openclaw-config", str(f), "index", "--json")

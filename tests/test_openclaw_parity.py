@@ -255,7 +255,10 @@ def _run(c: Conversation) -> dict[str, Any]:
     o["USER.md read"] = got.get("status") == "ok" and MARKS["USER.md"] in got.get("text", "")
     # the agent's own memory_search: a fact of an earlier turn, a memory file
     c.turn(PLAIN, f"The vault code word is {FACT}. Please keep it in mind.", channel=None)
-    c.wait_found(FACT)
+    said = time.monotonic()  # the turn has ended: its transcript is written
+    o["a turn searchable after (s)"] = (
+        round(time.monotonic() - said, 2) if c.wait_found(FACT, timeout=15) else None
+    )
     o["an earlier turn's fact"] = FACT in _results_text(c.turn(PLAIN, f"recall {FACT}", None))
     o["a memory file"] = MEMORY_ID in _results_text(c.turn(PLAIN, f"recall {MEMORY_ID}", None))
     # a session deleted with `openclaw sessions delete` (gateway sessions.delete)
@@ -502,6 +505,15 @@ def test_the_agent_finds_turns_memory_files_and_the_flush(
     found_by_core = {i for i, (core, _) in enumerate(rows) if core}
     found_by_memindex = {i for i, (_, mine) in enumerate(rows) if mine}
     assert found_by_core <= found_by_memindex == {0, 1, 2}
+
+
+def test_a_turn_is_searchable_at_once(
+    memory_core: dict[str, Any], memindex: dict[str, Any]
+) -> None:
+    """The turn just ended is found by memory_search (the seconds it took, polled
+    through the gateway every 0.5 s, are printed: bench figures, not asserted)."""
+    ((core, mine),) = _rows(memory_core, memindex, "a turn searchable after (s)")
+    assert core is not None and mine is not None
 
 
 def test_deleted_and_rewound_sessions(

@@ -7,8 +7,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, ClassVar, Literal
 
+from indexer.api.params import (
+    SOURCES,
+    as_of_value,
+    bool_value,
+    camel,
+    int_value,
+    projects_value,
+    sources_value,
+    zone_value,
+)
 from indexer.errors import InvalidParams
 
 __all__ = [
@@ -28,12 +39,10 @@ __all__ = [
     "agent_of",
 ]
 
-SOURCES = ("memory", "sessions")
 Mode = Literal["keyword", "vector", "hybrid"]
 MODES: tuple[Mode, ...] = ("keyword", "vector", "hybrid")
 MAX_RESULTS = 200
 MAX_QUERY_CHARS = 10_000
-_CORPUS = {"all": None, "memory": ("memory",), "sessions": ("sessions",)}
 
 
 @dataclass(frozen=True)
@@ -47,68 +56,6 @@ class Param:
 
 
 AGENT = Param("agent", {"type": "string"}, "agent id (default: the first configured agent)")
-
-
-# -- checks of raw JSON values ----------------------------------------------------------
-
-
-def _int(params: Mapping[str, Any], name: str, minimum: int) -> int | None:
-    value = params.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidParams(f"'{name}' must be an integer")
-    if value < minimum:
-        raise InvalidParams(f"'{name}' must be >= {minimum}")
-    return value
-
-
-def _bool(params: Mapping[str, Any], name: str) -> bool:
-    value = params.get(name)
-    if value is None:
-        return False
-    if not isinstance(value, bool):
-        raise InvalidParams(f"'{name}' must be true or false")
-    return value
-
-
-def _sources(params: Mapping[str, Any]) -> tuple[str, ...] | None:
-    """``sources`` as given, else OpenClaw's ``corpus`` (``memory`` | ``sessions`` |
-    ``all``); None for every source."""
-    sources = params.get("sources")
-    if sources is None:
-        corpus = params.get("corpus")
-        if corpus is None:
-            return None
-        if not isinstance(corpus, str) or corpus not in _CORPUS:
-            raise InvalidParams("'corpus' must be one of 'memory', 'sessions', 'all'")
-        return _CORPUS[corpus]
-    if sources == "all":
-        return None
-    if isinstance(sources, str):
-        sources = [sources]
-    if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
-        raise InvalidParams("'sources' must be a list of 'memory' / 'sessions'")
-    bad = [s for s in sources if s not in SOURCES]
-    if bad:
-        raise InvalidParams(f"unknown source(s) {bad}: use 'memory' or 'sessions'")
-    return tuple(dict.fromkeys(sources)) or None
-
-
-# OpenClaw's tools take snake_case arguments since 2026.10; the wire's names are camelCase
-_SNAKE = {"max_results": "maxResults", "min_score": "minScore", "start_line": "from"}
-
-
-def _camel(params: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``params`` with snake_case names as their camelCase ones (the camelCase wins)."""
-    if not any(k in params for k in _SNAKE):
-        return params
-    out = dict(params)
-    for snake, camel in _SNAKE.items():
-        if snake in out:
-            value = out.pop(snake)
-            out.setdefault(camel, value)
-    return out
 
 
 # -- requests ---------------------------------------------------------------------------
@@ -129,6 +76,8 @@ class SearchRequest:
     explain: bool = False
     abstain: bool = False
     active_projects: tuple[str, ...] = ()
+    as_of: datetime | None = None  # when the question is asked (None: now)
+    time_zone: str | None = None  # IANA name (None: query.timeZone, else the host's)
 
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param("query", {"type": "string", "minLength": 1}, "what to look for", required=True),
@@ -161,18 +110,28 @@ class SearchRequest:
             {"type": "array", "items": {"type": "string"}, "maxItems": 16},
             "repositories active in the session: their memory entries rank higher",
         ),
+        Param(
+            "asOf",
+            {"type": "string", "maxLength": 64},
+            "when the question is asked (ISO 8601; default now): what 'yesterday' means",
+        ),
+        Param(
+            "timeZone",
+            {"type": "string", "maxLength": 64},
+            "the user's time zone, e.g. Europe/Lisbon (default: query.timeZone, else the host's)",
+        ),
         AGENT,
     )
 
     @classmethod
     def parse(cls, params: Mapping[str, Any]) -> SearchRequest:
-        params = _camel(params)
+        params = camel(params)
         query = params.get("query")
         if not isinstance(query, str) or not query.strip():
             raise InvalidParams("'query' must be a non-empty string")
         if len(query) > MAX_QUERY_CHARS:
             raise InvalidParams(f"'query' is longer than {MAX_QUERY_CHARS} characters")
-        limit = _int(params, "maxResults", 1)
+        limit = int_value(params, "maxResults", 1)
         floor = params.get("minScore")
         if floor is not None:
             if isinstance(floor, bool) or not isinstance(floor, (int, float)):
@@ -187,26 +146,15 @@ class SearchRequest:
             query=query,
             max_results=None if limit is None else min(limit, MAX_RESULTS),
             min_score=floor,
-            sources=_sources(params),
-            gate=_bool(params, "gate"),
+            sources=sources_value(params),
+            gate=bool_value(params, "gate"),
             mode=mode,
-            explain=_bool(params, "explain"),
-            abstain=_bool(params, "abstain"),
-            active_projects=_projects(params),
+            explain=bool_value(params, "explain"),
+            abstain=bool_value(params, "abstain"),
+            active_projects=projects_value(params),
+            as_of=as_of_value(params),
+            time_zone=zone_value(params),
         )
-
-
-def _projects(params: Mapping[str, Any]) -> tuple[str, ...]:
-    value = params.get("activeProjectKeys")
-    if value is None:
-        return ()
-    if (
-        not isinstance(value, list)
-        or len(value) > 16
-        or not all(isinstance(k, str) and 0 < len(k) <= 512 for k in value)
-    ):
-        raise InvalidParams("'activeProjectKeys' must be a list of at most 16 strings")
-    return tuple(k.strip() for k in value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,15 +179,15 @@ class GetRequest:
 
     @classmethod
     def parse(cls, params: Mapping[str, Any]) -> GetRequest:
-        params = _camel(params)
+        params = camel(params)
         path = params.get("path")
         if not isinstance(path, str):
             raise InvalidParams("'path' must be a string")
         return cls(
             path=path,
-            start=_int(params, "from", 1) or 1,
-            lines=_int(params, "lines", 1),
-            raw=_bool(params, "raw"),
+            start=int_value(params, "from", 1) or 1,
+            lines=int_value(params, "lines", 1),
+            raw=bool_value(params, "raw"),
         )
 
 
@@ -267,12 +215,12 @@ class CuratedRequest:
 
     @classmethod
     def parse(cls, params: Mapping[str, Any]) -> CuratedRequest:
-        params = _camel(params)
+        params = camel(params)
         kind = params.get("kind")
         if kind not in ("triggers", "projects"):
             raise InvalidParams("'kind' must be 'triggers' or 'projects'")
-        limit = _int(params, "limit", 1)
-        return cls(kind, _projects(params), None if limit is None else min(limit, 512))
+        limit = int_value(params, "limit", 1)
+        return cls(kind, projects_value(params), None if limit is None else min(limit, 512))
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,7 +245,7 @@ class ReindexRequest:
 
     @classmethod
     def parse(cls, params: Mapping[str, Any]) -> ReindexRequest:
-        return cls(force=_bool(params, "force"))
+        return cls(force=bool_value(params, "force"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,7 +284,7 @@ class QmdSearchRequest:
         names = params.get("collections") or []
         if not isinstance(names, list) or not all(isinstance(c, str) for c in names):
             raise InvalidParams("'collections' must be a list of names")
-        return cls(query, str(mode), _int(params, "n", 1) or 5, tuple(names))
+        return cls(query, str(mode), int_value(params, "n", 1) or 5, tuple(names))
 
 
 Request = (

@@ -139,6 +139,8 @@ class SearchResponse(TypedDict):
     abstained: NotRequired[str]  # abstain: why no result is returned
     relevance: NotRequired[float]  # abstain / explain: the query's relevance signal, 0..1
     explain: NotRequired[dict[str, object]]  # explain: true: the settings that ranked it
+    # the time words read as dates: [{said, from, to}] ("yesterday" -> 2026-11-26)
+    time: NotRequired[list[dict[str, str]]]
 
 
 class VectorState(TypedDict):
@@ -210,6 +212,7 @@ class StatusResponse(TypedDict):
     # how far the files of a sync or an embedding backlog have got: {phase, done,
     # total, perSecond, etaS}
     progress: NotRequired[ProgressState | None]
+    transcriptTails: NotRequired[int]  # transcripts with new lines searchable, not committed
     stuck: NotRequired[bool]
     memory: NotRequired[MemoryState]  # the daemon's in-memory snapshot
 

@@ -23,6 +23,7 @@ from indexer.config import Config
 from indexer.errors import FileUnreadable
 from indexer.indexing.transcripts import SessionReport, transcript_rows
 from indexer.sources.archives import archive_blocks, archive_lines
+from indexer.sources.messages import Messages
 from indexer.sources.sessions import (
     MAX_LINE_BYTES,
     SESSIONS_SOURCE,
@@ -59,15 +60,14 @@ def index_archive(
     try:
         head = os.pread(fd, _HEAD, 0)
         lineno = 0
-        rendered: list[str] = []
-        line_map: list[int] = []
+        msgs = Messages()
         size = 0
         wrote = False
         error: str | None = None
 
         def commit(final: bool) -> None:
-            nonlocal rendered, line_map, size, wrote
-            rows = transcript_rows(rendered, line_map, cfg, count)
+            nonlocal msgs, size, wrote
+            rows = transcript_rows(msgs, cfg, count)
             cursor = SessionCursor(
                 f.display,
                 f.dev,
@@ -84,8 +84,8 @@ def index_archive(
                     f.display, SESSIONS_SOURCE, state, lineno, rows
                 )
                 store.put_session_cursor(cursor)
-            report.messages += len(rendered)
-            rendered, line_map, size, wrote = [], [], 0, True
+            report.messages += len(msgs)
+            msgs, size, wrote = Messages(), 0, True
 
         read = 0  # decompressed bytes looked at in this call
         try:
@@ -108,8 +108,7 @@ def index_archive(
                         report.malformed += 1
                         msg = None
                     if msg is not None:
-                        rendered.append(msg.render())
-                        line_map.append(lineno)
+                        msgs.add(msg, lineno)
                 if size >= _STEP_BYTES:  # a slice, every line counted: messages or not
                     commit(final=False)
                     if should_stop is not None and read >= _MIN_BYTES and should_stop():

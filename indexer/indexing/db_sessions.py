@@ -271,12 +271,12 @@ def _write(
     but the last with ``done`` False (their cursor does not mark it read)."""
     if s.session_id in db.forgotten(cfg.agent_name):
         raise _Forgotten(s.session_id)  # forgotten while it was read: nothing written
-    rendered, lines, bad = render_events(events)
+    msgs, bad = render_events(events)
     if bad and not malformed:
         log.warning("%s: %d event(s) could not be decoded and were skipped", display, bad)
     malformed += bad
     # the session key is metadata of the transcript: redacted like its messages
-    rows = transcript_rows(rendered, lines, cfg, count, heading=redact(s.session_key))
+    rows = transcript_rows(msgs, cfg, count, heading=redact(s.session_key))
     end = (events[-1][0] + 1) if events else start
     # a cold archive's slices before the last: events read, the archive not yet done
     cursor = SessionCursor(display, 0, 0, end if done else 0, end, generation, 0, malformed)
@@ -284,7 +284,7 @@ def _write(
     with store.transaction():
         report.chunksWritten += store.append_chunks(display, SESSIONS_SOURCE, state, end, rows)
         store.put_session_cursor(cursor)
-    report.messages += len(rendered)
+    report.messages += len(msgs)
     report.malformed += bad
     if rows:
         report.indexed += 1

@@ -14,10 +14,14 @@ file is known by (device, inode) plus a hash of its first bytes, so:
 
 Rows and cursor move in one transaction, so a crash re-reads at most one delta.
 
-The daemon indexes a delta once it is large enough or has been quiet for
-``idleFlushMs`` — quiet as the daemon saw it (``Quiet``: the size it last saw and
-since when), never by the file's mtime alone, which a clock stepped back or a file
-from a host whose clock runs ahead puts in the future. A call may be given a time
+The daemon commits a delta (chunks cut from the cursor on, the cursor moved past
+it) once it is large enough or has been quiet for ``idleFlushMs`` — quiet as the
+daemon saw it (``Quiet``: the size it last saw and since when), never by the file's
+mtime alone, which a clock stepped back or a file from a host whose clock runs ahead
+puts in the future. Until then the delta is a *tail*: indexed at once (searchable
+within the watcher's debounce), its chunks replaced each time it grows and when it
+is committed (``drop_chunks_after``); the thresholds size the committed chunks, they
+do not delay search. A call may be given a time
 budget: a large transcript is then read in slices (``SessionReport.more``), so the
 one writer turns to memory files and to shutdown in between.
 """
@@ -41,15 +45,18 @@ from indexer.errors import (
 )
 from indexer.indexing.archive_sync import index_archive
 from indexer.indexing.db_sessions import is_db_path, sync_db_sessions
+from indexer.indexing.session_tail import (
+    STEP_BYTES,
+    messages_of,
+    same_file,
+    tail_or_skip,
+)
 from indexer.indexing.transcripts import SessionReport, transcript_failed, transcript_rows
 from indexer.sources.archives import archive_session_id, is_archive_name
 from indexer.sources.sessions import (
-    MAX_LINE_BYTES,
     SESSIONS_SOURCE,
-    Malformed,
     TranscriptFile,
     list_transcripts,
-    parse_message,
     read_complete_lines,
 )
 from indexer.sources.text import index_text
@@ -61,8 +68,6 @@ __all__ = ["Quiet", "SessionReport", "pending_delta", "sync_sessions", "transcri
 
 log = logging.getLogger(__name__)
 
-_STEP_BYTES = 1024 * 1024  # read at most this much per transaction (~1 s of work)
-
 
 class Quiet:
     """When the daemon last saw each transcript's size change (monotonic time): a
@@ -70,6 +75,7 @@ class Quiet:
 
     def __init__(self) -> None:
         self._seen: dict[str, tuple[int, int, float]] = {}  # path -> (inode, size, since)
+        self._tailed: dict[str, tuple[int, int]] = {}  # path -> (inode, size) of its tail
 
     def quiet_for(self, f: TranscriptFile, now: float) -> float:
         """Seconds this file has been unchanged as far as the daemon knows (a file
@@ -80,26 +86,17 @@ class Quiet:
         self._seen[f.display] = (f.ino, f.size, now)
         return 0.0
 
+    def new_tail(self, f: TranscriptFile) -> bool:
+        """Whether the file grew since its tail was last indexed (then it is now)."""
+        if self._tailed.get(f.display) == (f.ino, f.size):
+            return False
+        self._tailed[f.display] = (f.ino, f.size)
+        return True
+
     def forget(self, keep: set[str]) -> None:
-        for path in [p for p in self._seen if p not in keep]:
-            del self._seen[path]
-
-
-def _head_hash(f: TranscriptFile, length: int) -> str:
-    fd = f.open()
-    try:
-        return hashlib.sha256(os.pread(fd, length, 0)).hexdigest()
-    finally:
-        os.close(fd)
-
-
-def _same_file(c: SessionCursor, f: TranscriptFile) -> bool:
-    if (c.dev, c.ino) != (f.dev, f.ino) or f.size < c.committed:
-        return False
-    try:
-        return _head_hash(f, c.head_len) == c.head
-    except (OSError, MemindexError):
-        return False
+        for seen in (self._seen, self._tailed):
+            for path in [p for p in seen if p not in keep]:
+                del seen[path]
 
 
 def pending_delta(f: TranscriptFile, cur: SessionCursor | None) -> tuple[int, int]:
@@ -138,7 +135,7 @@ def sync_sessions(
     is indexed only once it passes ``deltaBytes``/``deltaMessages`` or has been quiet
     for ``idleFlushMs`` (``quiet``: what the daemon saw; without it, every delta
     seen is new); ``memindex index`` and ``reindex`` index all. ``should_stop`` is
-    asked between slices of at most ``_STEP_BYTES``; past ``budget_s`` seconds the
+    asked between slices of at most ``STEP_BYTES``; past ``budget_s`` seconds the
     call returns with ``more`` set."""
     report = SessionReport()
     start = time.monotonic()
@@ -200,6 +197,8 @@ def sync_sessions(
             if not _due(cfg, nbytes, nlines, quiet.quiet_for(f, now)):
                 if nbytes:
                     report.deferred += 1
+                    if quiet.new_tail(f):
+                        tail_or_skip(store, cfg, f, cur, report, count)
                 continue
         try:
             stop = should_stop
@@ -246,7 +245,7 @@ def _follow_renames(store: IndexStore, files: list[TranscriptFile], report: Sess
     by_inode = {(c.dev, c.ino): c for c in cursors.values()}
     for f in files:
         c = by_inode.get((f.dev, f.ino))
-        if c is None or c.path == f.display or not _same_file(c, f):
+        if c is None or c.path == f.display or not same_file(c, f):
             continue
         target = cursors.get(f.display)
         if target is not None and target.path != c.path:
@@ -292,7 +291,7 @@ def _index_file(
     count: TokenCounter,
     should_stop: Callable[[], bool] | None = None,
 ) -> None:
-    if cur is not None and not _same_file(cur, f):
+    if cur is not None and not same_file(cur, f):
         with store.transaction():
             store.delete_session(f.display)
         report.restarted += 1
@@ -310,32 +309,16 @@ def _index_file(
             break  # the cursor is committed: the rest comes next time
         fd = f.open()
         try:
-            raw_lines, end, head = read_complete_lines(fd, committed, _STEP_BYTES)
+            raw_lines, end, head = read_complete_lines(fd, committed, STEP_BYTES)
         finally:
             os.close(fd)
         if end == committed:
             break  # only a partial line is left
-        rendered: list[str] = []
-        line_map: list[int] = []
-        for i, raw in enumerate(raw_lines):
-            lineno = lines_done + i + 1
-            if raw is not None and not raw.strip():
-                continue  # blank line
-            try:
-                if raw is None:
-                    raise Malformed(f"line longer than {MAX_LINE_BYTES} bytes")
-                msg = parse_message(raw)
-            except Malformed as exc:
-                if malformed == 0:
-                    log.warning("%s line %d: malformed JSON skipped (%s)", f.display, lineno, exc)
-                malformed += 1
-                report.malformed += 1
-                continue
-            if msg is None:
-                continue
-            rendered.append(msg.render())
-            line_map.append(lineno)
-        rows = transcript_rows(rendered, line_map, cfg, count)
+        msgs, bad = messages_of(raw_lines, lines_done, f.display, warn=malformed == 0)
+        malformed += bad
+        report.malformed += bad
+        rows = transcript_rows(msgs, cfg, count)
+        first_lines = lines_done
         lines_done += len(raw_lines)
         head_len = min(len(head), end)
         cursor = SessionCursor(
@@ -350,11 +333,13 @@ def _index_file(
         )
         state = FileState(f"{f.dev}:{f.ino}:{end}", f.mtime_ns, f.size)
         with store.transaction():
+            if not wrote:  # the tail indexed before the cursor came here: cut again now
+                store.drop_chunks_after(f.display, first_lines)
             report.chunksWritten += store.append_chunks(
                 f.display, SESSIONS_SOURCE, state, lines_done, rows
             )
             store.put_session_cursor(cursor)
-        report.messages += len(rendered)
+        report.messages += len(msgs)
         committed = end
         wrote = True
     if wrote:

@@ -1,6 +1,7 @@
 """What the two transcript sources share: the report of a session sync and the
-chunks of rendered messages (``transcript_rows``), each line mapped back to the
-transcript line it came from (a JSONL line; an event's ``seq + 1``)."""
+chunks of rendered messages (``Messages``, ``transcript_rows``), each line mapped
+back to the transcript line it came from (a JSONL line; an event's ``seq + 1``) and
+dated by its newest message's time."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from indexer.config import Config
 from indexer.errors import RowRejected, TranscriptDbError
 from indexer.sources.chunking import chunk_markdown
+from indexer.sources.messages import Messages
 from indexer.sources.text import index_text
 from indexer.sources.tokenizer import TokenCounter
 from indexer.store import ChunkRow
@@ -29,7 +31,8 @@ class SessionReport:
     rotated: int = 0
     restarted: int = 0  # truncated or replaced files read again from the start
     removed: int = 0
-    deferred: int = 0  # deltas below the thresholds, left for later
+    deferred: int = 0  # deltas below the thresholds: searchable as tails, committed later
+    tails: int = 0  # transcripts whose tail was indexed (searchable, not committed)
     more: bool = False  # the time budget ran out with work left: call again soon
     dbSessions: int = 0  # sessions in OpenClaw's agent database (2026.9+)
     chunksWritten: int = 0
@@ -71,39 +74,46 @@ def _offsets(file_lines: Sequence[int]) -> str | None:
     return ",".join(str(n - first) for n in file_lines)
 
 
-def _pieces(rendered: list[str], line_map: list[int], size: int) -> tuple[list[str], list[int]]:
+def _pieces(msgs: Messages, size: int) -> Messages:
     """Messages longer than four chunks cut into pieces of about a chunk (at a space
     when there is one), each piece on a line of its own mapped to the message's line:
     a 4 MB message becomes chunks of the configured size, not one 4 MB chunk (a
     message of a few chunks stays whole, as it always was)."""
-    if all(len(m) <= 4 * size for m in rendered):
-        return rendered, line_map
-    out: list[str] = []
-    lines: list[int] = []
-    for text, line in zip(rendered, line_map, strict=True):
+    if all(len(m) <= 4 * size for m in msgs.texts):
+        return msgs
+    out = Messages()
+    for text, line, when in zip(msgs.texts, msgs.lines, msgs.times, strict=True):
         while len(text) > 4 * size:
             cut = text.rfind(" ", size // 2, size)
             cut = cut if cut > 0 else size
-            out.append(text[:cut])
-            lines.append(line)
+            out.texts.append(text[:cut])
+            out.lines.append(line)
+            out.times.append(when)
             text = text[cut:].lstrip(" ")
-        out.append(text)
-        lines.append(line)
-    return out, lines
+        out.texts.append(text)
+        out.lines.append(line)
+        out.times.append(when)
+    return out
+
+
+def _newest(times: Sequence[float | None]) -> float | None:
+    known = [t for t in times if t is not None]
+    return max(known) if known else None
 
 
 def transcript_rows(
-    rendered: list[str], line_map: list[int], cfg: Config, count: TokenCounter, heading: str = ""
+    msgs: Messages, cfg: Config, count: TokenCounter, heading: str = ""
 ) -> list[ChunkRow]:
-    """The chunks of rendered messages; ``line_map[i]``: the transcript line of
-    ``rendered[i]`` (citations and snippets use those lines)."""
-    if not rendered:
+    """The chunks of rendered messages (citations and snippets use their transcript
+    lines), each dated by its newest message."""
+    if not msgs:
         return []
     # about 4 characters a token: a message past four chunks is cut into chunk-sized pieces
-    rendered, line_map = _pieces(rendered, line_map, 4 * cfg.chunking.tokens)
+    msgs = _pieces(msgs, 4 * cfg.chunking.tokens)
     chunks = chunk_markdown(
-        "\n".join(rendered), count, tokens=cfg.chunking.tokens, overlap=cfg.chunking.overlap
+        "\n".join(msgs.texts), count, tokens=cfg.chunking.tokens, overlap=cfg.chunking.overlap
     )
+    line_map = msgs.lines
     return [
         ChunkRow(
             line_map[c.start_line - 1],
@@ -113,6 +123,7 @@ def transcript_rows(
             c.text,
             index_text(c.text),
             _offsets(line_map[c.start_line - 1 : c.end_line]),
+            _newest(msgs.times[c.start_line - 1 : c.end_line]),
         )
         for c in chunks
     ]

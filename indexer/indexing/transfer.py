@@ -151,7 +151,7 @@ def _copy_files(
     files = src.export_files()
     done: set[str] = set()
     for path, exported in src.export_chunks():
-        chunks = [ChunkRow(a, b, x, h, t, index_text(t), m) for a, b, x, h, t, m in exported]
+        chunks = [ChunkRow(a, b, x, h, t, index_text(t), m, w) for a, b, x, h, t, m, w in exported]
         if path not in files:
             report.orphans += len(chunks)
             continue

@@ -203,7 +203,7 @@ def _db_transcript_lines(cfg: Config, req: GetRequest) -> GetResponse:
         if req.raw:
             line = raw_event_line(text) if text is not None else ""
         else:
-            rendered, _, _ = render_events([(seq, text)])
+            rendered = render_events([(seq, text)])[0].texts
             line = rendered[0] if rendered else ""
         raw = line.encode("utf-8")
         if picked and size + len(raw) + 1 > cfg.limits.maxGetBytes:

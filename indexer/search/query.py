@@ -196,6 +196,7 @@ class ParsedQuery:
     # per query word, the prefix a matching word must start with (a cheap stand-in
     # for the porter stemmer when marking matching lines)
     stems: tuple[str, ...] = ()
+    filler: bool = True  # only stop words (or nothing) to search for
 
 
 def _split_words(text: str) -> tuple[list[str], list[str]]:
@@ -253,6 +254,7 @@ def parse_query(query: str) -> ParsedQuery:
         needles=tuple(exact) + tuple(" ".join(p) for p in required if p),
         words=match,
         stems=tuple(dict.fromkeys(stem_prefix(w) for w in match)),
+        filler=not anchored,
     )
 
 

@@ -4,9 +4,10 @@
   half its score every ``halfLifeDays``; MEMORY.md, undated files and transcripts
   never decay, and neither does an exact hit (an ID written 119 days ago is still
   what the user asked for).
-* Dates named in the query (``query.dateBoost``): a dated daily log inside a
-  period the query names ("in March 2026", "on May 3", "2025") ranks as if its
-  score were ``1 + dateBoost`` times higher (dates.py says what counts as a period).
+* Time named in the query (``query.dateBoost``): a chunk dated inside a window the
+  query names ("last week", "in March 2026", "yesterday"; when.py) ranks as if its
+  score were ``1 + dateBoost`` times higher: a daily log by its file name, a
+  transcript chunk by its newest message.
 * Source balance: when both sources are searched, memory files keep up to
   ``memoryShare`` of the result slots against transcripts, as long as they have hits
   that passed ``minScore`` (the larger session corpus must not crowd them out).
@@ -21,18 +22,20 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, tzinfo
 
 from indexer.search.candidates import Candidate, ChunkRows
-from indexer.search.dates import Period, in_period
 from indexer.search.query import stem_prefix
 from indexer.search.snippets import has_word_with_prefix
+from indexer.search.when import TimeQuery, day_of
 from indexer.sources.curated import INVALID_PROJECT, meta_of
+from indexer.store import SearchRow
 
 __all__ = [
     "apply_decay",
     "balance_sources",
-    "boost_dated",
+    "boost_window",
+    "hit_day",
     "line_speakers",
     "mmr",
     "path_date",
@@ -83,16 +86,32 @@ def apply_decay(
     return out
 
 
-def boost_dated(
-    hits: Sequence[Candidate], rows: ChunkRows, periods: tuple[Period, ...], boost: float
+def hit_day(row: SearchRow, tz: tzinfo) -> date | None:
+    """The day a chunk belongs to: a daily log's by its file name, a transcript
+    chunk's by its newest message (in ``tz``); None for the rest."""
+    if row.at is not None:
+        return day_of(row.at, tz)
+    return path_date(row.path) if row.source == "memory" else None
+
+
+def boost_window(
+    hits: Sequence[Candidate],
+    rows: ChunkRows,
+    when: TimeQuery,
+    tz: tzinfo,
+    boost: float,
 ) -> list[Candidate]:
-    """The candidates with the dated daily logs inside ``periods`` ranked ``1 +
-    boost`` times higher, re-sorted. The result's shown ``score`` stays the chunk's
-    own relevance (0..1): the boost changes the order, not how well it matched."""
-    factor = 1.0 + boost
+    """The candidates dated inside the query's windows (``hit_day``) ranked ``1 +
+    boost`` times higher ("recently": less the older, ``Window.weight``), re-sorted.
+    The result's shown ``score`` stays the chunk's own relevance (0..1): the boost
+    changes the order, not how well it matched."""
+    rows.need(h.id for h in hits)
     out: list[Candidate] = []
-    for h, d in zip(hits, _log_dates(hits, rows, exact_too=True), strict=True):
-        if d is not None and in_period(d, periods):
+    for h in hits:
+        row = rows.get(h.id)
+        weight = 0.0 if row is None else when.weight(hit_day(row, tz))
+        if weight > 0:
+            factor = 1.0 + boost * weight
             shown = h.score if h.shown is None else h.shown
             h = replace(h, score=h.score * factor, dated=factor, shown=shown)
         out.append(h)

@@ -6,8 +6,13 @@ chunk rows) and what its stages noted (rerank, abstention, explain), so the pool
 The stages: keyword candidates (the snapshot's in-memory postings, else FTS5;
 ``keyword_hits``) and, when vectors are built for the provider, the query's vector
 neighbours (the snapshot's vectors, else the store's; ``vector_memory``) → fusion
-(``fusion``) → the floor → decay, dates the query names, rerank, source balance,
-MMR (``ranking``, ``rerank_stage``) → result objects (``results``).
+(``fusion``) → the floor → decay, the time the query names, rerank, source
+balance, MMR (``ranking``, ``rerank_stage``) → result objects (``results``).
+
+Time words ("yesterday", "last week", "in October"; ``when``) are read as windows
+of days against the request's ``asOf`` and taken out of what is searched: a query
+that is only time lists what is dated in its windows, newest first; with other
+words, what is dated inside ranks first.
 """
 
 from __future__ import annotations
@@ -21,19 +26,20 @@ from typing import TYPE_CHECKING
 
 from indexer.api import MAX_RESULTS, SearchRequest, SearchResponse, SearchResult
 from indexer.search.candidates import Candidate, ChunkRows
-from indexer.search.dates import period_text, query_periods
 from indexer.search.fusion import fuse
 from indexer.search.keyword_hits import EXACT_BOOST, keyword_search
 from indexer.search.query import parse_query
 from indexer.search.ranking import (
     apply_decay,
     balance_sources,
-    boost_dated,
+    boost_window,
     curated_signals,
     mmr,
     relevance,
 )
 from indexer.search.results import render_results
+from indexer.search.time_scope import TimeScope, with_window
+from indexer.search.when import TIME_FILLER, TimeQuery, read_time, today_of
 from indexer.selection import provider_spec
 from indexer.sources.redaction import redact
 from indexer.store.records import KeywordQuery
@@ -49,6 +55,13 @@ if TYPE_CHECKING:  # numpy and the providers' base load when first used
     from providers.base import EmbeddingProvider
 
 __all__ = ["IndexFacts", "SearchRun", "search", "skipped"]
+
+# A query with words and a time of at most this many days ("what did I buy last
+# Friday"): what is dated then is shown after what holds the words in that time,
+# scoring WINDOW_SCORE (the time matches, not the words), so a day whose note says
+# "bought" is not lost to the word "buy".
+WINDOW_LISTED_DAYS = 31
+WINDOW_SCORE = 0.5
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
@@ -123,16 +136,30 @@ class SearchRun:
         self.cfg, self.store, self.provider, self.live = cfg, store, provider, live
         self.req = req
         self.facts = facts
-        self.q = parse_query(req.query)
+        self.today, self.tz = today_of(req.as_of, req.time_zone or cfg.query.timeZone)
+        self.when = read_time(req.query, self.today) if cfg.query.dateBoost > 0 else TimeQuery()
+        self.text = self.when.rest if self.when.windows else req.query  # what is searched
+        self.q = parse_query(self.text)
         self.limit = min(req.max_results or cfg.query.maxResults, MAX_RESULTS)
         self.floor = cfg.query.minScore if req.min_score is None else req.min_score
         self.wanted = list(req.sources) if req.sources else None
         self.chars = cfg.query.maxSnippetChars
         self.rows = ChunkRows(store)
+        self.scope = TimeScope(store, self.when, self.tz, self.wanted)
+        if self.when.windows and not self._only_time():
+            # With a topic, a window memory holds no day of is words, not a time
+            # ("where did she move from 4 years ago"); "recently" always means newer.
+            held = tuple(w for w in self.when.windows if w.soft or self.scope.holds_any(w))
+            if held != self.when.windows:
+                self.when = self.scope.when = self.when.keeping(held)
+                self.text = self.when.rest if held else req.query
+                self.q = parse_query(self.text)
         self.notes = Notes()
 
     def answer(self) -> SearchResponse:
         req, facts = self.req, self.facts
+        if self.when.windows and self._only_time():  # "what did I do yesterday?"
+            return self._envelope(self._listing(), "keyword", None)
         missing = self._absent_token()
         if missing is not None:  # a vector neighbour of an ID nobody wrote is noise
             out = self._envelope([], "keyword", None)
@@ -165,6 +192,22 @@ class SearchRun:
         if any(needle in row.text.lower() for row in found for needle in q.exact):
             return None
         return q.exact[0]
+
+    def _only_time(self) -> bool:
+        q = self.q
+        if q.exact or q.required or q.cjk:
+            return False
+        return q.filler or all(t in TIME_FILLER for t in q.terms)
+
+    def _listing(self) -> list[SearchResult]:
+        """A query that is only time: what is dated in its windows (``TimeScope.dated``).
+        Every result scores 1 (it is what was asked for)."""
+        hits = self.scope.dated(self.rows, 1.0, 4 * self.limit)
+        if self.req.explain:
+            self.notes.explain = {"timeOnly": True, "dateBoost": self.cfg.query.dateBoost}
+        return render_results(
+            hits, self.q, self.limit, self.chars, self.rows, explain=self.req.explain
+        )
 
     def _parts(self) -> list[list[str] | None]:
         """Both sources asked for and both present: search each on its own, so the
@@ -210,7 +253,7 @@ class SearchRun:
         from indexer.search.vector_memory import stored_neighbours
         from providers.retry import RetryPolicy, call_with_retries
 
-        query = req.query
+        query = self.text
         limit_s = self.cfg.provider.remote.queryTimeoutMs / 1000
         job = _pool().submit(
             call_with_retries,
@@ -271,9 +314,14 @@ class SearchRun:
         hits = curated_signals(hits, rows, req.active_projects)
         if qc.temporalDecay:
             hits = apply_decay(hits, rows, qc.halfLifeDays)
-        periods = query_periods(req.query) if qc.dateBoost > 0 else ()
-        if periods and hits:
-            hits = boost_dated(hits, rows, periods, qc.dateBoost)
+        if self.when.windows:
+            hits = boost_window(hits, rows, self.when, self.tz, qc.dateBoost)
+            hard = not any(w.soft for w in self.when.windows)
+            if hard and self.when.days() <= WINDOW_LISTED_DAYS and self.floor <= WINDOW_SCORE:
+                known = {h.id for h in hits}  # "what did I buy last Friday"
+                extra = self.scope.dated(rows, WINDOW_SCORE, 2 * limit)
+                extra = [c for c in extra if c.id not in known]
+                hits = with_window(hits, extra, WINDOW_SCORE)
         if self.cfg.rerank.provider and hits:
             from indexer.search.rerank_stage import rerank
 
@@ -296,7 +344,7 @@ class SearchRun:
                 "minScore": self.floor,
                 "temporalDecay": qc.temporalDecay,
                 "dateBoost": qc.dateBoost,
-                "dates": [period_text(p) for p in periods],
+                "asOf": self.today.isoformat(),
                 "mmr": qc.mmr,
                 "exactBoost": 1.0 + EXACT_BOOST,
             }
@@ -316,7 +364,13 @@ class SearchRun:
     def _envelope(
         self, results: list[SearchResult], mode: str, fallback: str | None
     ) -> SearchResponse:
-        return _envelope(self.notes, self.provider, results, mode, fallback)
+        out = _envelope(self.notes, self.provider, results, mode, fallback)
+        if self.when.windows:
+            out["time"] = [
+                {"said": w.said, "from": w.first.isoformat(), "to": w.last.isoformat()}
+                for w in self.when.windows
+            ]
+        return out
 
 
 def _envelope(

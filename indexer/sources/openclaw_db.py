@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from indexer.sources.messages import Messages
 from indexer.sources.sessions import SESSIONS_SOURCE, Malformed, parse_message
 
 __all__ = ["db_path", "is_db_path", "parse_db_path", "render_events"]
@@ -37,12 +38,9 @@ def parse_db_path(path: str, agent: str) -> str | None:
     return sid if _SESSION_ID.match(sid) else None
 
 
-def render_events(
-    events: Iterable[tuple[int, str | None]],
-) -> tuple[list[str], list[int], int]:
-    """(rendered messages, their lines, events that could not be read)."""
-    rendered: list[str] = []
-    lines: list[int] = []
+def render_events(events: Iterable[tuple[int, str | None]]) -> tuple[Messages, int]:
+    """(the messages, each on its line ``seq + 1``; events that could not be read)."""
+    msgs = Messages()
     bad = 0
     for seq, text in events:
         if text is None:
@@ -54,6 +52,5 @@ def render_events(
             bad += 1
             continue
         if msg is not None:
-            rendered.append(msg.render())
-            lines.append(seq + 1)
-    return rendered, lines, bad
+            msgs.add(msg, seq + 1)
+    return msgs, bad

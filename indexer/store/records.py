@@ -133,6 +133,9 @@ class ChunkRow:
     # ("0,1,3": a malformed or noise line between); None when text line k is file
     # line start_line + k (Markdown, and transcripts without gaps).
     lines: str | None = None
+    # Transcript chunks: the time of their newest message (epoch seconds; None when no
+    # message said, and for Markdown, whose date is its file name's)
+    at: float | None = None
 
     @property
     def same_as(self) -> tuple[int, int, str, str, str | None]:
@@ -191,6 +194,7 @@ class SearchRow:
     text: str
     rank: float  # BM25 (bm25.py): negative, lower is better; 0.0 when read by id
     lines: str | None = None  # as ChunkRow.lines
+    at: float | None = None  # as ChunkRow.at
 
     def file_line(self, k: int) -> int:
         """The file line of text line ``k`` (0-based) of this chunk."""

@@ -63,6 +63,7 @@ class AgentRuntime:
         self.memory_due: float | None = None
         self.memory_first: float | None = None
         self.sessions_due: float | None = None
+        self.transcript_tails = 0  # the last sessions pass's uncommitted (searchable) tails
         self.sessions_all = False  # the next session sync reads every delta (a backfill's rest)
         self.sessions_more = False  # a transcript is being read in slices: more to come
         self.embed_due: float | None = None  # open batch jobs: poll them then
@@ -118,6 +119,8 @@ class AgentRuntime:
         )
         report = self.health.report(pending)
         report["progress"] = self.progress.state()
+        if self.transcript_tails:
+            report["transcriptTails"] = self.transcript_tails
         return report
 
     @contextlib.contextmanager

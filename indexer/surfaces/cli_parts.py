@@ -239,6 +239,15 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print nothing when no result is likely to be relevant (query.abstainBelow)",
     )
+    s.add_argument(
+        "--as-of",
+        default=None,
+        metavar="TIME",
+        help='when the question is asked, ISO 8601 (what "yesterday" means; default now)',
+    )
+    s.add_argument(
+        "--time-zone", default=None, metavar="ZONE", help="e.g. Europe/Lisbon (query.timeZone)"
+    )
     s.add_argument("--json", action="store_true", help="print the memory_search result as JSON")
 
     s = sub.add_parser("get", help="print lines of a memory file")

@@ -86,6 +86,10 @@ def run_search(c: Call) -> int:
         params["explain"] = True
     if args.abstain:
         params["abstain"] = True
+    if args.as_of is not None:
+        params["asOf"] = args.as_of
+    if args.time_zone is not None:
+        params["timeZone"] = args.time_zone
     result = read_call(cfg, "memory_search", params, direct=lambda: c.setup_logging())
     if args.mode in ("hybrid", "vector") and result.get("mode") != args.mode:
         err.write(
@@ -97,6 +101,12 @@ def run_search(c: Call) -> int:
     if result.get("skipped"):
         out.write(f"Not searched ({result['skipped']}).\n")
         return 0
+    if result.get("time"):
+        read = ", ".join(
+            f"{t['said']} = {t['from']}" + ("" if t["from"] == t["to"] else f" .. {t['to']}")
+            for t in result["time"]
+        )
+        out.write(f"time: {read}\n\n")
     if args.explain and "explain" in result:
         out.write(f"ranked by: {_parts(result['explain'])}\n\n")
     if result.get("abstained"):

@@ -62,6 +62,12 @@ def _print_status(st: StatusResponse, out: TextIO, cfg: Config | None = None) ->
     work = st.get("progress")
     if work:
         out.write(f"working:   {describe_progress(work)}\n")
+    tails = st.get("transcriptTails")
+    if tails:
+        out.write(
+            f"pending:   {tails} transcript(s) with new lines searchable, not yet committed "
+            "(sessions.deltaBytes, deltaMessages, idleFlushMs)\n"
+        )
     last = st["lastSync"]
     if last:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last["at"]))

@@ -116,6 +116,8 @@ class DaemonService:
         st["lastError"] = health["lastError"]
         st["errors"] = health["errors"]
         st["progress"] = health["progress"]
+        if "transcriptTails" in health:
+            st["transcriptTails"] = health["transcriptTails"]
         if st.get("mismatch"):  # not this daemon's index: never "all is well"
             st["dirty"] = True
             st["lastError"] = st.get("lastError") or st["mismatch"]

@@ -15,7 +15,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from indexer.api.responses import ProgressState
 
@@ -35,6 +35,9 @@ class HealthReport(TypedDict):
     lastError: str | None
     errors: dict[str, str | None]  # per task: memory, sessions, writer
     progress: ProgressState | None  # files read or chunks embedded so far, rate, time left
+    # transcripts whose newest lines are searchable but not committed yet (sessions.
+    # deltaBytes / deltaMessages / idleFlushMs): pending work, not a delay of search
+    transcriptTails: NotRequired[int]
 
 
 class TaskHealth:

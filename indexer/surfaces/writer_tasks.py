@@ -247,6 +247,7 @@ class WriterTasks:
             return
         rt.health.left_behind("sessions", rt.writer.left_behind)
         rt.sessions_more = rep.more
+        rt.transcript_tails = rep.deferred
         if rep.more:  # a slice is done: memory files first, then the next one
             rt.sessions_due = time.monotonic()
         else:
@@ -299,6 +300,8 @@ class WriterTasks:
                 fut.set_exception(exc)
                 continue
             rt.last_report = rep.to_json()
+            deferred = (rep.sessions or {}).get("deferred")
+            rt.transcript_tails = deferred if isinstance(deferred, int) else 0
             if not rep.stopped:
                 rt.health.succeeded("memory")
                 rt.health.left_behind("sessions", rt.writer.left_behind)

@@ -63,6 +63,9 @@ export default {
   register(api) {
     setHostLogger(api.logger);
     const settings = resolveSettings(api.pluginConfig);
+    // "yesterday" is the user's: OpenClaw's own zone setting (unset: the host's, as memindex's)
+    const zone = api.config?.agents?.defaults?.userTimezone;
+    if (typeof zone === "string" && zone.trim()) settings.userTimezone = zone.trim();
     const pool = new ManagerPool(settings);
     const runtime = {
       async getMemorySearchManager({ agentId, purpose }) {

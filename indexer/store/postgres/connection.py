@@ -300,14 +300,34 @@ class PgBase:
 
     def _chunk_rows(self, ids: Sequence[int]) -> dict[int, SearchRow]:
         rows = self._q(
-            "SELECT id, path, source, start_line, end_line, heading, text, lines FROM chunks "
+            "SELECT id, path, source, start_line, end_line, heading, text, lines, at FROM chunks "
             "WHERE {k} AND id = ANY(%s)",
             list(ids),
         )
         return {
-            int(i): SearchRow(int(i), str(p), str(s), int(a), int(b), str(h), str(t), 0.0, m)
-            for i, p, s, a, b, h, t, m in rows
+            int(i): SearchRow(int(i), str(p), str(s), int(a), int(b), str(h), str(t), 0.0, m, w)
+            for i, p, s, a, b, h, t, m, w in rows
         }
+
+    def window_ids(
+        self, paths: Sequence[str], start: float, end: float, limit: int
+    ) -> list[tuple[int, float | None]]:
+        out: list[tuple[int, float | None]] = [
+            (int(i), None)
+            for (i,) in self._q(
+                "SELECT id FROM chunks WHERE {k} AND path = ANY(%s) ORDER BY path, start_line",
+                list(paths),
+            )
+        ]
+        timed = self._q(
+            "SELECT id, at FROM chunks WHERE {k} AND at >= %s AND at < %s "
+            "ORDER BY at DESC, id LIMIT %s",
+            start,
+            end,
+            limit,
+        )
+        out += [(int(i), float(a)) for i, a in timed]
+        return out
 
     def has_vectors(self) -> bool:
         return self.vec_version is not None and self.vector_dims() is not None

@@ -189,4 +189,12 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         DROP TABLE postings;
         """,
     ),
+    (
+        "0004_chunk_at",
+        """
+        -- transcript chunks: their newest message's time (records.ChunkRow.at)
+        ALTER TABLE chunks ADD COLUMN IF NOT EXISTS at DOUBLE PRECISION;
+        CREATE INDEX chunks_by_at ON chunks(agent, gen, at) WHERE at IS NOT NULL;
+        """,
+    ),
 ]

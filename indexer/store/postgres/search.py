@@ -97,7 +97,7 @@ class PgSearch(PgBase):
             r = got.get(cid)
             if r is not None:
                 out.append(SearchRow(r.id, r.path, r.source, r.start_line, r.end_line,
-                                     r.heading, r.text, score, r.lines))  # fmt: skip
+                                     r.heading, r.text, score, r.lines, r.at))  # fmt: skip
         return out
 
     def _words_and_lengths(

@@ -31,7 +31,9 @@ _BY_IDS = "agent=%s AND gen=%s AND id = ANY(%s)"  # rows of chunk ids, never a j
 # psycopg dumps a list parameter element by element in Python (half a file's write
 # time as arrays), a string in C.
 _FILE_COLS = "p text, so text, h text, m int8, sz int8, ln int4, at float8"
-_CHUNK_COLS = "id int8, fp text, fs text, s int4, e int4, h text, k text, t text, dl int4, l text"
+_CHUNK_COLS = (
+    "id int8, fp text, fs text, s int4, e int4, h text, k text, t text, dl int4, l text, w float8"
+)
 _TERM_COLS = "tt text[], b int4[], p int4[], hd text[], pa text[], so text[]"
 # The hashes are memindex_term_hash's (schema.py) with its "agent/gen/" prefix made
 # once, not per term: the same text hashed, 10% of the server's time a file saved.
@@ -112,8 +114,8 @@ class PgTables(PgBase):
             "size=excluded.size, lines=excluded.lines, indexed_at=excluded.indexed_at), "
             f"u AS (SELECT * FROM json_to_recordset(%s::json) AS u({_CHUNK_COLS}, "
             f"{_TERM_COLS})), c AS (INSERT INTO chunks(agent, gen, id, path, source, start_line, "
-            "end_line, heading, hash, text, dl, lines) SELECT %s, %s, id, fp, fs, s, e, h, k, t, "
-            "dl, l FROM u) " + _TERMS_INSERT,
+            "end_line, heading, hash, text, dl, lines, at) SELECT %s, %s, id, fp, fs, s, e, h, "
+            "k, t, dl, l, w FROM u) " + _TERMS_INSERT,
             json.dumps(heads, ensure_ascii=False), self.agent, self.gen,
             json.dumps(recs, ensure_ascii=False), self.agent, self.gen,
             self.agent, self.gen, self._hash_prefix, keyed=False,
@@ -140,7 +142,7 @@ class PgTables(PgBase):
             dl = len(body) + len(heading) + len(path_toks) + len(source_toks)
             rec = _terms_record(cid, body, heading, path_toks, source_toks)
             rec.update(s=c.start_line, e=c.end_line, h=c.heading, k=c.hash, t=c.text, dl=dl,
-                       l=c.lines, fp=path, fs=source)  # fmt: skip
+                       l=c.lines, w=c.at, fp=path, fs=source)  # fmt: skip
             recs.append(rec)
         return recs
 
@@ -182,6 +184,21 @@ class PgTables(PgBase):
             self._bump_chunks()  # (before: readers on the writer's board ask the database)
             self._delete_ids(gone, chunks=True)
         return len(gone), self.append_chunks(path, source, state, lines, new)
+
+    def drop_chunks_after(self, path: str, line: int) -> int:
+        if self.db.info.transaction_status == 0:  # alone: its rows evicted before commit
+            with self.transaction():
+                return self.drop_chunks_after(path, line)
+        ids = [
+            int(r[0])
+            for r in self._q(
+                "SELECT id FROM chunks WHERE {k} AND path=%s AND start_line>%s", path, line
+            )
+        ]
+        if ids:
+            self._bump_chunks()  # (before: readers on the writer's board ask the database)
+            self._delete_ids(ids, chunks=True)
+        return len(ids)
 
     def rename_path(self, old: str, new: str, prepare: Callable[[str], str]) -> None:
         moved = [int(r[0]) for r in self._q("SELECT id FROM chunks WHERE {k} AND path=%s", old)]

@@ -48,6 +48,16 @@ class ChunkTables(StoreBase):
         self.db.execute("DELETE FROM files WHERE path=?", (path,))
         return len(ids)
 
+    def drop_chunks_after(self, path: str, line: int) -> int:
+        ids = [
+            int(r[0])
+            for r in self.db.execute(
+                "SELECT id FROM chunks WHERE path=? AND start_line>?", (path, line)
+            )
+        ]
+        self._delete_chunks(ids)
+        return len(ids)
+
     def _delete_chunks(self, ids: Sequence[int]) -> None:
         if not ids:
             return
@@ -72,14 +82,25 @@ class ChunkTables(StoreBase):
         rowid = max(int(self.meta_get("chunkIdHigh") or 0), int(top))
         insert = (
             "INSERT INTO chunks(id, path, source, start_line, end_line, heading, hash, text, "
-            "lines) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            "lines, at) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
         n = 0
         for c in chunks:
             rowid += 1
             self.db.execute(
                 insert,
-                (rowid, path, source, c.start_line, c.end_line, c.heading, c.hash, c.text, c.lines),
+                (
+                    rowid,
+                    path,
+                    source,
+                    c.start_line,
+                    c.end_line,
+                    c.heading,
+                    c.hash,
+                    c.text,
+                    c.lines,
+                    c.at,
+                ),  # fmt: skip
             )
             self.db.execute(
                 "INSERT INTO chunks_fts(rowid, body, heading, path, source) VALUES(?, ?, ?, ?, ?)",
@@ -228,13 +249,29 @@ class ChunkTables(StoreBase):
     def chunk_rows(self, ids: Sequence[int]) -> dict[int, SearchRow]:
         """Rows by id (one query; rank 0.0); ids of chunks that do not exist are left out."""
         sql = (
-            "SELECT id, path, source, start_line, end_line, heading, text, lines FROM chunks "
+            "SELECT id, path, source, start_line, end_line, heading, text, lines, at FROM chunks "
             "WHERE id IN ({marks})"
         )
         return {
-            int(i): SearchRow(int(i), str(p), str(s), int(a), int(b), str(h), str(t), 0.0, m)
-            for i, p, s, a, b, h, t, m in self._rows_in(sql, list(ids))
+            int(i): SearchRow(int(i), str(p), str(s), int(a), int(b), str(h), str(t), 0.0, m, w)
+            for i, p, s, a, b, h, t, m, w in self._rows_in(sql, list(ids))
         }
+
+    def window_ids(
+        self, paths: Sequence[str], start: float, end: float, limit: int
+    ) -> list[tuple[int, float | None]]:
+        out: list[tuple[int, float | None]] = [
+            (int(i), None)
+            for (i,) in self._rows_in(
+                "SELECT id FROM chunks WHERE path IN ({marks}) ORDER BY path, start_line", paths
+            )
+        ]
+        timed = self.db.execute(
+            "SELECT id, at FROM chunks WHERE at >= ? AND at < ? ORDER BY at DESC, id LIMIT ?",
+            (start, end, limit),
+        )
+        out += [(int(i), float(a)) for i, a in timed]
+        return out
 
     # -- the change feed (migration 0006) ----------------------------------------------
 

@@ -183,7 +183,10 @@ export class MemindexManager {
 
   /** memory_search's whole answer (provider, model, mode, fallback) for the tool. */
   async searchFull(query, params = {}, signal) {
-    const res = await this.#call("memory_search", { ...params, query }, { signal });
+    // time words ("yesterday", "last week") are read against the question's time
+    const when = { asOf: new Date().toISOString() };
+    if (this.settings.userTimezone) when.timeZone = this.settings.userTimezone;
+    const res = await this.#call("memory_search", { ...when, ...params, query }, { signal });
     const results = (res.results ?? []).map(toOpenClawHit);
     await withProvenance(results, this.lastStatus?.workspace, this.provenanceCache);
     return { ...res, results };

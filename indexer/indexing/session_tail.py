@@ -1,0 +1,123 @@
+"""A transcript's uncommitted delta (its *tail*): indexed at once, replaced as it
+grows, cut again when the delta is committed (``session_sync``); and the helpers
+both read a transcript's lines with."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+
+from indexer.config import Config
+from indexer.errors import FileUnreadable, FileVanished, MemindexError
+from indexer.indexing.transcripts import SessionReport, transcript_failed, transcript_rows
+from indexer.sources.messages import Messages
+from indexer.sources.sessions import (
+    MAX_LINE_BYTES,
+    SESSIONS_SOURCE,
+    Malformed,
+    TranscriptFile,
+    parse_message,
+    read_complete_lines,
+)
+from indexer.sources.tokenizer import TokenCounter
+from indexer.store import STORE_ERRORS, FileState, IndexStore, SessionCursor
+
+__all__ = ["STEP_BYTES", "head_hash", "index_tail", "messages_of", "same_file", "tail_or_skip"]
+
+log = logging.getLogger(__name__)
+
+STEP_BYTES = 1024 * 1024  # read at most this much per transaction (~1 s of work)
+
+
+def head_hash(f: TranscriptFile, length: int) -> str:
+    fd = f.open()
+    try:
+        return hashlib.sha256(os.pread(fd, length, 0)).hexdigest()
+    finally:
+        os.close(fd)
+
+
+def same_file(c: SessionCursor, f: TranscriptFile) -> bool:
+    if (c.dev, c.ino) != (f.dev, f.ino) or f.size < c.committed:
+        return False
+    try:
+        return head_hash(f, c.head_len) == c.head
+    except (OSError, MemindexError):
+        return False
+
+
+def tail_or_skip(
+    store: IndexStore,
+    cfg: Config,
+    f: TranscriptFile,
+    cur: SessionCursor | None,
+    report: SessionReport,
+    count: TokenCounter,
+) -> None:
+    """``index_tail`` with the errors of a file kept to it (as ``session_sync``'s)."""
+    try:
+        index_tail(store, cfg, f, cur, report, count)
+    except (FileVanished, FileUnreadable, OSError):
+        pass  # the next sync sees what became of it
+    except STORE_ERRORS:
+        raise
+    except Exception as exc:  # this transcript's trouble only: the others go on
+        transcript_failed(f.display, exc, report)
+
+
+def index_tail(
+    store: IndexStore,
+    cfg: Config,
+    f: TranscriptFile,
+    cur: SessionCursor | None,
+    report: SessionReport,
+    count: TokenCounter,
+) -> None:
+    """The complete lines past the cursor, indexed in place of the tail indexed
+    before them; the cursor stays where it is (the next commit cuts them again)."""
+    if cur is not None and not same_file(cur, f):
+        return  # truncated or replaced: read again from the start when due
+    committed = cur.committed if cur else 0
+    lines_done = cur.lines if cur else 0
+    fd = f.open()
+    try:
+        raw_lines, end, _head = read_complete_lines(fd, committed, STEP_BYTES)
+    finally:
+        os.close(fd)
+    if end == committed:
+        return
+    msgs, _bad = messages_of(raw_lines, lines_done, f.display, warn=False)
+    rows = transcript_rows(msgs, cfg, count)
+    state = FileState(f"{f.dev}:{f.ino}:{committed}", f.mtime_ns, committed)
+    with store.transaction():
+        store.drop_chunks_after(f.display, lines_done)
+        report.chunksWritten += store.append_chunks(
+            f.display, SESSIONS_SOURCE, state, lines_done, rows
+        )
+    report.tails += 1
+
+
+def messages_of(
+    raw_lines: list[bytes | None], lines_done: int, display: str, *, warn: bool
+) -> tuple[Messages, int]:
+    """The messages on ``raw_lines`` (the first is line ``lines_done + 1``) and how
+    many lines were malformed (the first logged when ``warn``)."""
+    msgs = Messages()
+    bad = 0
+    for i, raw in enumerate(raw_lines):
+        lineno = lines_done + i + 1
+        if raw is not None and not raw.strip():
+            continue  # blank line
+        try:
+            if raw is None:
+                raise Malformed(f"line longer than {MAX_LINE_BYTES} bytes")
+            msg = parse_message(raw)
+        except Malformed as exc:
+            if warn and bad == 0:
+                log.warning("%s line %d: malformed JSON skipped (%s)", display, lineno, exc)
+            bad += 1
+            continue
+        if msg is not None:
+            msgs.add(msg, lineno)
+    return msgs, bad
