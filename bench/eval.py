@@ -67,6 +67,7 @@ SOURCES = {"memory": ["memory"], "sessions": ["sessions"], "both": None}
 HYBRID = HybridConfig()  # --fusion / --vector-weight change memindex's
 RERANK = RerankConfig()  # --rerank turns memindex's rerank stage on
 QUERY = QueryConfig(abstainBelow=0.0)  # every search reports its relevance, none abstains
+DUMP: Any = None  # --dump: a file of per-question figures
 LAST: dict[str, Any] = {}  # the last memindex search's relevance; rerank fallbacks
 MODEL = "minilm"  # --model: the local embedding model of hybrid runs
 QUANTIZE_AT = vector_memory.QUANTIZE_AT  # --quantize-at: vectors from which they are quantized
@@ -103,7 +104,15 @@ def searcher(config: str, mode: str) -> Searcher:
     def memindex(
         idx: MemoryIndex, q: str, k: int, src: list[str] | None, floor: float | None
     ) -> list[Hit]:
-        res = idx.search(q, max_results=k, min_score=floor, sources=src, abstain=True)
+        res = idx.search(
+            q,
+            max_results=k,
+            min_score=floor,
+            sources=src,
+            abstain=True,
+            as_of=LAST.get("asOf"),
+            time_zone="UTC",
+        )
         assert res["mode"] == mode, res.get("fallback")
         LAST["relevance"] = res.get("relevance")
         if res.get("fallback"):  # the rerank stage's
@@ -251,6 +260,10 @@ def locomo(
     # signals[(config, mode, source)] -> (category, relevance, recall@10) per query
     signals: dict[tuple[str, str, str], list[tuple[int, float, float]]] = defaultdict(list)
     for conv, qs in sorted(by_conv.items()):
+        # The questions are asked the day after the conversation's last session (what
+        # "last year" and "in May" mean), as an agent asks right after it.
+        logs = sorted(p.name[:10] for p in (root / conv / "memory").glob("????-??-??*.md"))
+        LAST["asOf"] = f"{logs[-1]}T23:59:00+00:00" if logs else None
         for (store, on), mode in ((s, m) for s in stores(configs) for m in modes):
             cfg = Config(
                 workspace=root / conv,
@@ -279,6 +292,10 @@ def locomo(
                                 )
                             if q["category"] != 5:
                                 _score(stats[key], q, gold, res, LAST.get("snippets"))
+                            if DUMP is not None:
+                                row = {"key": key, "q": q["question"], "cat": q["category"]}
+                                DUMP.write(json.dumps(row | {"r10": _recall(gold, res, 10)}))
+                                DUMP.write("\n")
     out = []
     for (config, mode, source), cats in sorted(stats.items()):
         out.append(
@@ -439,7 +456,7 @@ def markdown(sf: list[dict[str, Any]], lc: list[dict[str, Any]], meta: dict[str,
 
 
 def main() -> None:
-    global HYBRID, RERANK, MODEL, CACHE, WINDOWS, QUANTIZE_AT
+    global HYBRID, RERANK, MODEL, CACHE, WINDOWS, QUANTIZE_AT, QUERY, DUMP
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--data", default="scifact,locomo")
     ap.add_argument("--mode", choices=["keyword", "hybrid", "both"], default="both")
@@ -477,7 +494,16 @@ def main() -> None:
         help="vectors from which the in-memory snapshot keeps them quantized (sign bits and "
         "int8); 0 measures the quantized search on the small dev sets",
     )
+    ap.add_argument(
+        "--date-boost",
+        type=float,
+        default=QUERY.dateBoost,
+        help="query.dateBoost; 0 reads no time words (the engine before time-aware search)",
+    )
+    ap.add_argument("--dump", default="", help="a JSON line per LoCoMo question to this file")
     args = ap.parse_args()
+    QUERY = QueryConfig(abstainBelow=0.0, dateBoost=args.date_boost)
+    DUMP = open(args.dump, "w") if args.dump else None  # noqa: SIM115 (open for the run)
     QUANTIZE_AT = args.quantize_at
     MODEL = args.model
     WINDOWS = args.windows
