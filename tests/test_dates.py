@@ -76,6 +76,20 @@ AS_OF = "2026-11-27T09:00:00+00:00"
         ("version 2.2019 build", []),
         ("the 2020s", []),
         ("port 80, pid 12345", []),
+        # Words, not months or weekdays; IDs and file names that hold a date.
+        ("this may be the cause of the replica lag", []),
+        ("I plan to march", []),
+        ("step 3 may fail", []),
+        ("what's planned for sunday?", []),
+        ("Alfred's plan for friday", []),
+        ("what are we doing this weekend?", []),  # asked on a Friday: the coming one
+        ("OPS-2026-11-03", []),
+        ("backup-2026-11-03.tar.gz", []),
+        ("release-2026-11 notes", []),
+        # Letters that only look like ASCII under case folding ("APRİL", "ſ").
+        ("replica lag APR\u0130L 5", []),
+        ("aug\u017ft 3", []),
+        ("what did I do on feb 29th", [("2024-02-29", "2024-02-29")]),
         # The longest query a request may carry, dates everywhere: read once each.
         ("in May " * 1400, [("2026-05-01", "2026-05-31")]),
         ("x" * 9990 + " May", []),
@@ -275,6 +289,9 @@ def test_as_of_and_time_zone_are_checked(days: Config, tmp_path: Path) -> None:
     with MemoryIndex(days) as idx:
         with pytest.raises(InvalidParams, match="asOf"):
             idx.search("yesterday", as_of="last tuesday")
+        for far in ("0001-01-01", "9999-12-31T23:00:00-05:00"):
+            with pytest.raises(InvalidParams, match="asOf"):
+                idx.search("yesterday", as_of=far)
         with pytest.raises(InvalidParams, match="timeZone"):
             idx.search("yesterday", time_zone="Mars/Olympus")
     f = tmp_path / "memindex.toml"

@@ -156,6 +156,22 @@ def test_idle_flush(sess: tuple[Config, Path]) -> None:
         assert idx.sync_sessions(due_only=True).messages == 1
 
 
+def test_a_tail_goes_when_its_file_is_emptied(sess: tuple[Config, Path]) -> None:
+    """A message searchable as an uncommitted tail is gone once the file is emptied
+    (the user removed it), as committed lines are."""
+    cfg, d = sess
+    cfg = replace(cfg, sessions=replace(cfg.sessions, idleFlushMs=3_600_000))
+    f = d / "s.jsonl"
+    with MemoryIndex(cfg) as idx:
+        idx.sync()
+        append(f, msg("user", "secret plan zebra"))
+        assert idx.sync_sessions(due_only=True).tails == 1
+        assert idx.search("zebra")["results"]
+        f.write_bytes(b"")
+        idx.sync_sessions(due_only=True)
+        assert idx.search("zebra", min_score=0)["results"] == []
+
+
 def test_truncation_and_replacement(sess: tuple[Config, Path]) -> None:
     cfg, d = sess
     f = d / "s.jsonl"

@@ -96,10 +96,14 @@ def as_of_value(params: Mapping[str, Any]) -> datetime | None:
         return None
     if isinstance(value, str) and len(value) <= 64:
         try:
-            return datetime.fromisoformat(value.strip())
+            got = datetime.fromisoformat(value.strip())
         except ValueError:
-            pass
-    raise InvalidParams("'asOf' must be an ISO 8601 date or time, e.g. 2026-11-27T09:00:00Z")
+            got = None
+        if got is not None and 1900 <= got.year <= 2999:
+            return got
+    raise InvalidParams(
+        "'asOf' must be an ISO 8601 date or time from 1900 to 2999, e.g. 2026-11-27T09:00:00Z"
+    )
 
 
 def zone_value(params: Mapping[str, Any]) -> str | None:

@@ -86,12 +86,18 @@ class Quiet:
         self._seen[f.display] = (f.ino, f.size, now)
         return 0.0
 
-    def new_tail(self, f: TranscriptFile) -> bool:
-        """Whether the file grew since its tail was last indexed (then it is now)."""
-        if self._tailed.get(f.display) == (f.ino, f.size):
+    def new_tail(self, f: TranscriptFile, nbytes: int) -> bool:
+        """Whether the file has a tail to index (``nbytes`` past its cursor), or had
+        one indexed and changed since (emptied: the old tail must go)."""
+        if not nbytes and f.display not in self._tailed:
             return False
-        self._tailed[f.display] = (f.ino, f.size)
-        return True
+        return self._tailed.get(f.display) != (f.ino, f.size)
+
+    def tail_done(self, f: TranscriptFile, nbytes: int) -> None:
+        if nbytes:
+            self._tailed[f.display] = (f.ino, f.size)
+        else:
+            self._tailed.pop(f.display, None)
 
     def forget(self, keep: set[str]) -> None:
         for seen in (self._seen, self._tailed):
@@ -197,8 +203,8 @@ def sync_sessions(
             if not _due(cfg, nbytes, nlines, quiet.quiet_for(f, now)):
                 if nbytes:
                     report.deferred += 1
-                    if quiet.new_tail(f):
-                        tail_or_skip(store, cfg, f, cur, report, count)
+                if quiet.new_tail(f, nbytes) and tail_or_skip(store, cfg, f, cur, report, count):
+                    quiet.tail_done(f, nbytes)  # a failed one is tried again next pass
                 continue
         try:
             stop = should_stop

@@ -54,16 +54,19 @@ def tail_or_skip(
     cur: SessionCursor | None,
     report: SessionReport,
     count: TokenCounter,
-) -> None:
-    """``index_tail`` with the errors of a file kept to it (as ``session_sync``'s)."""
+) -> bool:
+    """``index_tail`` with the errors of a file kept to it (as ``session_sync``'s);
+    whether it was indexed."""
     try:
         index_tail(store, cfg, f, cur, report, count)
+        return True
     except (FileVanished, FileUnreadable, OSError):
-        pass  # the next sync sees what became of it
+        return False  # the next sync sees what became of it
     except STORE_ERRORS:
         raise
     except Exception as exc:  # this transcript's trouble only: the others go on
         transcript_failed(f.display, exc, report)
+        return False
 
 
 def index_tail(
@@ -85,7 +88,9 @@ def index_tail(
         raw_lines, end, _head = read_complete_lines(fd, committed, STEP_BYTES)
     finally:
         os.close(fd)
-    if end == committed:
+    if end == committed:  # nothing past the cursor (emptied): no tail either
+        with store.transaction():
+            store.drop_chunks_after(f.display, lines_done)
         return
     msgs, _bad = messages_of(raw_lines, lines_done, f.display, warn=False)
     rows = transcript_rows(msgs, cfg, count)

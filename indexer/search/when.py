@@ -145,7 +145,10 @@ def read_time(text: str, today: date) -> TimeQuery:
                 continue  # a month name alone: the next rule reads it
             if FUTURE.search(text, max(0, m.start() - 12), m.start()):
                 continue
-            span = rule.resolve(m, today)
+            try:
+                span = rule.resolve(m, today)
+            except (ValueError, OverflowError):  # past the calendar ("400 years ago")
+                span = None
             if span is None:
                 continue
             if span[0] > today:  # "in December 2026" asked in November: searched as

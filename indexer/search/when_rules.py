@@ -11,6 +11,7 @@ December).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,10 +43,14 @@ _MONTHS = {
     for name in names
 }
 # Before a month name with no day or year: it is a month ("in May"), not a word.
+# Not "this", "that", "to", "of", "by": "this may be the cause", "I plan to march".
 _TIME_WORDS = frozenset(
-    ("in", "on", "during", "since", "until", "till", "by", "before", "after", "from", "of")
-    + ("early", "late", "mid", "last", "next", "this", "that", "through", "to")
+    ("in", "on", "during", "since", "until", "till", "before", "after", "from", "early")
+    + ("late", "mid", "last", "next", "through")
 )
+# Month names that are common words: with a bare day ("step 3 may fail") they are a
+# date only written as a name ("3 May") or with an ordinal, "of" or a year.
+_WORD_MONTHS = frozenset(("may", "march"))
 _LONGEST_TIME_WORD = max(map(len, _TIME_WORDS))
 
 
@@ -100,8 +105,9 @@ def _months_back(today: date, n: int) -> tuple[int, int]:
 
 
 def _latest(today: date, month: int, day: int | None) -> date | None:
-    """The latest date in ``month`` (on ``day``) not after ``today``."""
-    for year in (today.year, today.year - 1):
+    """The latest date in ``month`` (on ``day``) not after ``today`` (February 29th
+    looks back as far as the last leap year)."""
+    for year in range(today.year, today.year - 8, -1):
         try:
             d = date(year, month, day or 1)
         except ValueError:
@@ -172,18 +178,31 @@ def _this_unit(m: re.Match[str], today: date) -> Span:
 def _weekend(m: re.Match[str], today: date) -> Span:
     """The latest Saturday-Sunday that has begun ("last weekend" on a Sunday: the one
     before)."""
+    which = (m.group(1) or "").lower().split()
+    if which == ["this"] and today.weekday() < 5:  # asked on a weekday: the coming one
+        coming = today + timedelta(days=5 - today.weekday())
+        return coming, coming + timedelta(days=1)
     saturday = today - timedelta(days=(today.weekday() - 5) % 7)
-    if m.group(1) and m.group(1).lower().startswith("last") and today.weekday() >= 5:
+    if which[:1] == ["last"] and today.weekday() >= 5:
         saturday -= timedelta(days=7)
     return saturday, saturday + timedelta(days=1)
 
 
 # A question about the past ("what did I do on Monday"), not a request ("ping me on
 # Saturday"): a weekday with no "last" counts only in one.
+# A past-tense verb in -ed, lower case (not "Alfred"), and not one that plans ahead.
 _PAST = re.compile(
-    r"\b(?:did|was|were|had|happened|went|said|told|came|got|made|bought|ago)\b|\b\w{3,}ed\b",
-    re.IGNORECASE,
+    r"\b(?:did|was|were|had|happened|went|said|told|came|got|made|bought|ago)\b"
+    r"|\b(?!(?:planned|scheduled|booked|expected|supposed|intended|arranged|slated)\b)"
+    r"(?-i:[a-z]{2,}[^e\W]ed)\b",
+    re.IGNORECASE | re.ASCII,
 )
+
+
+@functools.lru_cache(maxsize=16)
+def _is_past(text: str) -> bool:
+    """Whether ``text`` asks about the past (once per query, not per weekday)."""
+    return _PAST.search(text) is not None
 
 
 def _weekday(m: re.Match[str], today: date) -> Span:
@@ -192,7 +211,7 @@ def _weekday(m: re.Match[str], today: date) -> Span:
     Monday, today included."""
     last = bool(m.group(1))
     before_last = bool(m.group(3))
-    if not (last or before_last) and not _PAST.search(m.string):
+    if not (last or before_last) and not _is_past(m.string):
         return None
     wd = _WEEKDAYS.index(m.group(2).lower())
     back = (today.weekday() - wd) % 7
@@ -223,8 +242,13 @@ def _iso_month(m: re.Match[str], today: date) -> Span:
 def _named_day(m: re.Match[str], today: date) -> Span:
     """ "Oct 31st", "October 31, 2026", "31 October", "the 31st of October"."""
     day = int(m.group(1) or m.group(3))
-    month = _MONTHS[m.group(2).lower().rstrip(".")]
+    name = m.group(2)
+    month = _MONTHS[name.lower().rstrip(".")]
     year = m.group(4)
+    if name.lower() in _WORD_MONTHS and not year and not name[0].isupper():
+        plain = re.fullmatch(r"\d+\s+\w+|\w+\s+\d+", m.group(0).strip())
+        if plain:  # "step 3 may fail", "march 5 times": words
+            return None
     if year:
         try:
             d = date(int(year), month, day)
@@ -282,8 +306,9 @@ def _rules() -> list[Rule]:
         (rf"\b(last\s+|this\s+past\s+)?(?:on\s+)?(?:the\s+)?({wd})(?:'s)?"
          rf"(\s+before\s+last)?\b", _weekday),
         (r"\b(?:recently|lately|these\s+days|the\s+other\s+day)\b", _RECENT),
-        (r"\b((?:19|20)\d\d)-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])\b", _iso_day),
-        (r"\b((?:19|20)\d\d)-(0[1-9]|1[0-2])\b(?!-\d)", _iso_month),
+        (r"(?<![\w.:/-])((?:19|20)\d\d)-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])"
+         r"(?![\w-]|[.:/]\w)", _iso_day),
+        (r"(?<![\w.:/-])((?:19|20)\d\d)-(0[1-9]|1[0-2])(?![\w-]|[.:/]\w)", _iso_month),
         (rf"(?:\b(?:the\s+)?{_DAY}\s+(?:of\s+)?)?\b({_MONTH})\b\.?(?:\s+{_DAY}\b)?"
          rf"(?:,?\s+{_YEAR}\b)?", _named_day),
         (rf"\b({_MONTH})\b\.?(?:,?\s+{_YEAR}\b)?", _named_month),
@@ -291,7 +316,7 @@ def _rules() -> list[Rule]:
     ]  # fmt: skip
     return [
         Rule(
-            re.compile(p, re.IGNORECASE),
+            re.compile(p, re.IGNORECASE | re.ASCII),
             fn,
             keep=fn is _year,
             needs_day=fn is _named_day,
@@ -303,4 +328,4 @@ def _rules() -> list[Rule]:
 
 TABLE = _rules()
 # "next Monday", "the coming week": the future is not in memory; left as words
-FUTURE = re.compile(r"\b(?:next|coming|upcoming|following)\s+$", re.IGNORECASE)
+FUTURE = re.compile(r"\b(?:next|coming|upcoming|following)\s+$", re.IGNORECASE | re.ASCII)
