@@ -43,10 +43,10 @@ _MONTHS = {
     for name in names
 }
 # Before a month name with no day or year: it is a month ("in May"), not a word.
-# Not "this", "that", "to", "of", "by": "this may be the cause", "I plan to march".
+# Not "this", "that", "to", "by": "this may be the cause", "I plan to march".
 _TIME_WORDS = frozenset(
     ("in", "on", "during", "since", "until", "till", "before", "after", "from", "early")
-    + ("late", "mid", "last", "next", "through")
+    + ("late", "mid", "last", "next", "through", "of")
 )
 # Month names that are common words: with a bare day ("step 3 may fail") they are a
 # date only written as a name ("3 May") or with an ordinal, "of" or a year.
