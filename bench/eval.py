@@ -68,6 +68,7 @@ HYBRID = HybridConfig()  # --fusion / --vector-weight change memindex's
 RERANK = RerankConfig()  # --rerank turns memindex's rerank stage on
 QUERY = QueryConfig(abstainBelow=0.0)  # every search reports its relevance, none abstains
 DUMP: Any = None  # --dump: a file of per-question figures
+CROSS = 6  # LoCoMo: a question asked of another conversation's workspace
 LAST: dict[str, Any] = {}  # the last memindex search's relevance; rerank fallbacks
 MODEL = "minilm"  # --model: the local embedding model of hybrid runs
 QUANTIZE_AT = vector_memory.QUANTIZE_AT  # --quantize-at: vectors from which they are quantized
@@ -259,7 +260,16 @@ def locomo(
     )
     # signals[(config, mode, source)] -> (category, relevance, recall@10) per query
     signals: dict[tuple[str, str, str], list[tuple[int, float, float]]] = defaultdict(list)
+    convs = sorted(by_conv)
+    # Each conversation's questions of categories 1-4 asked of the next conversation's
+    # workspace as well: their answers are not there (category 6 here, "cross").
+    cross = {
+        c: [q | {"category": CROSS} for q in by_conv[convs[(i + 1) % len(convs)]]
+            if q["category"] != 5]
+        for i, c in enumerate(convs)
+    } if len(convs) > 1 else {}  # fmt: skip
     for conv, qs in sorted(by_conv.items()):
+        qs = qs + cross.get(conv, [])
         # The questions are asked the day after the conversation's last session (what
         # "last year" and "in May" mean), as an agent asks right after it.
         logs = sorted(p.name[:10] for p in (root / conv / "memory").glob("????-??-??*.md"))
@@ -279,9 +289,9 @@ def locomo(
                     search = searcher(config, m)
                     for source in sources:
                         for q in qs:
-                            if q["category"] == 5 and config != "memindex":
+                            if q["category"] in (5, CROSS) and config != "memindex":
                                 continue
-                            gold = _gold(q, source)
+                            gold = {} if q["category"] == CROSS else _gold(q, source)
                             LAST.pop("relevance", None)
                             LAST.pop("snippets", None)
                             res = search(idx, q["question"], 10, SOURCES[source], None)
@@ -290,7 +300,7 @@ def locomo(
                                 signals[key].append(
                                     (q["category"], LAST["relevance"], _recall(gold, res, 10))
                                 )
-                            if q["category"] != 5:
+                            if q["category"] not in (5, CROSS):
                                 _score(stats[key], q, gold, res, LAST.get("snippets"))
                             if DUMP is not None:
                                 row = {"key": key, "q": q["question"], "cat": q["category"]}
@@ -310,6 +320,7 @@ def locomo(
                 },
             }
             | abstention(signals.get((config, mode, source), []))
+            | abstention(signals.get((config, mode, source), []), CROSS, "abstentionCross")
         )
         print("LoCoMo-dev", json.dumps(out[-1]), flush=True)
     return out
@@ -336,20 +347,23 @@ def _recall(gold: dict[str, list[tuple[str, int, int]]], res: list[Hit], k: int)
     return found / len(gold)
 
 
-def abstention(rows: list[tuple[int, float, float]]) -> dict[str, Any]:
-    """How well the relevance signal tells category 5 (unanswerable) from 1-4: its
-    AUC (the chance an answerable query scores above an unanswerable one) and, per
-    threshold, the share of unanswerable queries that abstain against the share of
-    the answerable queries' recall@10 still returned."""
-    pos = [s for c, s, _ in rows if c != 5]
-    neg = [s for c, s, _ in rows if c == 5]
+def abstention(
+    rows: list[tuple[int, float, float]], unanswerable: int = 5, name: str = "abstention"
+) -> dict[str, Any]:
+    """How well the relevance signal tells the ``unanswerable`` category (5: LoCoMo's
+    speaker swaps, whose topic is in the workspace; CROSS: another conversation's
+    questions) from 1-4: its AUC (the chance an answerable query scores above an
+    unanswerable one) and, per threshold, the share of unanswerable queries that
+    abstain against the share of the answerable queries' recall@10 still returned."""
+    pos = [s for c, s, _ in rows if c not in (5, CROSS)]
+    neg = [s for c, s, _ in rows if c == unanswerable]
     if not pos or not neg:
         return {}
     wins = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p in pos for n in neg)
-    base = sum(r for c, _, r in rows if c != 5) or 1.0
+    base = sum(r for c, _, r in rows if c not in (5, CROSS)) or 1.0
     curve = []
     for t in [x / 20 for x in range(21)]:
-        kept = sum(r for c, s, r in rows if c != 5 and s >= t)
+        kept = sum(r for c, s, r in rows if c not in (5, CROSS) and s >= t)
         curve.append(
             {
                 "below": t,
@@ -358,7 +372,7 @@ def abstention(rows: list[tuple[int, float, float]]) -> dict[str, Any]:
                 "recallKept": round(kept / base, 4),
             }
         )
-    return {"abstention": {"auc": round(wins / (len(pos) * len(neg)), 4), "curve": curve}}
+    return {name: {"auc": round(wins / (len(pos) * len(neg)), 4), "curve": curve}}
 
 
 def _score(
@@ -430,6 +444,12 @@ def markdown(sf: list[dict[str, Any]], lc: list[dict[str, Any]], meta: dict[str,
                 f"| {'-' if snip is None else f'{snip:.3f}'} |"
             )
         marks = (0.3, 0.4, 0.5, 0.6)
+        header = (
+            "| mode | sources | AUC | "
+            + " | ".join(f"below {t:g}: unanswerable / answerable / recall kept" for t in marks)
+            + " |"
+        )
+        rule = "---|" * len(marks)
         with_signal = [r for r in lc if "abstention" in r]
         if with_signal:
             lines += [
@@ -438,20 +458,26 @@ def markdown(sf: list[dict[str, Any]], lc: list[dict[str, Any]], meta: dict[str,
                 "(unanswerable) against 1-4; at each `abstainBelow`, the share of "
                 "unanswerable / answerable queries that abstain and the recall@10 kept",
                 "",
-                "| mode | sources | AUC | "
-                + " | ".join(f"below {t:g}: unanswerable / answerable / recall kept" for t in marks)
-                + " |",
-                "|---|---|---|" + "---|" * len(marks),
+                header,
+                "|---|---|---|" + rule,
             ]
-            for r in with_signal:
-                a = r["abstention"]
-                at = {p["below"]: p for p in a["curve"]}
-                cells = " | ".join(
-                    f"{at[t]['unanswerableAbstain']:.2f} / {at[t]['answerableAbstain']:.2f} / "
-                    f"{at[t]['recallKept']:.2f}"
-                    for t in marks
-                )
-                lines.append(f"| {r['mode']} | {r['sources']} | {a['auc']:.3f} | {cells} |")
+            for key, what in (
+                ("abstention", "category 5 (a speaker swap: its topic is in the workspace)"),
+                ("abstentionCross", "cross (categories 1-4 asked of another conversation)"),
+            ):
+                if key != "abstention":  # the first table's header is above
+                    lines += ["", f"Unanswerable: {what}", "", header, "|---|---|---|" + rule]
+                for r in with_signal:
+                    if key not in r:
+                        continue
+                    a = r[key]
+                    at = {p["below"]: p for p in a["curve"]}
+                    cells = " | ".join(
+                        f"{at[t]['unanswerableAbstain']:.2f} / {at[t]['answerableAbstain']:.2f}"
+                        f" / {at[t]['recallKept']:.2f}"
+                        for t in marks
+                    )
+                    lines.append(f"| {r['mode']} | {r['sources']} | {a['auc']:.3f} | {cells} |")
     return "\n".join(lines) + "\n"
 
 

@@ -120,7 +120,7 @@ class QueryConfig:
     mmr: bool = setting(False, "re-order results for diversity (exact hits stay first)")
     mmrLambda: float = setting(0.7, "1 = relevance only, 0 = diversity only", range=(0.0, 1.0))
     abstainBelow: float = setting(
-        0.3,
+        0.1,
         "with abstain: true (--abstain), no results when the query's relevance signal is "
         "below this (docs/RETRIEVAL.md, Abstention)",
         range=(0.0, 1.0),

@@ -18,7 +18,7 @@ def test_example_config_parses_with_defaults() -> None:
     assert agents == ()
     assert cfg.chunking.tokens == 400 and cfg.chunking.overlap == 80
     assert cfg.query.maxResults == 6 and cfg.query.minScore == 0.35
-    assert cfg.query.abstainBelow == 0.3 and cfg.rerank.provider == ""
+    assert cfg.query.abstainBelow == 0.1 and cfg.rerank.provider == ""
     assert cfg.rerank == type(cfg.rerank)()  # the example's [rerank] is the defaults
 
 

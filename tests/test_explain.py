@@ -131,7 +131,21 @@ def test_the_same_memory_in_both_sources_is_one_result(chat: Config) -> None:
         assert "also" not in only["results"][0]
 
 
+def test_abstain_on_a_question_about_someone_memory_never_mentions(chat: Config) -> None:
+    with MemoryIndex(chat) as idx:
+        idx.sync()
+        gone = idx.search("What did Gina realize after her charity race?", abstain=True)
+        assert gone["results"] == [] and gone["relevance"] == 0.05, gone
+        assert "below query.abstainBelow 0.1" in gone["abstained"]
+        # Named and present: answered, whatever the case of the question.
+        assert idx.search("what did Melanie do at the charity race?", abstain=True)["results"]
+        assert idx.search("What did melanie do at the charity race?", abstain=True)["results"]
+        # Not asked to abstain: the least-bad answer as before.
+        assert idx.search("What did Gina realize after her charity race?")["results"]
+
+
 def test_abstain_on_a_question_about_the_wrong_person(chat: Config) -> None:
+    chat = replace(chat, query=QueryConfig(abstainBelow=0.3))  # the default is 0.1
     with MemoryIndex(chat) as idx:
         idx.sync()
         right = idx.search("What did Melanie do at the charity race?", abstain=True)
@@ -169,10 +183,19 @@ def test_cli_explain_and_abstain(chat: Config, cli: Runner, tmp_path: Path) -> N
         "--config",
         str(conf),
         "search",
-        "What did Caroline realize after her charity race?",
+        "What did Gina realize after her charity race?",
         "--abstain",
     )
-    assert code == 0 and out.startswith("No results: relevance")
+    assert code == 0 and out.startswith("No results: relevance 0.05")
     code, out, _ = cli("--config", str(conf), "search", "charity race", "--explain", "--json")
     data = json.loads(out)
     assert "explain" in data["results"][0] and "relevance" in data
+
+
+def test_the_names_a_question_asks_about() -> None:
+    from indexer.search.names import names_in
+
+    assert names_in("What did Caroline's sister say? Then Tim left.") == ["caroline", "tim"]
+    # A sentence's first word, stop words, months, weekdays and CamelCase are no names.
+    assert names_in("When did we meet in May, on Monday, about OpenClaw?") == []
+    assert names_in("Where did I put the keys?") == []

@@ -209,7 +209,7 @@ def test_config_validation(tmp_path: Path) -> None:
         {"rerank": {"provider": "http", "baseUrl": "http://127.0.0.1:8080/v1", "blend": "fixed"}}
     )
     assert ok.rerank.provider == "http" and ok.rerank.blend == "fixed"
-    assert ok.query.abstainBelow == 0.3
+    assert ok.query.abstainBelow == 0.1
     for data, why in (
         ({"provider": "cohere-magic"}, "rerank.provider"),
         ({"provider": "http"}, "needs rerank.baseUrl"),

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from indexer.api import SearchResult
+from indexer.api import SearchResponse, SearchResult
 from indexer.search.candidates import Candidate, ChunkRows
 from indexer.search.keyword_hits import EXACT_BOOST
 from indexer.search.query import ParsedQuery
@@ -16,7 +18,10 @@ from indexer.search.supersede import supersede
 from indexer.sources.curated import meta_of, strip_annotations
 from indexer.store import SearchRow
 
-__all__ = ["explain_parts", "render_results", "to_result"]
+if TYPE_CHECKING:
+    from providers.base import EmbeddingProvider
+
+__all__ = ["Notes", "envelope", "explain_parts", "render_results", "to_result"]
 
 
 def _citation(path: str, start: int, end: int) -> str:
@@ -209,3 +214,40 @@ def _same_memory(
         if len(line & runs[orow.id]) >= need:
             return o
     return None
+
+
+@dataclass
+class Notes:
+    """What a run's stages noted for its answer."""
+
+    fallback: str | None = None  # the rerank stage's fallback
+    rerank: dict[str, object] | None = None  # explain: the rerank stage's figures
+    explain: dict[str, object] | None = None  # explain: the settings that ranked it
+    relevance: float | None = None  # abstain / explain: the query's relevance signal
+    abstained: str | None = None  # abstain: why nothing is returned
+
+
+def envelope(
+    notes: Notes,
+    p: EmbeddingProvider | None,
+    results: list[SearchResult],
+    mode: str,
+    fallback: str | None,
+) -> SearchResponse:
+    if notes.fallback:  # the rerank stage's
+        fallback = f"{fallback}; {notes.fallback}" if fallback else notes.fallback
+    out: SearchResponse = {
+        "results": results,
+        "provider": p.id if p else None,
+        "model": p.model if p else None,
+        "mode": mode,
+        "fallback": fallback,
+    }
+    if notes.relevance is not None:
+        out["relevance"] = notes.relevance
+    if notes.abstained:
+        out["abstained"] = notes.abstained
+    if notes.explain is not None:
+        rerank = {} if notes.rerank is None else {"rerank": notes.rerank}
+        out["explain"] = notes.explain | rerank
+    return out

@@ -9,10 +9,9 @@ neighbours (the snapshot's vectors, else the store's; ``vector_memory``) → fus
 (``fusion``) → the floor → decay, the time the query names, rerank, source
 balance, MMR (``ranking``, ``rerank_stage``) → result objects (``results``).
 
-Time words ("yesterday", "last week", "in October"; ``when``) are read as windows
-of days against the request's ``asOf`` and taken out of what is searched: a query
-that is only time lists what is dated in its windows, newest first; with other
-words, what is dated inside ranks first.
+Time words ("yesterday", "in October"; ``when``) are read as windows of days and
+taken out of what is searched; a question about a name memory lacks is capped in
+relevance (``names``).
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from indexer.api import MAX_RESULTS, SearchRequest, SearchResponse, SearchResult
 from indexer.search.candidates import Candidate, ChunkRows
 from indexer.search.fusion import fuse
 from indexer.search.keyword_hits import EXACT_BOOST, keyword_search
+from indexer.search.names import ABSENT_NAME_RELEVANCE, absent_name
 from indexer.search.query import parse_query
 from indexer.search.ranking import (
     apply_decay,
@@ -37,7 +37,7 @@ from indexer.search.ranking import (
     mmr,
     relevance,
 )
-from indexer.search.results import render_results
+from indexer.search.results import Notes, envelope, render_results
 from indexer.search.time_scope import TimeScope, with_window
 from indexer.search.when import TIME_FILLER, TimeQuery, read_time, today_of
 from indexer.selection import provider_spec
@@ -56,10 +56,9 @@ if TYPE_CHECKING:  # numpy and the providers' base load when first used
 
 __all__ = ["IndexFacts", "SearchRun", "search", "skipped"]
 
-# A query with words and a time of at most this many days ("what did I buy last
-# Friday"): what is dated then is shown after what holds the words in that time,
-# scoring WINDOW_SCORE (the time matches, not the words), so a day whose note says
-# "bought" is not lost to the word "buy".
+# Words and a time of at most this many days ("what did I buy last Friday"): what
+# is dated then follows what holds the words, scoring WINDOW_SCORE (the time
+# matches, not the words), so a note that says "bought" is not lost to "buy".
 WINDOW_LISTED_DAYS = 31
 WINDOW_SCORE = 0.5
 
@@ -105,20 +104,9 @@ def search(
 
 def skipped(provider: EmbeddingProvider | None, why: str) -> SearchResponse:
     """The answer to a gated query that is not searched (small talk, a slash command)."""
-    out = _envelope(Notes(), provider, [], "skipped", None)
+    out = envelope(Notes(), provider, [], "skipped", None)
     out["skipped"] = why
     return out
-
-
-@dataclass
-class Notes:
-    """What a run's stages noted for its answer."""
-
-    fallback: str | None = None  # the rerank stage's fallback
-    rerank: dict[str, object] | None = None  # explain: the rerank stage's figures
-    explain: dict[str, object] | None = None  # explain: the settings that ranked it
-    relevance: float | None = None  # abstain / explain: the query's relevance signal
-    abstained: str | None = None  # abstain: why nothing is returned
 
 
 class SearchRun:
@@ -205,6 +193,8 @@ class SearchRun:
         hits = self.scope.dated(self.rows, 1.0, 4 * self.limit)
         if self.req.explain:
             self.notes.explain = {"timeOnly": True, "dateBoost": self.cfg.query.dateBoost}
+        if self.req.abstain or self.req.explain:  # the time is what was asked: all or none
+            self.notes.relevance = 1.0 if hits else 0.0
         return render_results(
             hits, self.q, self.limit, self.chars, self.rows, explain=self.req.explain
         )
@@ -312,6 +302,7 @@ class SearchRun:
         one result."""
         req, qc, rows, limit = self.req, self.cfg.query, self.rows, self.limit
         hits = curated_signals(hits, rows, req.active_projects)
+        dated: set[int] = set()  # the window's chunks shown for their time alone
         if qc.temporalDecay:
             hits = apply_decay(hits, rows, qc.halfLifeDays)
         if self.when.windows:
@@ -322,6 +313,7 @@ class SearchRun:
                 extra = self.scope.dated(rows, WINDOW_SCORE, 2 * limit)
                 extra = [c for c in extra if c.id not in known]
                 hits = with_window(hits, extra, WINDOW_SCORE)
+                dated = {c.id for c in extra}
         if self.cfg.rerank.provider and hits:
             from indexer.search.rerank_stage import rerank
 
@@ -350,6 +342,10 @@ class SearchRun:
             }
         if req.abstain or req.explain:
             signal = round(relevance(list(self.q.words), hits, rows), 4)
+            if any(h.id in dated for h in hits[:3]):  # the time matches, if not the words
+                signal = max(signal, WINDOW_SCORE)
+            if signal > ABSENT_NAME_RELEVANCE and absent_name(self.store, req.query, self.wanted):
+                signal = ABSENT_NAME_RELEVANCE  # "what did Caroline say": no Caroline here
             self.notes.relevance = signal
             if req.abstain and signal < qc.abstainBelow:
                 self.notes.abstained = (
@@ -364,36 +360,10 @@ class SearchRun:
     def _envelope(
         self, results: list[SearchResult], mode: str, fallback: str | None
     ) -> SearchResponse:
-        out = _envelope(self.notes, self.provider, results, mode, fallback)
+        out = envelope(self.notes, self.provider, results, mode, fallback)
         if self.when.windows:
             out["time"] = [
                 {"said": w.said, "from": w.first.isoformat(), "to": w.last.isoformat()}
                 for w in self.when.windows
             ]
         return out
-
-
-def _envelope(
-    notes: Notes,
-    p: EmbeddingProvider | None,
-    results: list[SearchResult],
-    mode: str,
-    fallback: str | None,
-) -> SearchResponse:
-    if notes.fallback:  # the rerank stage's
-        fallback = f"{fallback}; {notes.fallback}" if fallback else notes.fallback
-    out: SearchResponse = {
-        "results": results,
-        "provider": p.id if p else None,
-        "model": p.model if p else None,
-        "mode": mode,
-        "fallback": fallback,
-    }
-    if notes.relevance is not None:
-        out["relevance"] = notes.relevance
-    if notes.abstained:
-        out["abstained"] = notes.abstained
-    if notes.explain is not None:
-        rerank = {} if notes.rerank is None else {"rerank": notes.rerank}
-        out["explain"] = notes.explain | rerank
-    return out

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-__all__ = ["FUTURE", "RECENT_DAYS", "TABLE", "Rule", "Span"]
+__all__ = ["FUTURE", "MONTH_NAMES", "RECENT_DAYS", "TABLE", "WEEKDAYS", "Rule", "Span"]
 
 RECENT_DAYS = 14  # "recently", "lately": the last two weeks, and a half-life beyond
 
@@ -75,6 +75,8 @@ _NUMBERS = {
     "couple": 2, "a couple of": 2, "few": 3, "a few": 3,
 }  # fmt: skip
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+WEEKDAYS = frozenset(_WEEKDAYS)
+MONTH_NAMES = frozenset(_MONTHS)
 _N = r"(\d{1,3}|a couple of|a few|couple|few|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"  # noqa: E501
 _UNIT = r"(day|week|month|year)s?"
 _YEAR = r"((?:19|20)\d\d)"
