@@ -170,6 +170,13 @@ def test_a_tail_goes_when_its_file_is_emptied(sess: tuple[Config, Path]) -> None
         f.write_bytes(b"")
         idx.sync_sessions(due_only=True)
         assert idx.search("zebra", min_score=0)["results"] == []
+        # Emptied while no daemon watched (a new writer remembers no tail).
+        append(f, msg("user", "secret plan yak"))
+        assert idx.sync_sessions(due_only=True).tails == 1
+    f.write_bytes(b"")
+    with MemoryIndex(cfg) as idx:
+        idx.sync_sessions(due_only=True)
+        assert idx.search("yak", min_score=0)["results"] == []
 
 
 def test_truncation_and_replacement(sess: tuple[Config, Path]) -> None:

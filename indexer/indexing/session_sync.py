@@ -180,7 +180,9 @@ def sync_sessions(
         _follow_renames(store, files, report)
     present = {f.display for f in files}
     cursors = store.session_cursors()  # read once: deleting gone paths leaves the rest as is
-    known_paths = set(store.file_states(SESSIONS_SOURCE)) | set(cursors)
+    indexed = set(store.file_states(SESSIONS_SOURCE))
+    known_paths = indexed | set(cursors)
+    tails = indexed - set(cursors)  # rows and no cursor: a tail (from before a restart too)
     gone = [p for p in known_paths if p not in present and not is_db_path(p)]
     report.cleared.extend(gone)
     if gone:
@@ -203,7 +205,9 @@ def sync_sessions(
             if not _due(cfg, nbytes, nlines, quiet.quiet_for(f, now)):
                 if nbytes:
                     report.deferred += 1
-                if quiet.new_tail(f, nbytes) and tail_or_skip(store, cfg, f, cur, report, count):
+                emptied = not nbytes and cur is None and f.display in tails
+                tail = quiet.new_tail(f, nbytes) or emptied
+                if tail and tail_or_skip(store, cfg, f, cur, report, count):
                     quiet.tail_done(f, nbytes)  # a failed one is tried again next pass
                 continue
         try:

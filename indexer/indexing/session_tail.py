@@ -90,7 +90,10 @@ def index_tail(
         os.close(fd)
     if end == committed:  # nothing past the cursor (emptied): no tail either
         with store.transaction():
-            store.drop_chunks_after(f.display, lines_done)
+            if cur is None:  # nothing committed: the path leaves the index
+                store.delete_session(f.display)
+            else:
+                store.drop_chunks_after(f.display, lines_done)
         return
     msgs, _bad = messages_of(raw_lines, lines_done, f.display, warn=False)
     rows = transcript_rows(msgs, cfg, count)
