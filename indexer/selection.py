@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from indexer.config import Config
 from providers.auto import ProviderSpec, Selection, configured, model_cache, precheck, select
+from providers.errors import install_hint
 
 if TYPE_CHECKING:  # numpy: not loaded by a CLI call that has nothing to embed
     from providers.base import EmbeddingProvider
@@ -76,10 +77,7 @@ def provider_note(cfg: Config, sel: Selection) -> str:
 
 def _fix(reason: str) -> str:
     if "llama_cpp" in reason or "llama-cpp-python" in reason:
-        return (
-            "pip install 'memindex[local]' (in a checkout: .venv/bin/pip install -e "
-            "'.[local]'); it compiles llama-cpp-python, about 15-20 minutes once"
-        )
+        return install_hint("local") + " (it compiles llama-cpp-python, about 15-20 minutes once)"
     if "is not pulled" in reason:
         return "memindex model pull " + reason.rsplit(" ", 1)[-1]
     if "model file" in reason and "does not exist" in reason:
@@ -91,7 +89,7 @@ def _fix(reason: str) -> str:
         return reason.split(": ", 1)[-1]
     if "needs the Python package" in reason:
         package = reason.rsplit(" ", 1)[-1]
-        return f"pip install 'memindex[{'gemini' if package == 'google' else package}]'"
+        return install_hint("gemini" if package == "google" else package)
     return "see memindex doctor"
 
 

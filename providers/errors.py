@@ -14,10 +14,13 @@ caught, with ``raise … from exc``; nothing else escapes a provider.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 __all__ = [
     "http_status_error",
+    "install_hint",
     "retry_after_seconds",
     "MissingCredentials",
     "PermanentError",
@@ -96,3 +99,13 @@ def http_status_error(status: int, headers: Any, detail: str, what: str = "") ->
     if status >= 500 or status in (408, 409):
         return TransientError(f"{what}HTTP {status}")
     return PermanentError(f"{what}HTTP {status}: {detail}")
+
+
+def install_hint(extra: str) -> str:
+    """The command that adds the optional ``extra`` to this installation: in a
+    checkout (its pyproject.toml beside the packages), this interpreter's editable
+    install of it (a checkout is no package on the index); else pip's."""
+    root = Path(__file__).resolve().parent.parent
+    if (root / "pyproject.toml").is_file() and (root / "indexer").is_dir():
+        return f"{sys.executable} -m pip install -e '{root}[{extra}]'"
+    return f"pip install 'memindex[{extra}]'"

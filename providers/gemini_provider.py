@@ -20,6 +20,7 @@ from .errors import (
     ProviderTimeout,
     RateLimited,
     TransientError,
+    install_hint,
     retry_after_seconds,
 )
 
@@ -68,7 +69,7 @@ class GeminiProvider(RemoteProvider):
             from google.genai import types
         except ImportError as exc:
             raise MissingCredentials(
-                "the google-genai package is not installed: pip install 'memindex[gemini]'"
+                "the google-genai package is not installed: " + install_hint("gemini")
             ) from exc
         self._types: Any = types
         options = types.HttpOptions(

@@ -41,7 +41,13 @@ import numpy as np
 import numpy.typing as npt
 
 from .base import WINDOW_LINES, EmbeddingProvider, Vectors, normalize
-from .errors import MissingCredentials, PermanentError, ProviderTimeout, TransientError
+from .errors import (
+    MissingCredentials,
+    PermanentError,
+    ProviderTimeout,
+    TransientError,
+    install_hint,
+)
 
 __all__ = ["WINDOW_MODES", "LocalGGUFProvider", "resolve_model"]
 
@@ -114,7 +120,7 @@ class LocalGGUFProvider(EmbeddingProvider):
             from llama_cpp import Llama
         except ImportError as exc:
             raise MissingCredentials(
-                "llama-cpp-python is not installed: pip install 'memindex[local]'"
+                "llama-cpp-python is not installed: " + install_hint("local")
             ) from exc
         try:
             with _quiet_llama():  # it warns that "none" is not the model's own pooling

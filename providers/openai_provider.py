@@ -20,6 +20,7 @@ from .errors import (
     ProviderTimeout,
     RateLimited,
     TransientError,
+    install_hint,
     retry_after_seconds,
 )
 
@@ -73,7 +74,7 @@ class OpenAIProvider(RemoteProvider):
             import openai
         except ImportError as exc:
             raise MissingCredentials(
-                "the openai package is not installed: pip install 'memindex[openai]'"
+                "the openai package is not installed: " + install_hint("openai")
             ) from exc
         self._client = openai.OpenAI(
             api_key=api_key, base_url=base_url or None, max_retries=0, timeout=timeout

@@ -36,6 +36,7 @@ from .errors import (
     ProviderTimeout,
     TransientError,
     http_status_error,
+    install_hint,
 )
 
 __all__ = ["HttpReranker", "LocalReranker", "Reranker", "make_reranker"]
@@ -174,7 +175,7 @@ class LocalReranker(Reranker):
             import llama_cpp
         except ImportError as exc:
             raise MissingCredentials(
-                "llama-cpp-python is not installed: pip install 'memindex[local]'"
+                "llama-cpp-python is not installed: " + install_hint("local")
             ) from exc
         self._lib: Any = llama_cpp
         try:

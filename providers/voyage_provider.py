@@ -20,6 +20,7 @@ from .errors import (
     RateLimited,
     TransientError,
     http_status_error,
+    install_hint,
     retry_after_seconds,
 )
 
@@ -74,7 +75,7 @@ class VoyageProvider(RemoteProvider):
             from voyageai.client import Client
         except ImportError as exc:
             raise MissingCredentials(
-                "the voyageai package is not installed: pip install 'memindex[voyage]'"
+                "the voyageai package is not installed: " + install_hint("voyage")
             ) from exc
         self._base = (base_url or "https://api.voyageai.com/v1").rstrip("/")
         self._key = api_key

@@ -257,3 +257,25 @@ def test_one_agent_name_for_the_openclaw_workspace(cli: Runner, tmp_path: Path) 
     cli_json(cli, "--workspace", str(other), "index", "--json")
     st = cli_json(cli, "--agent", name, "status", "--json")
     assert st["workspace"] == str(other.resolve())
+
+
+def test_a_missing_extra_names_the_command_that_adds_it(workspace: Path) -> None:
+    """`memindex mcp` without its packages is one line naming the install command, and
+    in a checkout that command is the checkout's own (no 'memindex' on the index)."""
+    root = Path(__file__).resolve().parent.parent
+    script = (
+        "import sys; sys.modules['anyio'] = None\n"  # an import of it fails as if absent
+        "from indexer.surfaces.cli import main\n"
+        f"sys.exit(main(['--workspace', {str(workspace)!r}, 'mcp']))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=root
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "internal error" not in proc.stderr
+    assert "memindex mcp needs the Python package anyio" in proc.stderr
+    assert f"-m pip install -e '{root}[mcp]'" in proc.stderr
+
+    from providers.errors import install_hint
+
+    assert install_hint("local") == f"{sys.executable} -m pip install -e '{root}[local]'"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from indexer.errors import ConfigError, InvalidParams, MemindexError
 from indexer.surfaces.cli_parts import Call, ProgressBar
+from providers.errors import install_hint
 
 __all__ = ["run_distill", "run_mcp", "run_migrate", "run_openclaw", "run_serve", "run_service"]
 
@@ -21,6 +22,13 @@ def run_serve(c: Call) -> int:
 
 
 def run_mcp(c: Call) -> int:
+    try:
+        import anyio  # noqa: F401 - what mcp_server needs, asked before anything starts
+        import mcp  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(
+            f"memindex mcp needs the Python package {exc.name}: {install_hint('mcp')}"
+        ) from None
     from indexer.surfaces import mcp_server
 
     cfg = c.config()

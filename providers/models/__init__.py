@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 from typing import TypedDict
 
+from providers.errors import install_hint
+
 __all__ = ["MODELS", "KnownModel", "ModelBuildError", "ModelEntry", "listing", "pull"]
 
 
@@ -78,7 +80,7 @@ def pull(spec: str, cache: Path, *, force: bool = False) -> Path:
         path: Path = builder.build(cache / known.file, force)
     except ImportError as exc:  # gguf / safetensors: the [local] extra
         raise ModelBuildError(
-            f"converting {spec} needs the Python package {exc.name}: pip install 'memindex[local]'"
+            f"converting {spec} needs the Python package {exc.name}: " + install_hint("local")
         ) from exc
     return path
 

@@ -17,6 +17,7 @@ from indexer.config import database_location
 from indexer.config import redact_url as redact
 from indexer.errors import RowRejected, StoreError
 from indexer.store.postgres.schema import PG_MIGRATIONS
+from providers.errors import install_hint
 
 if TYPE_CHECKING:
     import psycopg
@@ -90,7 +91,7 @@ def _pool(url: str, size: int) -> ConnectionPool:
                 from psycopg_pool import ConnectionPool
             except ImportError as exc:
                 raise StoreError(
-                    "a PostgreSQL store needs psycopg: pip install 'memindex[postgresql]'"
+                    "a PostgreSQL store needs psycopg: " + install_hint("postgresql")
                 ) from exc
             pool = ConnectionPool(
                 url,
