@@ -19,4 +19,7 @@ echo "== mypy";  .venv/bin/mypy
 # three newest runs, so a second pytest on the machine would delete this one's.
 basetemp="$(mktemp -d "${TMPDIR:-/tmp}/memindex-test.XXXXXX")"
 trap 'rm -rf "$basetemp"' EXIT
-echo "== pytest"; .venv/bin/python -m pytest -p no:cacheprovider --basetemp "$basetemp/t" "$@"
+# Two workers, each a whole test file at a time (MEMINDEX_TEST_WORKERS=0: one process).
+workers="${MEMINDEX_TEST_WORKERS:-2}"
+echo "== pytest"; .venv/bin/python -m pytest -p no:cacheprovider --basetemp "$basetemp/t" \
+    -n "$workers" --dist loadfile "$@"

@@ -253,9 +253,10 @@ class Daemon:
             # an edit made while another file is being written is searchable in
             # about 2 periods and a sync (was 4: 11 s at a million chunks).
             rt.memory_due = min(now + debounce, rt.memory_first + 2 * debounce)
-        else:
-            if rt.sessions_due is None:
-                rt.sessions_due = now + debounce
+        elif rt.sessions_due is None or (
+            rt.sessions_due > now + debounce and not rt.health.failures["sessions"]
+        ):  # a later look (a tail's recheck), not a failure's back-off, comes earlier:
+            rt.sessions_due = now + debounce  # a message is searchable within the debounce
         with self._wake:
             self._wake.notify_all()
 
