@@ -89,7 +89,7 @@ def _fix(reason: str) -> str:
         return reason.split(": ", 1)[-1]
     if "needs the Python package" in reason:
         package = reason.rsplit(" ", 1)[-1]
-        return install_hint("gemini" if package == "google" else package)
+        return install_hint({"google": "gemini", "voyageai": "voyage"}.get(package, package))
     return "see memindex doctor"
 
 

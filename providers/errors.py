@@ -14,6 +14,7 @@ caught, with ``raise … from exc``; nothing else escapes a provider.
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -102,10 +103,12 @@ def http_status_error(status: int, headers: Any, detail: str, what: str = "") ->
 
 
 def install_hint(extra: str) -> str:
-    """The command that adds the optional ``extra`` to this installation: in a
-    checkout (its pyproject.toml beside the packages), this interpreter's editable
-    install of it (a checkout is no package on the index); else pip's."""
+    """The command that adds the optional ``extra`` to this installation, with this
+    interpreter's pip: in a checkout (its pyproject.toml beside the packages), an
+    editable install of the checkout (a checkout is no package on the index); else
+    memindex's own name with the extra."""
     root = Path(__file__).resolve().parent.parent
+    python = shlex.quote(sys.executable)
     if (root / "pyproject.toml").is_file() and (root / "indexer").is_dir():
-        return f"{sys.executable} -m pip install -e '{root}[{extra}]'"
-    return f"pip install 'memindex[{extra}]'"
+        return f"{python} -m pip install -e {shlex.quote(f'{root}[{extra}]')}"
+    return f"{python} -m pip install 'memindex[{extra}]'"

@@ -20,6 +20,9 @@ echo "== mypy";  .venv/bin/mypy
 basetemp="$(mktemp -d "${TMPDIR:-/tmp}/memindex-test.XXXXXX")"
 trap 'rm -rf "$basetemp"' EXIT
 # Two workers, each a whole test file at a time (MEMINDEX_TEST_WORKERS=0: one process).
+# --fast: only the tests not marked slow (no daemons, gateways or PostgreSQL).
 workers="${MEMINDEX_TEST_WORKERS:-2}"
+lane=()
+if [ "${1:-}" = "--fast" ]; then shift; lane=(-m "not slow"); fi
 echo "== pytest"; .venv/bin/python -m pytest -p no:cacheprovider --basetemp "$basetemp/t" \
-    -n "$workers" --dist loadfile "$@"
+    -n "$workers" --dist loadfile "${lane[@]}" "$@"

@@ -12,6 +12,24 @@ import pytest
 from indexer.config import Config
 from indexer.surfaces.cli import main
 
+# The files whose tests start daemons, gateways, PostgreSQL or a model and take
+# seconds each (10-180 s a file here): marked ``slow``, left out by
+# ``scripts/test.sh --fast``.
+SLOW_FILES = frozenset(
+    ("test_openclaw_plugin.py", "test_openclaw_parity.py", "test_postgres.py", "test_crash.py")
+    + ("test_daemon.py", "test_hostile_clients.py", "test_transcripts_daemon.py")
+    + ("test_crash_pg.py", "test_keywords.py", "test_openai_provider.py", "test_rerank.py")
+    + ("test_faults.py", "test_fuzz.py", "test_local_provider.py", "test_hostile_files.py")
+    + ("test_one_writer.py", "test_openclaw_db_hostile.py", "test_gemini_provider.py")
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
+
+
 REPO = Path(__file__).resolve().parent.parent
 
 

@@ -199,3 +199,25 @@ def test_the_names_a_question_asks_about() -> None:
     # A sentence's first word, stop words, months, weekdays and CamelCase are no names.
     assert names_in("When did we meet in May, on Monday, about OpenClaw?") == []
     assert names_in("Where did I put the keys?") == []
+    assert names_in("What did José say?") == ["josé"]
+    assert names_in("Garden Gate Repair Notes") == []  # Title Case names nothing
+
+
+def test_a_name_decides_only_when_every_name_is_absent(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    write(ws, "MEMORY.md", "# Memory\n\n- José Ortega keeps the garden budget.\n"
+          "- The Smith family brought pie to the dinner.\n- Dana lives in Madrid.\n")  # fmt: skip
+    write(ws, "memory/people/caroline.md", "- works at the bakery on Elm Street\n")
+    cfg = Config(workspace=ws, indexPath=tmp_path / "i.sqlite")
+    with MemoryIndex(cfg) as idx:
+        idx.sync()
+        for answered in (
+            "What did José say about the garden budget?",  # accents
+            "What did the Smiths bring to the dinner?",  # another form of the name
+            "What did Dana say about Lisbon?",  # one name is there
+            "Where does Caroline work?",  # in the file's path only
+        ):
+            res = idx.search(answered, abstain=True)
+            assert res["results"] and res["relevance"] > 0.05, (answered, res)
+        gone = idx.search("What did Gina say about the garden budget?", abstain=True)
+        assert gone["results"] == [] and gone["relevance"] == 0.05

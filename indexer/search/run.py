@@ -27,7 +27,7 @@ from indexer.api import MAX_RESULTS, SearchRequest, SearchResponse, SearchResult
 from indexer.search.candidates import Candidate, ChunkRows
 from indexer.search.fusion import fuse
 from indexer.search.keyword_hits import EXACT_BOOST, keyword_search
-from indexer.search.names import ABSENT_NAME_RELEVANCE, absent_name
+from indexer.search.names import ABSENT_NAME_RELEVANCE, all_names_absent
 from indexer.search.query import parse_query
 from indexer.search.ranking import (
     apply_decay,
@@ -342,10 +342,13 @@ class SearchRun:
             }
         if req.abstain or req.explain:
             signal = round(relevance(list(self.q.words), hits, rows), 4)
+            top_rows = [r for h in hits[:3] if (r := rows.get(h.id)) is not None]  # read
             if any(h.id in dated for h in hits[:3]):  # the time matches, if not the words
                 signal = max(signal, WINDOW_SCORE)
-            if signal > ABSENT_NAME_RELEVANCE and absent_name(self.store, req.query, self.wanted):
-                signal = ABSENT_NAME_RELEVANCE  # "what did Caroline say": no Caroline here
+            if signal > ABSENT_NAME_RELEVANCE and all_names_absent(
+                self.store, req.query, self.wanted, [r.text.lower() for r in top_rows]
+            ):  # "what did Caroline say" of a memory with no Caroline
+                signal = ABSENT_NAME_RELEVANCE
             self.notes.relevance = signal
             if req.abstain and signal < qc.abstainBelow:
                 self.notes.abstained = (

@@ -254,7 +254,8 @@ class Daemon:
             # about 2 periods and a sync (was 4: 11 s at a million chunks).
             rt.memory_due = min(now + debounce, rt.memory_first + 2 * debounce)
         elif rt.sessions_due is None or (
-            rt.sessions_due > now + debounce and not rt.health.failures["sessions"]
+            rt.sessions_due > now + debounce
+            and not (rt.health.failures["sessions"] or rt.health.failures["memory"])
         ):  # a later look (a tail's recheck), not a failure's back-off, comes earlier:
             rt.sessions_due = now + debounce  # a message is searchable within the debounce
         with self._wake:

@@ -4,6 +4,7 @@ writing a model file so that a half-written one is never picked up."""
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 import tempfile
@@ -61,7 +62,7 @@ def build_once(target: Path, force: bool, make: Callable[[Path, Path], None]) ->
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as d:
-        tmp = target.with_name(target.name + ".tmp")
+        tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")  # two builders at once
         try:
             make(Path(d), tmp)
             tmp.replace(target)
