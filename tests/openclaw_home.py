@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
 from daemon_util import rpc, wait_for
 from gateway_ws import GatewayWS, connect
 
@@ -31,16 +30,21 @@ TOKEN = "memindex-openclaw-test"
 
 
 def require_openclaw() -> None:
-    """Fail (or, asked to, skip) a module that needs OpenClaw when it is missing."""
+    """Fail (or, asked to, skip) a module that needs OpenClaw when it is missing;
+    outside pytest (``bench/openclaw_bench.py``), exit with the same words."""
     if NODE.exists() and OPENCLAW.exists():
         return
+    missing = (
+        f"OpenClaw is not installed in {CACHE}: run bash scripts/setup_openclaw.sh "
+        "(or set MEMINDEX_SKIP_OPENCLAW=1 to leave these tests out knowingly)"
+    )
+    if sys.modules.get("pytest") is None:  # the bench, run without the test tools
+        raise SystemExit(missing)
+    import pytest
+
     if os.environ.get("MEMINDEX_SKIP_OPENCLAW") == "1":
         pytest.skip("MEMINDEX_SKIP_OPENCLAW=1", allow_module_level=True)
-    pytest.fail(
-        f"OpenClaw is not installed in {CACHE}: run bash scripts/setup_openclaw.sh "
-        "(or set MEMINDEX_SKIP_OPENCLAW=1 to leave these tests out knowingly)",
-        pytrace=False,
-    )
+    pytest.fail(missing, pytrace=False)
 
 
 def free_port() -> int:

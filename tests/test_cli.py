@@ -279,3 +279,18 @@ def test_a_missing_extra_names_the_command_that_adds_it(workspace: Path) -> None
     from providers.errors import install_hint
 
     assert install_hint("local") == f"{sys.executable} -m pip install -e '{root}[local]'"
+
+
+def test_the_openclaw_bench_needs_no_test_tools() -> None:
+    """`python bench/openclaw_bench.py --help` where pytest is not installed."""
+    root = Path(__file__).resolve().parent.parent
+    script = (
+        "import runpy, sys; sys.modules['pytest'] = None\n"
+        "sys.argv = ['bench/openclaw_bench.py', '--help']\n"
+        "runpy.run_path('bench/openclaw_bench.py', run_name='__main__')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=root
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "memory-core" in proc.stdout
