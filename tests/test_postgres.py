@@ -501,3 +501,23 @@ def test_a_reader_keeps_its_prepared_statements_across_snapshots(pg_url: str) ->
         assert prepared >= 2
         with pytest.raises(StoreError), s.read_snapshot():  # READ ONLY: writes refused
             s.meta_set("x", "y")
+
+
+def test_a_writer_opened_as_another_closes_finds_the_lock_free(pg_url: str) -> None:
+    """Closing a writer unlocks before the session ends: the server ends a closed
+    session a moment later, and under load (two test workers) a writer opened right
+    after the first closed was refused as a second writer."""
+    from indexer.errors import IndexBusy
+    from indexer.store.writer_lock import PgLock
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS agents (agent text primary key, writer text)")
+    refused = 0
+    for _ in range(100):
+        lock = PgLock(pg_url, "relay", "relay-lock", "a writer", "here")
+        lock.release()
+        try:
+            PgLock(pg_url, "relay", "relay-lock", "the next writer", "here").release()
+        except IndexBusy:
+            refused += 1
+    assert refused == 0
