@@ -10,7 +10,13 @@ from indexer.config import Config
 from indexer.errors import NotFound, PathRefused
 from indexer.search.documents import read_document
 from indexer.sources.chunking import split_lines
-from indexer.sources.curated import INVALID_PROJECT, entry_spans, meta_of, strip_annotations
+from indexer.sources.curated import (
+    INVALID_PROJECT,
+    entry_spans,
+    meta_of,
+    project_keys,
+    strip_annotations,
+)
 
 __all__ = ["curated_entries"]
 
@@ -36,7 +42,7 @@ def curated_entries(cfg: Config, req: CuratedRequest) -> CuratedResponse:
             if lines[first].startswith("#"):
                 heading = lines[first].lstrip("#").strip()
             meta = meta_of(name, body)
-            keys = [k.strip() for k in (meta.project_key or "").split(";") if k.strip()]
+            keys = project_keys(meta.project_key)
             if meta.project_key == INVALID_PROJECT:
                 continue
             if req.kind == "triggers":

@@ -28,7 +28,7 @@ from indexer.search.candidates import Candidate, ChunkRows
 from indexer.search.query import stem_prefix
 from indexer.search.snippets import has_word_with_prefix
 from indexer.search.when import TimeQuery, day_of
-from indexer.sources.curated import INVALID_PROJECT, meta_of
+from indexer.sources.curated import INVALID_PROJECT, meta_of, project_keys
 from indexer.store import SearchRow
 
 __all__ = [
@@ -128,7 +128,7 @@ def project_factor(project_key: str | None, active: tuple[str, ...]) -> float:
     """1.15 for an entry of an active repository, 0.9 for another's, else 1."""
     if not project_key or not active:
         return 1.0
-    keys = [k.strip() for k in project_key.split(";") if k.strip()]
+    keys = project_keys(project_key)
     return 1.15 if all(k in active for k in keys) else 0.9
 
 

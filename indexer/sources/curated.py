@@ -39,6 +39,7 @@ __all__ = [
     "curated_chunks",
     "entry_spans",
     "is_curated_root",
+    "project_keys",
     "meta_of",
     "project_eligible",
     "strip_annotations",
@@ -57,6 +58,11 @@ class EntryMeta:
     importance: int | None
     triggers: str | None  # "; "-joined phrases
     project_key: str | None  # "; "-joined keys, or INVALID_PROJECT
+
+
+def project_keys(project_key: str | None) -> list[str]:
+    """The repository keys of a ``"; "``-joined project annotation."""
+    return [k.strip() for k in (project_key or "").split(";") if k.strip()]
 
 
 def is_curated_root(path: str) -> bool:
