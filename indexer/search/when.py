@@ -90,13 +90,8 @@ class TimeQuery:
         ("moved here 4 years ago" when memory holds no day of that year)."""
         if windows == self.windows:
             return self
-        marks = bytearray(len(self.text))
-        for start, end, w in self.read:
-            if w in windows:
-                marks[start:end] = b"\x01" * (end - start)
-        rest = "".join(c if not marks[i] else " " for i, c in enumerate(self.text))
         read = tuple(r for r in self.read if r[2] in windows)
-        return TimeQuery(windows, " ".join(rest.split()), read, self.text)
+        return TimeQuery(windows, _without(self.text, read), read, self.text)
 
     def days(self) -> int:
         """How many days the windows hold (overlaps counted twice)."""
@@ -166,7 +161,13 @@ def read_time(text: str, today: date) -> TimeQuery:
         return TimeQuery((), text)
     found.sort(key=lambda x: x[0])
     windows = tuple(dict.fromkeys(w for _, _, w in found))
-    rest = "".join(c if taken[i] != 1 else " " for i, c in enumerate(text))
-    read = tuple((start, end, w) for start, end, w in found if w in windows)
-    read = tuple(r for r in read if taken[r[0]] == 1)  # a kept year is never taken out
-    return TimeQuery(windows, " ".join(rest.split()), read, text)
+    read = tuple(r for r in found if taken[r[0]] == 1)  # a kept year is never taken out
+    return TimeQuery(windows, _without(text, read), read, text)
+
+
+def _without(text: str, read: tuple[tuple[int, int, Window], ...]) -> str:
+    """``text`` with the spans the windows were ``read`` from taken out."""
+    marks = bytearray(len(text))
+    for start, end, _ in read:
+        marks[start:end] = b"\x01" * (end - start)
+    return " ".join("".join(" " if marks[i] else c for i, c in enumerate(text)).split())
