@@ -104,3 +104,22 @@ def test_memory_files_are_not_crowded_out(cfg: Config, workspace: Path, tmp_path
     with MemoryIndex(plain) as idx:  # without the share, transcripts take every slot
         res = idx.search("deploy the gateway", max_results=6)["results"]
         assert all(r["source"] == "sessions" for r in res)
+
+
+def test_tied_hits_rank_by_file_and_line_not_by_when_they_were_indexed(
+    cfg: Config, workspace: Path
+) -> None:
+    # Two files tie exactly for this query (each holds both numbers, mirrored);
+    # file b is indexed first, then a is rewritten, so a's chunk has the newer id.
+    for name, (x, y) in {"a": ("3", "17"), "b": ("17", "3")}.items():
+        body = "\n".join(
+            f"- note {x} of file {y}" if j else f"- note {y} of file {x}" for j in range(6)
+        )
+        write(workspace, f"memory/{name}.md", body + "\n")
+    with MemoryIndex(cfg) as idx:
+        idx.sync()
+        first = [r["path"] for r in idx.search("note 3 file 17", min_score=0)["results"]]
+        write(workspace, "memory/a.md", (workspace / "memory/a.md").read_text() + "\n")
+        idx.sync()
+        again = [r["path"] for r in idx.search("note 3 file 17", min_score=0)["results"]]
+    assert first == again == ["memory/a.md", "memory/b.md"]
