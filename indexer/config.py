@@ -2,7 +2,7 @@
 ``Settings`` (every agent a daemon serves). Read by ``config_file.py``.
 
 The sections and every key's default, range and meaning are in
-``config_sections`` (the one schema; ``config/memindex.toml`` and the README's table
+``config_sections`` (the one schema; ``config/memindex.toml`` and docs/CONFIG.md's table
 are written from it). Unknown keys are an error (a typo must not silently fall back
 to a default).
 """

@@ -1,6 +1,6 @@
 """The config's documentation, written from its one schema (``config_sections`` and
 ``Config``'s own keys): ``config/memindex.toml`` (every key with its default) and
-the README's table of keys. ``scripts/gen_config.py`` writes both; a test checks
+docs/CONFIG.md's table of keys. ``scripts/gen_config.py`` writes both; a test checks
 they match what this renders."""
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def _cell(text: str) -> str:
 
 
 def render_table() -> str:
-    """The README's table: every key, its default, what it accepts, what it means."""
+    """docs/CONFIG.md's table: every key, its default, what it accepts, what it means."""
     rows = ["| key | default | accepts | meaning |", "|---|---|---|---|"]
     for key, f in keys():
         value = _default(f)

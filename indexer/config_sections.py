@@ -2,7 +2,7 @@
 key its default, its allowed range or values, and what it means (``setting``).
 
 This is the one schema: ``config_file`` checks a file against it, and
-``config_docs`` writes ``config/memindex.toml`` and the README's table from it (a
+``config_docs`` writes ``config/memindex.toml`` and docs/CONFIG.md's table from it (a
 test keeps both in step). Key names follow OpenClaw's ``memorySearch`` settings
 where they overlap.
 """

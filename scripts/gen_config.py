@@ -1,4 +1,4 @@
-"""Write config/memindex.toml and the README's table of config keys from the schema
+"""Write config/memindex.toml and docs/CONFIG.md's table of config keys from the schema
 (indexer/config_sections.py; indexer/config_docs.py renders them).
 
     .venv/bin/python scripts/gen_config.py          # write both
@@ -16,11 +16,11 @@ sys.path.insert(0, str(ROOT))
 from indexer.config_docs import TABLE_END, TABLE_START, render_table, render_toml  # noqa: E402
 
 EXAMPLE = ROOT / "config" / "memindex.toml"
-README = ROOT / "README.md"
+CONFIG_PAGE = ROOT / "docs" / "CONFIG.md"
 
 
-def readme_with_table(text: str) -> str:
-    """``text`` (the README) with the table between its markers written anew."""
+def page_with_table(text: str) -> str:
+    """``text`` (docs/CONFIG.md) with the table between its markers written anew."""
     start = text.index(TABLE_START) + len(TABLE_START)
     end = text.index(TABLE_END)
     return text[:start] + "\n" + render_table() + text[end:]
@@ -31,7 +31,7 @@ def main() -> int:
     stale = []
     for path, new in (
         (EXAMPLE, render_toml()),
-        (README, readme_with_table(README.read_text(encoding="utf-8"))),
+        (CONFIG_PAGE, page_with_table(CONFIG_PAGE.read_text(encoding="utf-8"))),
     ):
         if path.read_text(encoding="utf-8") != new:
             stale.append(path.relative_to(ROOT))

@@ -1,5 +1,5 @@
 """The config's one schema (indexer/config_sections.py) is what the file is checked
-against and what its documentation says: the example file and the README's table
+against and what its documentation says: the example file and docs/CONFIG.md's table
 are written from it, and every range and choice in it is enforced."""
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from indexer.errors import ConfigError
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_the_example_file_and_the_readme_table_are_written_from_the_schema() -> None:
+def test_the_example_file_and_the_config_page_table_are_written_from_the_schema() -> None:
     assert (REPO / "config" / "memindex.toml").read_text(encoding="utf-8") == render_toml()
-    assert render_table() in (REPO / "README.md").read_text(encoding="utf-8")
+    assert render_table() in (REPO / "docs" / "CONFIG.md").read_text(encoding="utf-8")
     done = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "gen_config.py"), "--check"],
         capture_output=True,

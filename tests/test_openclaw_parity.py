@@ -7,7 +7,7 @@ gives the agent what memory-core gives it. The model is scripted
 go through the gateway's chat endpoint as messages of a Telegram direct chat or
 group, with Active Memory on (escalation for recall questions, direct chats).
 
-The rows (README "What the agent keeps" names them):
+The rows (docs/OPENCLAW.md, "What the agent keeps", names them):
 
 * **session start**: the first turn's system prompt holds MEMORY.md and USER.md in a
   private chat (memindex's runtime classifies their provenance as memory-core's

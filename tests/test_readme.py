@@ -1,4 +1,5 @@
-"""The README's commands must stay true: scripts exist and every memindex line parses."""
+"""The README's and the docs' commands must stay true: scripts exist, every memindex
+line parses, the quick start prints what it shows, and every link resolves."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ from indexer.surfaces.cli_parts import parser as _parser
 
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")
+PAGES = [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md"))]
 
 
-def code_lines() -> list[str]:
-    """Lines of the README's shell blocks (fences with no language or ``bash``)."""
+def code_lines(text: str = README) -> list[str]:
+    """Lines of a page's shell blocks (fences with no language or ``bash``)."""
     out: list[str] = []
     lang: str | None = None  # None: outside a fence
-    for line in README.splitlines():
+    for line in text.splitlines():
         if line.startswith("```"):
             lang = line[3:].strip() if lang is None else None
             continue
@@ -31,13 +33,56 @@ def test_setup_commands_exist() -> None:
     assert "bash scripts/test.sh" in (REPO / ".ci" / "run").read_text()
 
 
-def test_every_memindex_command_in_the_readme_parses() -> None:
-    lines = [ln for ln in code_lines() if ln.startswith("memindex ")]
-    runnable = [ln for ln in lines if not any(c in ln for c in "[|…") and "..." not in ln]
-    assert len(runnable) >= 6
-    assert "memindex serve          # foreground; logs to stderr" in lines
-    for line in runnable:
-        _parser().parse_args(shlex.split(line, comments=True)[1:])
+def test_every_memindex_command_in_the_readme_and_docs_parses() -> None:
+    assert "memindex serve          # foreground; logs to stderr" in code_lines()
+    seen = 0
+    for page in PAGES:
+        lines = [
+            ln for ln in code_lines(page.read_text(encoding="utf-8")) if ln.startswith("memindex ")
+        ]
+        runnable = [ln for ln in lines if not any(c in ln for c in "[|…<") and "..." not in ln]
+        for line in runnable:
+            try:
+                _parser().parse_args(shlex.split(line, comments=True)[1:])
+            except SystemExit:
+                raise AssertionError(f"{page.name}: {line}") from None
+        seen += len(runnable) if page.name == "README.md" else 0
+    assert seen >= 6
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to dashes."""
+    import re
+
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def test_every_link_between_the_pages_resolves() -> None:
+    """A relative link in README.md, CONTRIBUTING.md or docs/ names a file that exists
+    and, with ``#anchor``, a heading of it (pages were split out of the README)."""
+    import re
+
+    bad = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            dest = (page.parent / path).resolve() if path else page
+            if not dest.exists():
+                bad.append(f"{page.name}: {target}")
+                continue
+            if anchor and dest.suffix == ".md":
+                heads = re.findall(r"^#+ (.+)$", dest.read_text(encoding="utf-8"), re.M)
+                if anchor not in {_anchor(h) for h in heads}:
+                    bad.append(f"{page.name}: {target} (no such heading)")
+    assert bad == []
+
+
+def test_the_readme_is_short() -> None:
+    assert len(README.splitlines()) <= 300
 
 
 def test_the_quick_start_prints_what_the_readme_shows(tmp_path: Path) -> None:
@@ -60,13 +105,13 @@ def test_the_quick_start_prints_what_the_readme_shows(tmp_path: Path) -> None:
 
 
 def test_the_openclaw_feature_table_is_the_plugins() -> None:
-    """README's "What the agent keeps" is features.json (what `openclaw memindex
+    """docs/OPENCLAW.md's "What the agent keeps" is features.json (what `openclaw memindex
     status` and `memindex doctor` print), and every test it names exists."""
     import re
 
     from indexer.surfaces.openclaw_features import feature_table, markdown_table
 
-    assert markdown_table() in README
+    assert markdown_table() in (REPO / "docs" / "OPENCLAW.md").read_text(encoding="utf-8")
     for f in feature_table():
         for ref in filter(None, (t.strip() for t in f.get("test", "").split(","))):
             file, _, name = ref.partition("::")

@@ -132,7 +132,7 @@ def run_service(c: Call) -> int:
     for agent in settings.agents:
         agent.require_workspace()
         state = provider_state(agent)
-        if state["state"] == "failed":  # the README promises this refusal
+        if state["state"] == "failed":  # docs/DAEMON.md promises this refusal
             raise ConfigError(
                 f"agent {agent.agent_name}: the {state['name']} provider cannot be set up "
                 f'({state["reason"]}); fix: {state["fix"]}; or set provider.name = "none" '

@@ -1,6 +1,6 @@
 // Which of OpenClaw's memory features memindex serves, which memory-core does, and
 // which nobody does, in this setup (features.json: one table for this status, for
-// `memindex doctor` and for the README).
+// `memindex doctor` and for docs/OPENCLAW.md).
 import fs from "node:fs";
 
 const TABLE = JSON.parse(fs.readFileSync(new URL("../features.json", import.meta.url), "utf8"));
