@@ -403,7 +403,8 @@ def markdown(sf: list[dict[str, Any]], lc: list[dict[str, Any]], meta: dict[str,
     h = meta["hybrid"]
     lines = [
         f"Run {meta['date']}, `{meta['command']}`, {meta['seconds']:.0f} s; memindex hybrid "
-        f"fusion {h['fusion']}, vector weight {h['vectorWeight']}, local model "
+        f"fusion {h['fusion']}, vector weight {h['vectorWeight']} "
+        f"(weak keyword hits: {h.get('vectorWeightWeak')}), local model "
         f"{meta.get('model', 'minilm')}, line windows {meta.get('windows', 'passes')}.",
         "",
     ]
@@ -491,6 +492,12 @@ def main() -> None:
     ap.add_argument("--limit-queries", type=int, default=None)
     ap.add_argument("--fusion", choices=["weighted", "rrf"], default=HYBRID.fusion)
     ap.add_argument("--vector-weight", type=float, default=HYBRID.vectorWeight)
+    ap.add_argument(
+        "--vector-weight-weak",
+        type=float,
+        default=HYBRID.vectorWeightWeak,
+        help="hybrid.vectorWeightWeak (= --vector-weight: one fixed weight)",
+    )
     ap.add_argument("--store", default="sqlite", help="sqlite, pgserver or postgresql:// URLs")
     ap.add_argument(
         "--rerank",
@@ -546,7 +553,10 @@ def main() -> None:
             timeoutMs=600_000,  # quality is measured here, not the deadline
         )
     HYBRID = HybridConfig(
-        fusion=args.fusion, vectorWeight=args.vector_weight, textWeight=1 - args.vector_weight
+        fusion=args.fusion,
+        vectorWeight=args.vector_weight,
+        textWeight=1 - args.vector_weight,
+        vectorWeightWeak=args.vector_weight_weak,
     )
     data = args.data.split(",")
     configs = args.configs.split(",")
@@ -570,7 +580,11 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "command": "python bench/eval.py " + " ".join(sys.argv[1:]),
         "seconds": time.time() - t0,
-        "hybrid": {"fusion": HYBRID.fusion, "vectorWeight": HYBRID.vectorWeight},
+        "hybrid": {
+            "fusion": HYBRID.fusion,
+            "vectorWeight": HYBRID.vectorWeight,
+            "vectorWeightWeak": HYBRID.vectorWeightWeak,
+        },
         "model": MODEL,
         "windows": WINDOWS,
         "quantizeAt": QUANTIZE_AT,

@@ -256,6 +256,13 @@ class HybridConfig:
         range=(0.0, 1.0),
     )
     textWeight: float = setting(0.7, "weighted fusion: the keyword side's weight", range=(0.0, 1.0))
+    vectorWeightWeak: float = setting(
+        0.5,
+        "weighted fusion: the vector side's weight when none of the best three keyword hits "
+        "holds any query word (a paraphrase); between this and vectorWeight by the largest "
+        "share of the query's words one of them holds; = vectorWeight: one fixed weight",
+        range=(0.0, 1.0),
+    )
     candidateMultiplier: int = setting(4, "candidates per side = maxResults x this", range=(1, 20))
     fusion: str = setting(
         "weighted",

@@ -112,6 +112,11 @@ class EmbeddingProvider(ABC):
         """The vector of a search query (providers with query input types override)."""
         return self.embed_documents([text])
 
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        """Vectors of several queries in one request (``calibration``); as
+        ``embed_query`` embeds each."""
+        return self.embed_documents(list(texts))
+
     def embed_all(self, texts: Sequence[str]) -> Vectors:
         """Any number of documents, split into requests within the provider's caps
         (with ``line_windows``: each one's windows embedded too, and mixed in)."""

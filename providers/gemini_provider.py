@@ -97,6 +97,9 @@ class GeminiProvider(RemoteProvider):
     def embed_query(self, text: str) -> Vectors:
         return self._embed([text], "RETRIEVAL_QUERY")
 
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        return self._embed(list(texts), "RETRIEVAL_QUERY")
+
     # -- batch jobs (inline requests; results come back in order) ---------------------
 
     def submit_batch(self, items: Sequence[tuple[str, str]]) -> str:

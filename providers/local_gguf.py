@@ -170,6 +170,9 @@ class LocalGGUFProvider(EmbeddingProvider):
     def embed_query(self, text: str) -> Vectors:
         return self._embed([self.query_prefix + text])
 
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        return self._embed([self.query_prefix + t for t in texts])
+
     def _embed(self, texts: list[str]) -> Vectors:
         return self._checked([self._pool(t) for t in self._token_vectors(texts)], len(texts))
 

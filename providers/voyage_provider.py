@@ -104,6 +104,9 @@ class VoyageProvider(RemoteProvider):
     def embed_query(self, text: str) -> Vectors:
         return self._embed([text], "query")
 
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        return self._embed(list(texts), "query")
+
     # -- batch jobs: Voyage's Files and Batch API (OpenAI's shape; the model and input
     # type are batch-level request_params, a line is {custom_id, body: {input}}) -------
 

@@ -25,6 +25,10 @@ from typing import Any
 import numpy as np
 from fake_http import FakeServer
 
+from providers.calibration import PAIRS
+
+CALIBRATION = (PAIRS[0][0], PAIRS[0][1])  # in every calibration request
+
 
 def fake_vector(text: str, dims: int) -> list[float]:
     v = np.zeros(dims, dtype=np.float64)
@@ -44,6 +48,7 @@ class FakeOpenAI(FakeServer):
         self.batch_polls = 1
         self.batch_outcome = "completed"
         self.calls: list[tuple[str, str]] = []  # (method, path)
+        self.calibrations: list[str] = []  # paths of the calibration requests
         self.embed_inputs: list[int] = []  # inputs per embeddings request
         self.input_types: list[str | None] = []  # Voyage's document / query
         self.files: dict[str, bytes] = {}
@@ -56,11 +61,12 @@ class FakeOpenAI(FakeServer):
 
     # -- protocol ------------------------------------------------------------------------
 
-    def _embeddings(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _embeddings(self, body: dict[str, Any], log: bool = True) -> dict[str, Any]:
         inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
         dims = int(body.get("dimensions") or body.get("output_dimension") or self.dims)
-        self.embed_inputs.append(len(inputs))
-        self.input_types.append(body.get("input_type"))
+        if log:
+            self.embed_inputs.append(len(inputs))
+            self.input_types.append(body.get("input_type"))
         return {
             "object": "list",
             "model": body["model"],
@@ -71,10 +77,11 @@ class FakeOpenAI(FakeServer):
             "usage": {"prompt_tokens": 1, "total_tokens": 1},
         }
 
-    def _gemini(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _gemini(self, body: dict[str, Any], log: bool = True) -> dict[str, Any]:
         reqs = body["requests"]
-        self.embed_inputs.append(len(reqs))
-        self.input_types.extend(r.get("taskType") for r in reqs)
+        if log:
+            self.embed_inputs.append(len(reqs))
+            self.input_types.extend(r.get("taskType") for r in reqs)
         out = []
         for r in reqs:
             text = " ".join(p.get("text", "") for p in r["content"]["parts"])
@@ -168,6 +175,17 @@ class FakeOpenAI(FakeServer):
 
             def do_POST(self) -> None:  # noqa: N802
                 body = self._body()
+                if any(t.encode() in body for t in CALIBRATION):
+                    # The model's similarity scale, measured once per model
+                    # (providers.calibration): answered, counted apart from the calls
+                    # a test counts, and never given a scripted failure.
+                    fake.calibrations.append(self.path)
+                    req = json.loads(body)
+                    gemini = ":batchEmbedContents" in self.path
+                    self._send(
+                        200, fake._gemini(req, False) if gemini else fake._embeddings(req, False)
+                    )
+                    return
                 fake.calls.append(("POST", self.path))
                 if ":asyncBatchEmbedContent" in self.path:  # Gemini batch job
                     if self._scripted():

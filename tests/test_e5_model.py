@@ -13,6 +13,7 @@ import pytest
 
 from indexer.config import Config, LocalProviderConfig, ProviderConfig
 from indexer.selection import select_provider
+from providers.calibration import calibrate, measure
 from providers.local_gguf import LocalGGUFProvider
 from providers.models import e5, pull
 
@@ -213,5 +214,10 @@ def test_the_real_model_from_pypi(tmp_path: Path) -> None:
         )
         assert int(np.argmax(docs @ q)) == 1
         assert float(p.embed_documents(["hello"])[0] @ p.embed_query("hello")[0]) < 0.999
+        # Every cosine of e5 passes minScore 0.35; on the one scale only the answer does.
+        scale = measure(p)
+        assert scale.usable and min(docs @ q) > 0.7
+        shown = [calibrate(float(c), scale) for c in docs @ q]
+        assert shown[1] > 0.35 > max(shown[0], shown[2])
     finally:
         p.close()

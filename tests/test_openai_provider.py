@@ -22,6 +22,7 @@ from indexer.config import Config, ProviderConfig, RemoteProviderConfig
 from indexer.engine import MemoryIndex
 from indexer.errors import InvalidParams
 from indexer.selection import select_provider
+from providers.calibration import META_KEY, Scale
 from providers.errors import PermanentError, ProviderTimeout, RateLimited, TransientError
 from providers.openai_provider import OpenAIProvider
 from providers.retry import RetryPolicy, call_with_retries
@@ -153,6 +154,14 @@ def test_one_batch_job_for_a_multi_file_sync(
         assert fake.count("POST", "/v1/batches") == 1
         assert fake.count("POST", "/v1/embeddings") == 0  # nothing embedded one by one
         assert idx.search("fact number 7")["mode"] == "hybrid"
+        # The model's similarity scale: two direct requests, once (the questions as
+        # queries, the notes as documents), kept in the index.
+        assert fake.calibrations == ["/v1/embeddings", "/v1/embeddings"]
+        scale = Scale.from_meta(idx.store.meta_get(META_KEY), sel.provider.key())
+        assert scale is not None and not scale.usable  # the fake's vectors are noise
+        write(workspace, "memory/2026-07-99.md", "# day 99\n- fact number 99\n")
+        idx.sync()
+        assert len(fake.calibrations) == 2
 
 
 def test_failed_batch_falls_back_to_direct_calls(cfg: Config, fake: FakeOpenAI) -> None:

@@ -19,6 +19,7 @@ from indexer.indexing.progress import WorkProgress
 from indexer.store import IndexStore
 from providers.base import EmbeddingProvider
 from providers.batch import PollBackoff
+from providers.calibration import META_KEY, Scale, measure
 from providers.errors import ProviderError
 from providers.retry import call_with_retries
 
@@ -127,12 +128,29 @@ def embed_pending(
         step = min(_STEP_MAX, step * 2) if fast else max(_STEP_MIN, step // 2)
     with store.transaction():
         store.cache_prune(max_cache_entries)
+    if rep.error is None:
+        _keep_scale(store, provider, key)
     rep.pending = store.pending_count()
     if progress is not None and rep.pending == 0:
         progress.finished()
     rep.batchJobs = len(store.batch_jobs(key))
     rep.seconds = round(time.monotonic() - t0, 3)
     return rep
+
+
+def _keep_scale(store: IndexStore, provider: EmbeddingProvider, key: str) -> None:
+    """Store the model's similarity scale once per model, so a search reports its
+    cosines on the one scale (``providers.calibration``). A failure leaves the
+    cosines as they are until the next pass tries again."""
+    if Scale.from_meta(store.meta_get(META_KEY), key) is not None:
+        return
+    try:
+        scale = call_with_retries(partial(measure, provider))
+    except (ProviderError, ValueError) as exc:
+        log.warning("could not measure %s's similarity scale: %s", provider.id, exc)
+        return
+    with store.transaction():
+        store.meta_set(META_KEY, scale.to_meta(key))
 
 
 def _run_batches(

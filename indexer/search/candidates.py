@@ -36,7 +36,8 @@ class Candidate:
     exact: bool = False
     full: bool = False
     classified: bool = True  # False: exact/full not worked out (not needed so far)
-    vector_score: float | None = None
+    vector_score: float | None = None  # the cosine
+    vector_relevance: float | None = None  # the cosine on the one scale (calibration)
     shown: float | None = None
     fused: bool = False  # ranked by fuse(): the result also carries fusedScore
     # The parts of ``score``, for ``explain`` (None: that stage did not run):

@@ -40,6 +40,8 @@ def explain_parts(c: Candidate) -> dict[str, object]:
     }
     if c.vector_score is not None:
         parts["cosine"] = round(c.vector_score, 4)
+    if c.vector_relevance is not None and c.vector_relevance != c.vector_score:
+        parts["cosineCalibrated"] = round(c.vector_relevance, 4)  # the model's scale mapped
     if c.text_scaled is not None:
         parts["keywordScaled"] = round(c.text_scaled, 4)
     if c.vector_scaled is not None:
@@ -58,7 +60,8 @@ def explain_parts(c: Candidate) -> dict[str, object]:
         parts["entrySignals"] = round(c.signal, 4)  # importance x project
     if c.rerank is not None:
         parts["rerank"] = round(c.rerank, 4)
-    if c.shown is not None and c.shown > max(c.text_score, c.vector_score or 0.0):
+    own = c.vector_relevance if c.vector_relevance is not None else c.vector_score
+    if c.shown is not None and c.shown > max(c.text_score, own or 0.0):
         parts["keptAtFloor"] = "exact token or phrase" if c.exact else "every query word"
     parts["rankKey"] = round(c.score, 4)
     return parts

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from indexer.api import MAX_RESULTS, SearchRequest, SearchResponse, SearchResult
 from indexer.search.candidates import Candidate, ChunkRows
-from indexer.search.fusion import fuse
+from indexer.search.fusion import fuse, vector_weight
 from indexer.search.keyword_hits import EXACT_BOOST, keyword_search
 from indexer.search.names import ABSENT_NAME_RELEVANCE, all_names_absent
 from indexer.search.query import parse_query
@@ -43,6 +43,7 @@ from indexer.search.when import TIME_FILLER, TimeQuery, read_time, today_of
 from indexer.selection import provider_spec
 from indexer.sources.redaction import redact
 from indexer.store.records import KeywordQuery
+from providers.calibration import Scale
 from providers.errors import ProviderError, ProviderTimeout
 
 if TYPE_CHECKING:  # numpy and the providers' base load when first used
@@ -88,6 +89,7 @@ class IndexFacts:
     vectors: bool
     both_sources: bool
     no_vectors: str
+    scale: Scale | None = None  # the model's similarity scale (providers.calibration)
 
 
 def search(
@@ -143,6 +145,9 @@ class SearchRun:
                 self.text = self.when.rest if held else req.query
                 self.q = parse_query(self.text)
         self.notes = Notes()
+        h = cfg.hybrid
+        self.weight = h.vectorWeight / ((h.vectorWeight + h.textWeight) or 1.0)  # fusion's
+        self.share = 1.0  # the share of the query's words the best keyword hits hold
 
     def answer(self) -> SearchResponse:
         req, facts = self.req, self.facts
@@ -282,6 +287,11 @@ class SearchRun:
             fresh = [cid for cid, _ in near if cid not in known]
             rows.need(fresh)
             sources = {cid: row.source for cid in fresh if (row := rows.get(cid)) is not None}
+        wv = 1.0 if vector_only else self.weight
+        if not vector_only and h.fusion == "weighted":
+            base = h.vectorWeight / ((h.vectorWeight + h.textWeight) or 1.0)
+            wv, self.share = vector_weight(self.q, kw, rows, base, h.vectorWeightWeak)
+        self.weight = wv
         fused = fuse(
             self.q,
             kw,
@@ -290,9 +300,10 @@ class SearchRun:
             rows,
             min_score=self.floor,
             fusion="weighted" if vector_only else h.fusion,
-            vector_weight=1.0 if vector_only else h.vectorWeight,
-            text_weight=0.0 if vector_only else h.textWeight,
+            vector_weight=wv,
+            text_weight=1.0 - wv,
             rrf_k=h.rrfK,
+            scale=self.facts.scale,
         )
         return self._envelope(self._finish(fused), "vector" if vector_only else "hybrid", None)
 
@@ -331,8 +342,9 @@ class SearchRun:
             h = self.cfg.hybrid
             self.notes.explain = {
                 "fusion": h.fusion,
-                "vectorWeight": h.vectorWeight,
-                "textWeight": h.textWeight,
+                "vectorWeight": round(self.weight, 4),
+                "textWeight": round(1.0 - self.weight, 4),
+                "queryWordsHeld": round(self.share, 4),  # by the best keyword hits
                 "minScore": self.floor,
                 "temporalDecay": qc.temporalDecay,
                 "dateBoost": qc.dateBoost,

@@ -32,6 +32,7 @@ from indexer.search.gating import skip_reason
 from indexer.selection import NO_PROVIDER, provider_state, ready_state
 from indexer.store import IndexStore
 from indexer.store.backend import backend_for
+from providers.calibration import META_KEY, Scale
 
 if TYPE_CHECKING:  # the providers' base loads when first used
     from indexer.search.live import LiveIndex, Versions
@@ -65,7 +66,7 @@ class Searcher:
         self.live = live
         self._sources_seen: tuple[str | None, bool] | None = None
         self._workspace_ok: tuple[str, str | None] | None = None
-        self._ready_seen: tuple[object, bool] | None = None
+        self._ready_seen: tuple[object, bool, Scale | None] | None = None
 
     def get(self, req: GetRequest) -> GetResponse:
         return get_lines(self.cfg, req)
@@ -89,6 +90,7 @@ class Searcher:
             vectors=req.mode != "keyword" and self.vector_ready(versions),
             both_sources=not req.sources and self.both_sources(versions),
             no_vectors=self.no_vectors(),
+            scale=self._ready_seen[2] if self._ready_seen is not None else None,
         )
         return run.search(self.cfg, self.store, self.provider, self.live, req, facts)
 
@@ -125,7 +127,9 @@ class Searcher:
             ready = (
                 self.store.has_vectors() and versions[2] == p.key() and self.store.any_embedded()
             )
-            self._ready_seen = (seen, ready)
+            # The model's similarity scale, stored by the writer (None: cosines as is).
+            scale = Scale.from_meta(self.store.meta_get(META_KEY), p.key()) if ready else None
+            self._ready_seen = (seen, ready, scale)
         return self._ready_seen[1]
 
     def both_sources(self, versions: Versions) -> bool:
