@@ -40,10 +40,11 @@ from indexer.config import (
 )
 from indexer.config_sections import time_zone
 from indexer.errors import ConfigError
+from providers.names import ORDER
 
 __all__ = ["config_identity", "load_openclaw", "openclaw_state_dir"]
 
-_PROVIDERS = {"auto", "local", "openai", "gemini", "voyage", "none"}
+_PROVIDERS = {"auto", *ORDER, "none"}
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

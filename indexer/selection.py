@@ -9,8 +9,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from indexer.config import Config
-from providers.auto import ProviderSpec, Selection, configured, model_cache, precheck, select
-from providers.errors import install_hint
+from providers.auto import (
+    Problem,
+    ProviderSpec,
+    Selection,
+    configured,
+    model_cache,
+    precheck,
+    select,
+)
+from providers.names import PROVIDERS
 
 if TYPE_CHECKING:  # numpy: not loaded by a CLI call that has nothing to embed
     from providers.base import EmbeddingProvider
@@ -29,7 +37,7 @@ __all__ = [
 NO_PROVIDER = "no embedding provider configured"
 _SET_ONE_UP = (
     "for hybrid search run `memindex model pull e5-small --use` (a local model), or set an "
-    "API key (OPENAI_API_KEY, GEMINI_API_KEY, VOYAGE_API_KEY)"
+    f"API key ({', '.join(p.key_env[0] for p in PROVIDERS if p.remote)})"
 )
 
 
@@ -75,22 +83,7 @@ def provider_note(cfg: Config, sel: Selection) -> str:
     return NO_PROVIDER if cfg.provider.name == "auto" else sel.reason
 
 
-def _fix(reason: str) -> str:
-    if "llama_cpp" in reason or "llama-cpp-python" in reason:
-        return install_hint("local") + " (it compiles llama-cpp-python, about 15-20 minutes once)"
-    if "is not pulled" in reason:
-        return "memindex model pull " + reason.rsplit(" ", 1)[-1]
-    if "model file" in reason and "does not exist" in reason:
-        return (
-            "put the file there, or use a model by name: memindex model pull e5-small --use "
-            "(sets provider.local.model)"
-        )
-    if "API key" in reason:
-        return reason.split(": ", 1)[-1]
-    if "needs the Python package" in reason:
-        package = reason.rsplit(" ", 1)[-1]
-        return install_hint({"google": "gemini", "voyageai": "voyage"}.get(package, package))
-    return "see memindex doctor"
+_UNKNOWN_FIX = "see memindex doctor"
 
 
 def provider_state(cfg: Config, sel: Selection | None = None) -> ProviderState:
@@ -107,22 +100,34 @@ def provider_state(cfg: Config, sel: Selection | None = None) -> ProviderState:
         reason = "provider = none" if spec.name == "none" else NO_PROVIDER
         fix = None if spec.name == "none" else _SET_ONE_UP
         return ProviderState(name=None, model=None, state="none", reason=reason, fix=fix)
-    problems: list[tuple[str, str | None]] = [(n, precheck(n, spec)) for n in names]
-    if sel is not None:  # it was tried: its own reasons say more
-        failed: list[tuple[str, str | None]] = [
-            (n, r.split(": ", 1)[1]) for r in sel.reasons for n in names if r.startswith(f"{n}: ")
+    problems: list[tuple[str, Problem | None]] = [(n, precheck(n, spec)) for n in names]
+    if sel is not None:  # it was tried: its own reasons (and fixes) say more
+        failed: list[tuple[str, Problem | None]] = [
+            (n, Problem(r.split(": ", 1)[1], sel.fixes.get(n) or _fix_of(problems, n)))
+            for r in sel.reasons
+            for n in names
+            if r.startswith(f"{n}: ")
         ]
-        problems = failed or [(n, why or "could not be set up") for n, why in problems]
+        problems = failed or [
+            (n, why or Problem("could not be set up", _UNKNOWN_FIX)) for n, why in problems
+        ]
     bad = [(n, why) for n, why in problems if why]
     if sel is None and len(bad) < len(names):
         name = next(n for n, why in problems if not why)
         return ProviderState(
             name=name, model=spec.model or None, state="configured", reason=None, fix=None
         )
-    name, why = bad[0] if bad else (names[0], "could not be set up")
+    name, why = bad[0] if bad else (names[0], Problem("could not be set up", _UNKNOWN_FIX))
+    assert why is not None
     return ProviderState(
-        name=name, model=spec.model or None, state="failed", reason=why, fix=_fix(str(why))
+        name=name, model=spec.model or None, state="failed", reason=why.reason, fix=why.fix
     )
+
+
+def _fix_of(problems: list[tuple[str, Problem | None]], name: str) -> str:
+    """The pre-flight check's fix for ``name``, else a pointer to doctor."""
+    found = next((p for n, p in problems if n == name and p is not None), None)
+    return found.fix if found is not None else _UNKNOWN_FIX
 
 
 def ready_state(name: str, model: str | None) -> ProviderState:

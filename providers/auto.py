@@ -14,25 +14,31 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import MissingCredentials, ProviderError
-from .names import ORDER
+from .errors import MissingCredentials, ProviderError, package_fix
+from .names import ORDER, PROVIDERS, info
 
 if TYPE_CHECKING:
     from .base import EmbeddingProvider
 
-__all__ = ["ProviderSpec", "Selection", "configured", "precheck", "select"]
+__all__ = ["Problem", "ProviderSpec", "Selection", "configured", "precheck", "select"]
 
 
-REMOTE = {  # name -> (module, class), imported only when chosen
-    "openai": (".openai_provider", "OpenAIProvider"),
-    "gemini": (".gemini_provider", "GeminiProvider"),
-    "voyage": (".voyage_provider", "VoyageProvider"),
-}
-KEY_ENV = {
-    "openai": ("OPENAI_API_KEY",),
-    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-    "voyage": ("VOYAGE_API_KEY",),
-}
+REMOTE = tuple(p.name for p in PROVIDERS if p.remote)  # the providers an API key selects
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why a provider cannot work here, and what the user can do about it."""
+
+    reason: str
+    fix: str
+
+
+def _no_key(name: str) -> Problem:
+    p = info(name)
+    env = " or ".join(p.key_env) if p is not None else "its API key"
+    how = f"set {env} or provider.remote.apiKey"
+    return Problem(f"no {name} API key: {how}", how)
 
 
 def model_cache() -> Path:
@@ -66,6 +72,7 @@ class ProviderSpec:
 class Selection:
     provider: EmbeddingProvider | None
     reasons: list[str] = field(default_factory=list)  # why earlier candidates were skipped
+    fixes: dict[str, str] = field(default_factory=dict)  # provider name -> what to do
 
     @property
     def reason(self) -> str:
@@ -75,7 +82,8 @@ class Selection:
 def api_key(name: str, spec: ProviderSpec) -> str | None:
     if spec.api_key:
         return spec.api_key
-    for var in KEY_ENV.get(name, ()):
+    p = info(name)
+    for var in p.key_env if p is not None else ():
         if os.environ.get(var):
             return os.environ[var]
     return None
@@ -87,7 +95,7 @@ def build(name: str, spec: ProviderSpec) -> EmbeddingProvider:
     if name == "local":
         problem = _local_file_problem(spec)
         if problem:
-            raise MissingCredentials(problem)
+            raise MissingCredentials(problem.reason, fix=problem.fix)
         from .local_gguf import LocalGGUFProvider, resolve_model
 
         path = resolve_model(spec.local_model, spec.model_cache_dir, timeout=spec.timeout_s)
@@ -97,23 +105,18 @@ def build(name: str, spec: ProviderSpec) -> EmbeddingProvider:
             query_prefix=spec.query_prefix or None,
             document_prefix=spec.document_prefix or None,
         )
-    if name in REMOTE:
+    p = info(name)
+    if p is not None and p.remote:
         key = api_key(name, spec)
         if not key:
-            raise MissingCredentials(
-                f"no {name} API key: set {' or '.join(KEY_ENV[name])} or provider.remote.apiKey"
-            )
-        module, cls = REMOTE[name]
-        provider_cls = getattr(importlib.import_module(module, __package__), cls)
+            problem = _no_key(name)
+            raise MissingCredentials(problem.reason, fix=problem.fix)
+        provider_cls = getattr(importlib.import_module(p.module, __package__), p.cls)
         built: EmbeddingProvider = provider_cls(
             key, model=spec.model, dims=spec.dims, base_url=spec.base_url, timeout=spec.timeout_s
         )
         return built
     raise ProviderError(f"unknown provider {name!r}")
-
-
-_PACKAGES = {"local": "llama_cpp", "openai": "openai", "gemini": "google.genai",
-             "voyage": "voyageai"}  # fmt: skip
 
 
 def configured(spec: ProviderSpec) -> list[str]:
@@ -127,24 +130,28 @@ def configured(spec: ProviderSpec) -> list[str]:
     return names + [n for n in REMOTE if api_key(n, spec)]
 
 
-def _local_file_problem(spec: ProviderSpec) -> str | None:
+_BY_NAME = "memindex model pull e5-small --use (a local model by name; sets provider.local.model)"
+
+
+def _local_file_problem(spec: ProviderSpec) -> Problem | None:
     """Why the local model file is not there (an ``hf:`` URI is fetched on use)."""
     if not spec.local_model:
-        return "no local model configured (provider.local.model or modelPath)"
+        return Problem("no local model configured (provider.local.model or modelPath)", _BY_NAME)
     if spec.local_model.startswith("hf:"):
         return None
     path = Path(os.path.expanduser(spec.local_model))
     if path.is_file():
         return None
     if spec.local_name:
-        return (
-            f"local model {spec.local_name} is not pulled ({path} does not exist): "
-            f"run memindex model pull {spec.local_name}"
+        pull = f"memindex model pull {spec.local_name}"
+        return Problem(
+            f"local model {spec.local_name} is not pulled ({path} does not exist): run {pull}",
+            pull,
         )
-    return f"local model file {path} does not exist"
+    return Problem(f"local model file {path} does not exist", "put the file there, or " + _BY_NAME)
 
 
-def precheck(name: str, spec: ProviderSpec) -> str | None:
+def precheck(name: str, spec: ProviderSpec) -> Problem | None:
     """Why ``name`` cannot work here, found without loading anything (a missing model
     file, package or key), or None."""
     if name == "local":
@@ -152,15 +159,18 @@ def precheck(name: str, spec: ProviderSpec) -> str | None:
         if problem:
             return problem
     elif name in REMOTE and not api_key(name, spec):
-        return f"no {name} API key: set {' or '.join(KEY_ENV[name])} or provider.remote.apiKey"
-    package = _PACKAGES.get(name)
-    if package is not None:
+        return _no_key(name)
+    p = info(name)
+    if p is not None:
         try:
-            found = importlib.util.find_spec(package) is not None
+            found = importlib.util.find_spec(p.package) is not None
         except ModuleNotFoundError:
             found = False
         if not found:
-            return f"the {name} provider needs the Python package {package.split('.')[0]}"
+            return Problem(
+                f"the {name} provider needs the Python package {p.package.split('.')[0]}",
+                package_fix(p.extra),
+            )
     return None
 
 
@@ -178,8 +188,12 @@ def select(spec: ProviderSpec) -> Selection:
             return sel
         except MissingCredentials as exc:
             sel.reasons.append(f"{name}: {exc.message}")
+            if exc.fix:
+                sel.fixes[name] = exc.fix
         except ProviderError as exc:
             sel.reasons.append(f"{name}: {exc.message}")
+            if exc.fix:
+                sel.fixes[name] = exc.fix
             if spec.name != "auto":
                 break
     if spec.fallback not in ("none", "", *names):

@@ -18,10 +18,10 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from .base import EmbeddingProvider, normalize
+if TYPE_CHECKING:  # numpy and the provider base: loaded only to measure
+    from .base import EmbeddingProvider
 
 __all__ = ["META_KEY", "PAIRS", "REFERENCE", "Scale", "calibrate", "measure"]
 
@@ -144,6 +144,10 @@ _LOCK = threading.Lock()
 def measure(provider: EmbeddingProvider) -> Scale:
     """``provider``'s scale (2 requests to a remote provider; memoised per model key
     in this process). Raises the provider's errors."""
+    import numpy as np
+
+    from .base import normalize
+
     key = provider.key()
     with _LOCK:
         if key in _MEASURED:

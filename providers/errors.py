@@ -22,6 +22,7 @@ from typing import Any
 __all__ = [
     "http_status_error",
     "install_hint",
+    "package_fix",
     "retry_after_seconds",
     "MissingCredentials",
     "PermanentError",
@@ -33,9 +34,12 @@ __all__ = [
 
 
 class ProviderError(Exception):
-    def __init__(self, message: str) -> None:
+    """``fix``: what the user can do about it (a command, a setting), when known."""
+
+    def __init__(self, message: str, fix: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.fix = fix
 
 
 class MissingCredentials(ProviderError):
@@ -100,6 +104,14 @@ def http_status_error(status: int, headers: Any, detail: str, what: str = "") ->
     if status >= 500 or status in (408, 409):
         return TransientError(f"{what}HTTP {status}")
     return PermanentError(f"{what}HTTP {status}: {detail}")
+
+
+def package_fix(extra: str) -> str:
+    """The fix for a provider whose package is missing: installing its extra."""
+    hint = install_hint(extra)
+    if extra == "local":
+        hint += " (it compiles llama-cpp-python, about 15-20 minutes once)"
+    return hint
 
 
 def install_hint(extra: str) -> str:

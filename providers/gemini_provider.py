@@ -21,6 +21,7 @@ from .errors import (
     RateLimited,
     TransientError,
     install_hint,
+    package_fix,
     retry_after_seconds,
 )
 
@@ -69,7 +70,8 @@ class GeminiProvider(RemoteProvider):
             from google.genai import types
         except ImportError as exc:
             raise MissingCredentials(
-                "the google-genai package is not installed: " + install_hint("gemini")
+                "the google-genai package is not installed: " + install_hint("gemini"),
+                fix=package_fix("gemini"),
             ) from exc
         self._types: Any = types
         options = types.HttpOptions(

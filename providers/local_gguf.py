@@ -47,6 +47,7 @@ from .errors import (
     ProviderTimeout,
     TransientError,
     install_hint,
+    package_fix,
 )
 
 __all__ = ["WINDOW_MODES", "LocalGGUFProvider", "resolve_model"]
@@ -120,7 +121,8 @@ class LocalGGUFProvider(EmbeddingProvider):
             from llama_cpp import Llama
         except ImportError as exc:
             raise MissingCredentials(
-                "llama-cpp-python is not installed: " + install_hint("local")
+                "llama-cpp-python is not installed: " + install_hint("local"),
+                fix=package_fix("local"),
             ) from exc
         try:
             with _quiet_llama():  # it warns that "none" is not the model's own pooling

@@ -1,8 +1,43 @@
-"""The embedding providers by name, in the order ``auto`` tries them. Imported by
-the config check without loading any provider code."""
+"""The embedding providers memindex knows, declared once: ``PROVIDERS``, one
+``ProviderInfo`` each, in the order ``auto`` tries them. Auto-selection, the
+pre-flight check, the config's choices, OpenClaw config import and the hints shown
+to users all read this table (adding a provider is an entry here plus its module).
+Imported by the config check without loading any provider code."""
 
 from __future__ import annotations
 
-__all__ = ["ORDER"]
+from dataclasses import dataclass
 
-ORDER = ("local", "openai", "gemini", "voyage")
+__all__ = ["ORDER", "PROVIDERS", "ProviderInfo", "info"]
+
+
+@dataclass(frozen=True)
+class ProviderInfo:
+    name: str  # as the config names it (provider.name)
+    module: str  # the module under providers/ that holds ``cls``
+    cls: str
+    package: str  # the Python package its module needs (an import name)
+    extra: str  # the optional dependency group that installs it (pyproject)
+    key_env: tuple[str, ...] = ()  # environment variables holding its API key (remote)
+
+    @property
+    def remote(self) -> bool:
+        return bool(self.key_env)
+
+
+PROVIDERS: tuple[ProviderInfo, ...] = (
+    ProviderInfo("local", ".local_gguf", "LocalGGUFProvider", "llama_cpp", "local"),
+    ProviderInfo("openai", ".openai_provider", "OpenAIProvider", "openai", "openai",
+                 ("OPENAI_API_KEY",)),
+    ProviderInfo("gemini", ".gemini_provider", "GeminiProvider", "google.genai", "gemini",
+                 ("GEMINI_API_KEY", "GOOGLE_API_KEY")),
+    ProviderInfo("voyage", ".voyage_provider", "VoyageProvider", "voyageai", "voyage",
+                 ("VOYAGE_API_KEY",)),
+)  # fmt: skip
+
+ORDER = tuple(p.name for p in PROVIDERS)
+
+
+def info(name: str) -> ProviderInfo | None:
+    """The provider named ``name`` (None: no such provider)."""
+    return next((p for p in PROVIDERS if p.name == name), None)

@@ -21,6 +21,7 @@ from .errors import (
     RateLimited,
     TransientError,
     install_hint,
+    package_fix,
     retry_after_seconds,
 )
 
@@ -74,7 +75,8 @@ class OpenAIProvider(RemoteProvider):
             import openai
         except ImportError as exc:
             raise MissingCredentials(
-                "the openai package is not installed: " + install_hint("openai")
+                "the openai package is not installed: " + install_hint("openai"),
+                fix=package_fix("openai"),
             ) from exc
         self._client = openai.OpenAI(
             api_key=api_key, base_url=base_url or None, max_retries=0, timeout=timeout

@@ -37,6 +37,7 @@ from .errors import (
     TransientError,
     http_status_error,
     install_hint,
+    package_fix,
 )
 
 __all__ = ["HttpReranker", "LocalReranker", "Reranker", "make_reranker"]
@@ -175,7 +176,8 @@ class LocalReranker(Reranker):
             import llama_cpp
         except ImportError as exc:
             raise MissingCredentials(
-                "llama-cpp-python is not installed: " + install_hint("local")
+                "llama-cpp-python is not installed: " + install_hint("local"),
+                fix=package_fix("local"),
             ) from exc
         self._lib: Any = llama_cpp
         try:

@@ -21,6 +21,7 @@ from .errors import (
     TransientError,
     http_status_error,
     install_hint,
+    package_fix,
     retry_after_seconds,
 )
 
@@ -75,7 +76,8 @@ class VoyageProvider(RemoteProvider):
             from voyageai.client import Client
         except ImportError as exc:
             raise MissingCredentials(
-                "the voyageai package is not installed: " + install_hint("voyage")
+                "the voyageai package is not installed: " + install_hint("voyage"),
+                fix=package_fix("voyage"),
             ) from exc
         self._base = (base_url or "https://api.voyageai.com/v1").rstrip("/")
         self._key = api_key

@@ -166,6 +166,22 @@ def test_doctor(cli: Runner, workspace: Path, tmp_path: Path) -> None:
     assert code == 1 and "FAIL workspace" in out
 
 
+def test_doctor_right_after_install_names_the_next_step(cli: Runner, tmp_path: Path) -> None:
+    """No workspace given anywhere (no flag, no config file, no OpenClaw): the
+    installation checks pass and the workspace is the step to take, not a failure;
+    a config file that names no workspace still fails."""
+    code, out, _ = cli("doctor")
+    assert code == 0, out
+    assert "todo workspace   none yet: pass --workspace DIR" in out and "FAIL" not in out
+    assert "todo index" in out and "ok   sqlite-vec" in out
+    by = {c["check"]: c for c in cli_json(cli, "doctor", "--json")}
+    assert by["workspace"]["todo"] and by["workspace"]["ok"]
+    assert by["workspace"]["detail"].startswith("none yet") and "todo" not in by["tokenizer"]
+    conf = write(tmp_path, "c.toml", "[query]\nmaxResults = 4\n")
+    code, out, _ = cli("--config", str(conf), "doctor")
+    assert code == 1 and "FAIL workspace   no workspace" in out
+
+
 def test_small_first_run_defects(cli, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     ws = str(workspace)
     assert cli("--workspace", ws, "index")[0] == 0

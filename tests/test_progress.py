@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from conftest import write
+from conftest import Runner, write
 
 from indexer.api import ProgressState
 from indexer.config import Config
@@ -116,3 +116,26 @@ def test_the_daemon_shows_an_embedding_backlog_in_status(tmp_path: Path) -> None
     finally:
         d.stop()
         fake.stop()
+
+
+def test_the_index_line_says_what_the_time_went_to(
+    cli: Runner, tmp_path: Path, model_path: Path
+) -> None:
+    """Chunks written by a keyword-only index, then a model set: the second run writes
+    no chunk and embeds them all, and says so (it printed "0 chunks written in 33 s")."""
+    import re
+
+    ws = tmp_path / "ws"
+    for n in range(3):
+        write(ws, f"memory/2026-11-0{n + 1}.md", f"# Day {n}\n\n- a line of notes {n}\n")
+    assert cli("--workspace", str(ws), "index")[0] == 0
+    conf = write(
+        tmp_path,
+        "c.toml",
+        f'workspace = "{ws}"\n[provider]\nname = "local"\n'
+        f'[provider.local]\nmodelPath = "{model_path}"\n',
+    )
+    code, out, err = cli("--config", str(conf), "index")
+    assert code == 0, err
+    assert re.search(r"; 0 chunks written in \d+\.\d\ds\n", out), out
+    assert re.search(r"^vectors: 3 embedded in \d+\.\d\ds, 0 from cache, 0 pending$", out, re.M)

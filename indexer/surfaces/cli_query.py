@@ -42,12 +42,14 @@ def run_index(c: Call) -> int:
     if args.json:
         return c.json({"indexPath": index_path, **report, "providerState": state})
     r = report
+    emb = r.get("embedding")
+    embed_s = float(emb.get("seconds") or 0.0) if emb else 0.0  # shown on its own line
     if r.get("rebuilt"):
         out.write(f"rebuilt the index ({r['rebuilt']})\n")
     out.write(
         f"{r['files']} files: {r['added']} added, {r['updated']} updated, "
         f"{r['unchanged']} unchanged, {r['removed']} removed; "
-        f"{r['chunksWritten']} chunks written in {r['seconds']:.2f}s"
+        f"{r['chunksWritten']} chunks written in {max(0.0, r['seconds'] - embed_s):.2f}s"
         + (" (through the daemon)" if sock else "")
         + "\n"
     )
@@ -57,11 +59,12 @@ def run_index(c: Call) -> int:
             f"sessions: {sess['files']} transcripts, {sess['messages']} new messages"
             f", {sess['malformed']} malformed lines skipped\n"
         )
-    emb = r.get("embedding")
     if emb:
         out.write(
-            f"vectors: {emb['embedded']} embedded, {emb['cacheHits']} from cache, "
-            f"{emb['pending']} pending" + (f" ({emb['error']})" if emb["error"] else "") + "\n"
+            f"vectors: {emb['embedded']} embedded in {embed_s:.2f}s, "
+            f"{emb['cacheHits']} from cache, {emb['pending']} pending"
+            + (f" ({emb['error']})" if emb["error"] else "")
+            + "\n"
         )
     out.write(f"index: {index_path}\n")
     for s in r["skipped"] + r["errors"]:

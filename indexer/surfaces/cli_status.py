@@ -152,16 +152,23 @@ def _other_daemon(cfg: Config) -> str:
 
 def run_doctor(c: Call) -> int:
     cfg, args, out = c.config(), c.args, c.out
-    from indexer.surfaces.doctor import checks
+    from indexer.surfaces.doctor import TODO, checks
 
     got = checks(cfg)
     got.append(_openclaw_check(args.openclaw_config))
     if args.json:
-        c.json([{"check": n, "ok": ok, "detail": d} for n, ok, d in got])
+        c.json(
+            [
+                {"check": n, "ok": ok, "detail": d.removeprefix(TODO)}
+                | ({"todo": True} if d.startswith(TODO) else {})
+                for n, ok, d in got
+            ]
+        )
     else:
         for n, ok, d in got:
-            d = d.replace("\n", "\n" + " " * 17)
-            out.write(f"{'ok  ' if ok else 'FAIL'} {n:<11} {d}\n")
+            mark = "todo" if d.startswith(TODO) else "ok  " if ok else "FAIL"
+            d = d.removeprefix(TODO).replace("\n", "\n" + " " * 17)
+            out.write(f"{mark} {n:<11} {d}\n")
     return 0 if all(ok for _, ok, _ in got) else 1
 
 

@@ -1,5 +1,7 @@
 """``memindex doctor``: every check a user would otherwise do by hand, each one
-reported as ok or FAIL with what to do, never a traceback."""
+reported as ok or FAIL with what to do, never a traceback. Right after install, with
+no workspace given anywhere, the workspace and index checks are *todo* (the next
+step, not a failure): doctor then checks the installation."""
 
 from __future__ import annotations
 
@@ -10,11 +12,14 @@ from indexer.config import Config
 from indexer.errors import DaemonUnavailable, MemindexError
 from indexer.surfaces.client import call
 
-__all__ = ["checks"]
+__all__ = ["TODO", "checks"]
+
+TODO = "todo: "  # a detail that starts so names a step not taken yet (ok, not failed)
 
 
 def checks(cfg: Config) -> list[tuple[str, bool, str]]:
-    """Each check's (name, ok, detail), in order."""
+    """Each check's (name, ok, detail), in order (a *todo* is ok, its detail starting
+    with ``TODO``)."""
     from indexer.selection import select_provider
     from indexer.sources.discovery import discover
     from indexer.sources.tokenizer import get_counter
@@ -32,7 +37,14 @@ def checks(cfg: Config) -> list[tuple[str, bool, str]]:
             got.append((name, False, msg))
 
     check("config", lambda: str(cfg.source or "defaults (no config file)"))
-    check("workspace", lambda: f"{cfg.require_workspace()} ({len(discover(cfg))} memory files)")
+    first_run = cfg.workspace is None and cfg.source is None  # nothing set up yet
+    if first_run:
+        got.append(("workspace", True, TODO + "none yet: pass --workspace DIR (the folder "
+                    "holding MEMORY.md and memory/), set 'workspace' in "
+                    "~/.config/memindex/config.toml, or install OpenClaw "
+                    "(~/.openclaw/workspace is used when it exists)"))  # fmt: skip
+    else:
+        check("workspace", lambda: f"{cfg.require_workspace()} ({len(discover(cfg))} memory files)")
     check(
         "tokenizer",
         lambda: f"cl100k_base offline, 'hello world' = {get_counter()(['hello world'])[0]} tokens",
@@ -63,7 +75,10 @@ def checks(cfg: Config) -> list[tuple[str, bool, str]]:
                 return f"{path}: integrity ok, tables consistent, {sqlite}"
             return f"{path}: tables consistent, " + ", ".join(f"{k} {x}" for k, x in v.items())
 
-    check("index", index)
+    if first_run:
+        got.append(("index", True, TODO + "built by 'memindex index' once a workspace is set"))
+    else:
+        check("index", index)
 
     def vec() -> str:
         import tempfile
