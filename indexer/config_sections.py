@@ -259,8 +259,9 @@ class HybridConfig:
     vectorWeightWeak: float = setting(
         0.5,
         "weighted fusion: the vector side's weight when none of the best three keyword hits "
-        "holds any query word (a paraphrase); between this and vectorWeight by the largest "
-        "share of the query's words one of them holds; = vectorWeight: one fixed weight",
+        "holds any query word (a paraphrase); between this and vectorWeight's share of the "
+        "two weights by the largest share of the query's words one of them holds; at or "
+        "below that share: one fixed weight",
         range=(0.0, 1.0),
     )
     candidateMultiplier: int = setting(4, "candidates per side = maxResults x this", range=(1, 20))

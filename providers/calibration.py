@@ -8,8 +8,8 @@ of e5's. ``measure`` embeds ``PAIRS`` (questions as queries, notes as documents)
 with the model and takes two levels: *related* (the mean cosine of each question
 with its answer) and *unrelated* (the mean of every question with the other
 answers). ``calibrate`` maps a cosine linearly so that the model's two levels land
-on the reference model's (``REFERENCE``, the default local model's own levels; for
-it the map is the identity up to rounding). The writer stores a model's scale in
+on the reference model's (``REFERENCE``: all-MiniLM-L6-v2's own levels; for it
+the map is the identity up to rounding). The writer stores a model's scale in
 the index (``indexing.embedding``) and searches read it from there.
 """
 
@@ -134,7 +134,7 @@ class Scale:
             return None
 
 
-# all-MiniLM-L6-v2 (f32 GGUF, the default local model), measured with ``measure``.
+# all-MiniLM-L6-v2 (f32 GGUF, the reference model), measured with ``measure``.
 REFERENCE = Scale(related=0.5365, unrelated=0.0728, spread=0.082)
 
 _MEASURED: dict[str, Scale] = {}

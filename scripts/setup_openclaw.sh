@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install the real OpenClaw 2026.9.6 and the Node 24 it needs, once, for the
-# OpenClaw plugin test (tests/test_openclaw_plugin.py). Both come from the npm
+# OpenClaw plugin test (tests/openclaw/test_openclaw_plugin.py). Both come from the npm
 # registry and are cached under ${MEMINDEX_OPENCLAW_CACHE:-~/.cache/memindex/openclaw}
 # (~650 MB; about 30 s to install here, nothing when cached).
 set -euo pipefail

@@ -24,10 +24,24 @@ SLOW_FILES = frozenset(
 )
 
 
+# The files that drive the real OpenClaw gateway (Node, ~650 MB, installed once by
+# scripts/setup_openclaw.sh).
+E2E_FILES = frozenset(("test_openclaw_plugin.py", "test_openclaw_parity.py"))
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Markers (``-m``): ``slow`` by file (above); ``pg``: the test uses the suite's
+    PostgreSQL; ``model``: the local embedding model; ``e2e``: the OpenClaw gateway."""
     for item in items:
         if item.path.name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
+        used = set(getattr(item, "fixturenames", ()))
+        if used & {"pg_url", "pg_server"}:
+            item.add_marker(pytest.mark.pg)
+        if "model_path" in used:
+            item.add_marker(pytest.mark.model)
+        if item.path.name in E2E_FILES:
+            item.add_marker(pytest.mark.e2e)
 
 
 REPO = Path(__file__).resolve().parent.parent

@@ -1,5 +1,5 @@
 """A stand-in for the `openclaw` command, for the install/uninstall bookkeeping tests
-(tests/test_openclaw_install.py): the three calls `memindex openclaw install |
+(tests/openclaw/test_openclaw_install.py): the three calls `memindex openclaw install |
 uninstall` makes, on the file $OPENCLAW_CONFIG_PATH, as OpenClaw 2026.9.6 makes them:
 
     plugins install <dir> --force --accept-capabilities
@@ -10,7 +10,7 @@ uninstall` makes, on the file $OPENCLAW_CONFIG_PATH, as OpenClaw 2026.9.6 makes 
     config patch --stdin
         an RFC 7386 merge patch (null removes a key).
 
-The real OpenClaw runs the same steps in tests/test_openclaw_plugin.py; this one
+The real OpenClaw runs the same steps in tests/openclaw/test_openclaw_plugin.py; this one
 answers in milliseconds, so every path of the bookkeeping can be tried. Each call is
 appended to $FAKE_OPENCLAW_LOG."""
 

@@ -21,7 +21,7 @@ from providers.base import EmbeddingProvider
 from providers.batch import PollBackoff
 from providers.calibration import META_KEY, Scale, measure
 from providers.errors import ProviderError
-from providers.retry import call_with_retries
+from providers.retry import RetryPolicy, call_with_retries
 
 __all__ = ["EmbedReport", "embed_pending"]
 
@@ -128,7 +128,7 @@ def embed_pending(
         step = min(_STEP_MAX, step * 2) if fast else max(_STEP_MIN, step // 2)
     with store.transaction():
         store.cache_prune(max_cache_entries)
-    if rep.error is None:
+    if rep.error is None and not (should_stop and should_stop()) and store.any_embedded():
         _keep_scale(store, provider, key)
     rep.pending = store.pending_count()
     if progress is not None and rep.pending == 0:
@@ -138,6 +138,9 @@ def embed_pending(
     return rep
 
 
+_SCALE_RETRIES = RetryPolicy(attempts=2, initial=0.5, maximum=2.0)  # tried again next pass
+
+
 def _keep_scale(store: IndexStore, provider: EmbeddingProvider, key: str) -> None:
     """Store the model's similarity scale once per model, so a search reports its
     cosines on the one scale (``providers.calibration``). A failure leaves the
@@ -145,7 +148,7 @@ def _keep_scale(store: IndexStore, provider: EmbeddingProvider, key: str) -> Non
     if Scale.from_meta(store.meta_get(META_KEY), key) is not None:
         return
     try:
-        scale = call_with_retries(partial(measure, provider))
+        scale = call_with_retries(partial(measure, provider), _SCALE_RETRIES)
     except (ProviderError, ValueError) as exc:
         log.warning("could not measure %s's similarity scale: %s", provider.id, exc)
         return

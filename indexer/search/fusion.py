@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -17,17 +18,18 @@ WEIGHT_HITS = 3  # the best keyword hits vector_weight reads
 
 def vector_weight(
     q: ParsedQuery, keyword: Sequence[Candidate], rows: ChunkRows, base: float, weak: float
-) -> tuple[float, float]:
+) -> tuple[float, float | None]:
     """The vector side's weight for this query, and the share of its words that the
-    best keyword hits hold: ``base`` when one of the best ``WEIGHT_HITS`` holds every
+    best keyword hits hold (None: not worked out, as when ``weak`` is not above
+    ``base`` or no keyword hit was found): ``base`` when one of the best ``WEIGHT_HITS`` holds every
     word, ``weak`` when none holds any (the question is worded unlike the memory that
     answers it: a paraphrase, where the keyword side ranks chance matches of its
     common words), linearly between. With ``weak`` 0.5 against one fixed weight of 0.3:
     R@6 0.836 -> 0.885 on the personal dev set, SciFact nDCG@10 0.739 -> 0.744,
     LoCoMo R@10 0.910 -> 0.911 (docs/RETRIEVAL.md, "A weight per query")."""
     n = len(q.stems) + len(q.cjk)
-    if not keyword or not n:
-        return base, 1.0
+    if not keyword or not n or weak <= base:
+        return base, None
     head = sorted(keyword, key=lambda h: -h.text_score)[:WEIGHT_HITS]
     rows.need(h.id for h in head)
     held = max((classify(r, q)[2] for h in head if (r := rows.get(h.id)) is not None), default=0)
@@ -134,6 +136,23 @@ def fuse(
             hit = replace(hit, exact=exact, full=full, classified=True)
         if hit.exact or hit.full:
             out.append(replace(hit, shown=min_score))  # kept for its words: at the floor
-    pos = {cid: n for n, cid in enumerate(by_id)}  # ties keep the candidates' order
+    pos = {cid: n for n, cid in enumerate(by_id)}
     out.sort(key=lambda h: (-h.score, pos[h.id]))
-    return out
+    return _ties_by_place(out, rows)
+
+
+def _ties_by_place(hits: list[Candidate], rows: ChunkRows) -> list[Candidate]:
+    """Hits of equal score (to 6 places: float32 cosines of the same text differ
+    below that) by file and line, not by chunk id, which differs between two builds
+    of the same files; the rest as they are."""
+    counts = Counter(round(h.score, 6) for h in hits)
+    tied = [h.id for h in hits if counts[round(h.score, 6)] > 1]
+    if not tied:
+        return hits
+    rows.need(tied)
+
+    def place(h: Candidate) -> tuple[str, int]:
+        r = rows.get(h.id)
+        return ("", 0) if r is None else (r.path, r.start_line)
+
+    return sorted(hits, key=lambda h: (-round(h.score, 6), place(h)))

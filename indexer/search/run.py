@@ -147,7 +147,7 @@ class SearchRun:
         self.notes = Notes()
         h = cfg.hybrid
         self.weight = h.vectorWeight / ((h.vectorWeight + h.textWeight) or 1.0)  # fusion's
-        self.share = 1.0  # the share of the query's words the best keyword hits hold
+        self.share: float | None = None  # the query's words the best keyword hits hold
 
     def answer(self) -> SearchResponse:
         req, facts = self.req, self.facts
@@ -344,7 +344,7 @@ class SearchRun:
                 "fusion": h.fusion,
                 "vectorWeight": round(self.weight, 4),
                 "textWeight": round(1.0 - self.weight, 4),
-                "queryWordsHeld": round(self.share, 4),  # by the best keyword hits
+                **({} if self.share is None else {"queryWordsHeld": round(self.share, 4)}),
                 "minScore": self.floor,
                 "temporalDecay": qc.temporalDecay,
                 "dateBoost": qc.dateBoost,

@@ -130,6 +130,13 @@ class Searcher:
             # The model's similarity scale, stored by the writer (None: cosines as is).
             scale = Scale.from_meta(self.store.meta_get(META_KEY), p.key()) if ready else None
             self._ready_seen = (seen, ready, scale)
+        elif self._ready_seen[1] and self._ready_seen[2] is None:
+            # Vectors without a scale yet (the writer measures it after them, and again
+            # after a failure): read again until it is there; writing it changes no
+            # version this cache is keyed by.
+            scale = Scale.from_meta(self.store.meta_get(META_KEY), p.key())
+            if scale is not None:
+                self._ready_seen = (seen, True, scale)
         return self._ready_seen[1]
 
     def both_sources(self, versions: Versions) -> bool:

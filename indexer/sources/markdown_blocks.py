@@ -128,7 +128,7 @@ def structure(
     may be the item's own paragraph), no paragraph line opens a block past its list
     markers (``- > quote``) and no list line is a setext heading's text or inside a
     quote (where it may only be lazily continuing the quote's paragraph): then it has
-    the same blocks as the full parse (tests/test_chunking.py compares them), and an
+    the same blocks as the full parse (tests/sources/test_chunking.py compares them), and an
     item starts at each paragraph line that begins with a list marker (a few more
     than CommonMark's: ``2.`` after a paragraph line, or a marker four spaces in past
     it, is text there; this only moves a cut preference). Otherwise (or

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from indexer.config import Config
+from indexer.config import Config, default_config_path
 from indexer.errors import DaemonUnavailable, MemindexError
 from indexer.surfaces.client import call
 
@@ -39,10 +39,13 @@ def checks(cfg: Config) -> list[tuple[str, bool, str]]:
     check("config", lambda: str(cfg.source or "defaults (no config file)"))
     first_run = cfg.workspace is None and cfg.source is None  # nothing set up yet
     if first_run:
-        got.append(("workspace", True, TODO + "none yet: pass --workspace DIR (the folder "
-                    "holding MEMORY.md and memory/), set 'workspace' in "
-                    "~/.config/memindex/config.toml, or install OpenClaw "
-                    "(~/.openclaw/workspace is used when it exists)"))  # fmt: skip
+        where = default_config_path()
+        todo = (
+            "none yet: pass --workspace DIR (the folder holding MEMORY.md and memory/), set "
+            f"'workspace' in {where}, or install OpenClaw (~/.openclaw/workspace is used "
+            "when it exists)"
+        )
+        got.append(("workspace", True, TODO + todo))
     else:
         check("workspace", lambda: f"{cfg.require_workspace()} ({len(discover(cfg))} memory files)")
     check(

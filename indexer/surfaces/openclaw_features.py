@@ -68,7 +68,7 @@ def _who(by: Any) -> str:
 
 
 def markdown_table() -> str:
-    """docs/OPENCLAW.md's table of OpenClaw's memory features (tests/test_readme.py)."""
+    """docs/OPENCLAW.md's table of OpenClaw's memory features (tests/surfaces/test_readme.py)."""
     lines = [
         "| OpenClaw 2026.9 memory feature | memory-core | memindex in the slot | shown by |",
         "|---|---|---|---|",

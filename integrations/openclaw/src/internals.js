@@ -1,5 +1,5 @@
 // Parts of memory-core that OpenClaw's SDK does not export, used only on the exact
-// OpenClaw release they were tested against (tests/test_openclaw_parity.py):
+// OpenClaw release they were tested against (tests/openclaw/test_openclaw_parity.py):
 //
 // * dreaming's recall signals: memory-core's memory_search records each recall in
 //   its short-term recall store (`recordShortTermRecalls`), and the nightly

@@ -1,6 +1,6 @@
 // forgetSessions: memory-core's tombstones, written where memory-core writes them
-// (memindex honouring them: tests/test_openclaw_lifecycle.py; the real gateway:
-// tests/test_openclaw_parity.py).
+// (memindex honouring them: tests/openclaw/test_openclaw_lifecycle.py; the real gateway:
+// tests/openclaw/test_openclaw_parity.py).
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";

@@ -1,5 +1,5 @@
 // Unit tests of the plugin's own logic (node --test); the real-OpenClaw tests are
-// tests/test_openclaw_plugin.py.
+// tests/openclaw/test_openclaw_plugin.py.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import net from "node:net";

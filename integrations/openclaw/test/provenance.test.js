@@ -1,5 +1,5 @@
 // classifyWorkspaceMemoryPaths: memory-core's rules (the real-gateway check is
-// tests/test_openclaw_parity.py: MEMORY.md and USER.md in the first turn's prompt).
+// tests/openclaw/test_openclaw_parity.py: MEMORY.md and USER.md in the first turn's prompt).
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";

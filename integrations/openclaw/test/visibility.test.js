@@ -1,5 +1,5 @@
 // filterHits: session visibility and Active Memory's private recall, on a host whose
-// session store is given here (the real gateway: tests/test_openclaw_parity.py).
+// session store is given here (the real gateway: tests/openclaw/test_openclaw_parity.py).
 import assert from "node:assert/strict";
 import { test } from "node:test";
 

@@ -1,6 +1,6 @@
 """A session's lifecycle in OpenClaw 2026.9 as memindex follows it, the way
 OpenClaw's memory-core does (the real gateway doing each of these:
-tests/test_openclaw_parity.py):
+tests/openclaw/test_openclaw_parity.py):
 
 * a rewind starts a new window of the session key (holding the old events too):
   only the key's current window is indexed, once;

@@ -19,7 +19,7 @@ from indexer.config_file import parse_config
 from indexer.config_sections import choices_of, range_of
 from indexer.errors import ConfigError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_example_file_and_the_config_page_table_are_written_from_the_schema() -> None:

@@ -7,7 +7,7 @@ import pytest
 from indexer.config_file import parse_config
 from indexer.errors import ConfigError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_example_config_parses_with_defaults() -> None:

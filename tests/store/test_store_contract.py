@@ -27,7 +27,7 @@ from indexer.sources.text import index_text
 from indexer.store import ChunkRow, FileState, NewFile
 from indexer.store.backend import Backend, backend_for
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 Req = pytest.FixtureRequest
 
 

@@ -278,7 +278,7 @@ def test_one_agent_name_for_the_openclaw_workspace(cli: Runner, tmp_path: Path) 
 def test_a_missing_extra_names_the_command_that_adds_it(workspace: Path) -> None:
     """`memindex mcp` without its packages is one line naming the install command, and
     in a checkout that command is the checkout's own (no 'memindex' on the index)."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     script = (
         "import sys; sys.modules['anyio'] = None\n"  # an import of it fails as if absent
         "from indexer.surfaces.cli import main\n"
@@ -299,7 +299,7 @@ def test_a_missing_extra_names_the_command_that_adds_it(workspace: Path) -> None
 
 def test_the_openclaw_bench_needs_no_test_tools() -> None:
     """`python bench/openclaw_bench.py --help` where pytest is not installed."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     script = (
         "import runpy, sys; sys.modules['pytest'] = None\n"
         "sys.argv = ['bench/openclaw_bench.py', '--help']\n"

@@ -198,7 +198,7 @@ def test_kills_during_rebuilds_keep_the_published_index(
 def test_kills_during_a_model_rebuild_keep_paid_vectors(tmp_path: Path) -> None:
     """Switch from model A to model B (same architecture, other weights: a new key,
     so a rebuild into a new generation) and kill the daemon while it embeds."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
     from build_test_model import build
 
     model_a = build()

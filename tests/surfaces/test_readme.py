@@ -6,9 +6,11 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from conftest import Runner
+
 from indexer.surfaces.cli_parts import parser as _parser
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text(encoding="utf-8")
 PAGES = [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md"))]
 
@@ -118,3 +120,21 @@ def test_the_openclaw_feature_table_is_the_plugins() -> None:
             text = (REPO / file).read_text(encoding="utf-8")
             assert not name or re.search(rf"^def {re.escape(name)}\(", text, re.M), ref
         assert f.get("test") or f["servedBy"] == "nobody", f["id"]
+
+
+def test_the_quick_start_commands_run(cli: Runner) -> None:
+    """Every README command on the example workspace runs and exits 0, in order (a
+    fresh home: nothing indexed before the first)."""
+    import os
+
+    lines = [ln for ln in code_lines() if ln.startswith("memindex --workspace examples/")]
+    assert len(lines) >= 4
+    here = os.getcwd()
+    os.chdir(REPO)  # the README's paths are the repository's
+    try:
+        for line in lines:
+            code, out, err = cli(*shlex.split(line, comments=True)[1:])
+            assert code == 0, f"{line}: {err}"
+            assert out.strip(), line
+    finally:
+        os.chdir(here)

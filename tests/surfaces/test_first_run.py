@@ -16,7 +16,7 @@ from indexer.config import Config, LocalProviderConfig, ProviderConfig
 from indexer.engine import MemoryIndex
 from indexer.selection import select_provider
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 FLOOR = Config().query.minScore  # the default floor, 0.35
 
 MEMORY = """# Long-term memory

@@ -12,7 +12,7 @@ from daemon_util import child_env, rpc, wait_for
 
 from indexer.surfaces import service
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_systemd_unit_runs_memindex_serve() -> None:

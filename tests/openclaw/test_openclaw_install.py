@@ -6,7 +6,7 @@ had; a second OpenClaw config was served by the first one's daemon).
 
 The `openclaw` these run is tests/fake_openclaw.py (the same three calls, on the
 file, in milliseconds); the real OpenClaw runs install and uninstall in
-tests/test_openclaw_plugin.py. The daemons are real."""
+tests/openclaw/test_openclaw_plugin.py. The daemons are real."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import pytest
 from conftest import write
 from daemon_util import rpc, run_cli, search_paths
 
-FAKE = Path(__file__).with_name("fake_openclaw.py")
+FAKE = Path(__file__).resolve().parents[1] / "fake_openclaw.py"
 
 
 class Setup:

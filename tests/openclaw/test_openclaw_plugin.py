@@ -1,6 +1,6 @@
 """The OpenClaw plugin (integrations/openclaw) inside the real OpenClaw 2026.9.6, set up
 the way a user does it: ``memindex openclaw install`` (the conversations themselves,
-with a scripted model: tests/test_openclaw_parity.py).
+with a scripted model: tests/openclaw/test_openclaw_parity.py).
 
 OpenClaw and Node 24 come from the npm registry through scripts/setup_openclaw.sh
 (scripts/test.sh runs it; cached in ~/.cache/memindex/openclaw). Nothing of OpenClaw

@@ -21,7 +21,7 @@ The rows (docs/OPENCLAW.md, "What the agent keeps", names them):
   session is found once, in its current window;
 * **forget**: after ``openclaw memory forget --session <key>`` the session is found no
   more (memory-core's command with dreaming on; memindex's own with dreaming off:
-  tests/test_openclaw_plugin.py).
+  tests/openclaw/test_openclaw_plugin.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The database here is made by the test with the tables and columns memindex reads, as
 OpenClaw 2026.9.6 lays them out (schema version 23): events as plain JSON or as a
 zstd frame, a rewrite generation, cold archives. The real gateway writes one in
-tests/test_openclaw_parity.py."""
+tests/openclaw/test_openclaw_parity.py."""
 
 from __future__ import annotations
 
