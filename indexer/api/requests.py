@@ -80,7 +80,12 @@ class SearchRequest:
     time_zone: str | None = None  # IANA name (None: query.timeZone, else the host's)
 
     PARAMS: ClassVar[tuple[Param, ...]] = (
-        Param("query", {"type": "string", "minLength": 1}, "what to look for", required=True),
+        Param(
+            "query",
+            {"type": "string", "minLength": 1},
+            "words, quoted phrases, IDs or paths",
+            required=True,
+        ),
         Param("maxResults", {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS}),
         Param("minScore", {"type": "number", "minimum": 0, "maximum": 1}),
         Param(
@@ -91,7 +96,7 @@ class SearchRequest:
         Param(
             "corpus",
             {"enum": ["memory", "sessions", "all"]},
-            "OpenClaw's name for sources; sources wins when both are given",
+            "which source (OpenClaw's name for sources; sources wins when both are given)",
         ),
         Param("gate", {"type": "boolean"}, "skip small talk, slash commands and emoji-only input"),
         Param(
@@ -170,7 +175,12 @@ class GetRequest:
     raw: bool = False
 
     PARAMS: ClassVar[tuple[Param, ...]] = (
-        Param("path", {"type": "string"}, "e.g. memory/2026-11-21.md", required=True),
+        Param(
+            "path",
+            {"type": "string"},
+            "a path from memory_search, e.g. memory/2026-11-21.md",
+            required=True,
+        ),
         Param("from", {"type": "integer", "minimum": 1}, "first line, 1-based"),
         Param("lines", {"type": "integer", "minimum": 1}, "how many lines (default: all)"),
         Param("raw", {"type": "boolean"}, "a transcript's JSON events instead of its messages"),

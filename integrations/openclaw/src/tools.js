@@ -1,4 +1,6 @@
 // The agent's memory_search / memory_get tools, answered by memindex.
+import fs from "node:fs";
+
 import { configuredAgents, normalizeAgentId, sessionKeyAgent } from "./agents.js";
 import { filterHits } from "./visibility.js";
 
@@ -6,31 +8,11 @@ const CORPUS = { memory: ["memory"], sessions: ["sessions"], all: undefined };
 
 // camelCase as memory-core's tools take them; the snake_case spellings OpenClaw's own
 // tool readers also accept (since 2026.10 models are prompted with them) are aliases.
-export const SEARCH_PARAMETERS = {
-  type: "object",
-  properties: {
-    query: { type: "string", description: "words, quoted phrases, IDs or paths" },
-    maxResults: { type: "integer", minimum: 1, maximum: 200 },
-    minScore: { type: "number", minimum: 0, maximum: 1 },
-    corpus: { type: "string", enum: ["memory", "sessions", "all"] },
-    max_results: { type: "integer", minimum: 1, maximum: 200, description: "= maxResults" },
-    min_score: { type: "number", minimum: 0, maximum: 1, description: "= minScore" },
-  },
-  required: ["query"],
-  additionalProperties: false,
-};
-
-export const GET_PARAMETERS = {
-  type: "object",
-  properties: {
-    path: { type: "string", description: "a path from memory_search, e.g. memory/2026-11-21.md" },
-    from: { type: "integer", minimum: 1 },
-    lines: { type: "integer", minimum: 1 },
-    corpus: { type: "string", enum: ["memory", "all"] },
-  },
-  required: ["path"],
-  additionalProperties: false,
-};
+// Made from memindex's protocol table (indexer/surfaces/openclaw_schemas.py, written
+// by scripts/gen_config.py): each parameter as the socket checks it.
+const SCHEMAS = JSON.parse(fs.readFileSync(new URL("./schemas.json", import.meta.url), "utf8"));
+export const SEARCH_PARAMETERS = SCHEMAS.memory_search;
+export const GET_PARAMETERS = SCHEMAS.memory_get;
 
 /** A parameter by its camelCase name, else its snake_case one; numeric strings too. */
 export function param(params, name) {
