@@ -14,7 +14,10 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from providers.models import MODELS
+from providers.names import KEY_VARIABLES, REMOTE_LABELS, info
 from providers.names import ORDER as PROVIDERS
+
+_VOYAGE_KEYS = " or ".join(p.key_env if (p := info("voyage")) else ())  # the reranker's too
 
 __all__ = [
     "CacheConfig",
@@ -211,7 +214,7 @@ class LocalProviderConfig:
 @dataclass(frozen=True)
 class RemoteProviderConfig:
     baseUrl: str = setting("", '"" = the provider\'s public endpoint')
-    apiKey: str = setting("", "prefer the environment variables (OPENAI_API_KEY, ...)")
+    apiKey: str = setting("", f"prefer the environment variables ({KEY_VARIABLES})")
     timeoutMs: int = setting(60_000, "one embedding request's time limit", range=(1, None))
     queryTimeoutMs: int = setting(
         5_000,
@@ -229,8 +232,8 @@ class ProviderConfig:
     name: str = setting(
         "auto",
         "embeddings for hybrid search. auto: a configured local model, else the first of "
-        "OpenAI / Gemini / Voyage whose API key is set (OPENAI_API_KEY, GEMINI_API_KEY or "
-        "GOOGLE_API_KEY, VOYAGE_API_KEY), else none = keyword search only",
+        f"{REMOTE_LABELS} whose API key is set ({KEY_VARIABLES}), else none = keyword "
+        "search only",
         choices=("auto", *PROVIDERS, "none"),
     )
     fallback: str = setting(
@@ -290,7 +293,7 @@ class RerankConfig:
     baseUrl: str = setting(
         "", 'http: required, e.g. "http://127.0.0.1:8080/v1"; voyage: its public endpoint'
     )
-    apiKey: str = setting("", "prefer MEMINDEX_RERANK_API_KEY (or VOYAGE_API_KEY)")
+    apiKey: str = setting("", f"prefer MEMINDEX_RERANK_API_KEY (or {_VOYAGE_KEYS})")
     candidates: int = setting(
         40, "the best this many fused candidates are reranked", range=(1, 200)
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ORDER", "PROVIDERS", "ProviderInfo", "info"]
+__all__ = ["KEY_VARIABLES", "ORDER", "PROVIDERS", "REMOTE_LABELS", "ProviderInfo", "info"]
 
 
 @dataclass(frozen=True)
@@ -19,6 +19,7 @@ class ProviderInfo:
     package: str  # the Python package its module needs (an import name)
     extra: str  # the optional dependency group that installs it (pyproject)
     key_env: tuple[str, ...] = ()  # environment variables holding its API key (remote)
+    label: str = ""  # as a person writes it (default: the name)
 
     @property
     def remote(self) -> bool:
@@ -28,14 +29,18 @@ class ProviderInfo:
 PROVIDERS: tuple[ProviderInfo, ...] = (
     ProviderInfo("local", ".local_gguf", "LocalGGUFProvider", "llama_cpp", "local"),
     ProviderInfo("openai", ".openai_provider", "OpenAIProvider", "openai", "openai",
-                 ("OPENAI_API_KEY",)),
+                 ("OPENAI_API_KEY",), "OpenAI"),
     ProviderInfo("gemini", ".gemini_provider", "GeminiProvider", "google.genai", "gemini",
-                 ("GEMINI_API_KEY", "GOOGLE_API_KEY")),
+                 ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "Gemini"),
     ProviderInfo("voyage", ".voyage_provider", "VoyageProvider", "voyageai", "voyage",
-                 ("VOYAGE_API_KEY",)),
+                 ("VOYAGE_API_KEY",), "Voyage"),
 )  # fmt: skip
 
 ORDER = tuple(p.name for p in PROVIDERS)
+# For help texts: "OPENAI_API_KEY, GEMINI_API_KEY or GOOGLE_API_KEY, VOYAGE_API_KEY"
+# and "OpenAI / Gemini / Voyage".
+KEY_VARIABLES = ", ".join(" or ".join(p.key_env) for p in PROVIDERS if p.remote)
+REMOTE_LABELS = " / ".join(p.label or p.name for p in PROVIDERS if p.remote)
 
 
 def info(name: str) -> ProviderInfo | None:

@@ -225,3 +225,33 @@ def test_the_architecture_page_lists_every_module() -> None:
     }
     assert sorted(present - listed) == [], "modules missing from docs/ARCHITECTURE.md"
     assert sorted(listed - present) == [], "docs/ARCHITECTURE.md names modules that are gone"
+
+
+def test_no_provider_is_declared_outside_the_registry() -> None:
+    """The embedding providers are declared once (providers/names.py): no module of
+    ``indexer`` spells a provider's API key variable or lists two or more provider
+    names in one literal (a second table a new provider would have to be added to; a
+    list with other names too, such as the rerankers', is another table)."""
+    import re
+
+    from providers.names import ORDER, PROVIDERS
+
+    keys = {k for p in PROVIDERS for k in p.key_env}
+    found = []
+    for path in sorted((REPO / "indexer").rglob("*.py")):
+        if "openclaw_plugin" in path.parts:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                named = [k for k in keys if re.search(rf"\b{k}\b", node.value)]
+                if named:
+                    found.append(f"{path.relative_to(REPO)}:{node.lineno} names {named}")
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
+                items = node.keys if isinstance(node, ast.Dict) else node.elts
+                values = {e.value for e in items if isinstance(e, ast.Constant)}
+                names = values & set(ORDER)
+                other = values - set(ORDER) - {"auto", "none", ""}  # another list (rerankers)
+                if len(names) >= 2 and not other:
+                    found.append(f"{path.relative_to(REPO)}:{node.lineno} lists {sorted(names)}")
+    assert found == []
