@@ -103,8 +103,12 @@ def _config(ws: Path, model: ScriptedModel) -> dict[str, Any]:
                     "input": ["text"], "contextWindow": 16000, "maxTokens": 1024,
                     "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}],
     }  # fmt: skip
+    # timeoutMs: Active Memory drops a recall that takes longer (a sub-agent run with
+    # a tool call); the scripted model answers at once, but once, with another suite
+    # running beside this one on the two cores, the recall row failed (the recall ran
+    # and found the fact; nothing was injected): a run past 30 s is the likely cause.
     active_memory = {"enabled": True, "agents": ["main"], "allowedChatTypes": ["direct"],
-                     "mode": "escalate", "logging": True, "timeoutMs": 30000,
+                     "mode": "escalate", "logging": True, "timeoutMs": 120000,
                      "maxSummaryChars": 1000}  # fmt: skip
     return {
         "agents": {
