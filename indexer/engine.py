@@ -1,28 +1,95 @@
-"""One agent's index opened for both writing and reading: an ``Indexer`` and a
-``Searcher`` on the same store, for one-process callers (the CLI's ``index``,
-``memindex-qmd``, the benches and the tests).
+"""Where an agent's index is put together for a process without a daemon: its
+backend (where the index lives), the embedding provider by the config's policy
+(``provider``), and either a writer and a searcher on one store (``MemoryIndex``:
+the CLI's ``index``, ``memindex-qmd update``, the benches and the tests) or a
+read-only searcher for one request (``reading``: the CLI's and MCP's direct path,
+``memindex-qmd`` searches) or a store to check (``checking``: ``doctor``). The
+surfaces ask here instead of opening a backend or loading a provider themselves
+(``tests/test_layout.py``); the daemon's per-agent root is still its own
+(``surfaces/agent.AgentRuntime``, to be folded in next).
 
-The daemon does not use it: its writer thread holds an ``Indexer`` and each reader
-thread a ``Searcher`` on a read-only connection. Parameters given here as Python
-values are checked by the same ``api`` request types as the socket's.
+Parameters given to ``MemoryIndex`` as Python values are checked by the same
+``api`` request types as the socket's.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from indexer.api import GetRequest, GetResponse, SearchRequest, SearchResponse, StatusResponse
 from indexer.config import Config
-from indexer.indexing.writer import Indexer
 from indexer.search.searcher import Searcher
 from indexer.store import IndexStore
 from indexer.store.backend import backend_for
 
 if TYPE_CHECKING:
+    from indexer.indexing.writer import Indexer
     from indexer.search.live import LiveIndex
+    from indexer.selection import SharedProviders
+    from providers.auto import Selection
     from providers.base import EmbeddingProvider
 
-__all__ = ["MemoryIndex"]
+__all__ = [
+    "MemoryIndex",
+    "checking",
+    "index_location",
+    "provider",
+    "provider_for_reading",
+    "reading",
+]
+
+
+def provider(cfg: Config, shared: SharedProviders | None = None) -> Selection:
+    """The embedding provider the config asks for (``shared``: a daemon's, one loaded
+    model for the agents with the same settings), or None with the reasons."""
+    from indexer.selection import select_provider
+
+    return select_provider(cfg) if shared is None else shared.select(cfg)
+
+
+def provider_for_reading(cfg: Config) -> tuple[EmbeddingProvider | None, str]:
+    """The provider a read needs: loaded only when the index holds vectors to search
+    (a keyword-only index costs no model load); with the note ``status`` shows."""
+    from indexer.errors import MemindexError
+    from indexer.selection import provider_note
+
+    try:
+        with backend_for(cfg).open(readonly=True) as store:
+            has_vectors = store.meta_get("vectorKey") is not None
+    except MemindexError:
+        return None, ""
+    if not has_vectors:
+        return None, ""
+    sel = provider(cfg)
+    return sel.provider, provider_note(cfg, sel)
+
+
+@contextlib.contextmanager
+def reading(cfg: Config, *, embed: bool) -> Iterator[Searcher]:
+    """A read-only ``Searcher`` on the agent's index for one request, closed after;
+    ``embed``: with the provider a search of its vectors needs."""
+    found, note = provider_for_reading(cfg) if embed else (None, "")
+    with backend_for(cfg).open(readonly=True) as store:
+        yield Searcher(cfg, store, provider=found, provider_note=note)
+
+
+@contextlib.contextmanager
+def checking(cfg: Config) -> Iterator[IndexStore | None]:
+    """The agent's index opened read-only to check (None: not built yet)."""
+    backend = backend_for(cfg)
+    if not backend.exists():
+        yield None
+        return
+    with backend.open(readonly=True) as store:
+        yield store
+
+
+def index_location(cfg: Config) -> tuple[str, bool]:
+    """Where the agent's index lives (a path or a redacted URL) and whether it exists."""
+    backend = backend_for(cfg)
+    return str(backend.where), backend.exists()
 
 
 class MemoryIndex:
@@ -44,7 +111,10 @@ class MemoryIndex:
         store = store or backend.open(readonly=readonly)
         self.cfg = cfg
         self.provider = provider
-        self.writer = Indexer(cfg, store, provider, changed=self._follow, backend=backend)
+        # Imported only here: a read (``reading``) does not load the write path.
+        from indexer.indexing.writer import Indexer
+
+        self.writer: Indexer = Indexer(cfg, store, provider, changed=self._follow, backend=backend)
         self.searcher = Searcher(
             cfg, store, provider=provider, provider_note=provider_note, live=live
         )

@@ -255,3 +255,41 @@ def test_no_provider_is_declared_outside_the_registry() -> None:
                 if len(names) >= 2 and not other:
                     found.append(f"{path.relative_to(REPO)}:{node.lineno} lists {sorted(names)}")
     assert found == []
+
+
+# The daemon's per-agent root; folding it into engine's is the next step (#52).
+ROOTS = {"indexer/engine.py", "indexer/surfaces/agent.py"}
+
+
+def test_the_surfaces_put_no_index_together_themselves() -> None:
+    """A surface (CLI, MCP, memindex-qmd, doctor, the daemon's service) asks
+    ``indexer/engine.py`` for an agent's index, searcher or provider: none opens a
+    backend, loads a provider, or makes a ``Searcher`` or ``Indexer`` of its own."""
+    banned_calls = {"backend_for", "select_provider", "Searcher", "Indexer"}
+    banned_from = {"indexer.store.backend", "indexer.indexing.writer"}
+    found = []
+    for path in sorted((REPO / "indexer" / "surfaces").rglob("*.py")):
+        rel = str(path.relative_to(REPO))
+        if rel in ROOTS or "openclaw_plugin" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module in banned_from:
+                found.append(f"{rel}:{node.lineno} imports {node.module}")
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module == "indexer.selection"
+                and any(a.name == "select_provider" for a in node.names)
+            ):
+                found.append(f"{rel}:{node.lineno} imports select_provider")
+            if isinstance(node, ast.Call):
+                f = node.func
+                name = (
+                    f.id
+                    if isinstance(f, ast.Name)
+                    else f.attr
+                    if isinstance(f, ast.Attribute)
+                    else ""
+                )
+                if name in banned_calls:
+                    found.append(f"{rel}:{node.lineno} calls {name}")
+    assert found == []

@@ -20,10 +20,10 @@ def run_index(c: Call) -> int:
         state = report.pop("providerState", None)
     else:
         c.setup_logging()
-        from indexer.engine import MemoryIndex
-        from indexer.selection import provider_state, select_provider
+        from indexer.engine import MemoryIndex, provider
+        from indexer.selection import provider_state
 
-        sel = select_provider(cfg)
+        sel = provider(cfg)
         state = provider_state(cfg, sel)
         from indexer.indexing.progress import WorkProgress
 

@@ -20,11 +20,11 @@ TODO = "todo: "  # a detail that starts so names a step not taken yet (ok, not f
 def checks(cfg: Config) -> list[tuple[str, bool, str]]:
     """Each check's (name, ok, detail), in order (a *todo* is ok, its detail starting
     with ``TODO``)."""
-    from indexer.selection import select_provider
+    from indexer.engine import checking, index_location
+    from indexer.engine import provider as configured_provider
     from indexer.sources.discovery import discover
     from indexer.sources.tokenizer import get_counter
     from indexer.store import Store
-    from indexer.store.backend import backend_for
 
     got: list[tuple[str, bool, str]] = []
 
@@ -54,11 +54,10 @@ def checks(cfg: Config) -> list[tuple[str, bool, str]]:
     )
 
     def index() -> str:
-        backend = backend_for(cfg)
-        path = backend.where
-        if not backend.exists():
-            return f"{path} not built yet: run 'memindex index'"
-        with backend.open(readonly=True) as st:
+        path, _ = index_location(cfg)
+        with checking(cfg) as st:
+            if st is None:
+                return f"{path} not built yet: run 'memindex index'"
             indexed = st.meta_get("workspace")
             current = str(cfg.require_workspace().resolve())
             if indexed is not None and indexed != current:
@@ -73,7 +72,7 @@ def checks(cfg: Config) -> list[tuple[str, bool, str]]:
                     f"{path}: {'; '.join(problems)}; run 'memindex index --force' to rebuild it"
                 )
             v = st.versions()
-            if backend.kind == "sqlite":
+            if "sqlite" in v:
                 sqlite = f"SQLite {v['sqlite']} via {v['binding']}"
                 return f"{path}: integrity ok, tables consistent, {sqlite}"
             return f"{path}: tables consistent, " + ", ".join(f"{k} {x}" for k, x in v.items())
@@ -94,7 +93,7 @@ def checks(cfg: Config) -> list[tuple[str, bool, str]]:
     check("sqlite-vec", vec)
 
     def provider() -> str:
-        sel = select_provider(cfg)
+        sel = configured_provider(cfg)
         if sel.provider is None:
             if cfg.provider.name not in ("auto", "none"):  # asked for, and not there
                 raise RuntimeError(f"provider '{cfg.provider.name}' unavailable: {sel.reason}")

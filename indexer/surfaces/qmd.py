@@ -35,15 +35,13 @@ from typing import NoReturn, TextIO
 from indexer.api import QmdResult, SearchRequest
 from indexer.config import Config, ExtraPath
 from indexer.config_file import load_config
-from indexer.engine import MemoryIndex
+from indexer.engine import MemoryIndex, index_location, provider, reading
 from indexer.errors import InvalidParams, MemindexError
 from indexer.search.documents import read_document
 from indexer.search.searcher import Searcher
-from indexer.selection import select_provider
 from indexer.sources.chunking import split_lines
 from indexer.sources.discovery import glob_match, roots_for
 from indexer.store import IndexStore, private_dir
-from indexer.store.backend import backend_for
 from indexer.store.sqlite.qmd_catalogue import Catalogue
 from indexer.surfaces.client import DaemonUnavailable, RemoteError, call
 from indexer.surfaces.qmd_common import MODES, cache_dir, config_dir, emit, qmd_socket
@@ -206,15 +204,12 @@ def _search(
 ) -> None:
     cols = load_collections()
     cfg = _config(base, cols)
-    backend = backend_for(cfg)
-    if not backend.exists():
+    if not index_location(cfg)[1]:
         if any(name not in {c["name"] for c in cols} for name in names):
             raise QmdError(f"Collection not found: {names[0]}")
         emit([], out, as_json)
         return
-    provider = None if mode == "search" else select_provider(cfg).provider
-    with backend.open(readonly=True) as store:
-        searcher = Searcher(cfg, store, provider=provider)
+    with reading(cfg, embed=mode != "search") as searcher:
         items = search_items(cfg, cols, mode, query, n, names, searcher)
     emit(items, out, as_json)
 
@@ -352,7 +347,7 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
         if args.cmd in ("update", "embed"):
             cols = load_collections()
             cfg = _config(base, cols)
-            sel = select_provider(cfg) if args.cmd == "embed" else None
+            sel = provider(cfg) if args.cmd == "embed" else None
             with MemoryIndex(cfg, provider=sel.provider if sel else None) as idx:
                 if args.cmd == "update":
                     rep = idx.sync(embed=False)

@@ -10,14 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 from indexer import api
 from indexer.config import Config
-from indexer.errors import InvalidParams, MemindexError, UnknownMethod
+from indexer.errors import InvalidParams, UnknownMethod
 from indexer.surfaces.client import DaemonUnavailable, call, serves
 
 if TYPE_CHECKING:
-    from indexer.search.searcher import Searcher
-    from providers.base import EmbeddingProvider
+    from contextlib import AbstractContextManager
 
-__all__ = ["FileService", "daemon_socket", "provider_for_reading", "read_call"]
+    from indexer.search.searcher import Searcher
+
+__all__ = ["FileService", "daemon_socket", "read_call"]
 
 
 def daemon_socket(cfg: Config) -> Path | None:
@@ -54,43 +55,36 @@ class FileService:
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
 
-    def _searcher(self, agent: str | None, *, provider: bool) -> Searcher:
+    def _searcher(self, agent: str | None, *, provider: bool) -> AbstractContextManager[Searcher]:
         if agent is not None and agent != self.cfg.agent_name:
             raise InvalidParams(f"this reads agent '{self.cfg.agent_name}', not '{agent}'")
         # Imported only now: the read path pulls in numpy, the tokenizer and
         # sqlite-vec, which a call answered by the daemon does not need.
-        from indexer.search.searcher import Searcher
-        from indexer.store.backend import backend_for
+        from indexer.engine import reading
 
-        found, note = provider_for_reading(self.cfg) if provider else (None, "")
-        store = backend_for(self.cfg).open(readonly=True)
-        return Searcher(self.cfg, store, provider=found, provider_note=note)
+        return reading(self.cfg, embed=provider)
 
     def search(self, agent: str | None, req: api.SearchRequest) -> api.SearchResponse:
-        s = self._searcher(agent, provider=True)
-        with s.store:
+        with self._searcher(agent, provider=True) as s:
             return s.search(req)
 
     def curated(self, agent: str | None, req: api.CuratedRequest) -> api.CuratedResponse:
-        s = self._searcher(agent, provider=False)
-        with s.store:
+        with self._searcher(agent, provider=False) as s:
             return s.curated(req)
 
     def get(self, agent: str | None, req: api.GetRequest) -> api.GetResponse:
-        s = self._searcher(agent, provider=False)  # memory_get needs no model
-        with s.store:
+        with self._searcher(agent, provider=False) as s:  # memory_get needs no model
             return s.get(req)
 
     def status(self, agent: str | None, req: api.StatusRequest) -> api.StatusResponse:
-        from indexer.store.backend import backend_for
+        from indexer.engine import index_location
 
-        backend = backend_for(self.cfg)
-        if not backend.exists():  # a state, not an error
+        where, exists = index_location(self.cfg)
+        if not exists:  # a state, not an error
             from indexer.search.searcher import status_before_indexing
 
-            return status_before_indexing(self.cfg, backend.where)
-        s = self._searcher(agent, provider=True)
-        with s.store:
+            return status_before_indexing(self.cfg, where)
+        with self._searcher(agent, provider=True) as s:
             return s.status()
 
     def _needs_daemon(self, method: str) -> UnknownMethod:
@@ -104,19 +98,3 @@ class FileService:
 
     def qmd_search(self, agent: str | None, req: api.QmdSearchRequest) -> list[api.QmdResult]:
         raise self._needs_daemon("qmd_search")
-
-
-def provider_for_reading(cfg: Config) -> tuple[EmbeddingProvider | None, str]:
-    """Load the embedding model only when the index holds vectors to search."""
-    from indexer.selection import provider_note, select_provider
-    from indexer.store.backend import backend_for
-
-    try:
-        with backend_for(cfg).open(readonly=True) as store:
-            has_vectors = store.meta_get("vectorKey") is not None
-    except MemindexError:
-        return None, ""
-    if not has_vectors:
-        return None, ""
-    sel = select_provider(cfg)
-    return sel.provider, provider_note(cfg, sel)
