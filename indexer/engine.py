@@ -127,6 +127,7 @@ class MemoryIndex:
     def _follow(self, store: IndexStore) -> None:
         """After a write: search the published store, with the snapshot caught up."""
         self.searcher.store = store
+        self.searcher.after_write()
         if self.searcher.live is not None:
             self.searcher.live.update(store, full=False)
 

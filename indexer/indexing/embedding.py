@@ -149,7 +149,7 @@ def _keep_scale(store: IndexStore, provider: EmbeddingProvider, key: str) -> Non
         return
     try:
         scale = call_with_retries(partial(measure, provider), _SCALE_RETRIES)
-    except (ProviderError, ValueError) as exc:
+    except Exception as exc:  # optional: never stops indexing
         log.warning("could not measure %s's similarity scale: %s", provider.id, exc)
         return
     with store.transaction():

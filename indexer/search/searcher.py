@@ -40,6 +40,8 @@ if TYPE_CHECKING:  # the providers' base loads when first used
 
 __all__ = ["Searcher", "status_before_indexing"]
 
+SCALE_RECHECK_S = 2.0  # a missing similarity scale is looked for at most this often
+
 
 class Searcher:
     """The read methods on ``store``. ``live``: the daemon's shared in-memory snapshot
@@ -67,6 +69,7 @@ class Searcher:
         self._sources_seen: tuple[str | None, bool] | None = None
         self._workspace_ok: tuple[str, str | None] | None = None
         self._ready_seen: tuple[object, bool, Scale | None] | None = None
+        self._scale_next = 0.0  # when a missing scale is looked for again (monotonic)
 
     def get(self, req: GetRequest) -> GetResponse:
         return get_lines(self.cfg, req)
@@ -130,14 +133,23 @@ class Searcher:
             # The model's similarity scale, stored by the writer (None: cosines as is).
             scale = Scale.from_meta(self.store.meta_get(META_KEY), p.key()) if ready else None
             self._ready_seen = (seen, ready, scale)
-        elif self._ready_seen[1] and self._ready_seen[2] is None:
+        elif (
+            self._ready_seen[1]
+            and self._ready_seen[2] is None
+            and time.monotonic() >= self._scale_next
+        ):
             # Vectors without a scale yet (the writer measures it after them, and again
-            # after a failure): read again until it is there; writing it changes no
-            # version this cache is keyed by.
+            # after a failure): read again until it is there, every few seconds at
+            # most; writing it changes no version this cache is keyed by.
+            self._scale_next = time.monotonic() + SCALE_RECHECK_S
             scale = Scale.from_meta(self.store.meta_get(META_KEY), p.key())
             if scale is not None:
                 self._ready_seen = (seen, True, scale)
         return self._ready_seen[1]
+
+    def after_write(self) -> None:
+        """A writer in this process wrote: a missing scale is looked for at once."""
+        self._scale_next = 0.0
 
     def both_sources(self, versions: Versions) -> bool:
         """Whether the index holds both sources, re-read when its chunks change."""
