@@ -49,18 +49,13 @@ def provider(cfg: Config, shared: SharedProviders | None = None) -> Selection:
     return select_provider(cfg) if shared is None else shared.select(cfg)
 
 
-def provider_for_reading(cfg: Config) -> tuple[EmbeddingProvider | None, str]:
-    """The provider a read needs: loaded only when the index holds vectors to search
-    (a keyword-only index costs no model load); with the note ``status`` shows."""
-    from indexer.errors import MemindexError
+def provider_for_reading(cfg: Config, store: IndexStore) -> tuple[EmbeddingProvider | None, str]:
+    """The provider a read of ``store`` needs: loaded only when the index holds
+    vectors to search (a keyword-only index costs no model load); with the note
+    ``status`` shows."""
     from indexer.selection import provider_note
 
-    try:
-        with backend_for(cfg).open(readonly=True) as store:
-            has_vectors = store.meta_get("vectorKey") is not None
-    except MemindexError:
-        return None, ""
-    if not has_vectors:
+    if store.meta_get("vectorKey") is None:
         return None, ""
     sel = provider(cfg)
     return sel.provider, provider_note(cfg, sel)
@@ -70,8 +65,8 @@ def provider_for_reading(cfg: Config) -> tuple[EmbeddingProvider | None, str]:
 def reading(cfg: Config, *, embed: bool) -> Iterator[Searcher]:
     """A read-only ``Searcher`` on the agent's index for one request, closed after;
     ``embed``: with the provider a search of its vectors needs."""
-    found, note = provider_for_reading(cfg) if embed else (None, "")
     with backend_for(cfg).open(readonly=True) as store:
+        found, note = provider_for_reading(cfg, store) if embed else (None, "")
         yield Searcher(cfg, store, provider=found, provider_note=note)
 
 

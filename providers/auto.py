@@ -186,16 +186,10 @@ def select(spec: ProviderSpec) -> Selection:
         try:
             sel.provider = build(name, spec)
             return sel
-        except MissingCredentials as exc:
-            sel.reasons.append(f"{name}: {exc.message}")
-            if exc.fix:
-                sel.fixes[name] = exc.fix
         except ProviderError as exc:
             sel.reasons.append(f"{name}: {exc.message}")
             if exc.fix:
                 sel.fixes[name] = exc.fix
-            if spec.name != "auto":
-                break
     if spec.fallback not in ("none", "", *names):
         try:
             sel.provider = build(spec.fallback, replace(spec, model="", dims=0))

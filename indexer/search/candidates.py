@@ -81,3 +81,10 @@ class ChunkRows:
 
     def has(self, cid: int) -> bool:
         return cid in self._rows
+
+    def place(self, cid: int) -> tuple[str, int]:
+        """Where ``cid``'s chunk is, (path, start line), if its row was read; ("", 0)
+        else. Orders equal scores the same in every build of the same files (chunk
+        ids differ between builds)."""
+        row = self._rows.get(cid)
+        return ("", 0) if row is None else (row.path, row.start_line)

@@ -150,9 +150,4 @@ def _ties_by_place(hits: list[Candidate], rows: ChunkRows) -> list[Candidate]:
     if not tied:
         return hits
     rows.need(tied)
-
-    def place(h: Candidate) -> tuple[str, int]:
-        r = rows.get(h.id)
-        return ("", 0) if r is None else (r.path, r.start_line)
-
-    return sorted(hits, key=lambda h: (-round(h.score, 6), place(h)))
+    return sorted(hits, key=lambda h: (-round(h.score, 6), rows.place(h.id)))

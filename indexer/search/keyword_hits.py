@@ -120,12 +120,12 @@ def keyword_search(
             coord[h.id] = classify(row, q)[2] if tied and row is not None else 0
     # Then by file and line, so that the same files rank the same however often (and
     # in what order) they were indexed: chunk ids differ between two builds.
+    untied = ("", 0)
     hits.sort(
-        key=lambda h: (-rounded[h.id], -coord[h.id], _place(rows, h.id, counts[rounded[h.id]]))
+        key=lambda h: (
+            -rounded[h.id],
+            -coord[h.id],
+            rows.place(h.id) if counts[rounded[h.id]] > 1 else untied,
+        )
     )
     return hits
-
-
-def _place(rows: ChunkRows, cid: int, tied: int) -> tuple[str, int]:
-    row = rows.get(cid) if tied > 1 else None
-    return ("", 0) if row is None else (row.path, row.start_line)

@@ -287,11 +287,13 @@ class SearchRun:
             fresh = [cid for cid, _ in near if cid not in known]
             rows.need(fresh)
             sources = {cid: row.source for cid in fresh if (row := rows.get(cid)) is not None}
-        wv = 1.0 if vector_only else self.weight
-        if not vector_only and h.fusion == "weighted":
-            base = h.vectorWeight / ((h.vectorWeight + h.textWeight) or 1.0)
-            wv, self.share = vector_weight(self.q, kw, rows, base, h.vectorWeightWeak)
-        self.weight = wv
+        if vector_only:
+            self.weight = 1.0
+        elif h.fusion == "weighted":  # self.weight: the configured share, until here
+            self.weight, self.share = vector_weight(
+                self.q, kw, rows, self.weight, h.vectorWeightWeak
+            )
+        wv = self.weight
         fused = fuse(
             self.q,
             kw,
