@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.errors import StoreError
 from indexer.search.keyword_hits import bm25_to_score
 
@@ -38,7 +38,7 @@ def _quote(tok: str) -> str:
 
 
 def _fts(
-    idx: MemoryIndex,
+    idx: AgentIndex,
     match: str,
     limit: int,
     sources: Sequence[str] | None,
@@ -52,7 +52,7 @@ def _fts(
 
 
 def openclaw_search(
-    idx: MemoryIndex,
+    idx: AgentIndex,
     query: str,
     *,
     limit: int,
@@ -97,7 +97,7 @@ def openclaw_search(
 
 
 def qmd_search(
-    idx: MemoryIndex, query: str, *, limit: int, sources: Sequence[str] | None
+    idx: AgentIndex, query: str, *, limit: int, sources: Sequence[str] | None
 ) -> list[Result]:
     toks = [t.lower() for t in _tokens(query)]
     if not toks:

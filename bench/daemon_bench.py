@@ -12,7 +12,7 @@ Runs the real daemon (``memindex serve``) in a subprocess on a generated workspa
   index files are read through mmap, so their cached pages count in VmRSS), PASS
   or FAIL.
 
-Baseline in the same run: the same queries through MemoryIndex.search in this
+Baseline in the same run: the same queries through AgentIndex.search in this
 process (no socket, no JSON), i.e. the floor the socket adds to.
 
     python bench/daemon_bench.py [--edits 15] [--clients 50] [--queries 200]
@@ -42,7 +42,7 @@ from common import percentile  # noqa: E402
 from index_bench import WORDS, make_daily_logs, real_sentences  # noqa: E402
 
 from indexer.config import Config  # noqa: E402
-from indexer.engine import MemoryIndex  # noqa: E402
+from indexer.engine import AgentIndex  # noqa: E402
 
 
 class Client:
@@ -149,7 +149,7 @@ def main() -> None:
             # Baseline: the same search in-process.
             cfg = Config(workspace=ws, agentId="bench", stateDir=tmp / "state")
             base = []
-            with MemoryIndex(cfg, readonly=True) as idx:
+            with AgentIndex(cfg, readonly=True) as idx:
                 for q in queries:
                     t0 = time.perf_counter()
                     idx.search(q)

@@ -3,7 +3,7 @@
 Indexes each evaluation workspace with memindex itself (SciFact-dev docs; each
 LoCoMo-dev conversation's daily logs *and* session transcripts) and scores:
 
-* ``memindex``: the search path the CLI and daemon use (MemoryIndex.search), with
+* ``memindex``: the search path the CLI and daemon use (AgentIndex.search), with
   the product defaults (maxResults as asked, minScore 0.35);
 * ``openclaw`` and ``qmd``: the anchors' query logic over the same index
   (bench/anchors.py);
@@ -55,7 +55,7 @@ from indexer.config import (  # noqa: E402
     SessionsConfig,
     StoreConfig,
 )
-from indexer.engine import MemoryIndex  # noqa: E402
+from indexer.engine import AgentIndex  # noqa: E402
 from indexer.search import vector_memory  # noqa: E402
 from indexer.search.live import LiveIndex  # noqa: E402
 from providers.local_gguf import WINDOW_MODES  # noqa: E402
@@ -78,7 +78,7 @@ STORES = ["sqlite"]  # --store: "sqlite" and/or PostgreSQL URLs
 # One result: the ranges it cites (memindex cites the same memory in both sources
 # as one result; the anchors cite one range).
 Hit = tuple[Result, ...]
-Searcher = Callable[[MemoryIndex, str, int, "list[str] | None", float | None], list[Hit]]
+Searcher = Callable[[AgentIndex, str, int, "list[str] | None", float | None], list[Hit]]
 
 
 def provider() -> Any:
@@ -95,15 +95,15 @@ def provider() -> Any:
     return _PROVIDER
 
 
-def open_index(cfg: Config, mode: str) -> MemoryIndex:
+def open_index(cfg: Config, mode: str) -> AgentIndex:
     if mode == "hybrid":
-        return MemoryIndex(cfg, provider=provider(), live=LiveIndex(quantize_at=QUANTIZE_AT))
-    return MemoryIndex(cfg)
+        return AgentIndex(cfg, provider=provider(), live=LiveIndex(quantize_at=QUANTIZE_AT))
+    return AgentIndex(cfg)
 
 
 def searcher(config: str, mode: str) -> Searcher:
     def memindex(
-        idx: MemoryIndex, q: str, k: int, src: list[str] | None, floor: float | None
+        idx: AgentIndex, q: str, k: int, src: list[str] | None, floor: float | None
     ) -> list[Hit]:
         res = idx.search(
             q,
@@ -129,14 +129,14 @@ def searcher(config: str, mode: str) -> Searcher:
         ]
 
     def openclaw(
-        idx: MemoryIndex, q: str, k: int, src: list[str] | None, floor: float | None
+        idx: AgentIndex, q: str, k: int, src: list[str] | None, floor: float | None
     ) -> list[Hit]:
         return [
             (r,) for r in openclaw_search(idx, q, limit=k, sources=src, hybrid=mode == "hybrid")
         ]
 
     def qmd(
-        idx: MemoryIndex, q: str, k: int, src: list[str] | None, floor: float | None
+        idx: AgentIndex, q: str, k: int, src: list[str] | None, floor: float | None
     ) -> list[Hit]:
         return [(r,) for r in qmd_search(idx, q, limit=k, sources=src)]
 

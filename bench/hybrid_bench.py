@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import percentile, pg_url, shared  # noqa: E402
 
 from indexer.config import Config, StoreConfig  # noqa: E402
-from indexer.engine import MemoryIndex  # noqa: E402
+from indexer.engine import AgentIndex  # noqa: E402
 from indexer.sources.text import index_text  # noqa: E402
 from indexer.store import ChunkRow, FileState  # noqa: E402
 from indexer.store.backend import backend_for  # noqa: E402
@@ -120,7 +120,7 @@ def measure(
 
     prov = FixedQuery()
     live = LiveIndex()
-    with MemoryIndex(cfg, readonly=True, provider=prov, live=live) as idx:
+    with AgentIndex(cfg, readonly=True, provider=prov, live=live) as idx:
         t0 = time.perf_counter()
         assert live.wait_ready(idx.store)
         snap = live.snapshot
@@ -138,7 +138,7 @@ def measure(
             r = idx.search(q, max_results=10, min_score=0.0)
             hyb.append(time.perf_counter() - t0)
             assert r["mode"] == "hybrid", r["fallback"]
-    with MemoryIndex(cfg, readonly=True, provider=prov) as idx:
+    with AgentIndex(cfg, readonly=True, provider=prov) as idx:
         one: list[float] = []
         for q in queries[:50]:
             t0 = time.perf_counter()

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import shared  # noqa: E402
 
 from indexer.config import Config, ExtraPath  # noqa: E402
-from indexer.engine import MemoryIndex  # noqa: E402
+from indexer.engine import AgentIndex  # noqa: E402
 from indexer.sources.discovery import discover  # noqa: E402
 
 WORDS = [
@@ -119,7 +119,7 @@ def bench(name: str, cfg: Config, edit: Path, runs: int) -> None:
         if cfg.indexPath and cfg.indexPath.exists():
             for suffix in ("", "-wal", "-shm"):
                 Path(str(cfg.indexPath) + suffix).unlink(missing_ok=True)
-        with MemoryIndex(cfg) as idx:
+        with AgentIndex(cfg) as idx:
             t0 = time.perf_counter()
             rep = idx.sync()
             full.append(time.perf_counter() - t0)

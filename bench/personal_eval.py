@@ -58,7 +58,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from indexer.config import Config, QueryConfig, SessionsConfig  # noqa: E402
-from indexer.engine import MemoryIndex  # noqa: E402
+from indexer.engine import AgentIndex  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "personal"
 KINDS = (
@@ -169,9 +169,9 @@ def _cites(r: Mapping[str, Any], path: str, line: int) -> bool:
     return any(s["path"] == path and s["startLine"] <= line <= s["endLine"] for s in spans)
 
 
-def _open(cfg: Config, mode: str, model: str) -> MemoryIndex:
+def _open(cfg: Config, mode: str, model: str) -> AgentIndex:
     if mode == "keyword":
-        return MemoryIndex(cfg)
+        return AgentIndex(cfg)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import eval as bench_eval  # bench/eval.py: the local model, query vectors memoised
 

@@ -12,7 +12,7 @@ writer works.
 3. The daemon (``memindex serve``, the local model for query vectors) on that index:
    seconds until its in-memory snapshot is loaded, RSS after loading.
 4. ``--queries`` hybrid searches of three real words through the Unix socket, one
-   client: p50 / p99; the same through ``MemoryIndex`` in this process on the same
+   client: p50 / p99; the same through ``AgentIndex`` in this process on the same
    file (the one-shot CLI path: FTS5 and sqlite-vec) as the baseline.
 5. Edit-to-searchable: a new fact appended to a daily log, polled until a search
    returns it; idle, then while a writer appends to other logs every 50 ms.
@@ -256,12 +256,12 @@ def main() -> None:  # noqa: PLR0915 - one straight run
     qs = questions(args.queries, random.Random(9))
 
     # the baseline: the one-shot path on the same file (FTS5 + sqlite-vec)
-    from indexer.engine import MemoryIndex
+    from indexer.engine import AgentIndex
     from indexer.selection import select_provider
 
     one_cfg = load_config(cfg)
     sel = select_provider(one_cfg)
-    with MemoryIndex(one_cfg, readonly=True, provider=sel.provider) as idx:
+    with AgentIndex(one_cfg, readonly=True, provider=sel.provider) as idx:
         idx.search(qs[0])
         lat = []
         for q in qs[: max(20, args.queries // 4)]:

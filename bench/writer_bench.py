@@ -40,7 +40,7 @@ from hybrid_bench import DIMS, FixedQuery, build, questions  # noqa: E402
 from index_bench import real_sentences  # noqa: E402
 
 from indexer.config import Config  # noqa: E402
-from indexer.engine import MemoryIndex  # noqa: E402
+from indexer.engine import AgentIndex  # noqa: E402
 from indexer.search.live import LiveIndex  # noqa: E402
 from indexer.sources.text import index_text  # noqa: E402
 from indexer.store import ChunkRow, FileState, Store  # noqa: E402
@@ -94,7 +94,7 @@ class Writer(threading.Thread):
             self.error = exc
 
 
-def run_queries(idx: MemoryIndex, queries: list[str]) -> tuple[list[float], int]:
+def run_queries(idx: AgentIndex, queries: list[str]) -> tuple[list[float], int]:
     took, complete = [], 0
     for q in queries:
         t0 = time.perf_counter()
@@ -120,7 +120,7 @@ def main() -> None:
         print(f"built {args.chunks} chunks in {time.perf_counter() - t0:.0f}s")
         cfg = Config(workspace=Path(d), indexPath=path)
         live = LiveIndex()
-        with MemoryIndex(cfg, readonly=True, provider=FixedQuery(), live=live) as idx:
+        with AgentIndex(cfg, readonly=True, provider=FixedQuery(), live=live) as idx:
             assert live.wait_ready(idx.store)
             run_queries(idx, queries[:20])  # warm-up
             idle, _ = run_queries(idx, queries)

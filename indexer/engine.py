@@ -1,27 +1,34 @@
-"""Where an agent's index is put together for a process without a daemon: its
-backend (where the index lives), the embedding provider by the config's policy
-(``provider``), and either a writer and a searcher on one store (``MemoryIndex``:
-the CLI's ``index``, ``memindex-qmd update``, the benches and the tests) or a
-read-only searcher for one request (``reading``: the CLI's and MCP's direct path,
-``memindex-qmd`` searches) or a store to check (``checking``: ``doctor``). The
-surfaces ask here instead of opening a backend or loading a provider themselves
-(``tests/test_layout.py``); the daemon's per-agent root is still its own
-(``surfaces/agent.AgentRuntime``, to be folded in next).
+"""Where an agent's index is put together: its backend (where the index lives), the
+embedding provider by the config's policy (``provider``), and
 
-Parameters given to ``MemoryIndex`` as Python values are checked by the same
-``api`` request types as the socket's.
+* ``AgentIndex``: a writer holding the agent's writer lock and its searches — on the
+  writer's own connection for a one-process caller (the CLI's ``index``,
+  ``memindex-qmd update``, the benches and the tests), or on a pool of read-only
+  connections with an in-memory snapshot the writer keeps caught up (the daemon,
+  one per agent: ``surfaces/agent.AgentRuntime`` adds its schedule and health);
+* ``reading``: a read-only searcher for one request (the CLI's and MCP's direct
+  path, ``memindex-qmd`` searches);
+* ``checking``: a store to check (``doctor``).
+
+No surface opens a backend, loads a provider or makes a ``Searcher`` or ``Indexer``
+itself (``tests/test_layout.py``). Parameters given to ``AgentIndex.search`` as
+Python values are checked by the same ``api`` request types as the socket's.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from indexer.api import GetRequest, GetResponse, SearchRequest, SearchResponse, StatusResponse
 from indexer.config import Config
+from indexer.errors import StoreError
 from indexer.search.searcher import Searcher
-from indexer.store import IndexStore
+from indexer.store import STORE_ERRORS, IndexStore
 from indexer.store.backend import backend_for
 
 if TYPE_CHECKING:
@@ -30,15 +37,22 @@ if TYPE_CHECKING:
     from indexer.selection import SharedProviders
     from providers.auto import Selection
     from providers.base import EmbeddingProvider
+    from providers.state import ProviderState
 
 __all__ = [
-    "MemoryIndex",
+    "AgentIndex",
     "checking",
     "index_location",
     "provider",
     "provider_for_reading",
     "reading",
 ]
+
+_T = TypeVar("_T")
+
+log = logging.getLogger(__name__)
+
+_READER_WAIT = 30.0  # seconds a search waits for a free database connection
 
 
 def provider(cfg: Config, shared: SharedProviders | None = None) -> Selection:
@@ -87,62 +101,192 @@ def index_location(cfg: Config) -> tuple[str, bool]:
     return str(backend.where), backend.exists()
 
 
-class MemoryIndex:
-    """One agent's index for a one-process caller: a ``writer`` (``Indexer``: sync,
-    sync_memory, sync_sessions, embed) and a ``searcher`` (search, get, status) on
-    the same store, the searcher following the writer to a rebuilt one."""
+class AgentIndex:
+    """One agent's index: a ``writer`` (``Indexer``: sync, sync_memory, sync_sessions,
+    embed; it holds the agent's writer lock) and its searches (``read``, or search,
+    get, status). With ``readers=0`` a search runs on the writer's own connection
+    (``searcher``), following it to a rebuilt store; with ``readers=N`` each runs on
+    a pooled read-only connection (N kept open between requests, bounded on a
+    database), which the request threads of a daemon share while its writer thread
+    writes.
+
+    ``selection``: the provider chosen by ``provider(cfg, shared)``; this index then
+    owns it (logged, released to ``shared`` or closed by ``close``). Or ``provider``:
+    one the caller owns (a test's, a bench's)."""
 
     def __init__(
         self,
         cfg: Config,
         *,
-        readonly: bool = False,
+        selection: Selection | None = None,
+        shared: SharedProviders | None = None,
         provider: EmbeddingProvider | None = None,
         provider_note: str = "",
+        readonly: bool = False,
         store: IndexStore | None = None,
         live: LiveIndex | None = None,
+        readers: int = 0,
+        note: str = "",
     ) -> None:
-        backend = backend_for(cfg)
-        store = store or backend.open(readonly=readonly)
+        """``note``: what the agent's writer lock says of this process (a daemon's
+        socket)."""
         self.cfg = cfg
+        self.live = live
+        self._shared = shared
+        self._owned = selection is not None and selection.provider is not None
+        self.provider_state: ProviderState | None = None
+        if selection is not None:
+            provider, provider_note = selection.provider, self._described(selection)
         self.provider = provider
+        self.provider_note = provider_note
         # Imported only here: a read (``reading``) does not load the write path.
         from indexer.indexing.writer import Indexer
 
-        self.writer: Indexer = Indexer(cfg, store, provider, changed=self._follow, backend=backend)
-        self.searcher = Searcher(
-            cfg, store, provider=provider, provider_note=provider_note, live=live
-        )
+        try:
+            backend = backend_for(cfg, note=note)  # the writer creates and migrates it
+            store = store or backend.open(readonly=readonly)
+            try:
+                self.writer: Indexer = Indexer(
+                    cfg, store, provider, changed=self._after_write, backend=backend
+                )
+            except BaseException:
+                store.close()
+                raise
+        except BaseException:  # IndexBusy (a daemon retries): nothing kept per try
+            self._let_go()
+            raise
+        self._pooled: queue.LifoQueue[Searcher] = queue.LifoQueue()
+        self.searcher: Searcher | None = None
+        self._slots: threading.BoundedSemaphore | None = None
+        self._idle_max = readers
+        if readers:
+            # Open read-only stores (idle or in use): bounded on a database, whose
+            # connections a burst of clients must not exhaust (a search waits instead).
+            limit = backend.reader_limit()
+            self._idle_max = readers if limit is None else min(readers, limit)
+            self._slots = threading.BoundedSemaphore(limit) if limit is not None else None
+        else:
+            self.searcher = self._searcher(store)
         # The writer's tasks, as this index's own.
         self.sync = self.writer.sync
         self.sync_memory = self.writer.sync_memory
         self.sync_sessions = self.writer.sync_sessions
         self.embed = self.writer.embed
 
-    def _follow(self, store: IndexStore) -> None:
-        """After a write: search the published store, with the snapshot caught up."""
-        self.searcher.store = store
-        self.searcher.after_write()
-        if self.searcher.live is not None:
-            self.searcher.live.update(store, full=False)
+    def _described(self, sel: Selection) -> str:
+        """The selected provider's state (``status``), logged once; returns the note
+        a search shows when there is no provider."""
+        from indexer.selection import provider_note, provider_state
+
+        cfg = self.cfg
+        self.provider_state = st = provider_state(cfg, sel)
+        if st["state"] == "failed":
+            log.warning(
+                "%s: KEYWORD SEARCH ONLY: the %s provider failed: %s (fix: %s)",
+                cfg.agent_name, st["name"], st["reason"], st["fix"],
+            )  # fmt: skip
+        elif sel.provider is None:
+            log.info("%s: keyword search only (%s)", cfg.agent_name, sel.reason or "no provider")
+        else:
+            log.info("%s: embeddings by %s %s", cfg.agent_name, sel.provider.id, sel.provider.model)
+        return provider_note(cfg, sel)
+
+    def _searcher(self, store: IndexStore) -> Searcher:
+        return Searcher(
+            self.cfg,
+            store,
+            provider=self.provider,
+            provider_note=self.provider_note,
+            provider_state=self.provider_state,
+            live=self.live,
+        )
+
+    def _after_write(self, store: IndexStore) -> None:
+        """After each writer task: searches follow the published store and the
+        snapshot takes in what was written (on PostgreSQL, pooled readers take the
+        change versions from the writer)."""
+        try:
+            self.writer.backend.writer_saw(store)
+        finally:
+            if self.searcher is not None:
+                self.searcher.store = store
+                self.searcher.after_write()
+            if self.live is not None:
+                self.live.update(store, full=False)
 
     @property
     def store(self) -> IndexStore:
-        """The published generation (a rebuild replaces it)."""
+        """The published generation the writer writes (a rebuild replaces it)."""
         return self.writer.store
 
-    @property
-    def live(self) -> LiveIndex | None:
-        return self.searcher.live
+    # -- searches -------------------------------------------------------------------
 
-    def close(self) -> None:
-        self.writer.close()
+    @contextlib.contextmanager
+    def reader(self) -> Iterator[Searcher]:
+        if self.searcher is not None:
+            yield self.searcher
+            return
+        backend = self.writer.backend
+        current = None if backend.readers_see_publish else backend.current()
+        try:
+            idx = self._pooled.get_nowait()
+            # a rebuild swapped generations, or the database restarted: reopen
+            stale = current is not None and idx.store.generation != current
+            if stale or idx.store.broken():
+                self._close_reader(idx)
+                raise queue.Empty
+        except queue.Empty:
+            idx = self._open_reader()
+        try:
+            yield idx
+        finally:
+            if self._pooled.qsize() < self._idle_max and not idx.store.broken():
+                self._pooled.put(idx)
+            else:  # a burst of clients is over, or a lost connection: do not keep it
+                self._close_reader(idx)
 
-    def __enter__(self) -> MemoryIndex:
-        return self
+    def read(self, answer: Callable[[Searcher], _T]) -> _T:
+        """``answer`` run with a reader; for a pooled one, again on a new connection
+        if it turns out lost (an idle connection the database dropped while it
+        restarted is only found out by using it). A restart loses every idle
+        reader's connection at once: they are all closed, so the retry (and the
+        requests after it) get new ones instead of the next dead one."""
+        with self.reader() as searcher:
+            try:
+                return answer(searcher)
+            except STORE_ERRORS:
+                if self.searcher is not None or not searcher.store.broken():
+                    raise
+        self._close_idle()
+        with self.reader() as searcher:  # the lost one was closed, not pooled again
+            return answer(searcher)
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def _open_reader(self) -> Searcher:
+        if self._slots is not None and not self._slots.acquire(timeout=_READER_WAIT):
+            raise StoreError(
+                f"all {self.cfg.store.poolSize} connections to the database are busy "
+                f"(raise [store] poolSize): {self.writer.backend.where}"
+            )
+        try:
+            return self._searcher(self.writer.backend.open(readonly=True))
+        except BaseException:
+            if self._slots is not None:
+                self._slots.release()
+            raise
+
+    def _close_reader(self, idx: Searcher) -> None:
+        try:
+            idx.store.close()
+        finally:
+            if self._slots is not None:
+                self._slots.release()
+
+    def _close_idle(self) -> None:
+        while True:
+            try:
+                self._close_reader(self._pooled.get_nowait())
+            except queue.Empty:
+                break
 
     def search(
         self,
@@ -170,10 +314,38 @@ class MemoryIndex:
             "asOf": as_of,
             "timeZone": time_zone,
         }
-        return self.searcher.search(SearchRequest.parse(params))
+        req = SearchRequest.parse(params)
+        return self.read(lambda s: s.search(req))
 
     def get(self, path: Any, *, start: Any = None, lines: Any = None) -> GetResponse:
-        return self.searcher.get(GetRequest.parse({"path": path, "from": start, "lines": lines}))
+        req = GetRequest.parse({"path": path, "from": start, "lines": lines})
+        return self.read(lambda s: s.get(req))
 
     def status(self) -> StatusResponse:
-        return self.searcher.status()
+        return self.read(lambda s: s.status())
+
+    # -- the end --------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._close_idle()
+        try:
+            self.writer.close()
+        finally:
+            self._let_go()
+
+    def _let_go(self) -> None:
+        """Release a provider this index selected, once (a daemon's reload may close
+        an agent twice)."""
+        if not self._owned:
+            return
+        self._owned = False
+        if self._shared is not None:
+            self._shared.release(self.provider)
+        elif self.provider is not None:
+            self.provider.close()
+
+    def __enter__(self) -> AgentIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from .errors import ProviderError
 
-__all__ = ["RUNNING_STATES", "BatchState", "PollBackoff", "parse_output_file"]
+__all__ = ["RUNNING_STATES", "BatchState", "parse_output_file"]
 
 # OpenAI-style batch statuses (OpenAI, Voyage) that mean "not finished yet".
 RUNNING_STATES = ("validating", "in_progress", "finalizing", "cancelling")
@@ -33,22 +33,6 @@ class BatchState:
     # Providers whose results come back in request order, without custom ids
     # (Gemini inline batches): one vector or None per submitted item.
     ordered: list[npt.NDArray[np.float32] | None] | None = None
-
-
-@dataclass
-class PollBackoff:
-    """Poll intervals that grow: 1 s, 2 s, 4 s … up to ``maximum``."""
-
-    initial: float = 1.0
-    maximum: float = 60.0
-    factor: float = 2.0
-    _next: float = 0.0
-
-    def next(self) -> float:
-        self._next = (
-            self.initial if self._next == 0 else min(self.maximum, self._next * self.factor)
-        )
-        return self._next
 
 
 def parse_output_file(

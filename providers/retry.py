@@ -12,9 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
-from tenacity.wait import wait_random_exponential
-
+from .backoff import Backoff
 from .errors import RateLimited, TransientError
 
 __all__ = ["RetryPolicy", "call_with_retries"]
@@ -36,19 +34,17 @@ def call_with_retries(
     *,
     sleep: Callable[[float], None] = time.sleep,
 ) -> T:
-    backoff = wait_random_exponential(multiplier=policy.initial, max=policy.maximum)
-
-    def wait(state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, RateLimited) and exc.retry_after is not None:
-            return float(min(max(exc.retry_after, 0.0), policy.max_retry_after))
-        return float(backoff(state))
-
-    retrying = Retrying(
-        stop=stop_after_attempt(policy.attempts),
-        wait=wait,
-        retry=retry_if_exception_type(TransientError),
-        reraise=True,
-        sleep=sleep,
-    )
-    return retrying(fn)
+    backoff = Backoff(policy.initial, policy.maximum, jitter=True)
+    attempt = 1
+    while True:
+        try:
+            return fn()
+        except TransientError as exc:
+            if attempt >= policy.attempts:
+                raise
+            if isinstance(exc, RateLimited) and exc.retry_after is not None:
+                wait = min(max(exc.retry_after, 0.0), policy.max_retry_after)
+            else:
+                wait = backoff.delay(attempt)
+            sleep(float(wait))
+            attempt += 1

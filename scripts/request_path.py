@@ -82,7 +82,7 @@ def main() -> int:
     a = ap.parse_args()
 
     from indexer.config_file import parse_config
-    from indexer.engine import MemoryIndex
+    from indexer.engine import AgentIndex
     from indexer.selection import select_provider
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -110,7 +110,7 @@ def main() -> int:
         provider = None
         if a.hybrid:
             provider = select_provider(cfg).provider
-        with MemoryIndex(cfg, provider=provider) as idx:
+        with AgentIndex(cfg, provider=provider) as idx:
             idx.sync()
             idx.search("heron lake")  # warm: first-use imports and caches
             steps = trace(lambda: idx.search("who fixed the deploy pipeline"))

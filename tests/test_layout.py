@@ -257,8 +257,7 @@ def test_no_provider_is_declared_outside_the_registry() -> None:
     assert found == []
 
 
-# The daemon's per-agent root; folding it into engine's is the next step (#52).
-ROOTS = {"indexer/engine.py", "indexer/surfaces/agent.py"}
+ROOTS = {"indexer/engine.py"}  # the one composition root
 
 
 def test_the_surfaces_put_no_index_together_themselves() -> None:

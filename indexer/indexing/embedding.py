@@ -17,8 +17,8 @@ import numpy as np
 
 from indexer.indexing.progress import WorkProgress
 from indexer.store import IndexStore
+from providers.backoff import Backoff
 from providers.base import EmbeddingProvider
-from providers.batch import PollBackoff
 from providers.calibration import META_KEY, Scale, measure
 from providers.errors import ProviderError
 from providers.retry import RetryPolicy, call_with_retries
@@ -138,6 +138,7 @@ def embed_pending(
     return rep
 
 
+_POLLS = Backoff(initial=1.0, maximum=60.0)  # a batch job polled: 1 s, 2 s, 4 s …
 _SCALE_RETRIES = RetryPolicy(attempts=2, initial=0.5, maximum=2.0)  # tried again next pass
 
 
@@ -190,7 +191,7 @@ def _run_batches(
         jobs[job_id] = [h for h, _ in chunk]
         rep.batchSubmitted += 1
         log.info("submitted batch job %s (%d chunks)", job_id, len(chunk))
-    backoff = PollBackoff()
+    polls = _POLLS.waits()
     deadline = time.monotonic() + timeout
     while jobs:
         for job_id in list(jobs):
@@ -232,5 +233,5 @@ def _run_batches(
             rep.batchCollected += 1
         if not jobs or not wait or time.monotonic() > deadline or (should_stop and should_stop()):
             break
-        sleep(backoff.next())
+        sleep(polls.next())
     return {h for hs in jobs.values() for h in hs}

@@ -20,7 +20,7 @@ def run_index(c: Call) -> int:
         state = report.pop("providerState", None)
     else:
         c.setup_logging()
-        from indexer.engine import MemoryIndex, provider
+        from indexer.engine import AgentIndex, provider
         from indexer.selection import provider_state
 
         sel = provider(cfg)
@@ -28,7 +28,7 @@ def run_index(c: Call) -> int:
         from indexer.indexing.progress import WorkProgress
 
         bar = ProgressBar(err, "indexing")
-        with MemoryIndex(cfg, provider=sel.provider) as idx:
+        with AgentIndex(cfg, provider=sel.provider) as idx:
             try:
                 report = idx.sync(force=args.force, progress=WorkProgress(bar.show)).to_json()
             finally:

@@ -243,21 +243,9 @@ class Daemon:
         rt = self.agents.get(agent)
         if rt is None:
             return
-        now = time.monotonic()
+        failing = rt.health.failures["sessions"] or rt.health.failures["memory"]
         debounce = rt.cfg.sync.watchDebounceMs / 1000
-        if kind == "memory":
-            if rt.memory_first is None:
-                rt.memory_first = now
-            # Trailing debounce, but never later than 2 debounce periods after the
-            # first event, so a file written every second still gets indexed, and
-            # an edit made while another file is being written is searchable in
-            # about 2 periods and a sync (was 4: 11 s at a million chunks).
-            rt.memory_due = min(now + debounce, rt.memory_first + 2 * debounce)
-        elif rt.sessions_due is None or (
-            rt.sessions_due > now + debounce
-            and not (rt.health.failures["sessions"] or rt.health.failures["memory"])
-        ):  # a later look (a tail's recheck), not a failure's back-off, comes earlier:
-            rt.sessions_due = now + debounce  # a message is searchable within the debounce
+        rt.schedule.changed(kind, time.monotonic(), debounce, retrying=bool(failing))
         with self._wake:
             self._wake.notify_all()
 

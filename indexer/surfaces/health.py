@@ -18,11 +18,12 @@ from collections.abc import Callable, Iterator
 from typing import NotRequired, TypedDict
 
 from indexer.api.responses import ProgressState
+from providers.backoff import Backoff
 
 __all__ = ["STUCK_AFTER_S", "TASKS", "TaskHealth"]
 
 STUCK_AFTER_S = 300.0  # a task with no progress for this long is reported as stuck
-_RETRY_MIN_S, _RETRY_MAX_S = 2.0, 300.0  # backoff of a failed task
+_RETRIES = Backoff(initial=2.0, maximum=300.0)  # a failed task tried again
 TASKS = ("memory", "sessions", "embedding", "writer")  # writer: its one-writer lock
 
 
@@ -61,7 +62,7 @@ class TaskHealth:
         self.errors[task] = f"{task}: {type(exc).__name__}: {exc}"[:500]
         self.error_at[task] = time.time()
         self.failures[task] += 1
-        return float(min(_RETRY_MAX_S, _RETRY_MIN_S * 2.0 ** (self.failures[task] - 1)))
+        return _RETRIES.delay(self.failures[task])
 
     def succeeded(self, task: str) -> None:
         self.errors[task] = None

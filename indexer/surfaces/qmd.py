@@ -35,7 +35,7 @@ from typing import NoReturn, TextIO
 from indexer.api import QmdResult, SearchRequest
 from indexer.config import Config, ExtraPath
 from indexer.config_file import load_config
-from indexer.engine import MemoryIndex, index_location, provider, reading
+from indexer.engine import AgentIndex, index_location, provider, reading
 from indexer.errors import InvalidParams, MemindexError
 from indexer.search.documents import read_document
 from indexer.search.searcher import Searcher
@@ -348,7 +348,7 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
             cols = load_collections()
             cfg = _config(base, cols)
             sel = provider(cfg) if args.cmd == "embed" else None
-            with MemoryIndex(cfg, provider=sel.provider if sel else None) as idx:
+            with AgentIndex(cfg, provider=sel.provider if sel else None) as idx:
                 if args.cmd == "update":
                     rep = idx.sync(embed=False)
                     docs = refresh_catalogue(cfg, cols, idx.store)

@@ -53,26 +53,25 @@ class WriterTasks:
 
     def run_due(self, rt: AgentRuntime, now: float) -> float:
         """Everything due for ``rt`` now; returns how long until its next task."""
-        self._rescan_if_due(rt, now)
+        plan = rt.schedule
+        plan.rescan(
+            now,
+            rt.cfg.sync.rescanMs / 1000,
+            memory_ok=not rt.health.failures["memory"],
+            sessions_ok=not rt.health.failures["sessions"],
+        )
         self._keep_writer_lock(rt, now)
         if self._index_lost(rt):
-            rt.backfill = True  # the writer opens it again; everything is read
-        if rt.backfill:
+            plan.backfill = True  # the writer opens it again; everything is read
+        if plan.backfill:
             self._backfill(rt)
-        if rt.memory_due is not None and rt.memory_due <= now:
-            rt.memory_due = rt.memory_first = None
+        if plan.take("memory", now):
             self._sync_memory(rt)
-        if rt.sessions_due is not None and rt.sessions_due <= now:
-            rt.sessions_due = None
+        if plan.take("sessions", now):
             self._sync_sessions(rt)
-        if rt.embed_due is not None and rt.embed_due <= now:
-            rt.embed_due = None
+        if plan.take("embed", now):
             self.embed(rt)
-        wait = 1.0
-        for due in (rt.memory_due, rt.sessions_due, rt.embed_due):
-            if due is not None:
-                wait = min(wait, max(0.0, due - time.monotonic()))
-        return wait
+        return plan.wait(time.monotonic())
 
     def _attempt(
         self,
@@ -96,35 +95,15 @@ class WriterTasks:
 
     # -- the tasks ----------------------------------------------------------------------
 
-    def _rescan_if_due(self, rt: AgentRuntime, now: float) -> None:
-        """A memory and transcript sync every ``sync.rescanMs`` even if no event came:
-        the watcher can miss changes for good (the kernel drops inotify events when
-        its queue overflows, and watchdog tells no handler; a network file system
-        sends none). Unchanged files cost a ``stat`` each. A task waiting for its
-        retry after a failure keeps its back-off."""
-        every = rt.cfg.sync.rescanMs / 1000
-        if not every:
-            return
-        if rt.next_rescan is None or rt.memory_due is not None:
-            rt.next_rescan = now + every  # a sync is coming anyway: count from there
-            return
-        if now < rt.next_rescan:
-            return
-        rt.next_rescan = now + every
-        if not rt.health.failures["memory"]:
-            rt.memory_due = now
-        if rt.sessions_due is None and not rt.health.failures["sessions"]:
-            rt.sessions_due = now
-
     def _keep_writer_lock(self, rt: AgentRuntime, now: float) -> None:
         """Take the agent's writer lock back as soon as it is lost (checked once a
         second; free while the lock's connection is quiet): a database restart ends
         the session that held it, and another daemon for the same agent must not
         take it in the time until this one next writes. If another one did, status
         says so (``errors.writer``) until this daemon has it again."""
-        if now < rt.lock_check:
+        if now < rt.schedule.lock_check:
             return
-        rt.lock_check = now + 1.0
+        rt.schedule.lock_check = now + 1.0
         try:
             rt.writer.keep_lock()
         except Exception as exc:  # tried again every second: no back-off to lose it in
@@ -143,7 +122,7 @@ class WriterTasks:
         once a second (a ``stat``); not while a failed sync waits for its retry, which
         reopens the store itself (a database that is away must not be retried every
         second)."""
-        if rt.backfill or rt.health.failures["memory"] or not rt.writer.store.broken():
+        if rt.schedule.backfill or rt.health.failures["memory"] or not rt.writer.store.broken():
             return False
         log.warning(
             "%s: lost its index %s (the file removed or replaced, or the connection "
@@ -155,9 +134,10 @@ class WriterTasks:
 
     def _backfill(self, rt: AgentRuntime) -> None:
         def failed(wait: float) -> None:
-            rt.backfill = False
-            rt.memory_due = time.monotonic() + wait  # retried as a memory sync
-            rt.sessions_due = rt.memory_due
+            rt.schedule.backfill = False
+            at = time.monotonic() + wait  # retried as a memory sync
+            rt.schedule.plan("memory", at)
+            rt.schedule.plan("sessions", at)
 
         rep = self._attempt(
             rt,
@@ -173,13 +153,12 @@ class WriterTasks:
         )
         if rep is None:
             return
-        rt.last_report = rep.to_json()
         rt.health.succeeded("memory")
         rt.health.left_behind("sessions", rt.writer.left_behind)
-        rt.backfill = rep.stopped
+        rt.schedule.backfill = rep.stopped
         if (rep.sessions or {}).get("more"):  # the rest of the transcripts, in slices
-            rt.sessions_all = rt.sessions_more = True
-            rt.sessions_due = time.monotonic()
+            rt.schedule.sessions_all = rt.schedule.sessions_more = True
+            rt.schedule.plan("sessions", time.monotonic())
         self.embed(rt)
 
     def embed(self, rt: AgentRuntime) -> None:
@@ -198,47 +177,46 @@ class WriterTasks:
             )
 
         def retry(wait: float) -> None:
-            rt.embed_due = time.monotonic() + wait
+            rt.schedule.plan("embed", time.monotonic() + wait)
 
         rep = self._attempt(rt, "embedding", slice_, retry, "embedding")
         if rep is None:
             return  # failed: retried later
         rt.health.succeeded("embedding")
         if rep.error:  # the provider failed; chunks stay pending
-            rt.embed_due = time.monotonic() + rt.health.failed("embedding", RuntimeError(rep.error))
+            wait = rt.health.failed("embedding", RuntimeError(rep.error))
+            rt.schedule.plan("embed", time.monotonic() + wait)
         elif rep.batchJobs:
-            rt.embed_poll = min(60.0, max(1.0, rt.embed_poll * 2))
-            rt.embed_due = time.monotonic() + rt.embed_poll
+            rt.schedule.batch_polled(time.monotonic())
         else:
-            rt.embed_poll = 0.5
+            rt.schedule.batch_done()
             if rep.pending and (rep.embedded or rep.cacheHits):
-                rt.embed_due = time.monotonic()  # the slice ran out: the rest next
+                rt.schedule.plan("embed", time.monotonic())  # the slice ran out: the rest next
 
     def _sync_memory(self, rt: AgentRuntime) -> None:
         def retry(wait: float) -> None:
-            rt.memory_due = time.monotonic() + wait
+            rt.schedule.plan("memory", time.monotonic() + wait)
 
         rep = self._attempt(
             rt, "memory", lambda stop: rt.writer.sync_memory(should_stop=stop), retry, "memory sync"
         )
         if rep is None:
             return
-        rt.last_report = rep.to_json()
         if rep.stopped:
             return
         rt.health.succeeded("memory")
-        log.debug("%s: synced memory (%s)", rt.cfg.agent_name, rt.last_report)
+        log.debug("%s: synced memory (%s)", rt.cfg.agent_name, rep.to_json())
         self.embed(rt)
 
     def _sync_sessions(self, rt: AgentRuntime) -> None:
         def retry(wait: float) -> None:
-            rt.sessions_due = time.monotonic() + wait
+            rt.schedule.plan("sessions", time.monotonic() + wait)
 
         rep = self._attempt(
             rt,
             "sessions",
             lambda stop: rt.writer.sync_sessions(
-                due_only=not rt.sessions_all, should_stop=stop, budget_s=_SESSIONS_SLICE_S
+                due_only=not rt.schedule.sessions_all, should_stop=stop, budget_s=_SESSIONS_SLICE_S
             ),
             retry,
             "session sync",
@@ -246,16 +224,16 @@ class WriterTasks:
         if rep is None:
             return
         rt.health.left_behind("sessions", rt.writer.left_behind)
-        rt.sessions_more = rep.more
-        rt.transcript_tails = rep.deferred
+        plan = rt.schedule
+        plan.sessions_more = rep.more
+        plan.transcript_tails = rep.deferred
         if rep.more:  # a slice is done: memory files first, then the next one
-            rt.sessions_due = time.monotonic()
+            plan.plan("sessions", time.monotonic())
         else:
-            rt.sessions_all = False
+            plan.sessions_all = False
             if rep.deferred:  # below the thresholds: look again when idle flush may apply
-                rt.sessions_due = time.monotonic() + max(
-                    0.5, min(5.0, rt.cfg.sessions.idleFlushMs / 4000)
-                )
+                recheck = max(0.5, min(5.0, rt.cfg.sessions.idleFlushMs / 4000))
+                plan.plan("sessions", time.monotonic() + recheck)
         if rep.chunksWritten:
             self.embed(rt)
 
@@ -263,9 +241,9 @@ class WriterTasks:
         """A page of the index file failed to read (the file opened, so the writer's
         open did not set it aside): queue one forced rebuild, which builds a new
         generation from the files and publishes it."""
-        if not index_damaged(exc) or rt.rebuild_queued:
+        if not index_damaged(exc) or rt.schedule.rebuild_queued:
             return
-        rt.rebuild_queued = True
+        rt.schedule.rebuild_queued = True
         log.warning("%s: the index file is damaged (%s): rebuilding it", rt.cfg.agent_name, exc)
         self.submit(rt.cfg.agent_name, True, Future())
 
@@ -291,17 +269,16 @@ class WriterTasks:
                 fut.set_exception(InvalidParams(f"unknown agent '{agent}'"))
                 continue
             if force:
-                rt.rebuild_queued = False
+                rt.schedule.rebuild_queued = False
             try:
                 with rt.health.working("memory", self._stop) as stop:
                     rep = rt.writer.sync(force=force, should_stop=stop, progress=rt.progress)
             except Exception as exc:  # the caller hears of it; retried as a memory sync
-                rt.memory_due = time.monotonic() + rt.health.failed("memory", exc)
+                rt.schedule.plan("memory", time.monotonic() + rt.health.failed("memory", exc))
                 fut.set_exception(exc)
                 continue
-            rt.last_report = rep.to_json()
             deferred = (rep.sessions or {}).get("deferred")
-            rt.transcript_tails = deferred if isinstance(deferred, int) else 0
+            rt.schedule.transcript_tails = deferred if isinstance(deferred, int) else 0
             if not rep.stopped:
                 rt.health.succeeded("memory")
                 rt.health.left_behind("sessions", rt.writer.left_behind)

@@ -399,10 +399,10 @@ def test_kill9_mid_sync_then_restart_converges(tmp_path: Path) -> None:
             "chunks": st["sources"]["memory"]["chunks"],
         }
         from indexer.config import Config
-        from indexer.engine import MemoryIndex
+        from indexer.engine import AgentIndex
 
         clean = Config(workspace=ws, indexPath=tmp_path / "clean.sqlite")
-        with MemoryIndex(clean) as idx:
+        with AgentIndex(clean) as idx:
             idx.sync()
             want = sorted(
                 idx.store.db.execute(
@@ -495,13 +495,13 @@ def test_a_daemon_maps_less_of_the_index_than_a_one_shot_search(
     its searches touch, once per connection); a one-shot process maps 1 GB."""
     import indexer.store.sqlite.connection as connection
     from indexer.config import Config, Settings
-    from indexer.engine import MemoryIndex
+    from indexer.engine import AgentIndex
     from indexer.store.records import DAEMON_MMAP_BYTES, MMAP_BYTES
     from indexer.surfaces.daemon import Daemon
 
     monkeypatch.setattr(connection, "_MMAP", [MMAP_BYTES])  # this test's process only
     cfg = Config(workspace=workspace, indexPath=tmp_path / "i.sqlite")
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         assert idx.store.db.execute("PRAGMA mmap_size").fetchone()[0] == MMAP_BYTES
     d = Daemon(Settings((cfg,)), socket_path=tmp_path / "d.sock")

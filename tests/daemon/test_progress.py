@@ -10,7 +10,7 @@ from conftest import Runner, write
 
 from indexer.api import ProgressState
 from indexer.config import Config
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.indexing.progress import WorkProgress
 from indexer.surfaces.cli_parts import ProgressBar, describe_progress
 from providers.local_gguf import LocalGGUFProvider
@@ -68,7 +68,7 @@ def test_an_index_run_reports_every_chunk_embedded(tmp_path: Path, model_path: P
     seen: list[ProgressState] = []
     provider = LocalGGUFProvider(model_path)
     try:
-        with MemoryIndex(cfg, provider=provider) as idx:
+        with AgentIndex(cfg, provider=provider) as idx:
             rep = idx.sync(progress=WorkProgress(seen.append))
     finally:
         provider.close()

@@ -11,18 +11,18 @@ import pytest
 from conftest import write
 
 from indexer.config import ChunkingConfig, Config, LimitsConfig
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.errors import IndexMismatch
 from indexer.indexing.pipeline import sync
 from indexer.store import Store
 
 
-def paths(idx: MemoryIndex) -> set[str]:
+def paths(idx: AgentIndex) -> set[str]:
     return set(idx.store.file_states())
 
 
 def test_first_sync_then_nothing_to_do(cfg: Config) -> None:
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         r1 = idx.sync()
         assert (r1.added, r1.updated, r1.removed) == (3, 0, 0)
         assert r1.chunksWritten == 4  # MEMORY.md: its 2 entries
@@ -31,7 +31,7 @@ def test_first_sync_then_nothing_to_do(cfg: Config) -> None:
         assert r2.unchanged == 3
 
 
-def _chunks(idx: MemoryIndex, path: str) -> list[tuple[int, int, str]]:
+def _chunks(idx: AgentIndex, path: str) -> list[tuple[int, int, str]]:
     got = idx.store.chunk_rows(range(1, 100_000)).values()
     return sorted((r.start_line, r.end_line, r.text) for r in got if r.path == path)
 
@@ -46,7 +46,7 @@ def test_appending_to_a_long_log_rewrites_only_its_tail(
     log = workspace / "memory/2026-11-02.md"
     lines = [f"- note {n}: the heron and the {n} reeds by the pond" for n in range(60)]
     log.write_text("# 2026-11-02\n\n" + "\n".join(lines) + "\n", encoding="utf-8")
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         first = idx.sync()
         assert first.chunksWritten > 20
         with log.open("a", encoding="utf-8") as fh:
@@ -56,13 +56,13 @@ def test_appending_to_a_long_log_rewrites_only_its_tail(
         got = _chunks(idx, "memory/2026-11-02.md")
         hit = idx.search("kestrel")["results"][0]
         assert hit["startLine"] <= 63 == hit["endLine"]
-    with MemoryIndex(replace(cfg, indexPath=tmp_path / "fresh.sqlite")) as fresh:
+    with AgentIndex(replace(cfg, indexPath=tmp_path / "fresh.sqlite")) as fresh:
         fresh.sync()
         assert got == _chunks(fresh, "memory/2026-11-02.md")
 
 
 def test_edit_delete_rename(cfg: Config, workspace: Path) -> None:
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         p = workspace / "memory/2026-11-01.md"
         p.write_text("# 2026-11-01\n\n- Walked the cat instead.\n", encoding="utf-8")
@@ -88,7 +88,7 @@ def test_edit_delete_rename(cfg: Config, workspace: Path) -> None:
 
 
 def test_touch_without_change_does_not_rewrite(cfg: Config, workspace: Path) -> None:
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         p = workspace / "MEMORY.md"
         os.utime(p, ns=(p.stat().st_atime_ns, p.stat().st_mtime_ns + 5_000_000_000))
@@ -103,7 +103,7 @@ def test_bad_files_are_skipped_with_reasons(cfg: Config, workspace: Path) -> Non
     write(workspace, "memory/latin1.md", "caf\xe9 au lait".encode("latin-1"))
     write(workspace, "memory/huge.md", "x" * 5000)
     small = replace(cfg, limits=LimitsConfig(maxFileBytes=4096))
-    with MemoryIndex(small) as idx:
+    with AgentIndex(small) as idx:
         r = idx.sync()
         reasons = {s["path"]: s["reason"] for s in r.skipped}
         assert "NUL" in reasons["memory/binary.md"]
@@ -140,7 +140,7 @@ def test_a_skipped_file_is_a_warning_once_per_reason(
         caplog.clear()
         return got
 
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         caplog.set_level("DEBUG", logger="indexer.indexing.pipeline")
         idx.sync()
         assert warned() == ["skipped memory/blob.md: binary file (contains NUL bytes)"]
@@ -156,7 +156,7 @@ def test_file_vanishing_mid_sync(cfg: Config, workspace: Path) -> None:
     """A file listed by discovery but gone when read counts as deleted."""
     import indexer.sources.files as source_files
 
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         target = workspace / "memory/2026-11-02.md"
         target.write_text("# changed\n", encoding="utf-8")
@@ -179,22 +179,22 @@ def test_file_vanishing_mid_sync(cfg: Config, workspace: Path) -> None:
 
 
 def test_chunking_change_rebuilds(cfg: Config) -> None:
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
     other = replace(cfg, chunking=ChunkingConfig(tokens=64, overlap=8))
-    with MemoryIndex(other) as idx:
+    with AgentIndex(other) as idx:
         r = idx.sync()
         assert r.rebuilt and "settings" in r.rebuilt
         assert r.added == 3
 
 
 def test_index_never_answers_for_another_workspace(tmp_path: Path, cfg: Config) -> None:
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
     ws2 = tmp_path / "other"
     write(ws2, "MEMORY.md", "# Other\n- nothing about bread here\n")
     moved = replace(cfg, workspace=ws2)
-    with MemoryIndex(moved) as idx:
+    with AgentIndex(moved) as idx:
         with pytest.raises(IndexMismatch):  # before the rebuild: refuse, never answer
             idx.search("rye", min_score=0)
         r = idx.sync()
@@ -218,7 +218,7 @@ def test_crash_mid_transaction_leaves_old_version(
     cfg: Config, workspace: Path, tmp_path: Path
 ) -> None:
     """A process killed while replacing a file leaves the old rows, never a mix."""
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         before = idx.search("rye", min_score=0)["results"]
     assert before
@@ -239,7 +239,7 @@ def test_crash_mid_transaction_leaves_old_version(
     with Store(cfg.indexPath) as s:  # type: ignore[arg-type]
         assert s.integrity() == "ok"
         assert s.file_states()["MEMORY.md"].hash != "x"
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         assert idx.search("rye", min_score=0)["results"] == before
         assert idx.search("half written", min_score=0)["results"] == []
 

@@ -19,7 +19,7 @@ import zstandard
 from conftest import write
 
 from indexer.config import Config, SessionsConfig
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.errors import TranscriptDbError
 
 DDL = """
@@ -158,7 +158,7 @@ def _cfg(tmp_path: Path, state: Path) -> Config:
     return Config(workspace=ws, agentId="main", indexPath=tmp_path / "i.sqlite", sessions=sessions)
 
 
-def _found(idx: MemoryIndex, query: str) -> list[tuple[str, int, int]]:
+def _found(idx: AgentIndex, query: str) -> list[tuple[str, int, int]]:
     res = idx.search(query, sources=["sessions"], min_score=0)["results"]
     return [(r["path"], r["startLine"], r["endLine"]) for r in res]
 
@@ -176,7 +176,7 @@ def test_messages_in_the_database_are_indexed_and_cited_by_seq(
     )
     gw.append("s1", message("user", "compressed: the ferry leaves at PIER-42 " * 60), compress=True)
     cfg = _cfg(tmp_path, state)
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         rep = idx.sync()
         assert rep.sessions is not None and rep.sessions["dbSessions"] == 1
         assert _found(idx, "QUOKKA-7781") == [("sessions/main/s1.jsonl", 3, 4)]
@@ -208,7 +208,7 @@ def test_a_session_of_one_event_is_read_once(
     """A new session holds one event, seq 0; it was taken for a rewritten session at
     every sync (seq 0 read as "no event") and read again from the start."""
     gw.session("s1", "agent:main:main")
-    with MemoryIndex(_cfg(tmp_path, state)) as idx:
+    with AgentIndex(_cfg(tmp_path, state)) as idx:
         first = idx.sync().sessions
         again = idx.sync().sessions
     assert first is not None and first["dbSessions"] == 1
@@ -223,7 +223,7 @@ def test_rewritten_deleted_and_cold_sessions(
     gw.session("s2", "agent:main:other")
     gw.append("s2", message("user", "the HERON-2 nest is by the reeds"))
     cfg = _cfg(tmp_path, state)
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         assert _found(idx, "OTTER-1") and _found(idx, "HERON-2")
         gw.rewrite("s1", "g2", message("user", "compacted: only the BADGER-3 plan is left"))
@@ -237,7 +237,7 @@ def test_rewritten_deleted_and_cold_sessions(
         idx.sync()  # its rows left the database: what was indexed stays
         assert _found(idx, "BADGER-3") == [("sessions/main/s1.jsonl", 2, 2)]
         assert "BADGER-3" in idx.get("sessions/main/s1.jsonl")["text"]
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync(force=True)  # a new index reads the cold session from its archive
         assert _found(idx, "BADGER-3") == [("sessions/main/s1.jsonl", 2, 2)]
 
@@ -256,7 +256,7 @@ def test_a_cold_session_whose_archive_is_gone_leaves_the_others_indexed(
         archive.unlink()
     gw.session("z9", "agent:main:other")
     gw.append("z9", message("user", "the HERON-2 nest is by the reeds"))
-    with MemoryIndex(_cfg(tmp_path, state)) as idx:
+    with AgentIndex(_cfg(tmp_path, state)) as idx:
         report = idx.sync()
         assert report.sessions is not None
         assert _found(idx, "HERON-2") == [("sessions/main/z9.jsonl", 2, 2)]
@@ -272,7 +272,7 @@ def test_an_unknown_schema_is_an_error_not_an_empty_source(
     gw.db.execute("PRAGMA user_version=24")
     cfg = _cfg(tmp_path, state)
     with (
-        MemoryIndex(cfg) as idx,
+        AgentIndex(cfg) as idx,
         pytest.raises(TranscriptDbError, match="schema version 24") as exc,
     ):
         idx.sync()
@@ -299,14 +299,14 @@ def test_reading_never_blocks_the_gateway(tmp_path: Path, state: Path, gw: Agent
     t.start()
     try:
         cfg = _cfg(tmp_path, state)
-        with MemoryIndex(cfg) as idx:
+        with AgentIndex(cfg) as idx:
             for _ in range(30):
                 idx.sync()
     finally:
         stop.set()
         t.join()
     assert failures == []
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         last = gw.db.execute("SELECT max(seq) FROM transcript_events").fetchone()[0]
         assert idx.status()["sources"]["sessions"]["chunks"] > 0
@@ -328,7 +328,7 @@ def test_a_jsonl_transcript_and_the_database_side_by_side(
     )
     gw.session("s1", "agent:main:main")
     gw.append("s1", message("user", "database FALCON-6"))
-    with MemoryIndex(_cfg(tmp_path, state)) as idx:
+    with AgentIndex(_cfg(tmp_path, state)) as idx:
         rep = idx.sync()
         assert rep.sessions is not None and rep.sessions["malformed"] == 0
         assert _found(idx, "KESTREL-5")[0][0] == "sessions/old.jsonl.reset.2026-01-01T00-00-00.000Z"

@@ -16,7 +16,7 @@ import pytest
 import zstandard
 from test_openclaw_db import AgentDbFixture, _cfg, _found, gw, message, state
 
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.errors import PathRefused, TranscriptDbError
 from indexer.store import openclaw_db
 
@@ -70,7 +70,7 @@ def test_a_cold_archive_that_is_no_regular_file_is_left_behind_at_once(
         os.symlink(outside, archive)
     gw.session("z9", "agent:main:other")
     gw.append("z9", message("user", "the HERON-2 nest"))
-    with MemoryIndex(_cfg(tmp_path, state)) as idx:
+    with AgentIndex(_cfg(tmp_path, state)) as idx:
         _in_time(idx.sync)
         assert _found(idx, "HERON-2") == [("sessions/main/z9.jsonl", 2, 2)]
         why = idx.writer.left_behind["sessions/main/c1.jsonl"]
@@ -96,7 +96,7 @@ def test_oversized_events_are_never_loaded_and_the_rest_is_indexed(
             "INSERT INTO transcript_events VALUES('s1', 5, ?, 0, NULL, NULL, NULL)", (big,)
         )
     gw.append("s1", message("user", "after the bombs: MARKER-2"))
-    with MemoryIndex(_cfg(tmp_path, state)) as idx:
+    with AgentIndex(_cfg(tmp_path, state)) as idx:
         rep = idx.sync()
         assert rep.sessions is not None and rep.sessions["malformed"] == 4
         assert _found(idx, "MARKER-1") and _found(idx, "MARKER-2")
@@ -110,7 +110,7 @@ def test_a_big_event_is_chunked_and_read_within_the_get_limit(
     gw.session("s1", "agent:main:main")
     words = " ".join(f"w{i}" for i in range(400_000))  # ~2.8 MB, one message
     gw.append("s1", message("user", f"NEEDLE-77 {words} NEEDLE-88"), compress=True)
-    with MemoryIndex(_cfg(tmp_path, state)) as idx:
+    with AgentIndex(_cfg(tmp_path, state)) as idx:
         idx.sync()
         hits = idx.search("NEEDLE-88", sources=["sessions"])["results"]
         assert hits and hits[0]["startLine"] == 2
@@ -137,7 +137,7 @@ def test_one_bad_row_is_named_and_every_other_session_indexed(
         gw.db.execute("UPDATE session_transcript_cold_archives SET last_seq = 'n/a'")
     gw.session("z9", "agent:main:other")
     gw.append("z9", message("user", "the HERON-4 nest"))
-    with MemoryIndex(_cfg(tmp_path, state)) as idx:
+    with AgentIndex(_cfg(tmp_path, state)) as idx:
         idx.sync()
         for word in ("KOALA-1", "KOALA-2", "HERON-4"):
             assert _found(idx, word), word
@@ -159,7 +159,7 @@ def test_a_statement_that_never_ends_is_abandoned(
             "0 AS created_at, NULL AS event_zstd, NULL AS event_utf8_bytes, "
             "NULL AS navigation_json FROM r WHERE n < 0"
         )
-    with MemoryIndex(_cfg(tmp_path, state)) as idx:
+    with AgentIndex(_cfg(tmp_path, state)) as idx:
         t0 = time.monotonic()
         with pytest.raises(TranscriptDbError, match="abandoned"):
             _in_time(idx.sync, 30)
@@ -172,7 +172,7 @@ def test_a_database_replaced_or_gone_is_an_error_and_keeps_what_it_gave(
 ) -> None:
     gw.session("s1", "agent:main:main")
     gw.append("s1", message("user", "the LYNX-5 trail"))
-    with MemoryIndex(_cfg(tmp_path, state)) as idx:
+    with AgentIndex(_cfg(tmp_path, state)) as idx:
         idx.sync()
         assert _found(idx, "LYNX-5")
         gw.db.close()
@@ -190,7 +190,7 @@ def test_a_jsonl_message_between_1_and_4_mib_is_kept(tmp_path: Path, state: Path
     sessions = state / "agents/main/sessions"
     big = message("user", "OCELOT-6 " + "z " * 600_000)  # ~1.2 MB line
     (sessions / "t1.jsonl").write_text(big + "\n" + message("user", "and JAGUAR-7") + "\n")
-    with MemoryIndex(_cfg(tmp_path, state)) as idx:
+    with AgentIndex(_cfg(tmp_path, state)) as idx:
         rep = idx.sync()
         assert rep.sessions is not None and rep.sessions["malformed"] == 0
         assert _found(idx, "OCELOT-6") and _found(idx, "JAGUAR-7")
@@ -217,7 +217,7 @@ def test_session_keys_are_redacted_and_unopenable_ids_skipped(
     for bad in ("../../../etc/passwd", "a\x00b", "new\nline", "x" * 1500):
         gw.session(bad, "agent:main:main")
         gw.append(bad, message("user", "the IBIS-2 colony"))
-    with MemoryIndex(_cfg(tmp_path, state)) as idx:
+    with AgentIndex(_cfg(tmp_path, state)) as idx:
         idx.sync()
         hits = idx.search("IBIS-1", sources=["sessions"])["results"]
         assert hits and token not in hits[0]["heading"] and "hunter2" not in hits[0]["heading"]

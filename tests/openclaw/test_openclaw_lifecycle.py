@@ -20,7 +20,7 @@ import pytest
 import zstandard
 from test_openclaw_db import AgentDbFixture, _cfg, _found, gw, message, state
 
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.errors import NotFound, PathRefused, TranscriptDbError
 from indexer.sources import archives
 
@@ -66,7 +66,7 @@ def test_a_rewound_session_is_indexed_once_from_its_current_window(
     gw.session("w1", "agent:main:main")
     gw.append("w1", said, message("assistant", "Noted."))
     _point(gw, "agent:main:main", "w1")
-    with MemoryIndex(_cfg(tmp_path, state)) as idx:
+    with AgentIndex(_cfg(tmp_path, state)) as idx:
         idx.sync()
         assert [p for p, *_ in _found(idx, "GATE-5150")] == ["sessions/main/w1.jsonl"]
         # the rewind: a new window with the old events and a leaf, the key moves to it
@@ -89,7 +89,7 @@ def test_a_forgotten_session_leaves_the_index_and_stays_out(
     sessions = state / "agents/main/sessions"
     legacy = message("user", "Legacy note LEGACY-3003.")
     (sessions / "old.jsonl.reset.2026-01-01T00-00-00.000Z").write_text(legacy + "\n")
-    with MemoryIndex(_cfg(tmp_path, state)) as idx:
+    with AgentIndex(_cfg(tmp_path, state)) as idx:
         idx.sync()
         assert _found(idx, "GONE-2002") and _found(idx, "LEGACY-3003")
         _forget(gw, "gone")
@@ -120,7 +120,7 @@ def test_a_deleted_session_is_found_in_its_archive(
     gw.append("d1", said)
     _point(gw, "agent:main:telegram:direct:9", "d1")
     sessions = state / "agents/main/sessions"
-    with MemoryIndex(_cfg(tmp_path, state)) as idx:
+    with AgentIndex(_cfg(tmp_path, state)) as idx:
         idx.sync()
         assert _found(idx, "VENUE-4477")[0][0] == "sessions/main/d1.jsonl"
         # `openclaw sessions delete`: rows gone, the archive written beside
@@ -158,7 +158,7 @@ def test_an_archive_that_expands_without_end_is_read_to_a_bound(
     name = "bomb.jsonl.deleted.2026-11-27T08-00-00.000Z.zst"
     (sessions / name).write_bytes(data)
     assert len(data) < 1024 * 1024
-    with MemoryIndex(_cfg(tmp_path, state)) as idx:
+    with AgentIndex(_cfg(tmp_path, state)) as idx:
         rep = idx.sync()
         assert [(p, a) for p, a, _ in _found(idx, "MARKER-8080")] == [(f"sessions/{name}", 1)]
         assert rep.sessions is not None
@@ -178,7 +178,7 @@ def test_forgotten_stays_forgotten_when_the_database_cannot_be_read(
     gw.session("db1", "agent:main:telegram:direct:1")
     gw.append("db1", message("user", "the PUMA-9 den"))
     _point(gw, "agent:main:telegram:direct:1", "db1")
-    with MemoryIndex(_cfg(tmp_path, state)) as idx:
+    with AgentIndex(_cfg(tmp_path, state)) as idx:
         idx.sync()
         assert _found(idx, "LEGACY-3003") and _found(idx, "PUMA-9")
         _forget(gw, "old")

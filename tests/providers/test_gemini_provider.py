@@ -11,7 +11,7 @@ import pytest
 from fake_openai import FakeOpenAI
 
 from indexer.config import Config, ProviderConfig, RemoteProviderConfig
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.selection import select_provider
 from providers.errors import MissingCredentials, PermanentError, RateLimited, TransientError
 from providers.gemini_provider import GeminiProvider
@@ -84,7 +84,7 @@ def test_selected_by_key_and_used_for_hybrid(
     )
     sel = select_provider(c)
     assert sel.provider is not None and sel.provider.id == "gemini", sel.reason
-    with MemoryIndex(c, provider=sel.provider) as idx:
+    with AgentIndex(c, provider=sel.provider) as idx:
         assert idx.sync().embedding["embedded"] == 4  # type: ignore[index]
         assert idx.search("rye bread")["mode"] == "hybrid"
 
@@ -109,7 +109,7 @@ def test_batch_job_for_a_multi_file_sync(cfg: Config, workspace, fake: FakeOpenA
         ),
     )
     fake.batch_polls = 3
-    with MemoryIndex(c, provider=select_provider(c).provider) as idx:
+    with AgentIndex(c, provider=select_provider(c).provider) as idx:
         emb = idx.sync().embedding
         assert emb and emb["batchSubmitted"] == 1 and emb["batchCollected"] == 1
         assert emb["pending"] == 0 and emb["embedded"] == 0  # nothing embedded one by one
@@ -131,7 +131,7 @@ def test_failed_gemini_batch_falls_back_to_direct_calls(cfg: Config, fake: FakeO
             ),
         ),
     )
-    with MemoryIndex(c, provider=select_provider(c).provider) as idx:
+    with AgentIndex(c, provider=select_provider(c).provider) as idx:
         emb = idx.sync().embedding
         assert emb and emb["pending"] == 0 and emb["embedded"] == 4
         assert any(":batchEmbedContents" in p for _, p in fake.calls)

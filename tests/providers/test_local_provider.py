@@ -18,7 +18,7 @@ from conftest import Runner, cli_json, write
 
 from indexer.api import SearchRequest
 from indexer.config import Config, LocalProviderConfig, ProviderConfig
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.selection import select_provider
 from indexer.store import Store
 from providers.base import line_windows, normalize
@@ -164,13 +164,13 @@ def test_paraphrase_found_only_with_vectors(cfg: Config, workspace: Path, model_
     words = set(query.lower().split())
     target = NOTES["memory/2026-09-01.md"].lower()
     assert not words & set(target.replace(".", "").replace("-", " ").split())  # no shared word
-    with MemoryIndex(cfg) as idx:  # keyword only
+    with AgentIndex(cfg) as idx:  # keyword only
         idx.sync()
         kw = idx.search(query, min_score=0.0, max_results=3)["results"]
         assert "memory/2026-09-01.md" not in [r["path"] for r in kw]
     sel = select_provider(local_cfg(cfg, model_path))
     assert sel.provider is not None
-    with MemoryIndex(local_cfg(cfg, model_path), provider=sel.provider) as idx:
+    with AgentIndex(local_cfg(cfg, model_path), provider=sel.provider) as idx:
         rep = idx.sync()
         assert rep.embedding and rep.embedding["embedded"] == len(NOTES) + 4
         res = idx.search(query, min_score=0.0, max_results=3)

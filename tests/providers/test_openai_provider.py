@@ -19,7 +19,7 @@ from daemon_util import wait_for
 from fake_openai import FakeOpenAI
 
 from indexer.config import Config, ProviderConfig, RemoteProviderConfig
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.errors import InvalidParams
 from indexer.selection import select_provider
 from providers.calibration import META_KEY, Scale
@@ -120,7 +120,7 @@ def test_failures_store_no_partial_vectors_and_keyword_keeps_answering(
     sel = select_provider(c)
     assert sel.provider is not None and sel.provider.id == "openai"
     fake.fail_next = [(200, {}, b"garbage")]
-    with MemoryIndex(c, provider=sel.provider) as idx:
+    with AgentIndex(c, provider=sel.provider) as idx:
         rep = idx.sync()
         assert rep.embedding and rep.embedding["error"] and rep.embedding["pending"] == 4
         assert idx.store.db.execute("SELECT count(*) FROM chunks_vec").fetchone()[0] == 0
@@ -130,7 +130,7 @@ def test_failures_store_no_partial_vectors_and_keyword_keeps_answering(
         assert rep.embedding and rep.embedding["embedded"] == 4 and rep.embedding["pending"] == 0
         assert idx.search("rye bread")["mode"] == "hybrid"
     fake.stop()  # the provider dies: keyword search still answers, and says why
-    with MemoryIndex(c, provider=sel.provider) as idx:
+    with AgentIndex(c, provider=sel.provider) as idx:
         t0 = time.monotonic()
         res = idx.search("rye bread")
         assert res["mode"] == "keyword" and "failed" in res["fallback"]
@@ -146,7 +146,7 @@ def test_one_batch_job_for_a_multi_file_sync(
     c = openai_cfg(cfg, fake, batch=True)
     fake.batch_polls = 3
     sel = select_provider(c)
-    with MemoryIndex(c, provider=sel.provider) as idx:
+    with AgentIndex(c, provider=sel.provider) as idx:
         rep = idx.sync()
         emb = rep.embedding
         assert emb and emb["batchSubmitted"] == 1 and emb["batchCollected"] == 1
@@ -167,7 +167,7 @@ def test_one_batch_job_for_a_multi_file_sync(
 def test_failed_batch_falls_back_to_direct_calls(cfg: Config, fake: FakeOpenAI) -> None:
     fake.batch_outcome = "expired"
     c = openai_cfg(cfg, fake, batch=True)
-    with MemoryIndex(c, provider=select_provider(c).provider) as idx:
+    with AgentIndex(c, provider=select_provider(c).provider) as idx:
         emb = idx.sync().embedding
         assert emb and emb["pending"] == 0 and emb["embedded"] == 4
         assert fake.count("POST", "/v1/batches") == 1 and fake.count("POST", "/v1/embeddings") == 1
@@ -223,7 +223,7 @@ def test_slow_query_embedding_falls_back_to_keywords(cfg: Config, fake: FakeOpen
         c, provider=replace(c.provider, remote=replace(c.provider.remote, queryTimeoutMs=500))
     )
     sel = select_provider(c)
-    with MemoryIndex(c, provider=sel.provider) as idx:
+    with AgentIndex(c, provider=sel.provider) as idx:
         idx.sync()
         fake.delay = 3.0  # the provider hangs on queries
         t0 = time.monotonic()
@@ -238,7 +238,7 @@ def test_search_mode_is_a_request_parameter(cfg: Config, fake: FakeOpenAI) -> No
     sharing no word with the notes finds nothing by keywords and its nearest chunks
     by vectors."""
     c = openai_cfg(cfg, fake)
-    with MemoryIndex(c, provider=select_provider(c).provider) as idx:
+    with AgentIndex(c, provider=select_provider(c).provider) as idx:
         idx.sync()
         default = idx.search("rye bread")
         assert default["mode"] == "hybrid" and default["fallback"] is None
@@ -254,7 +254,7 @@ def test_search_mode_is_a_request_parameter(cfg: Config, fake: FakeOpenAI) -> No
         with pytest.raises(InvalidParams, match="'mode' must be one of"):
             idx.search("rye", mode="semantic")
     fake.stop()  # vector mode without a provider answers from keywords and says why
-    with MemoryIndex(c, provider=select_provider(c).provider) as idx:
+    with AgentIndex(c, provider=select_provider(c).provider) as idx:
         res = idx.search("rye bread", mode="vector")
         assert res["mode"] == "keyword" and "failed" in res["fallback"] and res["results"]
 

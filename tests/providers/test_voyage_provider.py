@@ -12,7 +12,7 @@ import pytest
 from fake_openai import FakeOpenAI
 
 from indexer.config import Config, ProviderConfig, RemoteProviderConfig
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.selection import select_provider
 from providers.errors import PermanentError, RateLimited, TransientError
 from providers.retry import call_with_retries
@@ -72,7 +72,7 @@ def test_selected_by_key_and_used_for_hybrid(
     sel = select_provider(c)
     assert sel.provider is not None and sel.provider.id == "voyage", sel.reason
     assert "openai: no openai API key" in sel.reason  # skipped, and said why
-    with MemoryIndex(c, provider=sel.provider) as idx:
+    with AgentIndex(c, provider=sel.provider) as idx:
         assert idx.sync().embedding["embedded"] == 4  # type: ignore[index]
         res = idx.search("rye bread")
         assert res["mode"] == "hybrid" and res["provider"] == "voyage"
@@ -116,7 +116,7 @@ def test_voyage_batch_job_for_a_multi_file_sync(cfg: Config, workspace, fake: Fa
         ),
     )
     fake.batch_polls = 2
-    with MemoryIndex(c, provider=select_provider(c).provider) as idx:
+    with AgentIndex(c, provider=select_provider(c).provider) as idx:
         emb = idx.sync().embedding
         assert emb and emb["batchSubmitted"] == 1 and emb["batchCollected"] == 1
         assert emb["pending"] == 0 and emb["embedded"] == 0

@@ -26,7 +26,7 @@ from conftest import write
 from daemon_util import DaemonProc, child_env, daemon_config, rpc, wait_for
 
 from indexer.config import Config, SessionsConfig
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.errors import StoreError
 from indexer.store import Store
 from indexer.store.sqlite.generations import abandoned
@@ -135,7 +135,7 @@ def test_kills_during_sync_never_corrupt_and_converge(
         indexPath=tmp_path / "clean.sqlite",
         sessions=SessionsConfig(dir=str(sessions)),
     )
-    with MemoryIndex(clean) as idx:
+    with AgentIndex(clean) as idx:
         idx.sync()
     assert chunk_set(index_file(), "memory") == chunk_set(tmp_path / "clean.sqlite", "memory")
     assert_every_message_found(d.sock, 22)

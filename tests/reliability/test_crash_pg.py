@@ -21,7 +21,7 @@ from daemon_util import DaemonProc, child_env, rpc, wait_for
 from test_crash import N_FILES, SEED, assert_every_message_found, config_file, write_round
 
 from indexer.config import Config, SessionsConfig, StoreConfig
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.store.postgres.backend import PostgresBackend
 
 PUBLISHED = "agent=%s AND gen=(SELECT published FROM agents WHERE agent=%s)"
@@ -119,7 +119,7 @@ def test_kills_during_sync_on_postgresql_converge(tmp_path: Path, pg_url: str) -
             sessions=SessionsConfig(dir=str(sessions)),
             store=StoreConfig(url=pg_url),
         )
-        with MemoryIndex(clean) as idx:
+        with AgentIndex(clean) as idx:
             idx.sync()
             assert table_counts(pg_url, "main") == table_counts(pg_url, "clean")
             assert chunk_set(pg_url, "main") == chunk_set(pg_url, "clean")

@@ -25,7 +25,7 @@ from daemon_util import (
 )
 
 from indexer.config import Config
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.store import Store
 
 
@@ -63,7 +63,7 @@ def test_disk_full_is_a_clear_error_and_corrupts_nothing(tmp_path: Path) -> None
     again = _index_cli(cfg, None)  # room again: it converges
     assert again.returncode == 0, again.stderr
     clean = tmp_path / "clean.sqlite"
-    with MemoryIndex(Config(workspace=ws, indexPath=clean)) as idx:
+    with AgentIndex(Config(workspace=ws, indexPath=clean)) as idx:
         idx.sync()
     with Store(index, readonly=True) as a, Store(clean, readonly=True) as b:
         q = "SELECT path, start_line, end_line, hash FROM chunks ORDER BY 1, 2"
@@ -163,7 +163,7 @@ def test_clock_jumps_and_restored_mtimes_are_not_missed(tmp_path: Path) -> None:
     cfg = Config(workspace=ws, indexPath=tmp_path / "i.sqlite")
     future = 4_102_444_800  # 2100-01-01: a clock that ran ahead
     os.utime(f, (future, future))
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         assert idx.search("alpha", min_score=0)["results"]
         # Same size, and the mtime put back to what it was (a restore, touch -r, a

@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from indexer.config import Config
 from indexer.config_file import parse_config
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.errors import ConfigError
 from indexer.sources.chunking import chunk_markdown, split_lines
 from indexer.sources.sessions import Malformed, parse_message
@@ -131,11 +131,11 @@ def test_chunker_lines_cover_any_text(text: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def fuzz_ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryIndex]:
+def fuzz_ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentIndex]:
     root = tmp_path_factory.mktemp("fuzzws")
     write(root / "ws", "MEMORY.md", "# Memory\n- anchor note\n")
     cfg = Config(workspace=root / "ws", indexPath=root / "i.sqlite")
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         yield idx
 
 
@@ -151,7 +151,7 @@ def fuzz_ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryIndex]:
         markdown_text.map(lambda t: t.encode("utf-16")),
     )
 )
-def test_any_file_is_indexed_or_skipped_with_a_reason(fuzz_ws: MemoryIndex, data: bytes) -> None:
+def test_any_file_is_indexed_or_skipped_with_a_reason(fuzz_ws: AgentIndex, data: bytes) -> None:
     ws = fuzz_ws.cfg.workspace
     assert ws is not None
     (ws / "memory").mkdir(exist_ok=True)

@@ -27,7 +27,7 @@ from daemon_util import child_env, run_cli
 import indexer.indexing.pipeline as pipeline_mod
 import indexer.search.documents as documents_mod
 from indexer.config import Config
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.errors import MemindexError, NotFound, PathRefused
 
 SECRET = "OUTSIDE-SECRET-7731"
@@ -91,7 +91,7 @@ def test_non_utf8_names_are_skipped_with_a_reason_and_never_block_a_source(
     sdir = os.fsencode(tmp_path / "sessions")
     with open(os.path.join(sdir, b"caf\xe9.jsonl"), "wb") as fh:
         fh.write(b'{"type":"message","role":"user","content":"wombat latin1 name"}\n')
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         rep = idx.sync()  # raised UnicodeEncodeError and rolled the batch back
         write(workspace, "memory/2026-11-09.md", "- the platypus arrived\n")
         write(
@@ -127,7 +127,7 @@ def test_memory_get_on_a_fifo_transcript_is_refused_at_once(
     cfg = _sessions_cfg(workspace, tmp_path)
     fifo = tmp_path / "sessions" / "trap.jsonl"
     os.mkfifo(fifo)
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         done, got = _in_thread(lambda: idx.get("sessions/trap.jsonl"), 5.0)
     _unblock(fifo)
     assert done, "memory_get blocked on a FIFO"
@@ -171,7 +171,7 @@ def test_file_replaced_by_a_fifo_mid_sync_never_hangs_the_writer(
 ) -> None:
     cfg = Config(workspace=workspace, indexPath=tmp_path / "index.sqlite")
     target = workspace / "memory" / "2026-11-02.md"
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         write(workspace, "memory/2026-11-02.md", "# changed\n- now a fifo soon\n")
 
@@ -194,7 +194,7 @@ def test_transcript_replaced_by_a_fifo_mid_sync(tmp_path: Path, workspace: Path)
         "a.jsonl",
         '{"type":"message","role":"user","content":"first line"}\n',
     )
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         with open(t, "a") as fh:
             fh.write('{"type":"message","role":"user","content":"second line"}\n')
@@ -237,7 +237,7 @@ def test_memory_get_never_follows_a_directory_swapped_after_the_check(
 
     monkeypatch.setattr(documents_mod, "resolve_get_path", check_then_swap)
     cfg = Config(workspace=workspace, indexPath=tmp_path / "index.sqlite")
-    with MemoryIndex(cfg) as idx, pytest.raises((PathRefused, NotFound)):
+    with AgentIndex(cfg) as idx, pytest.raises((PathRefused, NotFound)):
         res = idx.get("memory/race/target.md")
         assert SECRET not in res["text"]
 
@@ -255,7 +255,7 @@ def test_sync_never_indexes_a_directory_swapped_for_a_symlink(
 
     swap_after_discovery.append(swap)
     cfg = Config(workspace=workspace, indexPath=tmp_path / "index.sqlite")
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         assert not idx.search(SECRET, min_score=0)["results"]
     raw = (tmp_path / "index.sqlite").read_bytes()
@@ -298,7 +298,7 @@ def test_real_race_with_rename_exchange(tmp_path: Path, workspace: Path) -> None
     flipper = threading.Thread(target=flip, daemon=True)
     leaked = 0
     calls = 0
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         flipper.start()
         deadline = time.monotonic() + 1.5
         try:
@@ -372,7 +372,7 @@ def test_one_bad_line_spoils_only_itself(tmp_path: Path, workspace: Path) -> Non
         b'{"type":"message","role":"user","content":"fourth fine"}',
     ]
     (tmp_path / "sessions" / "t.jsonl").write_bytes(b"\n".join(lines) + b"\n")
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         got = idx.get("sessions/t.jsonl", start=4, lines=1)
         assert "fourth fine" in got["text"] and got["totalLines"] == 4
@@ -392,7 +392,7 @@ def test_a_transcript_over_64_mib_is_readable_at_a_cited_line(
             fh.write(filler * 1000)
         fh.write(filler * (n % 1000))
         fh.write(b'{"type":"message","role":"user","content":"the last word"}\n')
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         got = idx.get("sessions/big.jsonl", start=n + 1, lines=1)
     assert "the last word" in got["text"] and got["totalLines"] == n + 1
 
@@ -428,7 +428,7 @@ def test_a_tree_1000_levels_deep_is_skipped_with_a_reason(
 ) -> None:
     write(workspace, "memory/d/shallow.md", "- the axolotl is shallow\n")
     cfg = Config(workspace=workspace, indexPath=tmp_path / "index.sqlite")
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         assert idx.search("axolotl", min_score=0)["results"]
         assert not idx.search("pit", min_score=0)["results"]
@@ -444,7 +444,7 @@ def test_symlinked_transcript_is_refused_not_an_internal_error(
     cfg = _sessions_cfg(workspace, tmp_path)
     real = write(tmp_path, "elsewhere.jsonl", '{"type":"message","role":"user","content":"x"}\n')
     os.symlink(real, tmp_path / "sessions" / "link.jsonl")
-    with MemoryIndex(cfg) as idx, pytest.raises(PathRefused) as info:
+    with AgentIndex(cfg) as idx, pytest.raises(PathRefused) as info:
         idx.get("sessions/link.jsonl")
     assert info.value.code == "path_refused" and "symlink" in info.value.message
 
@@ -512,7 +512,7 @@ def test_search_into_a_closed_pipe_is_quiet(tmp_path: Path, workspace: Path) -> 
 def test_refusals_name_the_file(tmp_path: Path, workspace: Path) -> None:
     os.mkfifo(workspace / "memory" / "pipe.md")
     cfg = Config(workspace=workspace, indexPath=tmp_path / "index.sqlite")
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         with pytest.raises(PathRefused) as refused:
             idx.get("memory/pipe.md")
         assert refused.value.message == "memory/pipe.md: a FIFO"
@@ -537,7 +537,7 @@ def test_extra_paths_that_add_nothing_are_listed_with_the_reason(
         indexPath=tmp_path / "index.sqlite",
         extraPaths=tuple(ExtraPath(p) for p in extras),
     )
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         why = {s["path"]: s["reason"] for s in idx.status()["skipped"]}
         assert why == {
@@ -571,7 +571,7 @@ def test_a_hard_link_to_an_outside_file_is_neither_indexed_nor_served(
         '{"type":"message","role":"user","content":"' + SECRET + ' in a transcript"}\n'
     )
     os.link(transcript, tmp_path / "sessions" / "linked.jsonl")
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         assert idx.search(SECRET, min_score=0)["results"] == []
         skipped = {s["path"]: s["reason"] for s in idx.status()["skipped"]}
@@ -589,7 +589,7 @@ def test_a_hard_link_to_an_outside_file_is_neither_indexed_nor_served(
     from indexer.config import LimitsConfig
 
     allowed = replace(cfg, limits=LimitsConfig(allowHardLinks=True))
-    with MemoryIndex(allowed) as idx:  # the user said so: indexed and served
+    with AgentIndex(allowed) as idx:  # the user said so: indexed and served
         idx.sync()
         found = {r["path"] for r in idx.search(SECRET, min_score=0)["results"]}
         assert found == {"memory/linked.md", "sessions/linked.jsonl"}
@@ -606,7 +606,7 @@ def test_an_index_on_a_read_only_file_system_can_be_searched(
     state, ro = tmp_path / "state", tmp_path / "ro"
     ro.mkdir()
     cfg = Config(workspace=workspace, indexPath=state / "main.sqlite")
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
     subprocess.run(["mount", "--bind", str(state), str(ro)], check=True)
     try:

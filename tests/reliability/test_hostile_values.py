@@ -24,7 +24,7 @@ from conftest import write
 import indexer.indexing.session_tail as session_tail
 import indexer.sources.discovery as discovery
 from indexer.config import Config, SessionsConfig, StoreConfig
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.errors import PathRefused, RowRejected
 from indexer.store import ChunkRow, FileState
 
@@ -52,7 +52,7 @@ def _random_dirs(rng: random.Random, count: int, length: int) -> str:
     return "/".join("".join(rng.choice(alphabet) for _ in range(length)) for _ in range(count))
 
 
-def _hits(idx: MemoryIndex, word: str) -> list[Any]:
+def _hits(idx: AgentIndex, word: str) -> list[Any]:
     return list(idx.search(word, min_score=0)["results"])
 
 
@@ -62,7 +62,7 @@ def test_a_path_too_long_to_index_is_skipped_and_the_rest_indexed(cfg: Config) -
     rng = random.Random(3)
     long_file = write(ws, f"memory/{_random_dirs(rng, 16, 200)}/kestrel.md", "- kestrel\n")
     deep = write(ws, "memory/" + "/".join(["d" * 40] * 70) + "/deep.md", "- osprey\n")
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         report = idx.sync()
         assert report.errors == []
         assert len(_hits(idx, "heron")) == 1
@@ -91,7 +91,7 @@ def test_a_value_the_database_refuses_skips_that_file_only(
     assert ws is not None
     write(ws, f"memory/{_random_dirs(random.Random(4), 16, 200)}/kestrel.md", "- kestrel\n")
     write(ws, "memory/zz-later.md", "- the osprey after it\n")
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         report = idx.sync()
         assert len(_hits(idx, "heron")) == 1 and len(_hits(idx, "osprey")) == 1
         if cfg.store.url:
@@ -117,7 +117,7 @@ def test_a_bug_writing_new_files_together_skips_only_its_file(
     for i in range(5):
         write(ws, f"memory/n{i}.md", f"- note {i}: the wren{i} sang\n")
     write(ws, "memory/boom.md", "- the bittern boomed\n")
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         kind = type(idx.store)
         real = kind.append_files
 
@@ -146,7 +146,7 @@ def test_postgresql_refuses_a_row_without_spoiling_the_batch(tmp_path: Path, pg_
     long_path = "memory/" + _random_dirs(random.Random(5), 16, 200) + ".md"
     row = ChunkRow(1, 1, "", "h" * 64, "- a kestrel", "- a kestrel")
     state = FileState("f" * 64, 1, 11)
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         store = idx.store
         with store.batch():
@@ -176,7 +176,7 @@ def test_transcript_text_no_store_can_hold_is_indexed_as_replacement_characters(
     raw = (sessions / "a.jsonl").read_text()
     assert "\\ud83d" in raw and "\\u0000" in raw  # the escapes are what reach the parser
     _transcript(sessions / "b.jsonl", [{"type": "message", "role": "user", "content": "kestrel"}])
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         report = idx.sync()
         assert report.sessions is not None and report.sessions["errors"] == []
         hits = _hits(idx, "osprey")
@@ -215,7 +215,7 @@ def test_one_transcript_failing_leaves_the_others_indexed(
     _transcript(sessions / "a.jsonl", [{"type": "message", "role": "user", "content": "boom"}])
     _transcript(sessions / "b.jsonl", [{"type": "message", "role": "user", "content": "kestrel"}])
     real = _fail_on_boom(monkeypatch)
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         report = idx.sync()
         assert report.sessions is not None
         assert report.sessions["errors"] == [
@@ -241,7 +241,7 @@ def test_one_transcript_failing_leaves_the_others_indexed(
 def test_memory_get_of_a_path_with_a_lone_surrogate_is_refused(cfg: Config) -> None:
     """A client's JSON can carry ``\\ud800`` in a path: refused as not Unicode (it
     was a UnicodeEncodeError, answered as an internal error)."""
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         with pytest.raises(PathRefused, match="not valid Unicode") as got:
             idx.get("memory/\ud800.md")
@@ -313,7 +313,7 @@ def test_files_dated_past_2262_are_indexed_and_read_as_unchanged(cfg: Config) ->
     line = json.dumps({"type": "message", "message": {"role": "user", "content": "ORBIT-9"}})
     (sessions / "t.jsonl").write_text(line + "\n")
     os.utime(sessions / "t.jsonl", ns=(future, future))
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         rep = idx.sync()
         assert rep.added == 2 and not rep.errors, rep
         assert _hits(idx, "ZEPHYR-8") and _hits(idx, "ORBIT-9")

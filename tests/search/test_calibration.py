@@ -13,7 +13,7 @@ import pytest
 from conftest import write
 
 from indexer.config import Config
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from providers.base import EmbeddingProvider, Vectors, normalize
 from providers.calibration import META_KEY, REFERENCE, Scale, calibrate, measure
 from providers.local_gguf import LocalGGUFProvider
@@ -87,7 +87,7 @@ def test_a_squeezed_model_scores_as_the_reference_does(
     got: dict[str, list[list[tuple[str, float]]]] = {}
     for name, provider in (("minilm", minilm), ("squeezed", Squeezed(minilm))):
         cfg = Config(workspace=workspace, indexPath=tmp_path / f"{name}.sqlite")
-        with MemoryIndex(cfg, provider=provider) as idx:
+        with AgentIndex(cfg, provider=provider) as idx:
             idx.sync()
             stored = Scale.from_meta(idx.store.meta_get(META_KEY), provider.key())
             assert stored is not None and stored.usable, name
@@ -129,7 +129,7 @@ def test_a_paraphrase_leans_on_the_vectors(
             indexPath=tmp_path / f"w{weak}.sqlite",
             hybrid=HybridConfig(vectorWeightWeak=weak),
         )
-        with MemoryIndex(cfg, provider=minilm) as idx:
+        with AgentIndex(cfg, provider=minilm) as idx:
             idx.sync()
             res = idx.search("Did I get the leaky tap fixed?", explain=True)
             order[weak] = [r["path"][7:17] for r in res["results"][:3]]
@@ -172,7 +172,7 @@ def test_a_scale_stored_after_the_vectors_is_used_by_a_running_searcher(
 ) -> None:
     provider = FailsFirst(minilm)
     cfg = Config(workspace=workspace, indexPath=tmp_path / "i.sqlite")
-    with MemoryIndex(cfg, provider=provider) as idx:
+    with AgentIndex(cfg, provider=provider) as idx:
         idx.sync()  # vectors written, the scale not measured
         assert idx.store.meta_get(META_KEY) is None
         raw = idx.search("rye bread", explain=True)["results"][0]
@@ -192,7 +192,7 @@ def test_hybrid_ties_rank_by_file_and_line(
     for name in ("b", "a"):
         write(workspace, f"memory/{name}.md", "- The porch light needs a new bulb.\n")
     cfg = Config(workspace=workspace, indexPath=tmp_path / "i.sqlite")
-    with MemoryIndex(cfg, provider=minilm) as idx:
+    with AgentIndex(cfg, provider=minilm) as idx:
         idx.sync()
         first = [r["path"] for r in idx.search("porch light bulb")["results"][:2]]
         (workspace / "memory/a.md").unlink()

@@ -15,7 +15,7 @@ from openclaw_home import NODE, OPENCLAW, PLUGIN, require_openclaw
 
 from indexer.api import CuratedRequest
 from indexer.config import Config
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.search.curated_entries import curated_entries
 from indexer.sources.curated import curated_chunks, meta_of, strip_annotations
 
@@ -59,7 +59,7 @@ def test_annotations_are_read_as_openclaws_sdk_reads_them() -> None:
 
 
 @pytest.fixture
-def idx(tmp_path: Path) -> MemoryIndex:
+def idx(tmp_path: Path) -> AgentIndex:
     ws = tmp_path / "ws"
     write(
         ws,
@@ -78,7 +78,7 @@ def idx(tmp_path: Path) -> MemoryIndex:
         "USER.md",
         "# User\n\n- Always answer about the ferry in metric. <!-- importance: 6 -->\n",
     )
-    return MemoryIndex(Config(workspace=ws, indexPath=tmp_path / "i.sqlite"))
+    return AgentIndex(Config(workspace=ws, indexPath=tmp_path / "i.sqlite"))
 
 
 def test_a_heading_is_in_its_entries_path_not_a_chunk() -> None:
@@ -99,7 +99,7 @@ def test_a_heading_is_in_its_entries_path_not_a_chunk() -> None:
     ]
 
 
-def test_entries_rank_by_importance_and_show_their_signals(idx: MemoryIndex) -> None:
+def test_entries_rank_by_importance_and_show_their_signals(idx: AgentIndex) -> None:
     with idx:
         idx.sync()
         res = idx.search("ferry code", min_score=0)["results"]
@@ -113,7 +113,7 @@ def test_entries_rank_by_importance_and_show_their_signals(idx: MemoryIndex) -> 
         assert idx.search("booking", min_score=0)["results"] == []  # annotations not indexed
 
 
-def test_the_sessions_repositories_rank_first(idx: MemoryIndex) -> None:
+def test_the_sessions_repositories_rank_first(idx: AgentIndex) -> None:
     from indexer.api import SearchRequest
 
     with idx:
@@ -125,7 +125,7 @@ def test_the_sessions_repositories_rank_first(idx: MemoryIndex) -> None:
             assert first in top["snippet"] and top["projectKey"] == active
 
 
-def test_memory_curated_lists_trigger_and_project_entries(idx: MemoryIndex) -> None:
+def test_memory_curated_lists_trigger_and_project_entries(idx: AgentIndex) -> None:
     cfg = idx.cfg
     got = curated_entries(cfg, CuratedRequest("triggers"))["results"]
     assert [(e["path"], e["startLine"], e["triggers"]) for e in got] == [
@@ -146,7 +146,7 @@ def test_the_newer_of_two_notes_of_the_same_fact_comes_first(tmp_path: Path) -> 
           "for the island trip.\n- The dentist is Dr. Okafor.\n")  # fmt: skip
     write(ws, "memory/2026-11-26.md", "# 2026-11-26\n\n- A long day with many errands and "
           "notes about nothing much.\n- The ferry ticket code is FERRY-9999 now.\n")  # fmt: skip
-    with MemoryIndex(Config(workspace=ws, indexPath=tmp_path / "i.sqlite")) as idx:
+    with AgentIndex(Config(workspace=ws, indexPath=tmp_path / "i.sqlite")) as idx:
         idx.sync()
         res = idx.search("what is the ferry ticket code", min_score=0, explain=True)["results"]
         assert [r["path"] for r in res] == ["memory/2026-11-26.md", "memory/2025-03-01.md"]

@@ -14,7 +14,7 @@ from conftest import write
 
 from indexer.config import Config, QueryConfig
 from indexer.config_file import ConfigError, load_config
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.errors import InvalidParams
 from indexer.search.candidates import Candidate
 from indexer.search.time_scope import with_window
@@ -159,12 +159,12 @@ def logs(tmp_path: Path) -> Config:
     return Config(workspace=ws, extraPaths=(), indexPath=tmp_path / "i.sqlite")
 
 
-def _paths(idx: MemoryIndex, query: str, **kw: object) -> list[str]:
+def _paths(idx: AgentIndex, query: str, **kw: object) -> list[str]:
     return [r["path"] for r in idx.search(query, min_score=0.0, **kw)["results"]]  # type: ignore[arg-type]
 
 
 def test_logs_dated_in_the_named_month_rank_first(logs: Config) -> None:
-    with MemoryIndex(logs) as idx:
+    with AgentIndex(logs) as idx:
         idx.sync()
         plain = _paths(idx, "team offsite", as_of=AS_OF)
         assert plain[0] == "memory/2026-02-10.md"  # words alone
@@ -187,7 +187,7 @@ def test_logs_dated_in_the_named_month_rank_first(logs: Config) -> None:
         # Only dated chunks: MEMORY.md and files outside memory/ never are.
         assert all("dateBoost" not in r["explain"] for r in res["results"][1:])
     off = replace(logs, query=QueryConfig(dateBoost=0.0))
-    with MemoryIndex(off) as idx:
+    with AgentIndex(off) as idx:
         assert _paths(idx, "team offsite in March", as_of=AS_OF)[0] == "memory/2026-02-10.md"
         assert "time" not in idx.search("team offsite in March", as_of=AS_OF)
 
@@ -228,7 +228,7 @@ def days(tmp_path: Path) -> Config:
 
 
 def test_a_question_of_only_time_lists_that_time_newest_first(days: Config) -> None:
-    with MemoryIndex(days) as idx:
+    with AgentIndex(days) as idx:
         idx.sync()
         res = idx.search("What did I do yesterday?", as_of=AS_OF, time_zone="UTC")
         assert res["time"] == [{"said": "yesterday", "from": "2026-11-26", "to": "2026-11-26"}]
@@ -250,7 +250,7 @@ def test_a_question_of_only_time_lists_that_time_newest_first(days: Config) -> N
 
 
 def test_a_topic_in_a_named_time_ranks_that_time_first(days: Config) -> None:
-    with MemoryIndex(days) as idx:
+    with AgentIndex(days) as idx:
         idx.sync()
         assert _paths(idx, "the database", as_of=AS_OF)[0] == "memory/2026-11-25.md"  # words
         q = "what about the database last week"
@@ -274,7 +274,7 @@ def test_a_time_memory_holds_no_day_of_is_searched_as_words(tmp_path: Path) -> N
     write(ws, "MEMORY.md", "# Memory\n\n- We moved here from Lisbon 4 years ago.\n")
     write(ws, "memory/2026-11-20.md", "# 2026-11-20\n\n- Sorted the photos of the move.\n")
     cfg = Config(workspace=ws, indexPath=tmp_path / "i.sqlite")
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         res = idx.search("where did we move from 4 years ago", as_of=AS_OF, min_score=0.0)
         assert "time" not in res  # no day of 2022 is in memory
@@ -286,7 +286,7 @@ def test_a_time_memory_holds_no_day_of_is_searched_as_words(tmp_path: Path) -> N
 
 
 def test_as_of_and_time_zone_are_checked(days: Config, tmp_path: Path) -> None:
-    with MemoryIndex(days) as idx:
+    with AgentIndex(days) as idx:
         with pytest.raises(InvalidParams, match="asOf"):
             idx.search("yesterday", as_of="last tuesday")
         for far in ("0001-01-01", "9999-12-31T23:00:00-05:00"):

@@ -19,7 +19,7 @@ from indexer.config import (
     RemoteProviderConfig,
     SessionsConfig,
 )
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.search.keyword_hits import EXACT_BOOST
 from indexer.selection import select_provider
 
@@ -57,7 +57,7 @@ def chat(tmp_path: Path) -> Config:
 
 
 def test_keyword_explain_parts(chat: Config) -> None:
-    with MemoryIndex(chat) as idx:
+    with AgentIndex(chat) as idx:
         idx.sync()
         res = idx.search("charity race", mode="keyword", explain=True, sources=["memory"])
         top = res["results"][0]
@@ -94,7 +94,7 @@ def test_hybrid_explain_parts_add_up(
         ),
     )
     sel = select_provider(c)
-    with MemoryIndex(c, provider=sel.provider) as idx:
+    with AgentIndex(c, provider=sel.provider) as idx:
         idx.sync()
         res = idx.search("sunrise painting", explain=True, min_score=0.0)
         assert res["mode"] == "hybrid"
@@ -113,7 +113,7 @@ def test_hybrid_explain_parts_add_up(
 
 
 def test_the_same_memory_in_both_sources_is_one_result(chat: Config) -> None:
-    with MemoryIndex(chat) as idx:
+    with AgentIndex(chat) as idx:
         idx.sync()
         res = idx.search("charity race mental health", mode="keyword")["results"]
         top = res[0]
@@ -132,7 +132,7 @@ def test_the_same_memory_in_both_sources_is_one_result(chat: Config) -> None:
 
 
 def test_abstain_on_a_question_about_someone_memory_never_mentions(chat: Config) -> None:
-    with MemoryIndex(chat) as idx:
+    with AgentIndex(chat) as idx:
         idx.sync()
         gone = idx.search("What did Gina realize after her charity race?", abstain=True)
         assert gone["results"] == [] and gone["relevance"] == 0.05, gone
@@ -146,7 +146,7 @@ def test_abstain_on_a_question_about_someone_memory_never_mentions(chat: Config)
 
 def test_abstain_on_a_question_about_the_wrong_person(chat: Config) -> None:
     chat = replace(chat, query=QueryConfig(abstainBelow=0.3))  # the default is 0.1
-    with MemoryIndex(chat) as idx:
+    with AgentIndex(chat) as idx:
         idx.sync()
         right = idx.search("What did Melanie do at the charity race?", abstain=True)
         assert right["results"] and "abstained" not in right
@@ -161,7 +161,7 @@ def test_abstain_on_a_question_about_the_wrong_person(chat: Config) -> None:
         nothing = idx.search("kubernetes ingress controller", abstain=True)
         assert nothing["results"] == [] and nothing["abstained"]
     strict = replace(chat, query=QueryConfig(abstainBelow=1.0))
-    with MemoryIndex(strict) as idx:
+    with AgentIndex(strict) as idx:
         # Melanie is a speaker here, so the words are "sunrise" and "kayak": one of
         # two is on her line, 0.5, below a floor of 1.
         held = idx.search("Melanie sunrise kayak", abstain=True)
@@ -209,7 +209,7 @@ def test_a_name_decides_only_when_every_name_is_absent(tmp_path: Path) -> None:
           "- The Smith family brought pie to the dinner.\n- Dana lives in Madrid.\n")  # fmt: skip
     write(ws, "memory/people/caroline.md", "- works at the bakery on Elm Street\n")
     cfg = Config(workspace=ws, indexPath=tmp_path / "i.sqlite")
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         for answered in (
             "What did José say about the garden budget?",  # accents

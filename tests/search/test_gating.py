@@ -6,7 +6,7 @@ import pytest
 from conftest import write
 
 from indexer.config import Config
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.errors import InvalidParams
 from indexer.search.gating import skip_reason
 
@@ -51,7 +51,7 @@ def test_gate_is_opt_in_and_reported(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     write(ws, "MEMORY.md", "# Memory\n\n- ok means the deploy passed.\n- Thanks go to Ana.\n")
     cfg = Config(workspace=ws, indexPath=tmp_path / "i.sqlite")
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         gated = idx.search("thanks", gate=True)
         assert gated["results"] == [] and gated["skipped"] == "small talk"

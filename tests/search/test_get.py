@@ -8,12 +8,12 @@ import pytest
 from conftest import write
 
 from indexer.config import Config, ExtraPath
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.errors import InvalidParams, NotFound, PathRefused
 
 
 @pytest.fixture
-def idx(cfg: Config, workspace: Path, tmp_path: Path) -> MemoryIndex:
+def idx(cfg: Config, workspace: Path, tmp_path: Path) -> AgentIndex:
     write(workspace, "notes/secret.md", "not a memory file\n")
     write(workspace, "memory/script.py", "print('x')\n")
     write(workspace, ".env", "KEY=1\n")
@@ -24,10 +24,10 @@ def idx(cfg: Config, workspace: Path, tmp_path: Path) -> MemoryIndex:
     extra = tmp_path / "extra-notes"
     write(extra, "ideas.md", "line one\nline two\nline three\n")
     c = replace(cfg, extraPaths=(ExtraPath(extra),))
-    return MemoryIndex(c)
+    return AgentIndex(c)
 
 
-def test_reads_lines(idx: MemoryIndex) -> None:
+def test_reads_lines(idx: AgentIndex) -> None:
     r = idx.get("MEMORY.md")
     assert r["from"] == 1 and r["totalLines"] == 5 and r["lines"] == 5
     r = idx.get("MEMORY.md", start=4, lines=1)
@@ -39,7 +39,7 @@ def test_reads_lines(idx: MemoryIndex) -> None:
     assert idx.get(abs_path)["path"] == "memory/2026-11-01.md"
 
 
-def test_user_md_is_read_and_found_like_memory_md(idx: MemoryIndex, workspace: Path) -> None:
+def test_user_md_is_read_and_found_like_memory_md(idx: AgentIndex, workspace: Path) -> None:
     """OpenClaw 2026.9's user model: memory-core indexes an existing root USER.md."""
     write(workspace, "USER.md", "# User\n\n- Always answer in metric units.\n")
     idx.sync()
@@ -71,19 +71,19 @@ def test_user_md_is_read_and_found_like_memory_md(idx: MemoryIndex, workspace: P
         "",
     ],
 )
-def test_refused(idx: MemoryIndex, path: str) -> None:
+def test_refused(idx: AgentIndex, path: str) -> None:
     with pytest.raises((PathRefused, NotFound)) as info:
         idx.get(path)
     assert info.value.message
 
 
-def test_case_tricks_refused(idx: MemoryIndex) -> None:
+def test_case_tricks_refused(idx: AgentIndex) -> None:
     for p in ("memory.MD", "Memory.md", "MEMORY.MD", "Memory/2026-11-01.md"):
         with pytest.raises((PathRefused, NotFound)):
             idx.get(p)
 
 
-def test_missing_and_bad_params(idx: MemoryIndex) -> None:
+def test_missing_and_bad_params(idx: AgentIndex) -> None:
     with pytest.raises(NotFound):
         idx.get("memory/2099-01-01.md")
     with pytest.raises(InvalidParams):
@@ -92,7 +92,7 @@ def test_missing_and_bad_params(idx: MemoryIndex) -> None:
         idx.get("MEMORY.md", lines="3")
 
 
-def test_utf16_files_with_a_byte_order_mark_are_read(idx: MemoryIndex, workspace: Path) -> None:
+def test_utf16_files_with_a_byte_order_mark_are_read(idx: AgentIndex, workspace: Path) -> None:
     """Windows editors save "Unicode" text as UTF-16 with a byte-order mark (Notepad:
     little-endian, CRLF). It is indexed and cited like UTF-8, and memory_get returns
     the same lines; UTF-16 that does not decode is skipped with the reason."""

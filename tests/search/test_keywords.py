@@ -18,7 +18,7 @@ import pytest
 from conftest import write
 
 from indexer.config import Config, SessionsConfig, StoreConfig
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.search import keywords
 from indexer.search.keywords import KeywordPart
 from indexer.search.live import LiveIndex
@@ -82,14 +82,14 @@ def _corpus(ws: Path, sessions: Path, rng: random.Random) -> None:
 
 
 @pytest.fixture
-def idx(tmp_path: Path) -> MemoryIndex:
+def idx(tmp_path: Path) -> AgentIndex:
     return _index(tmp_path, StoreConfig())
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def idx_any(
     tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> MemoryIndex:
+) -> AgentIndex:
     """``idx`` on either store (PostgreSQL's snapshot is built from its chunk_terms,
     here in segments of 37 chunks merged as they come)."""
     url = ""
@@ -99,7 +99,7 @@ def idx_any(
     return _index(tmp_path, StoreConfig(url=url))
 
 
-def _index(tmp_path: Path, store: StoreConfig) -> MemoryIndex:
+def _index(tmp_path: Path, store: StoreConfig) -> AgentIndex:
     ws, sessions = tmp_path / "ws", tmp_path / "sessions"
     sessions.mkdir()
     rng = random.Random(7)
@@ -110,7 +110,7 @@ def _index(tmp_path: Path, store: StoreConfig) -> MemoryIndex:
         sessions=SessionsConfig(dir=str(sessions)),
         store=store,
     )
-    with MemoryIndex(cfg) as w:
+    with AgentIndex(cfg) as w:
         w.sync()
         # Edits and deletions: FTS5 keeps tombstones and adjusted totals to match.
         files = sorted((ws / "memory").iterdir())
@@ -119,11 +119,11 @@ def _index(tmp_path: Path, store: StoreConfig) -> MemoryIndex:
         for f in files[15:40]:
             f.write_text(f.read_text() + "- appended heron pond line\n")
         w.sync()
-    return MemoryIndex(cfg, readonly=True, live=LiveIndex(min_chunks=0))
+    return AgentIndex(cfg, readonly=True, live=LiveIndex(min_chunks=0))
 
 
 def _in_memory(
-    idx: MemoryIndex, query: str, limit: int, sources: list[str] | None
+    idx: AgentIndex, query: str, limit: int, sources: list[str] | None
 ) -> list[tuple[int, float, str]] | None:
     assert idx.live is not None and idx.live.snapshot is not None
     kw = idx.live.snapshot.keywords
@@ -132,7 +132,7 @@ def _in_memory(
     return None if got is None else got[0]
 
 
-def _compare(idx: MemoryIndex, query: str, sources: list[str] | None) -> int:
+def _compare(idx: AgentIndex, query: str, sources: list[str] | None) -> int:
     q = parse_query(query)
     fts = [(r.id, r.rank) for r in idx.store.fts_search(q.keyword, 30, sources)]
     mem = _in_memory(idx, query, 30, sources)
@@ -146,7 +146,7 @@ def _compare(idx: MemoryIndex, query: str, sources: list[str] | None) -> int:
     return len(mem)
 
 
-def _compare_many(idx: MemoryIndex, seed: int, n: int = 150) -> int:
+def _compare_many(idx: AgentIndex, seed: int, n: int = 150) -> int:
     rng = random.Random(seed)
     compared = 0
     for _ in range(n):
@@ -156,13 +156,13 @@ def _compare_many(idx: MemoryIndex, seed: int, n: int = 150) -> int:
     return compared
 
 
-def test_in_memory_ranks_equal_fts5(idx_any: MemoryIndex) -> None:
+def test_in_memory_ranks_equal_fts5(idx_any: AgentIndex) -> None:
     idx = idx_any
     assert idx.live is not None and idx.live.wait_ready(idx.store)
     assert _compare_many(idx, 11) > 1000
 
 
-def test_falls_back_to_fts5_when_it_cannot_answer(idx: MemoryIndex) -> None:
+def test_falls_back_to_fts5_when_it_cannot_answer(idx: AgentIndex) -> None:
     assert idx.live is not None and idx.live.wait_ready(idx.store)
     for query in ('"heron pond"', "KESTREL-0429", "東京", "src/app.py"):
         assert _in_memory(idx, query, 10, None) is None
@@ -170,7 +170,7 @@ def test_falls_back_to_fts5_when_it_cannot_answer(idx: MemoryIndex) -> None:
     assert idx.search('"heron pond"', min_score=0)["results"]
 
 
-def test_status_says_what_the_snapshot_holds(idx: MemoryIndex) -> None:
+def test_status_says_what_the_snapshot_holds(idx: AgentIndex) -> None:
     """``status`` reports the in-memory snapshot: not there before the first read,
     current with every live chunk after it, behind after another process wrote."""
     live = idx.live
@@ -193,7 +193,7 @@ def test_status_says_what_the_snapshot_holds(idx: MemoryIndex) -> None:
 
 
 def test_the_writer_never_waits_for_a_snapshot_being_read(
-    idx: MemoryIndex, monkeypatch: pytest.MonkeyPatch
+    idx: AgentIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """While a background thread reads the whole snapshot (about 40 s at a million
     chunks), the writer's catch-up returns at once (it waited for the read: no
@@ -226,7 +226,7 @@ def test_the_writer_never_waits_for_a_snapshot_being_read(
 
 
 def test_a_failed_read_is_not_read_again_at_once(
-    idx: MemoryIndex, monkeypatch: pytest.MonkeyPatch
+    idx: AgentIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The writer asking for one more round while a full read runs does not make a
     failed read start again at once (a failing 40 s read back to back would keep a
@@ -254,7 +254,7 @@ def test_a_failed_read_is_not_read_again_at_once(
     assert live.error == "RuntimeError: the read failed"
 
 
-def _edit(idx: MemoryIndex, rng: random.Random, round_: int) -> None:
+def _edit(idx: AgentIndex, rng: random.Random, round_: int) -> None:
     """Deletions, rewrites, appends, a new file and transcript lines, then a sync."""
     ws = idx.cfg.workspace
     assert ws is not None
@@ -269,11 +269,11 @@ def _edit(idx: MemoryIndex, rng: random.Random, round_: int) -> None:
     with (sessions / "s.jsonl").open("a") as fh:
         text = " ".join(rng.choice(VOCAB) for _ in range(8))
         fh.write(json.dumps({"type": "message", "role": "user", "content": text}) + "\n")
-    with MemoryIndex(idx.cfg) as w:
+    with AgentIndex(idx.cfg) as w:
         w.sync()
 
 
-def test_a_snapshot_caught_up_from_the_change_feed_ranks_as_fts5(idx_any: MemoryIndex) -> None:
+def test_a_snapshot_caught_up_from_the_change_feed_ranks_as_fts5(idx_any: AgentIndex) -> None:
     """After writes the snapshot is brought up to date from the change feed (new
     segments, dead rows, merges), never read again in full, and ranks exactly as
     FTS5 over the edited index; until then the old one answers at once."""
@@ -306,13 +306,13 @@ def test_a_snapshot_caught_up_from_the_change_feed_ranks_as_fts5(idx_any: Memory
     assert idx.search("quokka pond", min_score=0)["results"][0]["path"].startswith("memory/new-")
 
 
-def test_a_moved_transcript_is_reindexed_under_its_new_path(idx: MemoryIndex) -> None:
+def test_a_moved_transcript_is_reindexed_under_its_new_path(idx: AgentIndex) -> None:
     live = idx.live
     assert live is not None and live.wait_ready(idx.store)
     sessions = idx.cfg.sessions_dir()
     assert sessions is not None
     (sessions / "s.jsonl").rename(sessions / "zigbee-log.jsonl")  # rotated: same inode
-    with MemoryIndex(idx.cfg) as w:
+    with AgentIndex(idx.cfg) as w:
         w.sync()
     changes = idx.store.changes_since(0)
     assert changes is not None and changes.moved, "the rename is in the change feed"
@@ -322,11 +322,11 @@ def test_a_moved_transcript_is_reindexed_under_its_new_path(idx: MemoryIndex) ->
     assert _compare_many(idx, 13, 40) > 200
 
 
-def test_a_pruned_change_feed_means_a_full_read(idx: MemoryIndex) -> None:
+def test_a_pruned_change_feed_means_a_full_read(idx: AgentIndex) -> None:
     live = idx.live
     assert live is not None and live.wait_ready(idx.store)
     _edit(idx, random.Random(8), 0)
-    with MemoryIndex(idx.cfg) as w:
+    with AgentIndex(idx.cfg) as w:
         assert w.store.prune_changes(0) > 0
     full = live.full_loads
     assert live.wait_ready(idx.store) and live.full_loads == full + 1
@@ -334,7 +334,7 @@ def test_a_pruned_change_feed_means_a_full_read(idx: MemoryIndex) -> None:
 
 
 def test_a_failed_update_drops_the_snapshot_and_searches_stay_current(
-    idx: MemoryIndex, monkeypatch: pytest.MonkeyPatch
+    idx: AgentIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The snapshot is a cache: if catching it up fails, the writer's task still
     succeeds, the snapshot is dropped (never kept stale) and searches read SQLite."""
@@ -348,7 +348,7 @@ def test_a_failed_update_drops_the_snapshot_and_searches_stay_current(
 
     monkeypatch.setattr(KeywordPart, "apply", boom)
     write(ws, "memory/late.md", "- a wombat crossed the garden\n")
-    with MemoryIndex(idx.cfg, live=live) as w:  # the writer catches the snapshot up
+    with AgentIndex(idx.cfg, live=live) as w:  # the writer catches the snapshot up
         report = w.sync()
     assert report.added == 1
     assert live.snapshot is None and live.error is not None and "on fire" in live.error
@@ -358,7 +358,7 @@ def test_a_failed_update_drops_the_snapshot_and_searches_stay_current(
     assert _compare(idx, "wombat garden", None) > 1
 
 
-def test_small_indexes_stay_with_fts5(idx: MemoryIndex) -> None:
+def test_small_indexes_stay_with_fts5(idx: AgentIndex) -> None:
     live = LiveIndex(min_chunks=10**6)
     assert live.wait_ready(idx.store)
     snap = live.snapshot
@@ -367,7 +367,7 @@ def test_small_indexes_stay_with_fts5(idx: MemoryIndex) -> None:
     for _ in range(20):  # nothing to do until the index changes
         assert live.get(idx.store, idx.store.change_versions()) is snap
     assert threading.active_count() == threads
-    ms = MemoryIndex(idx.cfg, readonly=True, live=live)
+    ms = AgentIndex(idx.cfg, readonly=True, live=live)
     assert ms.search("heron", min_score=0)["results"]
     ms.close()
 
@@ -389,17 +389,17 @@ class WordHash(EmbeddingProvider):
 
 
 @pytest.mark.parametrize("hybrid", [False, True])
-def test_in_memory_candidates_give_the_same_results(idx: MemoryIndex, hybrid: bool) -> None:
+def test_in_memory_candidates_give_the_same_results(idx: AgentIndex, hybrid: bool) -> None:
     """The daemon's path (postings and matrix in memory, rows read only for what is
     looked at or shown) answers exactly as the SQL path (FTS5, rows read up front)."""
     prov = WordHash() if hybrid else None
     if prov is not None:
-        with MemoryIndex(idx.cfg, provider=prov) as w:
+        with AgentIndex(idx.cfg, provider=prov) as w:
             w.sync()
             assert w.status()["vector"]["pendingChunks"] == 0
-    fast = MemoryIndex(idx.cfg, readonly=True, provider=prov, live=LiveIndex(min_chunks=0))
+    fast = AgentIndex(idx.cfg, readonly=True, provider=prov, live=LiveIndex(min_chunks=0))
     # Keywords by FTS5, the same in-memory vectors:
-    plain = MemoryIndex(idx.cfg, readonly=True, provider=prov, live=LiveIndex(min_chunks=10**9))
+    plain = AgentIndex(idx.cfg, readonly=True, provider=prov, live=LiveIndex(min_chunks=10**9))
     assert plain.live is not None and plain.live.wait_ready(plain.store)
     assert fast.live is not None and fast.live.wait_ready(fast.store)
     snap = fast.live.snapshot
@@ -422,7 +422,7 @@ def test_in_memory_candidates_give_the_same_results(idx: MemoryIndex, hybrid: bo
     plain.close()
 
 
-def test_a_chunk_deleted_after_the_candidates_were_read_is_not_shown(idx: MemoryIndex) -> None:
+def test_a_chunk_deleted_after_the_candidates_were_read_is_not_shown(idx: AgentIndex) -> None:
     from indexer.search.candidates import Candidate, ChunkRows
     from indexer.search.results import render_results
     from indexer.store import SearchRow
@@ -453,9 +453,9 @@ def test_ties_go_to_the_lower_chunk_id_on_every_path(tmp_path: Path) -> None:
         (ws / "memory").mkdir(parents=True, exist_ok=True)
         (ws / "memory" / f"n{n:02d}.md").write_text("- the heron waits by the pond\n")
     cfg = Config(workspace=ws, indexPath=tmp_path / "i.sqlite")
-    with MemoryIndex(cfg) as w:
+    with AgentIndex(cfg) as w:
         w.sync()
-    idx = MemoryIndex(cfg, readonly=True, live=LiveIndex(min_chunks=0))
+    idx = AgentIndex(cfg, readonly=True, live=LiveIndex(min_chunks=0))
     try:
         assert idx.live is not None
         idx.live.wait_ready(idx.store)

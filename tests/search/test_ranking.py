@@ -8,7 +8,7 @@ from pathlib import Path
 from conftest import write
 
 from indexer.config import Config, QueryConfig, SessionsConfig
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.search.candidates import Candidate, ChunkRows
 from indexer.search.ranking import apply_decay, balance_sources, mmr, path_date
 from indexer.store import SearchRow
@@ -95,13 +95,13 @@ def test_memory_files_are_not_crowded_out(cfg: Config, workspace: Path, tmp_path
         ]
         write(sdir, f"s{n}.jsonl", "\n".join(lines) + "\n")
     c = replace(cfg, sessions=SessionsConfig(dir=str(sdir)), query=QueryConfig(memoryShare=0.34))
-    with MemoryIndex(c) as idx:
+    with AgentIndex(c) as idx:
         idx.sync()
         res = idx.search("deploy the gateway", max_results=6)["results"]
         assert any(r["source"] == "memory" for r in res)
         assert sum(r["source"] == "sessions" for r in res) >= 3
     plain = replace(c, query=QueryConfig(memoryShare=0.0))
-    with MemoryIndex(plain) as idx:  # without the share, transcripts take every slot
+    with AgentIndex(plain) as idx:  # without the share, transcripts take every slot
         res = idx.search("deploy the gateway", max_results=6)["results"]
         assert all(r["source"] == "sessions" for r in res)
 
@@ -116,7 +116,7 @@ def test_tied_hits_rank_by_file_and_line_not_by_when_they_were_indexed(
             f"- note {x} of file {y}" if j else f"- note {y} of file {x}" for j in range(6)
         )
         write(workspace, f"memory/{name}.md", body + "\n")
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         first = [r["path"] for r in idx.search("note 3 file 17", min_score=0)["results"]]
         write(workspace, "memory/a.md", (workspace / "memory/a.md").read_text() + "\n")

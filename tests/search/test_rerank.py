@@ -19,7 +19,7 @@ from fake_rerank import FakeRerank
 
 from indexer.config import Config, RerankConfig
 from indexer.config_file import parse_config
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.errors import ConfigError
 from indexer.search import rerank_stage as stage
 from providers.errors import MissingCredentials, PermanentError, RateLimited, TransientError
@@ -128,13 +128,13 @@ def _paths(res: dict) -> list[str]:  # type: ignore[type-arg]
 
 def test_the_whole_pool_is_reranked(garden: Config, fake: FakeRerank) -> None:
     favoured = "memory/2026-10-25.md"
-    with MemoryIndex(garden) as idx:
+    with AgentIndex(garden) as idx:
         idx.sync()
         plain = idx.search(mode="keyword", query="garden gate", min_score=0.0)
         assert favoured not in _paths(plain)  # too weak for the fused top 6
     fake.favour = "BLUEBIRD"
     on = RerankConfig(provider="http", baseUrl=fake.base_url, model="m")
-    with MemoryIndex(replace(garden, rerank=on)) as idx:
+    with AgentIndex(replace(garden, rerank=on)) as idx:
         res = idx.search(mode="keyword", query="garden gate", min_score=0.0, explain=True)
         assert res["fallback"] is None
         assert favoured in _paths(res)  # from below the cut into the results
@@ -148,13 +148,13 @@ def test_the_whole_pool_is_reranked(garden: Config, fake: FakeRerank) -> None:
         assert res["explain"]["rerank"]["blend"] == "rank"
         assert res["explain"]["rerank"]["pool"] == len(sent)
     fixed = replace(on, blend="fixed", weight=0.9)
-    with MemoryIndex(replace(garden, rerank=fixed)) as idx:
+    with AgentIndex(replace(garden, rerank=fixed)) as idx:
         assert _paths(idx.search(mode="keyword", query="garden gate", min_score=0.0))[0] == favoured
 
 
 def test_scores_are_cached_per_model_query_and_chunk(garden: Config, fake: FakeRerank) -> None:
     on = RerankConfig(provider="http", baseUrl=fake.base_url, model="m")
-    with MemoryIndex(replace(garden, rerank=on)) as idx:
+    with AgentIndex(replace(garden, rerank=on)) as idx:
         idx.sync()
         first = idx.search(mode="keyword", query="garden gate", explain=True)
         assert len(fake.requests) == 1 and first["explain"]["rerank"]["cached"] == 0
@@ -165,18 +165,18 @@ def test_scores_are_cached_per_model_query_and_chunk(garden: Config, fake: FakeR
         idx.search(mode="keyword", query="painted hinge")
         assert len(fake.requests) == 2  # another query is another key
     other = replace(on, model="m2")
-    with MemoryIndex(replace(garden, rerank=other)) as idx:
+    with AgentIndex(replace(garden, rerank=other)) as idx:
         idx.search(mode="keyword", query="garden gate")
         assert len(fake.requests) == 3 and fake.requests[-1]["model"] == "m2"
 
 
 def test_timeout_and_failures_fall_back_to_fused_order(garden: Config, fake: FakeRerank) -> None:
-    with MemoryIndex(garden) as idx:
+    with AgentIndex(garden) as idx:
         idx.sync()
         fused = _paths(idx.search(mode="keyword", query="garden gate", min_score=0.0))
     fake.favour = "BLUEBIRD"
     on = RerankConfig(provider="http", baseUrl=fake.base_url, model="m", timeoutMs=300)
-    with MemoryIndex(replace(garden, rerank=on)) as idx:
+    with AgentIndex(replace(garden, rerank=on)) as idx:
         fake.delay = 2.0
         t0 = time.monotonic()
         res = idx.search(mode="keyword", query="garden gate", min_score=0.0)
@@ -195,11 +195,11 @@ def test_timeout_and_failures_fall_back_to_fused_order(garden: Config, fake: Fak
         late = idx.search(mode="keyword", query="garden gate", min_score=0.0)
         assert late["fallback"] is None and "memory/2026-10-25.md" in _paths(late)
     gone = RerankConfig(provider="http", baseUrl="http://127.0.0.1:9/v1", model="m")
-    with MemoryIndex(replace(garden, rerank=gone)) as idx:
+    with AgentIndex(replace(garden, rerank=gone)) as idx:
         res = idx.search(mode="keyword", query="garden gate")
         assert "rerank failed" in res["fallback"] and res["results"]
     keyless = RerankConfig(provider="voyage", baseUrl=fake.base_url)
-    with MemoryIndex(replace(garden, rerank=keyless)) as idx:
+    with AgentIndex(replace(garden, rerank=keyless)) as idx:
         res = idx.search(mode="keyword", query="garden gate")
         assert "reranker unavailable (no Voyage API key" in res["fallback"] and res["results"]
 
@@ -240,7 +240,7 @@ def test_local_gguf_reranker_with_rank_pooling(garden: Config) -> None:
     assert first == r.score("where is the gateway", docs)  # deterministic
     assert all(0.0 < s < 1.0 for s in first) and len(set(first)) == 3
     on = RerankConfig(provider="local", model=str(model), timeoutMs=60_000, candidates=10)
-    with MemoryIndex(replace(garden, rerank=on)) as idx:
+    with AgentIndex(replace(garden, rerank=on)) as idx:
         idx.sync()
         res = idx.search(mode="keyword", query="garden gate", explain=True)
         assert res["fallback"] is None

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from indexer.config import Config
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.errors import InvalidParams
 from indexer.search.keyword_hits import bm25_to_score
 from indexer.search.query import parse_query
@@ -39,7 +39,7 @@ def logs(tmp_path: Path) -> Config:
 
 
 def test_exact_id_is_top_with_the_right_lines(logs: Config) -> None:
-    with MemoryIndex(logs) as idx:
+    with AgentIndex(logs) as idx:
         idx.sync()
         res = idx.search("KESTREL-0429")["results"]
         top = res[0]
@@ -54,7 +54,7 @@ def test_exact_id_is_top_with_the_right_lines(logs: Config) -> None:
 
 
 def test_paths_and_config_keys_match_as_written(logs: Config) -> None:
-    with MemoryIndex(logs) as idx:
+    with AgentIndex(logs) as idx:
         idx.sync()
         for query in ("memory.qmd.paths", "~/kestrel/config.yaml"):
             top = idx.search(query)["results"][0]
@@ -63,7 +63,7 @@ def test_paths_and_config_keys_match_as_written(logs: Config) -> None:
 
 
 def test_ordinary_question_is_or_not_and(logs: Config) -> None:
-    with MemoryIndex(logs) as idx:
+    with AgentIndex(logs) as idx:
         idx.sync()
         # "zeppelin" is nowhere: AND matching would return nothing.
         res = idx.search("which host runs the gateway zeppelin?")["results"]
@@ -71,7 +71,7 @@ def test_ordinary_question_is_or_not_and(logs: Config) -> None:
 
 
 def test_stop_word_only_question_still_answers(logs: Config) -> None:
-    with MemoryIndex(logs) as idx:
+    with AgentIndex(logs) as idx:
         idx.sync()
         assert idx.search("what is it about", min_score=0)["results"]
 
@@ -87,21 +87,21 @@ def test_an_id_in_a_question_is_its_anchor(tmp_path: Path) -> None:
           "about? It's about what it's about.\n")  # fmt: skip
     write(ws, "memory/2026-11-03.md", "# 2026-11-03\n\n- Filed OPS-2291: the replica "
           "lags every night.\n")  # fmt: skip
-    with MemoryIndex(Config(workspace=ws, indexPath=tmp_path / "i.sqlite")) as idx:
+    with AgentIndex(Config(workspace=ws, indexPath=tmp_path / "i.sqlite")) as idx:
         idx.sync()
         res = idx.search("What's OPS-2291 about?", min_score=0)["results"]
         assert [r["path"] for r in res] == ["memory/2026-11-03.md"]
 
 
 def test_quoted_phrase_is_required(logs: Config) -> None:
-    with MemoryIndex(logs) as idx:
+    with AgentIndex(logs) as idx:
         idx.sync()
         assert idx.search('"flat white"')["results"][0]["path"] == "MEMORY.md"
         assert idx.search('"white flat"', min_score=0)["results"] == []
 
 
 def test_cjk_is_searchable(logs: Config) -> None:
-    with MemoryIndex(logs) as idx:
+    with AgentIndex(logs) as idx:
         idx.sync()
         for q in ("東京", "年末", "東京の友人"):
             res = idx.search(q)["results"]
@@ -113,7 +113,7 @@ def test_scores_are_in_0_1_and_ordered(logs: Config) -> None:
     assert bm25_to_score(5.0) == 0.0  # positive ranks are not matches
     vals = [bm25_to_score(-x) for x in (0.1, 1, 3, 10, 100)]
     assert vals == sorted(vals) and all(0 < v < 1 for v in vals)
-    with MemoryIndex(logs) as idx:
+    with AgentIndex(logs) as idx:
         idx.sync()
         res = idx.search("garden weather errands routine", min_score=0, max_results=20)["results"]
         assert res
@@ -123,7 +123,7 @@ def test_scores_are_in_0_1_and_ordered(logs: Config) -> None:
 
 
 def test_min_score_never_drops_an_exact_hit(logs: Config) -> None:
-    with MemoryIndex(logs) as idx:
+    with AgentIndex(logs) as idx:
         idx.sync()
         res = idx.search("KESTREL-0429", min_score=0.99)["results"]
         assert [r["path"] for r in res] == ["memory/2026-10-17.md"]
@@ -131,7 +131,7 @@ def test_min_score_never_drops_an_exact_hit(logs: Config) -> None:
 
 def test_overlapping_chunks_merge_into_one_result(logs: Config) -> None:
     """The ID sits where two chunks overlap: one result, covering both chunks."""
-    with MemoryIndex(logs) as idx:
+    with AgentIndex(logs) as idx:
         idx.sync()
         rows = idx.store.db.execute(
             "SELECT start_line, end_line FROM chunks WHERE path='memory/2026-10-17.md' "
@@ -171,7 +171,7 @@ def test_snippet_reads_on_past_the_matched_line() -> None:
 
 
 def test_bad_params_are_clear_errors(logs: Config) -> None:
-    with MemoryIndex(logs) as idx:
+    with AgentIndex(logs) as idx:
         idx.sync()
         for kwargs in (
             {"max_results": "3"},
@@ -308,7 +308,7 @@ def test_snippets_start_and_end_on_text() -> None:
 def test_an_id_that_nothing_holds_finds_nothing(logs: Config) -> None:
     """A query made only of exact tokens that no chunk holds: no results (a word of
     it shared with other text, or a vector neighbour, is noise), and why."""
-    with MemoryIndex(logs) as idx:
+    with AgentIndex(logs) as idx:
         idx.sync()
         res = idx.search("CANARY-9001", min_score=0)
         assert res["results"] == [] and res["abstained"] == "no memory contains canary-9001"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from indexer.config import Config, SessionsConfig
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.sources.sessions import parse_message, redact
 
 
@@ -43,7 +43,7 @@ def append(path: Path, *lines: str) -> None:
             fh.write(ln + "\n")
 
 
-def rows(idx: MemoryIndex, path: str) -> list[tuple[int, int, str]]:
+def rows(idx: AgentIndex, path: str) -> list[tuple[int, int, str]]:
     return [
         (int(a), int(b), str(t))
         for a, b, t in idx.store.db.execute(
@@ -95,7 +95,7 @@ def test_backfill_citations_and_get(sess: tuple[Config, Path]) -> None:
         "",
         msg("user", "thanks"),
     )
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         rep = idx.sync()
         assert rep.sessions["messages"] == 3 and rep.sessions["malformed"] == 1
         res = idx.search("restic password file", sources=["sessions"])["results"]
@@ -116,7 +116,7 @@ def test_growth_partial_lines_and_thresholds(sess: tuple[Config, Path]) -> None:
     cfg, d = sess
     f = d / "s.jsonl"
     append(f, *[msg("user", f"early message {i}") for i in range(5)])
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         # A partial last line waits for its newline.
         with f.open("a") as fh:
@@ -149,7 +149,7 @@ def test_idle_flush(sess: tuple[Config, Path]) -> None:
     append(f, msg("user", "a single quiet message about otters"))
     old = time.time() - 5
     os.utime(f, (old, old))
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         first = idx.sync_sessions(due_only=True)
         assert first.messages == 0 and first.deferred == 1
         time.sleep(0.1)
@@ -162,7 +162,7 @@ def test_a_tail_goes_when_its_file_is_emptied(sess: tuple[Config, Path]) -> None
     cfg, d = sess
     cfg = replace(cfg, sessions=replace(cfg.sessions, idleFlushMs=3_600_000))
     f = d / "s.jsonl"
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         append(f, msg("user", "secret plan zebra"))
         assert idx.sync_sessions(due_only=True).tails == 1
@@ -174,7 +174,7 @@ def test_a_tail_goes_when_its_file_is_emptied(sess: tuple[Config, Path]) -> None
         append(f, msg("user", "secret plan yak"))
         assert idx.sync_sessions(due_only=True).tails == 1
     f.write_bytes(b"")
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync_sessions(due_only=True)
         assert idx.search("yak", min_score=0)["results"] == []
 
@@ -183,7 +183,7 @@ def test_truncation_and_replacement(sess: tuple[Config, Path]) -> None:
     cfg, d = sess
     f = d / "s.jsonl"
     append(f, *[msg("user", f"original content {i} giraffe") for i in range(5)])
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         f.write_text(msg("user", "fresh start penguin") + "\n")  # truncated in place
         rep = idx.sync_sessions(due_only=False)
@@ -196,7 +196,7 @@ def test_rotation_keeps_rows_and_reads_the_unread_tail(sess: tuple[Config, Path]
     cfg, d = sess
     f = d / "main.jsonl"
     append(f, *[msg("user", f"before rotation {i} koala") for i in range(3)])
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         append(f, msg("assistant", "unread tail message about a narwhal"))
         rotated = d / "main.jsonl.reset.2026-11-21T10-00-00"
@@ -221,13 +221,13 @@ def test_kill_between_deltas_converges(sess: tuple[Config, Path], tmp_path: Path
     cfg, d = sess
     f = d / "s.jsonl"
     append(f, *[msg("user", f"message {i} lemur") for i in range(20)])
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         append(f, *[msg("user", f"more {i} lemur") for i in range(20)])
         idx.sync_sessions(due_only=False)
         a = rows(idx, "sessions/s.jsonl")
     clean = replace(cfg, indexPath=tmp_path / "clean.sqlite")
-    with MemoryIndex(clean) as idx:
+    with AgentIndex(clean) as idx:
         idx.sync()
         b = rows(idx, "sessions/s.jsonl")
     covered_a = {n for s, e, _ in a for n in range(s, e + 1)}
@@ -256,7 +256,7 @@ def test_snippet_lines_are_the_transcripts_across_skipped_lines(
         "",  # 8: blank
         msg("assistant", "the platypus hides under the old bridge"),  # 9
     )
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         for query, want in (("creek bend", 6), ("old bridge", 9), ("wombat colony live", 2)):
             (hit,) = idx.search(query, sources=["sessions"], max_results=1, min_score=0)["results"]

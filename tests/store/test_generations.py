@@ -12,7 +12,7 @@ from conftest import write
 from daemon_util import wait_for
 
 from indexer.config import ChunkingConfig, Config
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.store import Store
 from indexer.store.sqlite.generations import cleanup, current_file
 
@@ -35,12 +35,12 @@ def test_rebuild_swaps_generations_and_old_readers_keep_answering(
     cfg: Config, workspace: Path
 ) -> None:
     many(workspace)
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
     before = chunk_count(cfg.indexPath)  # type: ignore[arg-type]
-    old_reader = MemoryIndex(cfg, readonly=True)  # a search in flight during the rebuild
+    old_reader = AgentIndex(cfg, readonly=True)  # a search in flight during the rebuild
     small = replace(cfg, chunking=ChunkingConfig(tokens=100, overlap=10))
-    with MemoryIndex(small) as idx:
+    with AgentIndex(small) as idx:
         rep = idx.sync()
         assert rep.rebuilt == "chunking settings changed"
     path: Path = cfg.indexPath  # type: ignore[assignment]
@@ -50,11 +50,11 @@ def test_rebuild_swaps_generations_and_old_readers_keep_answering(
     assert old_reader.search("otters", min_score=0)["results"]
     assert old_reader.store.file != current_file(path)
     old_reader.close()
-    with MemoryIndex(small, readonly=True) as fresh:
+    with AgentIndex(small, readonly=True) as fresh:
         assert fresh.search("otters", min_score=0)["results"]
         assert fresh.store.integrity() == "ok"
     # A second rebuild moves to a third generation; old ones go after the grace period.
-    with MemoryIndex(small) as idx:
+    with AgentIndex(small) as idx:
         assert idx.sync(force=True).rebuilt == "forced"
     removed = cleanup(path, grace_s=0)
     names = {p.name for p in path.parent.iterdir()}
@@ -67,7 +67,7 @@ def test_rebuild_swaps_generations_and_old_readers_keep_answering(
 
 def test_interrupted_rebuild_keeps_the_current_generation(cfg: Config, workspace: Path) -> None:
     many(workspace)
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
     before = current_file(cfg.indexPath)  # type: ignore[arg-type]
     calls = {"n": 0}
@@ -77,13 +77,13 @@ def test_interrupted_rebuild_keeps_the_current_generation(cfg: Config, workspace
         return calls["n"] > 5
 
     small = replace(cfg, chunking=ChunkingConfig(tokens=100, overlap=10))
-    with MemoryIndex(small) as idx:
+    with AgentIndex(small) as idx:
         rep = idx.sync(should_stop=stop_soon)
         assert rep.stopped and rep.rebuilt is None
     assert current_file(cfg.indexPath) == before  # type: ignore[arg-type]
     leftovers = [p for p in cfg.indexPath.parent.iterdir() if ".g" in p.name]  # type: ignore[union-attr]
     assert leftovers == []
-    with MemoryIndex(cfg, readonly=True) as idx:
+    with AgentIndex(cfg, readonly=True) as idx:
         assert idx.search("otters", min_score=0)["results"]
 
 
@@ -91,16 +91,16 @@ def test_kill9_during_rebuild_leaves_a_working_index(
     cfg: Config, workspace: Path, tmp_path: Path
 ) -> None:
     many(workspace, 300)
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
     before = current_file(cfg.indexPath)  # type: ignore[arg-type]
     script = textwrap.dedent(f"""
         from pathlib import Path
         from indexer.config import Config, ChunkingConfig
-        from indexer.engine import MemoryIndex
+        from indexer.engine import AgentIndex
         cfg = Config(workspace=Path({str(workspace)!r}), indexPath=Path({str(cfg.indexPath)!r}),
                      chunking=ChunkingConfig(tokens=64, overlap=8))
-        with MemoryIndex(cfg) as idx:
+        with AgentIndex(cfg) as idx:
             idx.sync()
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], env=dict(os.environ))
@@ -111,7 +111,7 @@ def test_kill9_during_rebuild_leaves_a_working_index(
         proc.send_signal(signal.SIGKILL)  # also when the wait failed: never leave it running
         proc.wait()
     assert current_file(cfg.indexPath) == before  # type: ignore[arg-type]
-    with MemoryIndex(cfg, readonly=True) as idx:
+    with AgentIndex(cfg, readonly=True) as idx:
         assert idx.search("otters", min_score=0)["results"]
         assert idx.store.integrity() == "ok"
     cleanup(cfg.indexPath, grace_s=0)  # type: ignore[arg-type]
@@ -124,9 +124,9 @@ def test_a_rebuild_leaves_no_wal_files_beside_the_index_link(cfg: Config, worksp
     the link for good (nothing opens them by that name again)."""
     index = cfg.indexPath
     assert index is not None
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
-        with MemoryIndex(cfg, readonly=True) as reader:  # a reader holds them open
+        with AgentIndex(cfg, readonly=True) as reader:  # a reader holds them open
             assert reader.search("rye bread")["results"]
             assert Path(f"{index}-wal").exists() or Path(f"{index}-shm").exists()
             assert idx.sync(force=True).rebuilt == "forced"

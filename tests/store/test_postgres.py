@@ -365,11 +365,11 @@ def test_stored_term_hashes_are_memindex_term_hash(tmp_path: Path, pg_url: str) 
     statement; every stored hash must be what ``memindex_term_hash`` (the query side
     and migration 0003) makes of that term, for written and for renamed rows."""
     from indexer.config import Config, StoreConfig
-    from indexer.engine import MemoryIndex
+    from indexer.engine import AgentIndex
 
     ws = tmp_path / "ws"
     write(ws, "MEMORY.md", "# Memory\n\n- the heron, the OTTER-1 and 東京 ünïcode\n")
-    with MemoryIndex(Config(workspace=ws, agentId="ag/1", store=StoreConfig(url=pg_url))) as idx:
+    with AgentIndex(Config(workspace=ws, agentId="ag/1", store=StoreConfig(url=pg_url))) as idx:
         idx.sync()
         idx.store.rename_path("MEMORY.md", "memory/moved.md", lambda t: t)
     with psycopg.connect(pg_url, autocommit=True) as conn:
@@ -388,7 +388,7 @@ def test_keyword_rows_of_an_older_database_move_to_chunk_terms(
     from test_store_contract import KEYWORD_DOCS, QUERIES
 
     from indexer.config import Config, ExtraPath, StoreConfig
-    from indexer.engine import MemoryIndex
+    from indexer.engine import AgentIndex
     from indexer.search.query import parse_query
     from indexer.store.postgres.schema import PG_MIGRATIONS
 
@@ -398,7 +398,7 @@ def test_keyword_rows_of_an_older_database_move_to_chunk_terms(
 
     def answers(url: str) -> list[list[tuple[str, int, float]]]:
         cfg = Config(workspace=tmp_path / "ws", extraPaths=notes, store=StoreConfig(url=url))
-        with MemoryIndex(cfg, readonly=True) as idx:
+        with AgentIndex(cfg, readonly=True) as idx:
             return [
                 [(r.path, r.start_line, round(r.rank, 9))
                  for r in idx.store.fts_search(parse_query(q).keyword, 20, sources)]
@@ -406,7 +406,7 @@ def test_keyword_rows_of_an_older_database_move_to_chunk_terms(
             ]  # fmt: skip
 
     cfg = Config(workspace=tmp_path / "ws", extraPaths=notes, store=StoreConfig(url=pg_url))
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
     fresh = _term_rows(pg_url)
     assert len(fresh) >= 4
@@ -443,7 +443,7 @@ def test_keyword_rows_of_an_older_database_move_to_chunk_terms(
         want = answers(pg_url)
         assert sum(1 for a in want if a) >= 16
         cfg = replace(cfg, store=StoreConfig(url=old_url))
-        MemoryIndex(cfg).close()  # a writer opening it migrates it
+        AgentIndex(cfg).close()  # a writer opening it migrates it
         assert answers(old_url) == want
         assert _term_rows(old_url) == fresh
         with psycopg.connect(old_url) as conn:

@@ -79,17 +79,17 @@ def test_reads_do_not_wait_for_a_writer(tmp_path: Path) -> None:
     from conftest import write
 
     from indexer.config import Config
-    from indexer.engine import MemoryIndex
+    from indexer.engine import AgentIndex
 
     ws = tmp_path / "ws"
     write(ws, "MEMORY.md", "# m\n- the heron nests by the pond\n")
     cfg = Config(workspace=ws, indexPath=tmp_path / "i.sqlite")
-    with MemoryIndex(cfg) as writer:
+    with AgentIndex(cfg) as writer:
         writer.sync()
         writer.store.db.execute("BEGIN IMMEDIATE")  # the writer is mid-transaction
         writer.store.meta_set("busy", "yes")
         try:
-            with MemoryIndex(cfg, readonly=True) as reader:
+            with AgentIndex(cfg, readonly=True) as reader:
                 t0 = time.monotonic()
                 res = reader.search("heron")["results"]
                 assert res and time.monotonic() - t0 < 1.0  # busy timeout is 10 s

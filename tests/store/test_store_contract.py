@@ -20,7 +20,7 @@ import pytest
 from conftest import write
 
 from indexer.config import Config, StoreConfig
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.errors import IndexBusy, StoreError
 from indexer.search.query import parse_query
 from indexer.sources.text import index_text
@@ -322,7 +322,7 @@ def test_keyword_ranking_is_the_same_on_both_stores(
         from indexer.config import ExtraPath
 
         cfg = replace(cfg, extraPaths=(ExtraPath(path=cfg.workspace / "notes"),))  # type: ignore[operator]
-        with MemoryIndex(cfg) as idx:
+        with AgentIndex(cfg) as idx:
             idx.sync()
             out = []
 
@@ -347,7 +347,7 @@ def test_search_and_get_through_the_engine(
 ) -> None:
     cfg = _config(kind, tmp_path, request)
     write(cfg.workspace, "MEMORY.md", "# Memory\n\n- The heron nests by the pond.\n")  # type: ignore[arg-type]
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         hits = idx.search("where does the heron nest")["results"]
         assert hits and hits[0]["path"] == "MEMORY.md" and hits[0]["startLine"] == 3
@@ -365,11 +365,11 @@ def test_agents_sharing_a_database_never_see_each_other(tmp_path: Path, pg_url: 
         ws = tmp_path / agent
         write(ws, "MEMORY.md", f"# Memory\n\n- My pet {pet} sleeps in the shared garden shed.\n")
         cfg = Config(workspace=ws, agentId=agent, store=StoreConfig(url=pg_url))
-        with MemoryIndex(cfg) as idx:
+        with AgentIndex(cfg) as idx:
             idx.sync()
     for agent in ("alice", "bob"):
         cfg = Config(workspace=tmp_path / agent, agentId=agent, store=StoreConfig(url=pg_url))
-        with MemoryIndex(cfg, readonly=True) as idx:
+        with AgentIndex(cfg, readonly=True) as idx:
             answers[agent] = [r["snippet"] for r in idx.search("pet shared garden shed")["results"]]
     assert len(answers["alice"]) == 1 and "otter" in answers["alice"][0]
     assert len(answers["bob"]) == 1 and "badger" in answers["bob"][0]
@@ -398,7 +398,7 @@ def test_a_writer_keeps_its_lock_through_a_rebuild(kind: str, tmp_path: Path, re
     any process could then write the agent's index)."""
     cfg = _config(kind, tmp_path, request, "solo")
     write(cfg.require_workspace(), "MEMORY.md", "# Memory\n- the heron\n")
-    with MemoryIndex(cfg) as idx:
+    with AgentIndex(cfg) as idx:
         idx.sync()
         assert idx.sync(force=True).rebuilt == "forced"
         with pytest.raises(IndexBusy):

@@ -13,7 +13,7 @@ import pytest
 from conftest import write
 
 from indexer.config import Config, LocalProviderConfig, ProviderConfig
-from indexer.engine import MemoryIndex
+from indexer.engine import AgentIndex
 from indexer.selection import select_provider
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,11 +58,11 @@ def two_files(tmp_path: Path) -> Config:
 
 
 @contextlib.contextmanager
-def _index(cfg: Config) -> Iterator[MemoryIndex]:
+def _index(cfg: Config) -> Iterator[AgentIndex]:
     """The index with the provider the config names (none: keyword only)."""
     sel = select_provider(cfg)
     try:
-        with MemoryIndex(cfg, provider=sel.provider) as idx:
+        with AgentIndex(cfg, provider=sel.provider) as idx:
             yield idx
     finally:
         if sel.provider is not None:
@@ -104,7 +104,7 @@ def test_keyword_scores_are_positive_at_every_size(tmp_path: Path, files: int) -
     write(ws, "MEMORY.md", MEMORY)
     for n in range(1, files):
         write(ws, f"memory/2026-11-{n:02d}.md", f"# day {n}\n\n- The gateway host was fine.\n")
-    with MemoryIndex(Config(workspace=ws, indexPath=tmp_path / "i.sqlite")) as idx:
+    with AgentIndex(Config(workspace=ws, indexPath=tmp_path / "i.sqlite")) as idx:
         idx.sync()
         res = idx.search("staging database port", min_score=0.0)["results"]
         assert res and res[0]["path"] == "MEMORY.md"
@@ -114,7 +114,7 @@ def test_keyword_scores_are_positive_at_every_size(tmp_path: Path, files: int) -
 
 
 def test_below_the_floor_only_for_its_words_and_shown_at_the_floor(two_files: Config) -> None:
-    with MemoryIndex(two_files) as idx:
+    with AgentIndex(two_files) as idx:
         idx.sync()
         # Every word present, but weak: kept, and its score is the floor, not less.
         res = idx.search("the garden", min_score=0.99)["results"]
