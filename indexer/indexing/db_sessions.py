@@ -38,27 +38,52 @@ what was indexed from it stays.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
 
 from indexer.config import Config
 from indexer.errors import FileUnreadable, FileVanished, RowRejected, TranscriptDbError
-from indexer.indexing.transcripts import SessionReport, transcript_failed, transcript_rows
-from indexer.sources.archives import cold_events
+from indexer.indexing.transcripts import (
+    SessionReport,
+    SyncRun,
+    transcript_failed,
+    transcript_rows,
+)
+from indexer.sources.archives import archive_session_id, cold_events
 from indexer.sources.openclaw_db import db_path, is_db_path, parse_db_path, render_events
 from indexer.sources.redaction import redact
 from indexer.sources.sessions import SESSIONS_SOURCE
 from indexer.sources.tokenizer import TokenCounter
 from indexer.store import STORE_ERRORS, FileState, IndexStore, SessionCursor
-from indexer.store.openclaw_db import MAX_EVENT_BYTES, AgentDb, DbSession, check_database_file
+from indexer.store.openclaw_db import (
+    MAX_EVENT_BYTES,
+    AgentDb,
+    DbSession,
+    check_database_file,
+    session_facts,
+)
 
-__all__ = ["is_db_path", "sync_db_sessions"]
+__all__ = ["AgentDatabase", "db_facts", "is_db_path", "session_id_of", "sync_db_sessions"]
 
 log = logging.getLogger(__name__)
 
 _BATCH = 256  # events per read and per transaction, at most
 _STEP_BYTES = 1024 * 1024  # and about this much of them
+
+
+class AgentDatabase:
+    """OpenClaw's agent database as a ``TranscriptSource``: its transcripts are
+    ``sessions/<agent>/<id>.jsonl``."""
+
+    name = "database"
+
+    def owns(self, path: str) -> bool:
+        return is_db_path(path)
+
+    def sync(self, run: SyncRun, should_stop: Callable[[], bool] | None) -> None:
+        sync_db_sessions(run.store, run.cfg, run.report, run.count, should_stop, run.skips)
 
 
 def sync_db_sessions(
@@ -289,3 +314,29 @@ def _write(
     if rows:
         report.indexed += 1
     return malformed
+
+
+_FORGOTTEN_KEY = "openclaw.forgotten"  # the tombstones last read, kept in the index
+
+
+def db_facts(
+    store: IndexStore, cfg: Config, report: SessionReport
+) -> tuple[set[str], dict[str, tuple[str, str]]]:
+    """From OpenClaw's agent database: the forgotten session ids and the registered
+    archives (name -> session id, key). A forgotten session stays forgotten while the
+    database cannot be read: the ids last read are kept in the index's meta."""
+    kept = set(json.loads(store.meta_get(_FORGOTTEN_KEY) or "[]"))
+    try:
+        forgotten, registered = session_facts(cfg.transcript_db(), cfg.agent_name)
+    except TranscriptDbError as exc:
+        report.errors.append({"path": str(cfg.transcript_db()), "reason": exc.message})
+        return kept, {}
+    if not forgotten <= kept:
+        with store.transaction():
+            store.meta_set(_FORGOTTEN_KEY, json.dumps(sorted(forgotten | kept)))
+    return forgotten | kept, registered
+
+
+def session_id_of(name: str, registered: dict[str, tuple[str, str]]) -> str:
+    got = registered.get(name)
+    return got[0] if got else archive_session_id(name)

@@ -29,7 +29,6 @@ one writer turns to memory files and to shutdown in between.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import time
@@ -44,15 +43,22 @@ from indexer.errors import (
     TranscriptDbError,
 )
 from indexer.indexing.archive_sync import index_archive
-from indexer.indexing.db_sessions import is_db_path, sync_db_sessions
+from indexer.indexing.db_sessions import AgentDatabase, db_facts, session_id_of
 from indexer.indexing.session_tail import (
     STEP_BYTES,
     messages_of,
     same_file,
     tail_or_skip,
 )
-from indexer.indexing.transcripts import SessionReport, transcript_failed, transcript_rows
-from indexer.sources.archives import archive_session_id, is_archive_name
+from indexer.indexing.transcripts import (
+    Quiet,
+    SessionReport,
+    SyncRun,
+    TranscriptSource,
+    transcript_failed,
+    transcript_rows,
+)
+from indexer.sources.archives import is_archive_name
 from indexer.sources.sessions import (
     SESSIONS_SOURCE,
     TranscriptFile,
@@ -62,47 +68,18 @@ from indexer.sources.sessions import (
 from indexer.sources.text import index_text
 from indexer.sources.tokenizer import TokenCounter, get_counter
 from indexer.store import STORE_ERRORS, FileState, IndexStore, SessionCursor
-from indexer.store.openclaw_db import session_facts
 
-__all__ = ["Quiet", "SessionReport", "pending_delta", "sync_sessions", "transcript_rows"]
+__all__ = [
+    "SOURCES",
+    "Quiet",
+    "SessionReport",
+    "TranscriptFiles",
+    "pending_delta",
+    "sync_sessions",
+    "transcript_rows",
+]
 
 log = logging.getLogger(__name__)
-
-
-class Quiet:
-    """When the daemon last saw each transcript's size change (monotonic time): a
-    delta is quiet once the daemon has seen no change for ``idleFlushMs``."""
-
-    def __init__(self) -> None:
-        self._seen: dict[str, tuple[int, int, float]] = {}  # path -> (inode, size, since)
-        self._tailed: dict[str, tuple[int, int]] = {}  # path -> (inode, size) of its tail
-
-    def quiet_for(self, f: TranscriptFile, now: float) -> float:
-        """Seconds this file has been unchanged as far as the daemon knows (a file
-        seen for the first time, or at a new size, starts the count)."""
-        prev = self._seen.get(f.display)
-        if prev is not None and prev[:2] == (f.ino, f.size):
-            return now - prev[2]
-        self._seen[f.display] = (f.ino, f.size, now)
-        return 0.0
-
-    def new_tail(self, f: TranscriptFile, nbytes: int) -> bool:
-        """Whether the file has a tail to index (``nbytes`` past its cursor), or had
-        one indexed and changed since (emptied: the old tail must go)."""
-        if not nbytes and f.display not in self._tailed:
-            return False
-        return self._tailed.get(f.display) != (f.ino, f.size)
-
-    def tail_done(self, f: TranscriptFile, nbytes: int) -> None:
-        if nbytes:
-            self._tailed[f.display] = (f.ino, f.size)
-        else:
-            self._tailed.pop(f.display, None)
-
-    def forget(self, keep: set[str]) -> None:
-        for seen in (self._seen, self._tailed):
-            for path in [p for p in seen if p not in keep]:
-                del seen[path]
 
 
 def pending_delta(f: TranscriptFile, cur: SessionCursor | None) -> tuple[int, int]:
@@ -137,100 +114,132 @@ def sync_sessions(
     quiet: Quiet | None = None,
     budget_s: float | None = None,
 ) -> SessionReport:
-    """Index what is new in every transcript. With ``due_only`` (the watcher), a delta
-    is indexed only once it passes ``deltaBytes``/``deltaMessages`` or has been quiet
-    for ``idleFlushMs`` (``quiet``: what the daemon saw; without it, every delta
-    seen is new); ``memindex index`` and ``reindex`` index all. ``should_stop`` is
-    asked between slices of at most ``STEP_BYTES``; past ``budget_s`` seconds the
-    call returns with ``more`` set."""
+    """Index what is new in every transcript of every source (``SOURCES``). With
+    ``due_only`` (the watcher), a delta is indexed only once it passes
+    ``deltaBytes``/``deltaMessages`` or has been quiet for ``idleFlushMs``
+    (``quiet``: what the daemon saw; without it, every delta seen is new);
+    ``memindex index`` and ``reindex`` index all. ``should_stop`` is asked between
+    slices of at most ``STEP_BYTES``; past ``budget_s`` seconds the call returns with
+    ``more`` set. Each source has its share of the time (OpenClaw's database at most
+    half, the files the rest), so neither waits behind the other's backlog; a
+    source's error (its database unreadable) is raised after the others ran."""
     report = SessionReport()
     start = time.monotonic()
-    deadline = None if budget_s is None else start + budget_s
-    quiet = quiet if quiet is not None else Quiet()
-    count = counter or get_counter()
-    # OpenClaw's database first, with at most half the time: neither source waits
-    # behind the other's backlog (each says ``more`` when it has work left)
-    odd: list[tuple[str, str]] = []
-    db_error: TranscriptDbError | None = None
-    if should_stop is None or not should_stop():
-        half = None if budget_s is None else start + budget_s / 2
-        stop = should_stop if half is None else _until(half, should_stop, report)
-        try:
-            sync_db_sessions(store, cfg, report, count, stop, odd)
-        except TranscriptDbError as exc:  # the files go on; the error is the sync's
-            db_error = exc
-    directory = cfg.sessions_dir()
-    files = list_transcripts(
-        directory,
-        cfg.sessions.includeRotated,
-        on_skip=lambda p, why: odd.append((p, why)),
-        links=cfg.limits.allowHardLinks,
+    run = SyncRun(
+        store,
+        cfg,
+        report,
+        counter or get_counter(),
+        quiet if quiet is not None else Quiet(),
+        due_only,
+        [],
     )
-    forgotten, registered = _db_facts(store, cfg, report)
-    report.forgotten |= forgotten
-    if forgotten:  # `openclaw memory forget`: as if the file were gone (its rows go)
-        files = [f for f in files if _session_id(f.name, registered) not in forgotten]
-    report.files = len(files)
-    store.sync_skips(SESSIONS_SOURCE, odd)  # what cannot be indexed: status shows it
-    for path, why in odd:
-        report.errors.append({"path": path, "reason": why})
-    now = time.monotonic()
-    quiet.forget({f.display for f in files})
-    with store.transaction():
-        _follow_renames(store, files, report)
-    present = {f.display for f in files}
-    cursors = store.session_cursors()  # read once: deleting gone paths leaves the rest as is
-    indexed = set(store.file_states(SESSIONS_SOURCE))
-    known_paths = indexed | set(cursors)
-    tails = indexed - set(cursors)  # rows and no cursor: a tail (from before a restart too)
-    gone = [p for p in known_paths if p not in present and not is_db_path(p)]
-    report.cleared.extend(gone)
-    if gone:
-        with store.transaction():
-            for p in gone:
-                store.delete_session(p)
-                report.removed += 1
-    for f in files:
+    error: TranscriptDbError | None = None
+    for n, source in enumerate(SOURCES, 1):
         if should_stop is not None and should_stop():
-            break
-        if deadline is not None and time.monotonic() >= deadline:
-            report.more = True
-            break
-        cur = cursors.get(f.display)
-        if due_only and not is_archive_name(f.name):  # an archive is complete: due
-            try:
-                nbytes, nlines = pending_delta(f, cur)
-            except (OSError, MemindexError):
-                continue  # gone or replaced since the listing: the next sync sees it
-            if not _due(cfg, nbytes, nlines, quiet.quiet_for(f, now)):
-                if nbytes:
-                    report.deferred += 1
-                emptied = not nbytes and cur is None and f.display in tails
-                tail = quiet.new_tail(f, nbytes) or emptied
-                if tail and tail_or_skip(store, cfg, f, cur, report, count):
-                    quiet.tail_done(f, nbytes)  # a failed one is tried again next pass
-                continue
+            return report  # skips are kept as they were: not every source looked
+        stop = should_stop
+        if budget_s is not None:
+            stop = _until(start + budget_s * n / len(SOURCES), should_stop, report)
         try:
-            stop = should_stop
-            if deadline is not None:
-                stop = _until(deadline, should_stop, report)
-            _index_file(store, cfg, f, cur, report, count, stop)
-            report.cleared.append(f.display)
-        except FileVanished:
-            continue  # vanished mid-sync: the next sync drops its rows
-        except FileUnreadable as exc:  # replaced by a symlink, FIFO or device meanwhile
-            report.errors.append({"path": f.display, "reason": exc.reason})
-        except OSError as exc:
-            report.errors.append({"path": f.display, "reason": str(exc.strerror or exc)})
-        except RowRejected as exc:  # a value the store cannot hold: the others go on
-            transcript_failed(f.display, exc, report)
-        except STORE_ERRORS:
-            raise  # the index itself is in trouble: the sync fails
-        except Exception as exc:  # this transcript's trouble only: the others go on
-            transcript_failed(f.display, exc, report)
-    if db_error is not None:
-        raise db_error
+            source.sync(run, stop)
+        except TranscriptDbError as exc:  # the other sources go on; the error is the sync's
+            error = error or exc
+    store.sync_skips(SESSIONS_SOURCE, run.skips)  # what cannot be indexed: status shows it
+    if error is not None:
+        raise error
     return report
+
+
+class TranscriptFiles:
+    """The sessions folder as a ``TranscriptSource``: JSONL transcripts, rotated
+    ones and the archives OpenClaw leaves of deleted sessions, shown as
+    ``sessions/<file name>``."""
+
+    name = "files"
+
+    def owns(self, path: str) -> bool:
+        prefix = SESSIONS_SOURCE + "/"
+        return path.startswith(prefix) and "/" not in path[len(prefix) :]
+
+    def sync(self, run: SyncRun, should_stop: Callable[[], bool] | None) -> None:
+        store, cfg, report, count = run.store, run.cfg, run.report, run.count
+        odd = run.skips
+        files = list_transcripts(
+            cfg.sessions_dir(),
+            cfg.sessions.includeRotated,
+            on_skip=lambda p, why: odd.append((p, why)),
+            links=cfg.limits.allowHardLinks,
+        )
+        forgotten, registered = db_facts(store, cfg, report)
+        report.forgotten |= forgotten
+        if forgotten:  # `openclaw memory forget`: as if the file were gone (its rows go)
+            files = [f for f in files if session_id_of(f.name, registered) not in forgotten]
+        report.files = len(files)
+        for path, why in odd:
+            report.errors.append({"path": path, "reason": why})
+        now = time.monotonic()
+        run.quiet.forget({f.display for f in files})
+        with store.transaction():
+            _follow_renames(store, files, report)
+        present = {f.display for f in files}
+        cursors = store.session_cursors()  # read once: deleting gone paths leaves the rest
+        indexed = set(store.file_states(SESSIONS_SOURCE))
+        known_paths = indexed | set(cursors)
+        tails = indexed - set(cursors)  # rows and no cursor: a tail (from before a restart too)
+        gone = [p for p in known_paths if p not in present and self.owns(p)]
+        report.cleared.extend(gone)
+        if gone:
+            with store.transaction():
+                for p in gone:
+                    store.delete_session(p)
+                    report.removed += 1
+        for f in files:
+            if should_stop is not None and should_stop():
+                break
+            cur = cursors.get(f.display)
+            if run.due_only and not is_archive_name(f.name):  # an archive is complete: due
+                try:
+                    nbytes, nlines = pending_delta(f, cur)
+                except (OSError, MemindexError):
+                    continue  # gone or replaced since the listing: the next sync sees it
+                if not _due(cfg, nbytes, nlines, run.quiet.quiet_for(f, now)):
+                    if nbytes:
+                        report.deferred += 1
+                    emptied = not nbytes and cur is None and f.display in tails
+                    tail = run.quiet.new_tail(f, nbytes) or emptied
+                    if tail and tail_or_skip(store, cfg, f, cur, report, count):
+                        run.quiet.tail_done(f, nbytes)  # a failed one is tried again next pass
+                    continue
+            _index_one(store, cfg, f, cur, report, count, should_stop)
+
+
+def _index_one(
+    store: IndexStore,
+    cfg: Config,
+    f: TranscriptFile,
+    cur: SessionCursor | None,
+    report: SessionReport,
+    count: TokenCounter,
+    should_stop: Callable[[], bool] | None,
+) -> None:
+    """One transcript file's delta; its trouble is its own (named in the report),
+    the index's is the sync's."""
+    try:
+        _index_file(store, cfg, f, cur, report, count, should_stop)
+        report.cleared.append(f.display)
+    except FileVanished:
+        pass  # vanished mid-sync: the next sync drops its rows
+    except FileUnreadable as exc:  # replaced by a symlink, FIFO or device meanwhile
+        report.errors.append({"path": f.display, "reason": exc.reason})
+    except OSError as exc:
+        report.errors.append({"path": f.display, "reason": str(exc.strerror or exc)})
+    except RowRejected as exc:  # a value the store cannot hold: the others go on
+        transcript_failed(f.display, exc, report)
+    except STORE_ERRORS:
+        raise  # the index itself is in trouble: the sync fails
+    except Exception as exc:  # this transcript's trouble only: the others go on
+        transcript_failed(f.display, exc, report)
 
 
 def _until(
@@ -264,32 +273,6 @@ def _follow_renames(store: IndexStore, files: list[TranscriptFile], report: Sess
         report.rotated += 1
         log.info("transcript %s rotated to %s", c.path, f.display)
         cursors = store.session_cursors()
-
-
-_FORGOTTEN_KEY = "openclaw.forgotten"  # the tombstones last read, kept in the index
-
-
-def _db_facts(
-    store: IndexStore, cfg: Config, report: SessionReport
-) -> tuple[set[str], dict[str, tuple[str, str]]]:
-    """From OpenClaw's agent database: the forgotten session ids and the registered
-    archives (name -> session id, key). A forgotten session stays forgotten while the
-    database cannot be read: the ids last read are kept in the index's meta."""
-    kept = set(json.loads(store.meta_get(_FORGOTTEN_KEY) or "[]"))
-    try:
-        forgotten, registered = session_facts(cfg.transcript_db(), cfg.agent_name)
-    except TranscriptDbError as exc:
-        report.errors.append({"path": str(cfg.transcript_db()), "reason": exc.message})
-        return kept, {}
-    if not forgotten <= kept:
-        with store.transaction():
-            store.meta_set(_FORGOTTEN_KEY, json.dumps(sorted(forgotten | kept)))
-    return forgotten | kept, registered
-
-
-def _session_id(name: str, registered: dict[str, tuple[str, str]]) -> str:
-    got = registered.get(name)
-    return got[0] if got else archive_session_id(name)
 
 
 def _index_file(
@@ -354,3 +337,7 @@ def _index_file(
         wrote = True
     if wrote:
         report.indexed += 1
+
+
+# OpenClaw's agent database first (at most half the time), then the files.
+SOURCES: tuple[TranscriptSource, ...] = (AgentDatabase(), TranscriptFiles())

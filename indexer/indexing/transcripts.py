@@ -1,23 +1,35 @@
-"""What the two transcript sources share: the report of a session sync and the
-chunks of rendered messages (``Messages``, ``transcript_rows``), each line mapped
-back to the transcript line it came from (a JSONL line; an event's ``seq + 1``) and
-dated by its newest message's time."""
+"""What the transcript sources share: the protocol each implements
+(``TranscriptSource``: OpenClaw's agent database, ``db_sessions.AgentDatabase``; the
+sessions folder's JSONL files and archives, ``session_sync.TranscriptFiles``), what
+one sync hands them (``SyncRun``), its report, and the chunks of rendered messages
+(``Messages``, ``transcript_rows``), each line mapped back to the transcript line it
+came from (a JSONL line; an event's ``seq + 1``) and dated by its newest message's
+time."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from indexer.config import Config
 from indexer.errors import RowRejected, TranscriptDbError
 from indexer.sources.chunking import chunk_markdown
 from indexer.sources.messages import Messages
+from indexer.sources.sessions import TranscriptFile
 from indexer.sources.text import index_text
 from indexer.sources.tokenizer import TokenCounter
-from indexer.store import ChunkRow
+from indexer.store import ChunkRow, IndexStore
 
-__all__ = ["SessionReport", "transcript_failed", "transcript_rows"]
+__all__ = [
+    "Quiet",
+    "SessionReport",
+    "SyncRun",
+    "TranscriptSource",
+    "transcript_failed",
+    "transcript_rows",
+]
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +62,68 @@ class SessionReport:
         del out["cleared"]
         out["forgotten"] = len(self.forgotten)
         return out
+
+
+class Quiet:
+    """When the daemon last saw each transcript's size change (monotonic time): a
+    delta is quiet once the daemon has seen no change for ``idleFlushMs``."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[int, int, float]] = {}  # path -> (inode, size, since)
+        self._tailed: dict[str, tuple[int, int]] = {}  # path -> (inode, size) of its tail
+
+    def quiet_for(self, f: TranscriptFile, now: float) -> float:
+        """Seconds this file has been unchanged as far as the daemon knows (a file
+        seen for the first time, or at a new size, starts the count)."""
+        prev = self._seen.get(f.display)
+        if prev is not None and prev[:2] == (f.ino, f.size):
+            return now - prev[2]
+        self._seen[f.display] = (f.ino, f.size, now)
+        return 0.0
+
+    def new_tail(self, f: TranscriptFile, nbytes: int) -> bool:
+        """Whether the file has a tail to index (``nbytes`` past its cursor), or had
+        one indexed and changed since (emptied: the old tail must go)."""
+        if not nbytes and f.display not in self._tailed:
+            return False
+        return self._tailed.get(f.display) != (f.ino, f.size)
+
+    def tail_done(self, f: TranscriptFile, nbytes: int) -> None:
+        if nbytes:
+            self._tailed[f.display] = (f.ino, f.size)
+        else:
+            self._tailed.pop(f.display, None)
+
+    def forget(self, keep: set[str]) -> None:
+        for seen in (self._seen, self._tailed):
+            for path in [p for p in seen if p not in keep]:
+                del seen[path]
+
+
+@dataclass
+class SyncRun:
+    """One transcript sync, as every source sees it."""
+
+    store: IndexStore
+    cfg: Config
+    report: SessionReport
+    count: TokenCounter
+    quiet: Quiet
+    due_only: bool  # the watcher's pass: a delta waits until large or quiet enough
+    skips: list[tuple[str, str]]  # (index path, reason): what a source passed over
+
+
+class TranscriptSource(Protocol):
+    """Where transcripts come from. ``owns``: whether an index path is one of this
+    source's (a source removes only its own rows, so a new source's are never taken
+    for another's gone files); ``sync``: bring the index in step with the source
+    (``should_stop`` asked between units of work; past it, ``report.more``)."""
+
+    name: str
+
+    def owns(self, path: str) -> bool: ...
+
+    def sync(self, run: SyncRun, should_stop: Callable[[], bool] | None) -> None: ...
 
 
 def transcript_failed(path: str, exc: Exception, report: SessionReport) -> None:
