@@ -22,8 +22,9 @@ def db_path(agent: str, session_id: str) -> str:
 
 
 def is_db_path(path: str) -> bool:
-    """A transcript of the database (``sessions/<agent>/<id>.jsonl``), not a file."""
-    return path.startswith(SESSIONS_SOURCE + "/") and "/" in path[len(SESSIONS_SOURCE) + 1 :]
+    """A transcript of the database (``sessions/<agent>/<id>.jsonl``), not a file
+    (``sessions/<name>``) nor another source's."""
+    return path.startswith(SESSIONS_SOURCE + "/") and path.count("/") == 2
 
 
 def parse_db_path(path: str, agent: str) -> str | None:

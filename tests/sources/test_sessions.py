@@ -10,7 +10,11 @@ import pytest
 
 from indexer.config import Config, SessionsConfig
 from indexer.engine import AgentIndex
-from indexer.sources.sessions import parse_message, redact
+from indexer.indexing import session_sync
+from indexer.indexing.transcripts import SyncRun, transcript_rows
+from indexer.sources.messages import Messages
+from indexer.sources.sessions import SESSIONS_SOURCE, parse_message, redact
+from indexer.store import FileState
 
 
 def msg(role: str, text: str, nested: bool = False) -> str:
@@ -269,3 +273,52 @@ def test_snippet_lines_are_the_transcripts_across_skipped_lines(
             shown = [ln.split(": ", 1)[1] for ln in hit["snippet"].split("\n")]
             for text in shown:  # every message the snippet shows is in the range read
                 assert text in got["text"], (text, got["text"])
+
+
+class _Notes:
+    """A third transcript source for the test: one transcript of its own, named in a
+    shape neither the files nor the agent database use."""
+
+    name = "notes"
+    path = "sessions/notes/desk/2026-11-27.jsonl"
+
+    def owns(self, path: str) -> bool:
+        return path.startswith("sessions/notes/desk/")
+
+    def sync(self, run: SyncRun, should_stop: object) -> None:
+        if run.store.file_states(SESSIONS_SOURCE).get(self.path) is not None:
+            return
+        msgs = Messages()
+        msgs.add(parse_message(msg("user", "the heron nests by the KESTREL-77 gate").encode()), 1)
+        with run.store.transaction():
+            run.store.append_chunks(
+                self.path,
+                SESSIONS_SOURCE,
+                FileState("notes:1", 0, 1),
+                1,
+                transcript_rows(msgs, run.cfg, run.count),
+            )
+
+
+def test_a_source_removes_only_its_own_transcripts(
+    sess: tuple[Config, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each transcript source owns the paths it names: the files' sync drops a file
+    that is gone, and leaves another source's transcripts (no file of that name
+    exists) alone, as does the agent database's."""
+    cfg, d = sess
+    append(d / "a.jsonl", msg("user", "the osprey left the lake"))
+    sources = session_sync.SOURCES
+    monkeypatch.setattr(session_sync, "SOURCES", (*sources, _Notes()))
+    with AgentIndex(cfg) as idx:
+        idx.sync()
+        assert {h["path"] for h in idx.search("KESTREL-77")["results"]} == {_Notes.path}
+        (d / "a.jsonl").unlink()
+        idx.sync()
+        assert idx.search("osprey")["results"] == []
+        assert {h["path"] for h in idx.search("KESTREL-77")["results"]} == {_Notes.path}
+    assert [s.name for s in sources] == ["database", "files"]
+    db, files = sources
+    assert db.owns("sessions/main/s1.jsonl") and not files.owns("sessions/main/s1.jsonl")
+    assert files.owns("sessions/a.jsonl") and not db.owns("sessions/a.jsonl")
+    assert not any(s.owns(_Notes.path) for s in sources)
