@@ -3,9 +3,11 @@ Each asks the daemon when one serves the index, else does the work itself."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from indexer.errors import InvalidParams
 from indexer.surfaces.cli_parts import Call, ProgressBar
-from indexer.surfaces.client import call
+from indexer.surfaces.client import Client
 from indexer.surfaces.reading import daemon_socket, read_call
 
 __all__ = ["run_get", "run_index", "run_search"]
@@ -15,7 +17,9 @@ def run_index(c: Call) -> int:
     cfg, args, out, err = c.config(), c.args, c.out, c.err
     sock = daemon_socket(cfg)
     if sock is not None:  # the daemon is the one writer: let it do the work
-        report = call(sock, "reindex", {"agent": cfg.agent_name, "force": args.force}, timeout=3600)
+        report: dict[str, Any] = dict(
+            Client(sock, cfg.agent_name).reindex(force=args.force, timeout=3600)
+        )
         index_path = report.pop("indexPath", str(cfg.resolved_index_path()))
         state = report.pop("providerState", None)
     else:
@@ -30,7 +34,8 @@ def run_index(c: Call) -> int:
         bar = ProgressBar(err, "indexing")
         with AgentIndex(cfg, provider=sel.provider) as idx:
             try:
-                report = idx.sync(force=args.force, progress=WorkProgress(bar.show)).to_json()
+                done = idx.sync(force=args.force, progress=WorkProgress(bar.show))
+                report = dict(done.to_json())
             finally:
                 bar.close()
             index_path = idx.writer.backend.where

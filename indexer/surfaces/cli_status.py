@@ -11,7 +11,7 @@ from indexer.api import StatusResponse
 from indexer.config import Config
 from indexer.errors import ConfigError, MemindexError
 from indexer.surfaces.cli_parts import Call, describe_progress
-from indexer.surfaces.client import call
+from indexer.surfaces.client import Client
 from indexer.surfaces.reading import read_call
 
 __all__ = ["run_doctor", "run_status"]
@@ -119,16 +119,17 @@ def _status_despite(exc: ConfigError, c: Call) -> int:
     args, out, err = c.args, c.out, c.err
     sock = Config().socket_path()
     try:
-        pong = call(sock, "ping", timeout=2.0)
+        pong = Client(sock).ping(timeout=2.0)
         agent = args.agent or next(iter(pong.get("agents") or {}), None)
-        st = call(sock, "status", {"agent": agent} if agent else {}, timeout=10.0)
+        st = Client(sock, agent).status(timeout=10.0)
     except MemindexError:
         raise exc from None
     err.write(
         f"memindex: warning: the config does not load: {exc.message}\n"
         f"  the daemon on {sock} goes on with the config it had (status below)\n"
     )
-    st.setdefault("daemon", {})["configError"] = exc.message
+    if "daemon" in st:  # a daemon's status always has it
+        st["daemon"]["configError"] = exc.message
     if args.json:
         return c.json(st)
     return _print_status(st, out)
@@ -139,7 +140,7 @@ def _other_daemon(cfg: Config) -> str:
     the one that does serves other agents (named, with their index)."""
     sock = cfg.socket_path()
     try:
-        pong = call(sock, "ping", timeout=2.0)
+        pong = Client(sock).ping(timeout=2.0)
     except MemindexError:
         return "not running (read the index file directly)"
     served = ", ".join(f"{a} ({where})" for a, where in (pong.get("agents") or {}).items())

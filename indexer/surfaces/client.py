@@ -15,11 +15,30 @@ import struct
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from indexer.errors import ConfigError, DaemonUnavailable, ForeignSocket, RemoteError
 
-__all__ = ["DaemonUnavailable", "ForeignSocket", "RemoteError", "call", "peer_uid", "serves"]
+if TYPE_CHECKING:  # a client answered by the daemon loads no more than it needs
+    from indexer.api import (
+        CuratedResponse,
+        GetResponse,
+        PingResponse,
+        QmdResult,
+        ReindexResponse,
+        SearchResponse,
+        StatusResponse,
+    )
+
+__all__ = [
+    "Client",
+    "DaemonUnavailable",
+    "ForeignSocket",
+    "RemoteError",
+    "call",
+    "peer_uid",
+    "serves",
+]
 
 _ids = itertools.count(1)
 MAX_REPLY_BYTES = 256 * 1024 * 1024  # a reply longer than this is not read to its end
@@ -98,6 +117,56 @@ def call(
     return reply.get("result")
 
 
+class Client:
+    """A daemon's socket with one typed method per entry of ``api.METHODS`` a client
+    sends (the daemon checks the parameters; the answers are its response types).
+    ``agent``: the agent every call names (None: the daemon's first)."""
+
+    def __init__(self, path: Path, agent: str | None = None, *, timeout: float = 30.0) -> None:
+        self.path = path
+        self.agent = agent
+        self.timeout = timeout
+
+    def _call(self, method: str, params: Mapping[str, object], timeout: float | None) -> Any:
+        if self.agent is not None:
+            params = {"agent": self.agent, **params}
+        return call(self.path, method, params, timeout=self.timeout if timeout is None else timeout)
+
+    def ping(self, *, timeout: float | None = None) -> PingResponse:
+        return cast("PingResponse", call(self.path, "ping", timeout=timeout or self.timeout))
+
+    def status(self, *, timeout: float | None = None) -> StatusResponse:
+        return cast("StatusResponse", self._call("status", {}, timeout))
+
+    def search(
+        self, query: str, *, timeout: float | None = None, **params: object
+    ) -> SearchResponse:
+        """``params``: the request's other fields as the protocol names them
+        (``maxResults``, ``minScore``, …)."""
+        return cast(
+            "SearchResponse", self._call("memory_search", {"query": query, **params}, timeout)
+        )
+
+    def get(self, path: str, *, timeout: float | None = None, **params: object) -> GetResponse:
+        return cast("GetResponse", self._call("memory_get", {"path": path, **params}, timeout))
+
+    def curated(
+        self, kind: str, *, timeout: float | None = None, **params: object
+    ) -> CuratedResponse:
+        """``kind``: ``triggers`` or ``projects``; ``params``: ``activeProjectKeys``,
+        ``limit``."""
+        found = self._call("memory_curated", {"kind": kind, **params}, timeout)
+        return cast("CuratedResponse", found)
+
+    def reindex(self, *, force: bool = False, timeout: float | None = None) -> ReindexResponse:
+        return cast("ReindexResponse", self._call("reindex", {"force": force}, timeout))
+
+    def qmd_search(
+        self, params: Mapping[str, object], *, timeout: float | None = None
+    ) -> list[QmdResult]:
+        return cast("list[QmdResult]", self._call("qmd_search", params, timeout))
+
+
 def serves(path: Path, agent: str, location: str, workspace: Path | None = None) -> bool:
     """True if a daemon answers on ``path`` and serves ``agent`` from ``location``
     (``Config.index_location``: the index file, or the database and agent).
@@ -107,7 +176,7 @@ def serves(path: Path, agent: str, location: str, workspace: Path | None = None)
     if not path.exists():
         return False
     try:
-        pong = call(path, "ping", timeout=2.0)
+        pong = Client(path).ping(timeout=2.0)
     except (DaemonUnavailable, RemoteError):
         return False
     agents = pong.get("agents") if isinstance(pong, dict) else None

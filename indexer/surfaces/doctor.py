@@ -10,7 +10,7 @@ from pathlib import Path
 
 from indexer.config import Config, default_config_path
 from indexer.errors import DaemonUnavailable, MemindexError
-from indexer.surfaces.client import call
+from indexer.surfaces.client import Client
 
 __all__ = ["TODO", "checks"]
 
@@ -110,7 +110,7 @@ def checks(cfg: Config) -> list[tuple[str, bool, str]]:
         if not path.exists():
             return f"not running (no socket at {path})"
         try:
-            pong = call(path, "ping", timeout=2.0)
+            pong = Client(path).ping(timeout=2.0)
         except DaemonUnavailable as exc:
             raise RuntimeError(
                 f"a socket is at {path} but no daemon answers ({exc.message}): it crashed or "
@@ -120,7 +120,7 @@ def checks(cfg: Config) -> list[tuple[str, bool, str]]:
         agents = list(pong.get("agents", {}))
         problems = []
         for name in agents:  # a daemon that answers but does not index is a failure
-            st = call(path, "status", {"agent": name}, timeout=10.0)
+            st = Client(path, name).status(timeout=10.0)
             if st.get("stuck") or st.get("lastError"):
                 problems.append(f"agent {name}: {st.get('lastError')}")
         if problems:

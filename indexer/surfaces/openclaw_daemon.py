@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 from typing import TextIO, TypedDict
 
-from indexer.api import StatusResponse
+from indexer.api import PingResponse
 from indexer.config import Settings
 from indexer.errors import DaemonUnavailable, MemindexError
-from indexer.surfaces.client import call
+from indexer.surfaces.client import Client
 from indexer.surfaces.openclaw_records import DaemonStart
 
 __all__ = ["SearchCheck", "SetupError", "check_search", "settings_of", "start_daemon",
@@ -57,7 +57,7 @@ def start_daemon(cfg_path: Path, service: bool, err: TextIO) -> DaemonStart:
     settings = settings_of(cfg_path)
     sock = settings.agents[0].socket_path()
     try:
-        pong = call(sock, "ping", timeout=2.0)
+        pong = Client(sock).ping(timeout=2.0)
     except DaemonUnavailable:
         pong = None
     if pong is not None:
@@ -92,7 +92,7 @@ def start_daemon(cfg_path: Path, service: bool, err: TextIO) -> DaemonStart:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
-            call(sock, "ping", timeout=2.0)
+            Client(sock).ping(timeout=2.0)
             return DaemonStart(socket=str(sock), started=True, **how)
         except DaemonUnavailable:
             if proc is not None and proc.poll() is not None:
@@ -107,7 +107,7 @@ def start_daemon(cfg_path: Path, service: bool, err: TextIO) -> DaemonStart:
     raise SetupError(f"the memindex daemon did not answer on {sock} within 60 s ({how})")
 
 
-def _same_daemon(sock: Path, settings: Settings, pong: dict[str, object]) -> None:
+def _same_daemon(sock: Path, settings: Settings, pong: PingResponse) -> None:
     """SetupError unless the daemon on ``sock`` serves these agents' workspaces."""
     served = pong.get("agents")
     names = list(served) if isinstance(served, dict) else []
@@ -118,7 +118,7 @@ def _same_daemon(sock: Path, settings: Settings, pong: dict[str, object]) -> Non
                 f"OpenClaw's agent {agent.agent_name}: stop it, or give this openclaw.json "
                 "another socket (plugins.entries.memindex.config.socket)"
             )
-        st = call(sock, "status", {"agent": agent.agent_name}, timeout=10.0)
+        st = Client(sock, agent.agent_name).status(timeout=10.0)
         want = str(agent.require_workspace().resolve())
         if st.get("workspace") not in (None, want):
             raise SetupError(
@@ -136,13 +136,11 @@ def check_search(cfg_path: Path) -> SearchCheck:
     agent = settings.agents[0].agent_name
     deadline = time.monotonic() + 120
     while True:
-        st: StatusResponse = call(sock, "status", {"agent": agent}, timeout=10.0)
+        st = Client(sock, agent).status(timeout=10.0)
         if st["lastSync"] is not None or time.monotonic() > deadline:
             break
         time.sleep(0.3)
-    res = call(
-        sock, "memory_search", {"query": "memory", "minScore": 0, "agent": agent}, timeout=30
-    )
+    res = Client(sock, agent).search("memory", minScore=0, timeout=30)
     top = res["results"][0]["citation"] if res["results"] else None
     return SearchCheck(
         agent=agent,
@@ -156,7 +154,7 @@ def check_search(cfg_path: Path) -> SearchCheck:
 
 def stop_daemon(sock: Path) -> int | None:
     try:
-        pid = int(call(sock, "status", timeout=5.0)["daemon"]["pid"])
+        pid = int(Client(sock).status(timeout=5.0)["daemon"]["pid"])
     except (MemindexError, KeyError, TypeError, ValueError):
         return None
     os.kill(pid, signal.SIGTERM)

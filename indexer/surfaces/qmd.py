@@ -43,7 +43,7 @@ from indexer.sources.chunking import split_lines
 from indexer.sources.discovery import glob_match, roots_for
 from indexer.store import IndexStore, private_dir
 from indexer.store.sqlite.qmd_catalogue import Catalogue
-from indexer.surfaces.client import DaemonUnavailable, RemoteError, call
+from indexer.surfaces.client import Client, DaemonUnavailable, RemoteError
 from indexer.surfaces.qmd_common import MODES, cache_dir, config_dir, emit, qmd_socket
 
 __all__ = ["main"]
@@ -221,7 +221,7 @@ def _stop_daemon() -> None:
     if not sock.exists():
         return
     try:
-        pid = int(call(sock, "status", timeout=2.0)["daemon"]["pid"])
+        pid = int(Client(sock).status(timeout=2.0)["daemon"]["pid"])
         os.kill(pid, signal.SIGTERM)
     except (DaemonUnavailable, RemoteError, OSError, KeyError, TypeError, ValueError):
         pass

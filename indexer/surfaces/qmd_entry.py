@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 from indexer.errors import DaemonUnavailable, ForeignSocket, RemoteError
-from indexer.surfaces.client import call
+from indexer.surfaces.client import Client
 from indexer.surfaces.qmd_common import MODES, cache_dir, config_dir, emit, qmd_socket
 
 __all__ = ["main"]
@@ -55,7 +55,7 @@ def _fast_search(argv: list[str]) -> int | None:
         return None
     params, as_json = parsed
     try:
-        result = call(path, "qmd_search", params, timeout=3.0)
+        result = Client(path).qmd_search(params, timeout=3.0)
     except RemoteError as exc:
         if "Collection not found" in exc.message:
             sys.stderr.write(f"Error: {exc.message}\n")

@@ -15,6 +15,9 @@ import pytest
 from conftest import write
 from daemon_util import DaemonProc, child_env, daemon_config, rpc, rpc_raw, run_cli, wait_for
 
+from indexer.api import METHODS
+from indexer.surfaces.client import Client
+
 
 def make_config(tmp_path: Path, ws: Path, sessions: Path, extra: str = "") -> Path:
     return daemon_config(
@@ -53,6 +56,23 @@ def test_search_get_status_and_socket_mode(daemon: DaemonProc) -> None:
     st = rpc(daemon.sock, "status")
     assert st["sources"]["memory"]["files"] == 3 and st["daemon"]["watcher"]["backend"]
     assert rpc(daemon.sock, "ping")["ok"] is True
+
+
+def test_the_typed_client_speaks_every_method_a_client_sends(daemon: DaemonProc) -> None:
+    """``Client`` has a method for each entry of the table a client sends (the
+    qmd daemon's own aside), and each answers through a real daemon."""
+    sent = {"ping", "status", "memory_search", "memory_get", "memory_curated", "reindex"}
+    names = {"memory_search": "search", "memory_get": "get", "memory_curated": "curated"}
+    assert set(METHODS) - {"qmd_search"} == sent
+    assert all(callable(getattr(Client, names.get(m, m))) for m in sent | {"qmd_search"})
+    client = Client(daemon.sock, "main")
+    assert client.ping()["agents"]
+    assert client.search("rye bread")["results"][0]["path"] == "MEMORY.md"
+    assert client.search("rye bread", maxResults=1, mode="keyword")["mode"] == "keyword"
+    assert client.get("MEMORY.md", **{"from": 4, "lines": 1})["text"] == "- Dana likes rye bread."
+    assert client.status()["sources"]["memory"]["files"] == 3
+    assert isinstance(client.curated("triggers")["results"], list)
+    assert client.reindex()["agent"] == "main"
 
 
 def test_new_fact_becomes_searchable(daemon: DaemonProc, workspace: Path) -> None:
