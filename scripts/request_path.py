@@ -14,6 +14,8 @@ control going back.
 
     .venv/bin/python scripts/request_path.py            # keyword search
     .venv/bin/python scripts/request_path.py --hybrid   # with the local test model
+    .venv/bin/python scripts/request_path.py --live     # the daemon's path: its snapshot
+    .venv/bin/python scripts/request_path.py --change   # a file change, synced
 
 Prints each module's entries and the total re-entries.
 """
@@ -78,11 +80,18 @@ def count(steps: list[Step]) -> tuple[Counter[str], int]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--hybrid", action="store_true", help="embed with the local test model")
+    ap.add_argument(
+        "--live", action="store_true", help="search the in-memory snapshot, as the daemon does"
+    )
+    ap.add_argument(
+        "--change", action="store_true", help="follow a changed file's sync, not a search"
+    )
     ap.add_argument("--steps", action="store_true", help="print every step")
     a = ap.parse_args()
 
     from indexer.config_file import parse_config
     from indexer.engine import AgentIndex
+    from indexer.search.live import LiveIndex
     from indexer.selection import select_provider
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -110,10 +119,18 @@ def main() -> int:
         provider = None
         if a.hybrid:
             provider = select_provider(cfg).provider
-        with AgentIndex(cfg, provider=provider) as idx:
+        live = LiveIndex() if a.live else None
+        with AgentIndex(cfg, provider=provider, live=live) as idx:
             idx.sync()
+            if live is not None:
+                assert live.wait_ready(idx.store), "the snapshot did not load"
             idx.search("heron lake")  # warm: first-use imports and caches
-            steps = trace(lambda: idx.search("who fixed the deploy pipeline"))
+            if a.change:
+                log = ws / "memory" / "2026-11-03.md"
+                log.write_text(log.read_text() + "The heron came back.\n", encoding="utf-8")
+                steps = trace(idx.sync_memory)
+            else:
+                steps = trace(lambda: idx.search("who fixed the deploy pipeline"))
     if a.steps:
         for step in steps:
             print(step)

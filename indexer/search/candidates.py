@@ -1,5 +1,5 @@
-"""What flows through a search: immutable ``Candidate`` records, and the chunk rows one
-search reads (``ChunkRows``).
+"""What flows through a search: immutable ``Candidate`` records, the chunk rows one
+search reads (``ChunkRows``), and what the stages noted for the answer (``Notes``).
 
 A candidate is a chunk id with its scores. Every stage (keyword retrieval, fusion
 with vector neighbours, the floor, decay, source balance, MMR) takes a sequence of
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from indexer.store import SearchRow
 from indexer.store.base import FilesAndChunks
 
-__all__ = ["Candidate", "ChunkRows"]
+__all__ = ["Candidate", "ChunkRows", "Notes"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # compared by identity (it is cheap)
@@ -88,3 +88,14 @@ class ChunkRows:
         ids differ between builds)."""
         row = self._rows.get(cid)
         return ("", 0) if row is None else (row.path, row.start_line)
+
+
+@dataclass
+class Notes:
+    """What a run's stages noted for its answer."""
+
+    fallback: str | None = None  # the rerank stage's fallback
+    rerank: dict[str, object] | None = None  # explain: the rerank stage's figures
+    explain: dict[str, object] | None = None  # explain: the settings that ranked it
+    relevance: float | None = None  # abstain / explain: the query's relevance signal
+    abstained: str | None = None  # abstain: why nothing is returned

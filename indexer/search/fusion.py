@@ -11,7 +11,7 @@ from indexer.search.keyword_hits import boosted_bm25, classify
 from indexer.search.query import ParsedQuery
 from providers.calibration import Scale, calibrate
 
-__all__ = ["fuse", "vector_weight"]
+__all__ = ["fuse", "fuse_for_query", "vector_weight"]
 
 WEIGHT_HITS = 3  # the best keyword hits vector_weight reads
 
@@ -31,7 +31,7 @@ def vector_weight(
     if not keyword or not n or weak <= base:
         return base, None
     head = sorted(keyword, key=lambda h: -h.text_score)[:WEIGHT_HITS]
-    rows.need(h.id for h in head)
+    rows.need([h.id for h in head])
     held = max((classify(r, q)[2] for h in head if (r := rows.get(h.id)) is not None), default=0)
     share = min(1.0, held / n)
     return base + (weak - base) * (1.0 - share), share
@@ -126,7 +126,7 @@ def fuse(
         )
         (out if shown >= min_score else weak).append(fused)
     # Below the floor: kept only if it holds an exact token/phrase or every word.
-    rows.need(h.id for h in weak if not h.classified)
+    rows.need([h.id for h in weak if not h.classified])
     for hit in weak:
         if not hit.classified:
             row = rows.get(hit.id)
@@ -139,6 +139,45 @@ def fuse(
     pos = {cid: n for n, cid in enumerate(by_id)}
     out.sort(key=lambda h: (-h.score, pos[h.id]))
     return _ties_by_place(out, rows)
+
+
+def fuse_for_query(
+    q: ParsedQuery,
+    keyword: Sequence[Candidate],
+    vector: Sequence[tuple[int, float]],
+    vector_sources: Mapping[int, str],
+    rows: ChunkRows,
+    *,
+    min_score: float,
+    fusion: str,
+    base: float,
+    weak: float,
+    rrf_k: int,
+    scale: Scale | None,
+    vector_only: bool,
+) -> tuple[list[Candidate], float, float | None]:
+    """``fuse`` with this query's weight (``vector_weight`` for weighted fusion, 1.0
+    for a vector-only search): (the fused hits, the vector weight, the share of the
+    query's words the best keyword hits hold, or None)."""
+    weight, share = 1.0, None
+    if not vector_only:
+        weight = base
+        if fusion == "weighted":
+            weight, share = vector_weight(q, keyword, rows, base, weak)
+    hits = fuse(
+        q,
+        keyword,
+        sorted(vector, key=lambda x: -x[1]),
+        vector_sources,
+        rows,
+        min_score=min_score,
+        fusion="weighted" if vector_only else fusion,
+        vector_weight=weight,
+        text_weight=1.0 - weight,
+        rrf_k=rrf_k,
+        scale=scale,
+    )
+    return hits, weight, share
 
 
 def _ties_by_place(hits: list[Candidate], rows: ChunkRows) -> list[Candidate]:

@@ -82,7 +82,7 @@ def keyword_search(
     literal = bool(q.needles)
     scored = [(cid, rank, source, bm25_to_score(rank)) for cid, rank, source in found]
     # Rows are read now only for the candidates whose text is looked at below.
-    rows.need(cid for cid, _, _, ts in scored if literal or ts < min_score)
+    rows.need([cid for cid, _, _, ts in scored if literal or ts < min_score])
     for cid, rank, source, ts in scored:
         if not literal and ts >= min_score:
             # No literal to find and above the floor: the text scan can wait (it

@@ -30,6 +30,7 @@ from indexer.search.snippets import has_word_with_prefix
 from indexer.search.when import TimeQuery, day_of
 from indexer.sources.curated import INVALID_PROJECT, meta_of, project_keys
 from indexer.store import SearchRow
+from indexer.store.records import log_date
 
 __all__ = [
     "apply_decay",
@@ -38,34 +39,21 @@ __all__ = [
     "hit_day",
     "line_speakers",
     "mmr",
-    "path_date",
     "relevance",
 ]
 
-_DATED = re.compile(r"(?:^|/)memory/(?:.*/)?(\d{4})-(\d{2})-(\d{2})[^/]*\.md$")
 _WORDS = re.compile(r"[a-z0-9_]+")
 
 
-def path_date(path: str) -> date | None:
-    """The date of a dated daily log (memory/2026-11-21.md), else None."""
-    m = _DATED.search(path)
-    if not m:
-        return None
-    try:
-        return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
-    except ValueError:
-        return None
-
-
 def _log_dates(hits: Sequence[Candidate], rows: ChunkRows, *, exact_too: bool) -> list[date | None]:
-    """Each hit's daily-log date (``path_date``): None for transcripts, undated files
+    """Each hit's daily-log date (``log_date``): None for transcripts, undated files
     and, unless ``exact_too``, exact hits. The rows needed are read in one batch."""
     dated = [h.source == "memory" and (exact_too or not h.exact) for h in hits]
-    rows.need(h.id for h, d in zip(hits, dated, strict=True) if d)
+    rows.need([h.id for h, d in zip(hits, dated, strict=True) if d])
     out: list[date | None] = []
     for h, d in zip(hits, dated, strict=True):
         row = rows.get(h.id) if d else None
-        out.append(None if row is None else path_date(row.path))
+        out.append(None if row is None else log_date(row.path))
     return out
 
 
@@ -91,7 +79,7 @@ def hit_day(row: SearchRow, tz: tzinfo) -> date | None:
     chunk's by its newest message (in ``tz``); None for the rest."""
     if row.at is not None:
         return day_of(row.at, tz)
-    return path_date(row.path) if row.source == "memory" else None
+    return log_date(row.path) if row.source == "memory" else None
 
 
 def boost_window(
@@ -105,7 +93,7 @@ def boost_window(
     boost`` times higher ("recently": less the older, ``Window.weight``), re-sorted.
     The result's shown ``score`` stays the chunk's own relevance (0..1): the boost
     changes the order, not how well it matched."""
-    rows.need(h.id for h in hits)
+    rows.need([h.id for h in hits])
     out: list[Candidate] = []
     for h in hits:
         row = rows.get(h.id)
@@ -140,7 +128,7 @@ def curated_signals(
     an entry whose project annotation is malformed is dropped. The shown ``score``
     stays the chunk's own relevance."""
     annotated = [h.source == "memory" for h in hits]
-    rows.need(h.id for h, a in zip(hits, annotated, strict=True) if a)
+    rows.need([h.id for h, a in zip(hits, annotated, strict=True) if a])
     out: list[Candidate] = []
     changed = False
     for h, a in zip(hits, annotated, strict=True):
@@ -198,7 +186,7 @@ def mmr(
     hi = max(h.score for h in pool)
     lo = min(h.score for h in pool)
     span = (hi - lo) or 1.0
-    rows.need(h.id for h in pool)
+    rows.need([h.id for h in pool])
     words = {id(h): set(_WORDS.findall(_text(rows, h.id).lower())) for h in pool}
     chosen: list[Candidate] = []
     while pool and len(chosen) + len(pinned) < limit:
@@ -262,7 +250,7 @@ def relevance(
     times ``OTHER_SPEAKER`` when the query names a speaker of these lines and the
     line is someone else's. Names are query words that are also speakers here."""
     head = list(hits[:top])
-    rows.need(h.id for h in head)
+    rows.need([h.id for h in head])
     lines = [ls for h in head if (row := rows.get(h.id)) for ls in line_speakers(row.text)]
     if not lines:
         return 0.0

@@ -137,7 +137,7 @@ def rerank(
         return RerankOutcome(list(hits), f"reranker unavailable ({why}): fused order", info)
     info["model"] = reranker.model
     head = list(hits[: cfg.candidates])
-    rows.need(h.id for h in head)
+    rows.need([h.id for h in head])
     head = [h for h in head if rows.get(h.id) is not None]
     if not head:
         return RerankOutcome(list(hits), None, info)

@@ -5,23 +5,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from indexer.api import SearchResponse, SearchResult
-from indexer.search.candidates import Candidate, ChunkRows
+from indexer.search.candidates import Candidate, ChunkRows, Notes
 from indexer.search.keyword_hits import EXACT_BOOST
 from indexer.search.query import ParsedQuery
-from indexer.search.ranking import path_date
 from indexer.search.snippets import make_snippet
 from indexer.search.supersede import supersede
 from indexer.sources.curated import meta_of, strip_annotations
 from indexer.store import SearchRow
+from indexer.store.records import log_date
 
 if TYPE_CHECKING:
     from providers.base import EmbeddingProvider
 
-__all__ = ["Notes", "envelope", "explain_parts", "render_results", "to_result"]
+__all__ = ["envelope", "explain_parts", "render_results", "to_result"]
 
 
 def _citation(path: str, start: int, end: int) -> str:
@@ -160,7 +159,7 @@ def render_results(
     for n, h in enumerate(hits):
         if not rows.has(h.id):
             # twice what is shown: merged and vanished hits rarely need a second read
-            rows.need(x.id for x in hits[n : n + 2 * limit])
+            rows.need([x.id for x in hits[n : n + 2 * limit]])
         row = rows.get(h.id)
         if row is None:
             continue
@@ -193,7 +192,7 @@ def render_results(
             other.append((r, row))
         if len(out) >= limit:
             break
-    dates = [path_date(r["path"]) if r["source"] == "memory" else None for r in out]
+    dates = [log_date(r["path"]) if r["source"] == "memory" else None for r in out]
     return supersede(out, best, dates, explain=explain)
 
 
@@ -217,17 +216,6 @@ def _same_memory(
         if len(line & runs[orow.id]) >= need:
             return o
     return None
-
-
-@dataclass
-class Notes:
-    """What a run's stages noted for its answer."""
-
-    fallback: str | None = None  # the rerank stage's fallback
-    rerank: dict[str, object] | None = None  # explain: the rerank stage's figures
-    explain: dict[str, object] | None = None  # explain: the settings that ranked it
-    relevance: float | None = None  # abstain / explain: the query's relevance signal
-    abstained: str | None = None  # abstain: why nothing is returned
 
 
 def envelope(

@@ -20,12 +20,12 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from indexer.api import MAX_RESULTS, SearchRequest, SearchResponse, SearchResult
-from indexer.search.candidates import Candidate, ChunkRows
-from indexer.search.fusion import fuse, vector_weight
+from indexer.search.candidates import Candidate, ChunkRows, Notes
+from indexer.search.facts import IndexFacts
+from indexer.search.fusion import fuse_for_query
 from indexer.search.keyword_hits import EXACT_BOOST, keyword_search
 from indexer.search.names import ABSENT_NAME_RELEVANCE, all_names_absent
 from indexer.search.query import parse_query
@@ -37,13 +37,12 @@ from indexer.search.ranking import (
     mmr,
     relevance,
 )
-from indexer.search.results import Notes, envelope, render_results
+from indexer.search.results import envelope, render_results
 from indexer.search.time_scope import TimeScope, with_window
-from indexer.search.when import TIME_FILLER, TimeQuery, read_time, today_of
+from indexer.search.when import TIME_FILLER, asked
 from indexer.selection import provider_spec
 from indexer.sources.redaction import redact
 from indexer.store.records import KeywordQuery
-from providers.calibration import Scale
 from providers.errors import ProviderError, ProviderTimeout
 
 if TYPE_CHECKING:  # numpy and the providers' base load when first used
@@ -51,11 +50,11 @@ if TYPE_CHECKING:  # numpy and the providers' base load when first used
     import numpy.typing as npt
 
     from indexer.config import Config
-    from indexer.search.live import LiveIndex, Snapshot, Versions
+    from indexer.search.live import LiveIndex
     from indexer.store import IndexStore
     from providers.base import EmbeddingProvider
 
-__all__ = ["IndexFacts", "SearchRun", "search", "skipped"]
+__all__ = ["SearchRun", "search", "skipped"]
 
 # Words and a time of at most this many days ("what did I buy last Friday"): what
 # is dated then follows what holds the words, scoring WINDOW_SCORE (the time
@@ -75,21 +74,6 @@ def _pool() -> ThreadPoolExecutor:
         if _POOL is None:
             _POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="memindex-search")
         return _POOL
-
-
-@dataclass(frozen=True)
-class IndexFacts:
-    """What the pooled searcher knows of the index for this request: the versions it
-    read, the daemon's snapshot at least that new, whether vectors of the provider's
-    model are built, whether both sources are searched and present, and (for a
-    keyword-only answer) why there are no vectors."""
-
-    versions: Versions
-    snapshot: Snapshot | None
-    vectors: bool
-    both_sources: bool
-    no_vectors: str
-    scale: Scale | None = None  # the model's similarity scale (providers.calibration)
 
 
 def search(
@@ -126,8 +110,9 @@ class SearchRun:
         self.cfg, self.store, self.provider, self.live = cfg, store, provider, live
         self.req = req
         self.facts = facts
-        self.today, self.tz = today_of(req.as_of, req.time_zone or cfg.query.timeZone)
-        self.when = read_time(req.query, self.today) if cfg.query.dateBoost > 0 else TimeQuery()
+        self.today, self.tz, self.when = asked(
+            req.query, req.as_of, req.time_zone or cfg.query.timeZone, read=cfg.query.dateBoost > 0
+        )
         self.text = self.when.rest if self.when.windows else req.query  # what is searched
         self.q = parse_query(self.text)
         self.limit = min(req.max_results or cfg.query.maxResults, MAX_RESULTS)
@@ -287,25 +272,19 @@ class SearchRun:
             fresh = [cid for cid, _ in near if cid not in known]
             rows.need(fresh)
             sources = {cid: row.source for cid in fresh if (row := rows.get(cid)) is not None}
-        if vector_only:
-            self.weight = 1.0
-        elif h.fusion == "weighted":  # self.weight: the configured share, until here
-            self.weight, self.share = vector_weight(
-                self.q, kw, rows, self.weight, h.vectorWeightWeak
-            )
-        wv = self.weight
-        fused = fuse(
+        fused, self.weight, self.share = fuse_for_query(
             self.q,
             kw,
-            sorted(near, key=lambda x: -x[1]),
+            near,
             sources,
             rows,
             min_score=self.floor,
-            fusion="weighted" if vector_only else h.fusion,
-            vector_weight=wv,
-            text_weight=1.0 - wv,
+            fusion=h.fusion,
+            base=self.weight,  # the configured share, until here
+            weak=h.vectorWeightWeak,
             rrf_k=h.rrfK,
             scale=self.facts.scale,
+            vector_only=vector_only,
         )
         return self._envelope(self._finish(fused), "vector" if vector_only else "hybrid", None)
 

@@ -28,6 +28,7 @@ from indexer.errors import IndexMismatch
 from indexer.search import run
 from indexer.search.curated_entries import curated_entries
 from indexer.search.documents import get_lines
+from indexer.search.facts import IndexFacts
 from indexer.search.gating import skip_reason
 from indexer.selection import NO_PROVIDER, provider_state, ready_state
 from indexer.store import IndexStore
@@ -87,7 +88,7 @@ class Searcher:
         versions = self.store.change_versions()
         snap = None if self.live is None else self.live.get(self.store, versions)
         self.check_workspace(versions)
-        facts = run.IndexFacts(
+        facts = IndexFacts(
             versions,
             snap,
             vectors=req.mode != "keyword" and self.vector_ready(versions),

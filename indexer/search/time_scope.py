@@ -10,8 +10,9 @@ from datetime import date, tzinfo
 from typing import TYPE_CHECKING
 
 from indexer.search.candidates import Candidate, ChunkRows
-from indexer.search.ranking import hit_day, path_date
+from indexer.search.ranking import hit_day
 from indexer.search.when import TimeQuery, Window, midnight
+from indexer.store.records import log_date
 
 if TYPE_CHECKING:
     from indexer.store import IndexStore
@@ -42,7 +43,7 @@ class TimeScope:
         """Whether anything indexed is dated inside ``w``: a daily log of one of its
         days, a transcript chunk timed in it."""
         memory = self.wanted is None or "memory" in self.wanted
-        if memory and any(_in(w, path_date(p)) for p in self.memory_paths()):
+        if memory and any(_in(w, log_date(p)) for p in self.memory_paths()):
             return True
         if self.wanted is not None and "sessions" not in self.wanted:
             return False
@@ -57,13 +58,13 @@ class TimeScope:
         wanted = self.wanted
         paths: list[str] = []
         if wanted is None or "memory" in wanted:
-            paths = [p for p in self.memory_paths() if self.when.holds(path_date(p))]
+            paths = [p for p in self.memory_paths() if self.when.holds(log_date(p))]
         first = min(w.first for w in windows)
         last = max(w.last for w in windows)
         end = midnight(last, self.tz) + 86400 + 7200  # a day of 25 hours, and then some
         timed_limit = 0 if wanted is not None and "sessions" not in wanted else limit
         found = self.store.window_ids(paths, midnight(first, self.tz), end, timed_limit)
-        rows.need(cid for cid, _ in found)
+        rows.need([cid for cid, _ in found])
         dated: list[tuple[tuple[int, int, float, int], Candidate]] = []
         for n, (cid, at) in enumerate(found):
             row = rows.get(cid)

@@ -376,6 +376,6 @@ def stored_neighbours(
     hits = store.knn(query.astype("<f4").tobytes(), fetch)
     if sources:
         rows = rows if rows is not None else ChunkRows(store)
-        rows.need(i for i, _ in hits)
+        rows.need([i for i, _ in hits])
         hits = [(i, d) for i, d in hits if (r := rows.get(i)) is not None and r.source in sources]
     return [(i, 1.0 - d) for i, d in hits[:k]]

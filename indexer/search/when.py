@@ -24,7 +24,16 @@ from datetime import UTC, date, datetime, tzinfo
 from indexer.config_sections import time_zone
 from indexer.search.when_rules import FUTURE, RECENT_DAYS, TABLE
 
-__all__ = ["TIME_FILLER", "TimeQuery", "Window", "day_of", "midnight", "read_time", "today_of"]
+__all__ = [
+    "TIME_FILLER",
+    "TimeQuery",
+    "Window",
+    "asked",
+    "day_of",
+    "midnight",
+    "read_time",
+    "today_of",
+]
 
 # Words of a question about a time that name no topic ("what happened last week",
 # "what did I work on yesterday"): with only these and stop words left, the query
@@ -171,3 +180,12 @@ def _without(text: str, read: tuple[tuple[int, int, Window], ...]) -> str:
     for start, end, _ in read:
         marks[start:end] = b"\x01" * (end - start)
     return " ".join("".join(" " if marks[i] else c for i, c in enumerate(text)).split())
+
+
+def asked(
+    text: str, as_of: datetime | None, zone: str | None, *, read: bool
+) -> tuple[date, tzinfo, TimeQuery]:
+    """A question's day and zone (``today_of``) and, when ``read``, the windows it
+    names (``read_time``; else none)."""
+    today, tz = today_of(as_of, zone)
+    return today, tz, read_time(text, today) if read else TimeQuery()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import TYPE_CHECKING, Any
 
 import apsw
@@ -181,6 +183,21 @@ class SessionCursor:
     head: str
     head_len: int
     malformed: int
+
+
+_DATED = re.compile(r"(?:^|/)memory/(?:.*/)?(\d{4})-(\d{2})-(\d{2})[^/]*\.md$")
+
+
+def log_date(path: str) -> date | None:
+    """The date of a dated daily log (``memory/2026-11-21.md``) from its path, else
+    None."""
+    m = _DATED.search(path)
+    if not m:
+        return None
+    try:
+        return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True, slots=True)

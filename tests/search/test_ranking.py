@@ -10,8 +10,9 @@ from conftest import write
 from indexer.config import Config, QueryConfig, SessionsConfig
 from indexer.engine import AgentIndex
 from indexer.search.candidates import Candidate, ChunkRows
-from indexer.search.ranking import apply_decay, balance_sources, mmr, path_date
+from indexer.search.ranking import apply_decay, balance_sources, mmr
 from indexer.store import SearchRow
+from indexer.store.records import log_date
 
 _ROWS: dict[int, SearchRow] = {}
 
@@ -33,11 +34,11 @@ def path_of(h: Candidate) -> str:
     return _ROWS[h.id].path
 
 
-def test_path_date() -> None:
-    assert path_date("memory/2026-11-21.md") == date(2026, 11, 21)
-    assert path_date("memory/logs/2026-01-02-standup.md") == date(2026, 1, 2)
-    assert path_date("MEMORY.md") is None and path_date("memory/notes.md") is None
-    assert path_date("memory/2026-13-45.md") is None
+def test_log_date() -> None:
+    assert log_date("memory/2026-11-21.md") == date(2026, 11, 21)
+    assert log_date("memory/logs/2026-01-02-standup.md") == date(2026, 1, 2)
+    assert log_date("MEMORY.md") is None and log_date("memory/notes.md") is None
+    assert log_date("memory/2026-13-45.md") is None
 
 
 def test_decay_only_for_dated_logs_and_never_exact_hits() -> None:
