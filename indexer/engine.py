@@ -107,8 +107,8 @@ class AgentIndex:
     get, status). With ``readers=0`` a search runs on the writer's own connection
     (``searcher``), following it to a rebuilt store; with ``readers=N`` each runs on
     a pooled read-only connection (N kept open between requests, bounded on a
-    database), which the request threads of a daemon share while its writer thread
-    writes.
+    database) with an in-memory snapshot the writer keeps caught up, which the
+    request threads of a daemon share while its writer thread writes.
 
     ``selection``: the provider chosen by ``provider(cfg, shared)``; this index then
     owns it (logged, released to ``shared`` or closed by ``close``). Or ``provider``:
@@ -131,6 +131,10 @@ class AgentIndex:
         """``note``: what the agent's writer lock says of this process (a daemon's
         socket)."""
         self.cfg = cfg
+        if readers and live is None:  # pooled readers share one in-memory snapshot
+            from indexer.search.live import LiveIndex
+
+            live = LiveIndex()
         self.live = live
         self._shared = shared
         self._owned = selection is not None and selection.provider is not None

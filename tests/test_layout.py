@@ -292,3 +292,46 @@ def test_the_surfaces_put_no_index_together_themselves() -> None:
                 if name in banned_calls:
                     found.append(f"{rel}:{node.lineno} calls {name}")
     assert found == []
+
+
+# The two MemoryServices: what answers the table's methods (the daemon's, and the
+# direct path's for the CLI, MCP and memindex-qmd).
+SERVICES = {"indexer/surfaces/daemon_service.py", "indexer/surfaces/reading.py"}
+# Write-path parts a surface may name: the progress a bar shows, and the one-off
+# transfer of an index to another store (``memindex migrate``).
+WRITE_PARTS = {"indexer.indexing.progress", "indexer.indexing.transfer"}
+
+
+def _runtime_imports(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, module) of every import not under ``if TYPE_CHECKING:``."""
+    typing_only: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+            typing_only |= {id(n) for n in ast.walk(node)}
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.append((node.lineno, node.module))
+        elif isinstance(node, ast.Import):
+            found.extend((node.lineno, a.name) for a in node.names)
+    return found
+
+
+def test_no_surface_calls_below_the_method_table() -> None:
+    """A surface answers reads through ``api.dispatch`` on a service (or a daemon's
+    ``Client``) and writes through ``engine``: only the two services import the read
+    path (``indexer.search``), and no surface imports the write path
+    (``indexer.indexing``) beyond its progress record and the migrate tool."""
+    found = []
+    for path in sorted((REPO / "indexer" / "surfaces").rglob("*.py")):
+        rel = str(path.relative_to(REPO))
+        if "openclaw_plugin" in path.parts:
+            continue
+        for line, module in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+            if module.startswith("indexer.search") and rel not in SERVICES:
+                found.append(f"{rel}:{line} imports {module}")
+            if module.startswith("indexer.indexing") and module not in WRITE_PARTS:
+                found.append(f"{rel}:{line} imports {module}")
+    assert found == []

@@ -250,9 +250,11 @@ class PingResponse(TypedDict, total=False):
 
 
 class ReindexResponse(TypedDict, total=False):
-    """The sync report (``SyncReport.to_json``), the agent and its provider's state."""
+    """The sync report (``SyncReport.to_json``), the agent, where its index is and its
+    provider's state."""
 
     agent: str
+    indexPath: str  # a file, or the database's redacted URL
     added: int
     updated: int
     unchanged: int

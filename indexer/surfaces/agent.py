@@ -6,7 +6,6 @@ from __future__ import annotations
 from indexer.config import Config
 from indexer.engine import AgentIndex, provider
 from indexer.indexing.progress import WorkProgress
-from indexer.search.live import LiveIndex
 from indexer.selection import SharedProviders
 from indexer.surfaces.health import HealthReport, TaskHealth
 from indexer.surfaces.schedule import Schedule
@@ -30,7 +29,6 @@ class AgentRuntime(AgentIndex):
             cfg,
             selection=provider(cfg, providers),
             shared=providers,
-            live=LiveIndex(),  # shared by the readers, caught up by the writer
             readers=_IDLE_READERS,
             note=note,
         )

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from indexer import api
 from indexer.errors import InvalidParams
 from indexer.surfaces.cli_parts import Call, ProgressBar
 from indexer.surfaces.client import Client
-from indexer.surfaces.reading import daemon_socket, read_call
+from indexer.surfaces.reading import FileService, daemon_socket, read_call
 
 __all__ = ["run_get", "run_index", "run_search"]
 
@@ -20,25 +21,18 @@ def run_index(c: Call) -> int:
         report: dict[str, Any] = dict(
             Client(sock, cfg.agent_name).reindex(force=args.force, timeout=3600)
         )
-        index_path = report.pop("indexPath", str(cfg.resolved_index_path()))
-        state = report.pop("providerState", None)
-    else:
+    else:  # this process is the writer, through the same method table
         c.setup_logging()
-        from indexer.engine import AgentIndex, provider
-        from indexer.selection import provider_state
-
-        sel = provider(cfg)
-        state = provider_state(cfg, sel)
         from indexer.indexing.progress import WorkProgress
 
         bar = ProgressBar(err, "indexing")
-        with AgentIndex(cfg, provider=sel.provider) as idx:
-            try:
-                done = idx.sync(force=args.force, progress=WorkProgress(bar.show))
-                report = dict(done.to_json())
-            finally:
-                bar.close()
-            index_path = idx.writer.backend.where
+        try:
+            service = FileService(cfg, progress=WorkProgress(bar.show))
+            report = dict(api.dispatch(service, "reindex", {"force": args.force}))
+        finally:
+            bar.close()
+    index_path = report.pop("indexPath", str(cfg.resolved_index_path()))
+    state = report.pop("providerState", None)
     if state and state.get("state") == "failed":  # loud: hybrid search is off
         err.write(
             f"memindex: warning: no vectors, keyword search only: the {state['name']} "

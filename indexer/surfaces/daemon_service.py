@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from indexer import __version__
 from indexer.api import (
@@ -30,21 +30,27 @@ from indexer.api import (
     SearchResponse,
     StatusRequest,
     StatusResponse,
+    dispatch,
 )
 from indexer.errors import InvalidParams, UnknownMethod
 from indexer.openclaw import normalize_agent_id
-from indexer.search.searcher import Searcher
 from indexer.sources.watcher import Watcher
 from indexer.surfaces.agent import AgentRuntime
 from indexer.surfaces.server import SocketServer
 from indexer.surfaces.writer_tasks import WriterTasks
 
+if TYPE_CHECKING:
+    from indexer.search.searcher import Searcher
+
 __all__ = ["DaemonService", "QmdHook"]
 
 _REINDEX_TIMEOUT_S = 3600.0
 _T = TypeVar("_T")
-# memindex-qmd's search: (the agent, the request) -> QMD's result items
-QmdHook = Callable[[AgentRuntime, QmdSearchRequest], list[QmdResult]]
+# memindex-qmd's search: (memory_search for the agent, through the table; the
+# request) -> QMD's result items
+QmdHook = Callable[
+    [Callable[[dict[str, object]], SearchResponse], QmdSearchRequest], list[QmdResult]
+]
 
 
 class _Daemon(Protocol):
@@ -144,4 +150,10 @@ class DaemonService:
         if self.qmd is None:
             listed = [n for n, m in METHODS.items() if m.listed]
             raise UnknownMethod("qmd_search", listed)
-        return self.qmd(self._agent(agent), req)
+        name = self._agent(agent).cfg.agent_name
+
+        def search(params: dict[str, object]) -> SearchResponse:
+            found: SearchResponse = dispatch(self, "memory_search", {**params, "agent": name})
+            return found
+
+        return self.qmd(search, req)

@@ -27,24 +27,23 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn, TextIO
 
-from indexer.api import QmdResult, SearchRequest
+from indexer import api
+from indexer.api import QmdResult, SearchResponse
 from indexer.config import Config, ExtraPath
 from indexer.config_file import load_config
-from indexer.engine import AgentIndex, index_location, provider, reading
+from indexer.engine import AgentIndex, index_location, provider
 from indexer.errors import InvalidParams, MemindexError
-from indexer.search.documents import read_document
-from indexer.search.searcher import Searcher
-from indexer.sources.chunking import split_lines
 from indexer.sources.discovery import glob_match, roots_for
 from indexer.store import IndexStore, private_dir
 from indexer.store.sqlite.qmd_catalogue import Catalogue
 from indexer.surfaces.client import Client, DaemonUnavailable, RemoteError
 from indexer.surfaces.qmd_common import MODES, cache_dir, config_dir, emit, qmd_socket
+from indexer.surfaces.reading import FileService
 
 __all__ = ["main"]
 
@@ -158,9 +157,10 @@ def search_items(
     query: str,
     n: int,
     names: list[str],
-    searcher: Searcher,
+    search: Callable[[dict[str, object]], SearchResponse],
 ) -> list[QmdResult]:
-    """QMD's result objects for a search on an open index (the process or the daemon)."""
+    """QMD's result objects for a search; ``search``: memory_search through the
+    method table (the direct path's service, or the daemon's)."""
     known = {c["name"] for c in cols}
     for name in names:
         if name not in known:
@@ -168,8 +168,8 @@ def search_items(
     if mode not in MODES:
         raise QmdError(f"Unknown search mode: {mode}")
     # Four chunks per document asked for (SearchRequest caps it at MAX_RESULTS).
-    params = {"query": query, "maxResults": max(1, n) * 4, "minScore": 0.0}
-    res = searcher.search(SearchRequest.parse({**params, "mode": MODES[mode]}))["results"]
+    params: dict[str, object] = {"query": query, "maxResults": max(1, n) * 4, "minScore": 0.0}
+    res = search({**params, "mode": MODES[mode]})["results"]
     locate = _Locator(cfg, cols)
     items: list[QmdResult] = []
     seen: set[tuple[str, str]] = set()
@@ -209,8 +209,10 @@ def _search(
             raise QmdError(f"Collection not found: {names[0]}")
         emit([], out, as_json)
         return
-    with reading(cfg, embed=mode != "search") as searcher:
-        items = search_items(cfg, cols, mode, query, n, names, searcher)
+    service = FileService(cfg)  # the model is loaded only for a mode that embeds
+    items = search_items(
+        cfg, cols, mode, query, n, names, lambda p: api.dispatch(service, "memory_search", p)
+    )
     emit(items, out, as_json)
 
 
@@ -231,22 +233,20 @@ def _daemon(base: Config) -> int:
     """Serve this agent's collections warm on ``qmd_socket()`` until idle for 10 min."""
     from indexer.api import QmdSearchRequest
     from indexer.config import Settings
-    from indexer.surfaces.agent import AgentRuntime
     from indexer.surfaces.daemon import Daemon
 
     cols = load_collections()
     cfg = _config(base, cols)
 
-    def qmd_search(rt: AgentRuntime, req: QmdSearchRequest) -> list[QmdResult]:
-        def answer(searcher: Searcher) -> list[QmdResult]:
-            try:
-                return search_items(
-                    cfg, cols, req.mode, req.query, req.n, list(req.collections), searcher
-                )
-            except QmdError as exc:
-                raise InvalidParams(str(exc)) from exc
-
-        return rt.read(answer)
+    def qmd_search(
+        search: Callable[[dict[str, object]], SearchResponse], req: QmdSearchRequest
+    ) -> list[QmdResult]:
+        try:
+            return search_items(
+                cfg, cols, req.mode, req.query, req.n, list(req.collections), search
+            )
+        except QmdError as exc:
+            raise InvalidParams(str(exc)) from exc
 
     d = Daemon(Settings((cfg,)), socket_path=qmd_socket(), qmd=qmd_search, idle_exit_s=600)
     return d.run()
@@ -274,10 +274,18 @@ def _get(base: Config, target: str, out: TextIO) -> None:
     root = next((r for r in roots_for(cfg)[1:] if r.real == folder and not r.is_file), None)
     if root is None:
         raise QmdError(f"collection {coll}: {folder} is not a folder")
-    _, text = read_document(cfg, f"{root.display}/{rel}")
-    lines = split_lines(text)
-    last = len(lines) if count is None else min(len(lines), first - 1 + count)
-    out.writelines(f"{i}: {lines[i - 1]}\n" for i in range(first, last + 1))
+    service = FileService(cfg)
+    at, left = first, count
+    while left is None or left > 0:  # memory_get pages a large file: read every page
+        got = api.dispatch(
+            service, "memory_get", {"path": f"{root.display}/{rel}", "from": at, "lines": left}
+        )
+        lines = got["text"].split("\n") if got["lines"] else []
+        out.writelines(f"{at + k}: {line}\n" for k, line in enumerate(lines))
+        if not got["truncated"]:
+            break
+        at += len(lines)
+        left = None if left is None else left - len(lines)
 
 
 def _parser() -> _Parser:

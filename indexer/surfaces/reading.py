@@ -16,6 +16,7 @@ from indexer.surfaces.client import DaemonUnavailable, call, serves
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
+    from indexer.indexing.progress import WorkProgress
     from indexer.search.searcher import Searcher
 
 __all__ = ["FileService", "daemon_socket", "read_call"]
@@ -49,15 +50,21 @@ def read_call(
 
 
 class FileService:
-    """The ``MemoryService`` of the direct path: the read methods answered from the
-    agent's index file (or database) with no daemon; the others need one."""
+    """The ``MemoryService`` of the direct path, with no daemon: the read methods
+    answered from the agent's index file (or database) and its files, ``reindex`` by
+    syncing in this process; ``ping`` and ``qmd_search`` need a daemon."""
 
-    def __init__(self, cfg: Config) -> None:
+    def __init__(self, cfg: Config, progress: WorkProgress | None = None) -> None:
+        """``progress``: what a ``reindex`` reports as it goes (the CLI's bar)."""
         self.cfg = cfg
+        self.progress = progress
 
-    def _searcher(self, agent: str | None, *, provider: bool) -> AbstractContextManager[Searcher]:
+    def _check_agent(self, agent: str | None) -> None:
         if agent is not None and agent != self.cfg.agent_name:
             raise InvalidParams(f"this reads agent '{self.cfg.agent_name}', not '{agent}'")
+
+    def _searcher(self, agent: str | None, *, provider: bool) -> AbstractContextManager[Searcher]:
+        self._check_agent(agent)
         # Imported only now: the read path pulls in numpy, the tokenizer and
         # sqlite-vec, which a call answered by the daemon does not need.
         from indexer.engine import reading
@@ -65,16 +72,20 @@ class FileService:
         return reading(self.cfg, embed=provider)
 
     def search(self, agent: str | None, req: api.SearchRequest) -> api.SearchResponse:
-        with self._searcher(agent, provider=True) as s:
+        with self._searcher(agent, provider=req.mode != "keyword") as s:  # keyword: no model
             return s.search(req)
 
     def curated(self, agent: str | None, req: api.CuratedRequest) -> api.CuratedResponse:
-        with self._searcher(agent, provider=False) as s:
-            return s.curated(req)
+        self._check_agent(agent)
+        from indexer.search.curated_entries import curated_entries
+
+        return curated_entries(self.cfg, req)  # the files themselves: no index needed
 
     def get(self, agent: str | None, req: api.GetRequest) -> api.GetResponse:
-        with self._searcher(agent, provider=False) as s:  # memory_get needs no model
-            return s.get(req)
+        self._check_agent(agent)
+        from indexer.search.documents import get_lines
+
+        return get_lines(self.cfg, req)  # the files themselves: no index or model needed
 
     def status(self, agent: str | None, req: api.StatusRequest) -> api.StatusResponse:
         from indexer.engine import index_location
@@ -91,7 +102,22 @@ class FileService:
         return UnknownMethod(method, [], f"{method} is answered by the daemon (memindex serve)")
 
     def reindex(self, agent: str | None, req: api.ReindexRequest) -> api.ReindexResponse:
-        raise self._needs_daemon("reindex")
+        """Sync the index in this process (no daemon serves it: this is its writer)."""
+        self._check_agent(agent)
+        from indexer.engine import AgentIndex, provider
+        from indexer.selection import provider_state
+
+        sel = provider(self.cfg)
+        try:
+            with AgentIndex(self.cfg, provider=sel.provider) as idx:
+                answer = idx.sync(force=req.force, progress=self.progress).to_json()
+                answer["indexPath"] = str(idx.writer.backend.where)
+        finally:
+            if sel.provider is not None:
+                sel.provider.close()
+        answer["agent"] = self.cfg.agent_name
+        answer["providerState"] = provider_state(self.cfg, sel)
+        return answer
 
     def ping(self, agent: str | None, req: api.PingRequest) -> api.PingResponse:
         raise self._needs_daemon("ping")

@@ -286,5 +286,6 @@ class WriterTasks:
                     rt.health.succeeded("embedding")
             answer = rep.to_json()
             answer["agent"] = agent
+            answer["indexPath"] = str(rt.writer.backend.where)
             answer["providerState"] = rt.provider_state
             fut.set_result(answer)

@@ -161,3 +161,25 @@ def test_collection_update_and_embed_say_what_they_did(
     assert emb.returncode == 0 and emb.stdout.strip()
     rm = qmd(qmd_env, workspace, "collection", "remove", "m")
     assert rm.returncode == 0 and "Removed collection 'm'" in rm.stdout
+
+
+def test_get_reads_a_large_document_whole_through_memory_get(
+    qmd_env: dict[str, str], workspace: Path
+) -> None:
+    """``get`` goes through memory_get, which pages a file over ``maxGetBytes``
+    (1 MiB): every line comes out, numbered, whether or not the index is built."""
+    ws = workspace
+    body = "".join(f"- line {i:05d} " + "x" * 90 + "\n" for i in range(1, 20001))
+    write(ws, "memory/big.md", body)  # about 2 MiB
+    r = qmd(qmd_env, ws, "collection", "add", str(ws / "memory"), "--name", "notes")
+    assert r.returncode == 0, r.stderr
+    r = qmd(qmd_env, ws, "get", "qmd://notes/big.md")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.splitlines()
+    assert len(out) == 20000 and out[0].startswith("1: - line 00001 ")
+    assert out[-1].startswith("20000: - line 20000 ")
+    r = qmd(qmd_env, ws, "get", "notes/big.md:19999:5")
+    assert r.stdout.splitlines() == [
+        "19999: - line 19999 " + "x" * 90,
+        "20000: - line 20000 " + "x" * 90,
+    ]
