@@ -81,9 +81,10 @@ def test_sighup_under_churn_never_deadlocks(daemon: DaemonProc, ws: Path) -> Non
     t = threading.Thread(target=churn, daemon=True)
     t.start()
     try:
-        for _ in range(20):
+        for _ in range(20):  # each SIGHUP is a reload done, one after another
+            before = rpc(daemon.sock, "status")["daemon"]["reloads"]
             daemon.signal(signal.SIGHUP)
-            time.sleep(0.5)
+            wait_for(lambda b=before: rpc(daemon.sock, "status")["daemon"]["reloads"] > b, 30)
             assert rpc(daemon.sock, "ping")["ok"]
     finally:
         stop.set()

@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from daemon_util import wait_for
 
 from indexer.config import Config, SessionsConfig
 from indexer.engine import AgentIndex
@@ -156,8 +157,7 @@ def test_idle_flush(sess: tuple[Config, Path]) -> None:
     with AgentIndex(cfg) as idx:
         first = idx.sync_sessions(due_only=True)
         assert first.messages == 0 and first.deferred == 1
-        time.sleep(0.1)
-        assert idx.sync_sessions(due_only=True).messages == 1
+        wait_for(lambda: idx.sync_sessions(due_only=True).messages == 1, timeout=10)
 
 
 def test_a_tail_goes_when_its_file_is_emptied(sess: tuple[Config, Path]) -> None:
