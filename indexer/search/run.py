@@ -61,6 +61,7 @@ __all__ = ["SearchRun", "search", "skipped"]
 # matches, not the words), so a note that says "bought" is not lost to "buy".
 WINDOW_LISTED_DAYS = 31
 WINDOW_SCORE = 0.5
+WINDOW_DEPTH = 4
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
@@ -171,6 +172,15 @@ class SearchRun:
             return None
         return q.exact[0]
 
+    def _deeper(self) -> int:
+        """How much deeper hybrid's candidate lists go: a topic within a named time
+        ("what came up at standup two days ago") looks WINDOW_DEPTH times deeper, so
+        the window's match is among the candidates when the topic's words are common
+        elsewhere, and the date boost ranks it. (Keyword search places the window's
+        chunks it did not find after its word hits, which rank on one scale.)"""
+        hard = any(not w.soft for w in self.when.windows)
+        return WINDOW_DEPTH if hard else 1
+
     def _only_time(self) -> bool:
         q = self.q
         if q.exact or q.required or q.cjk:
@@ -225,7 +235,7 @@ class SearchRun:
         assert provider is not None
         req, h = self.req, self.cfg.hybrid
         vector_only = req.mode == "vector"
-        pool = max(self.limit, self.limit * h.candidateMultiplier)
+        pool = max(self.limit, self.limit * h.candidateMultiplier) * self._deeper()
         parts = self._parts()
         # The query is embedded on a pool thread (llama.cpp and HTTP release the GIL)
         # while this thread does the keyword half; the vector scan comes after it, so
@@ -304,7 +314,7 @@ class SearchRun:
                 known = {h.id for h in hits}  # "what did I buy last Friday"
                 extra = self.scope.dated(rows, WINDOW_SCORE, 2 * limit)
                 extra = [c for c in extra if c.id not in known]
-                hits = with_window(hits, extra, WINDOW_SCORE)
+                hits = with_window(hits, extra, WINDOW_SCORE)  # dated hits not below them
                 dated = {c.id for c in extra}
         if self.cfg.rerank.provider and hits:
             from indexer.search.rerank_stage import rerank

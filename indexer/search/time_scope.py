@@ -86,15 +86,17 @@ def _in(w: Window, day: date | None) -> bool:
 def with_window(hits: list[Candidate], extra: list[Candidate], shown: float) -> list[Candidate]:
     """``extra`` (chunks of the window the words did not find, each shown at
     ``shown``) ranked after every hit whose own relevance is at least ``shown`` and
-    before the others. Hybrid's ranking scores are on another scale than the
-    relevance a result shows, so the place is found by the shown scores."""
-    if not extra:
-        return hits
+    before the others. A hit dated in the window (``dated``) is never ranked below
+    that place: what holds the words and the time comes before what holds only the
+    time. Hybrid's ranking scores are on another scale than the relevance a result
+    shows, so the place is found by the shown scores."""
     above = [h.score for h in hits if (h.score if h.shown is None else h.shown) >= shown]
-    if above:
-        at = min(above)
-        score = math.nextafter(at, -math.inf)
-    else:
-        score = math.nextafter(max((h.score for h in hits), default=shown), math.inf)
-    placed = [replace(c, score=score, shown=shown) for c in extra]
-    return sorted([*hits, *placed], key=lambda h: -h.score)
+    if above:  # just below the lowest of them: the words' hits, then the time's
+        score = math.nextafter(min(above), -math.inf)
+        below = math.nextafter(score, -math.inf)
+    else:  # above every hit
+        below = math.nextafter(max((h.score for h in hits), default=shown), math.inf)
+        score = math.nextafter(below, math.inf)
+    lifted = [replace(h, score=score) if h.dated and h.score < score else h for h in hits]
+    placed = [replace(c, score=below, shown=shown) for c in extra]
+    return sorted([*lifted, *placed], key=lambda h: -h.score)

@@ -309,3 +309,29 @@ def test_date_boost_is_checked_in_the_config_file(tmp_path: Path) -> None:
     f.write_text("[query]\ndateBoost = -1\n")
     with pytest.raises(ConfigError, match="dateBoost"):
         load_config(f)
+
+
+def test_a_topic_in_a_named_time_is_found_when_its_words_are_common(
+    tmp_path: Path, model_path: Path
+) -> None:
+    """Hybrid, on the personal dev set's workspace (bench/personal): "What came up at
+    standup two days ago?" The day's log holds "standup" once among other news, while
+    ten other logs hold "standup" and "came" / "up" more strongly. The candidate lists
+    go deeper for a topic within a named time, and a hit dated in the window is never
+    ranked below the window's other chunks, so the day's log is among the first."""
+    import shutil
+
+    from providers.local_gguf import LocalGGUFProvider
+
+    ws = tmp_path / "ws"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "bench/personal/workspace", ws)
+    cfg = Config(workspace=ws, extraPaths=(), indexPath=tmp_path / "i.sqlite")
+    provider = LocalGGUFProvider(model_path)
+    try:
+        with AgentIndex(cfg, provider=provider) as idx:
+            idx.sync()
+            q = "What came up at standup two days ago?"
+            got = _paths(idx, q, as_of=AS_OF, max_results=6, time_zone="UTC", mode="hybrid")
+            assert "memory/2026-11-25.md" in got[:3], got
+    finally:
+        provider.close()
