@@ -146,31 +146,32 @@ class AgentIndex:
         # Imported only here: a read (``reading``) does not load the write path.
         from indexer.indexing.writer import Indexer
 
-        try:
-            backend = backend_for(cfg, note=note)  # the writer creates and migrates it
-            store = store or backend.open(readonly=readonly)
-            try:
-                self.writer: Indexer = Indexer(
-                    cfg, store, provider, changed=self._after_write, backend=backend
-                )
-            except BaseException:
-                store.close()
-                raise
-        except BaseException:  # IndexBusy (a daemon retries): nothing kept per try
-            self._let_go()
-            raise
         self._pooled: queue.LifoQueue[Searcher] = queue.LifoQueue()
         self.searcher: Searcher | None = None
         self._slots: threading.BoundedSemaphore | None = None
         self._idle_max = readers
-        if readers:
-            # Open read-only stores (idle or in use): bounded on a database, whose
-            # connections a burst of clients must not exhaust (a search waits instead).
-            limit = backend.reader_limit()
-            self._idle_max = readers if limit is None else min(readers, limit)
-            self._slots = threading.BoundedSemaphore(limit) if limit is not None else None
-        else:
-            self.searcher = self._searcher(store)
+        opened: IndexStore | None = None  # closed here if what follows fails
+        try:
+            backend = backend_for(cfg, note=note)  # the writer creates and migrates it
+            if store is None:
+                store = opened = backend.open(readonly=readonly)
+            self.writer: Indexer = Indexer(
+                cfg, store, provider, changed=self._after_write, backend=backend
+            )
+            if readers:
+                # Open read-only stores (idle or in use): bounded on a database, whose
+                # connections a burst of clients must not exhaust (a search waits).
+                limit = backend.reader_limit()
+                self._idle_max = readers if limit is None else min(readers, limit)
+                self._slots = threading.BoundedSemaphore(limit) if limit is not None else None
+            else:
+                self.searcher = self._searcher(store)
+        except BaseException:  # IndexBusy (a daemon retries): nothing kept per try
+            if opened is not None:
+                with contextlib.suppress(Exception):
+                    opened.close()
+            self._let_go()
+            raise
         # The writer's tasks, as this index's own.
         self.sync = self.writer.sync
         self.sync_memory = self.writer.sync_memory
@@ -210,7 +211,8 @@ class AgentIndex:
         snapshot takes in what was written (on PostgreSQL, pooled readers take the
         change versions from the writer)."""
         try:
-            self.writer.backend.writer_saw(store)
+            if self.searcher is None:  # pooled readers: they take the writer's versions
+                self.writer.backend.writer_saw(store)
         finally:
             if self.searcher is not None:
                 self.searcher.store = store

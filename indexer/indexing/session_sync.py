@@ -137,7 +137,7 @@ def sync_sessions(
     error: TranscriptDbError | None = None
     for n, source in enumerate(SOURCES, 1):
         if should_stop is not None and should_stop():
-            return report  # skips are kept as they were: not every source looked
+            break
         stop = should_stop
         if budget_s is not None:
             stop = _until(start + budget_s * n / len(SOURCES), should_stop, report)
@@ -145,10 +145,27 @@ def sync_sessions(
             source.sync(run, stop)
         except TranscriptDbError as exc:  # the other sources go on; the error is the sync's
             error = error or exc
-    store.sync_skips(SESSIONS_SOURCE, run.skips)  # what cannot be indexed: status shows it
+    else:  # every source looked: what they passed over, and rows none of them owns
+        store.sync_skips(SESSIONS_SOURCE, run.skips)  # status shows the skips
+        _drop_unowned(store, report)
     if error is not None:
         raise error
     return report
+
+
+def _drop_unowned(store: IndexStore, report: SessionReport) -> None:
+    """Transcript rows under a path no source owns (a source no longer listed, or a
+    path an older version wrote): no sync would ever remove them, and memory_get
+    could not open their citations."""
+    known = set(store.file_states(SESSIONS_SOURCE)) | set(store.session_cursors())
+    stray = sorted(p for p in known if not any(s.owns(p) for s in SOURCES))
+    if stray:
+        with store.transaction():
+            for p in stray:
+                store.delete_session(p)
+        report.removed += len(stray)
+        report.cleared.extend(stray)
+        log.warning("transcript rows no source owns were removed: %s", ", ".join(stray[:5]))
 
 
 class TranscriptFiles:

@@ -174,12 +174,22 @@ class SearchRun:
 
     def _deeper(self) -> int:
         """How much deeper hybrid's candidate lists go: a topic within a named time
-        ("what came up at standup two days ago") looks WINDOW_DEPTH times deeper, so
-        the window's match is among the candidates when the topic's words are common
-        elsewhere, and the date boost ranks it. (Keyword search places the window's
-        chunks it did not find after its word hits, which rank on one scale.)"""
-        hard = any(not w.soft for w in self.when.windows)
-        return WINDOW_DEPTH if hard else 1
+        of a month or less ("what came up at standup two days ago") looks
+        WINDOW_DEPTH times deeper, so the window's match is among the candidates
+        when the topic's words are common elsewhere, and the date boost ranks it.
+        (Keyword search places the window's chunks it did not find after its word
+        hits, which rank on one scale.)"""
+        return WINDOW_DEPTH if self._short_hard_window() else 1
+
+    def _short_hard_window(self) -> bool:
+        """A time with an edge ("yesterday", "last week"; not "recently") of at most
+        WINDOW_LISTED_DAYS days: its chunks are listed after the word hits."""
+        w = self.when
+        return (
+            bool(w.windows)
+            and not any(x.soft for x in w.windows)
+            and (w.days() <= WINDOW_LISTED_DAYS)
+        )
 
     def _only_time(self) -> bool:
         q = self.q
@@ -235,7 +245,9 @@ class SearchRun:
         assert provider is not None
         req, h = self.req, self.cfg.hybrid
         vector_only = req.mode == "vector"
-        pool = max(self.limit, self.limit * h.candidateMultiplier) * self._deeper()
+        pool = max(self.limit, self.limit * h.candidateMultiplier)
+        if not vector_only:
+            pool *= self._deeper()
         parts = self._parts()
         # The query is embedded on a pool thread (llama.cpp and HTTP release the GIL)
         # while this thread does the keyword half; the vector scan comes after it, so
@@ -309,8 +321,7 @@ class SearchRun:
             hits = apply_decay(hits, rows, qc.halfLifeDays)
         if self.when.windows:
             hits = boost_window(hits, rows, self.when, self.tz, qc.dateBoost)
-            hard = not any(w.soft for w in self.when.windows)
-            if hard and self.when.days() <= WINDOW_LISTED_DAYS and self.floor <= WINDOW_SCORE:
+            if self._short_hard_window() and self.floor <= WINDOW_SCORE:
                 known = {h.id for h in hits}  # "what did I buy last Friday"
                 extra = self.scope.dated(rows, WINDOW_SCORE, 2 * limit)
                 extra = [c for c in extra if c.id not in known]

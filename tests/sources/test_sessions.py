@@ -322,3 +322,23 @@ def test_a_source_removes_only_its_own_transcripts(
     assert db.owns("sessions/main/s1.jsonl") and not files.owns("sessions/main/s1.jsonl")
     assert files.owns("sessions/a.jsonl") and not db.owns("sessions/a.jsonl")
     assert not any(s.owns(_Notes.path) for s in sources)
+
+
+def test_rows_no_source_owns_are_removed(
+    sess: tuple[Config, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A source's transcripts go when it is no longer listed (and rows an older
+    version wrote under a path no source owns): no sync would remove them later,
+    and memory_get could not open their citations."""
+    cfg, d = sess
+    append(d / "a.jsonl", msg("user", "the osprey left the lake"))
+    sources = session_sync.SOURCES
+    monkeypatch.setattr(session_sync, "SOURCES", (*sources, _Notes()))
+    with AgentIndex(cfg) as idx:
+        idx.sync()
+        assert {h["path"] for h in idx.search("KESTREL-77")["results"]} == {_Notes.path}
+        monkeypatch.setattr(session_sync, "SOURCES", sources)
+        report = idx.sync()
+        assert idx.search("KESTREL-77")["results"] == []
+        assert report.sessions is not None and report.sessions["removed"] == 1
+        assert [h["path"] for h in idx.search("osprey")["results"]] == ["sessions/a.jsonl"]
