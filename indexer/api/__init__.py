@@ -5,7 +5,15 @@ shapes (``responses``), and the one method table every surface dispatches throug
 This package imports nothing heavy: the CLI loads it to talk to the daemon.
 """
 
-from indexer.api.methods import METHODS, MemoryService, Method, dispatch, input_schema, parse
+from indexer.api.methods import (
+    METHODS,
+    MemoryService,
+    Method,
+    Reader,
+    dispatch,
+    input_schema,
+    parse,
+)
 from indexer.api.requests import (
     MAX_RESULTS,
     MODES,
@@ -63,6 +71,7 @@ __all__ = [
     "GetRequest",
     "GetResponse",
     "MemoryService",
+    "Reader",
     "Method",
     "Mode",
     "Param",

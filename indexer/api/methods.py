@@ -1,10 +1,14 @@
 """The one table of methods: each method's name, request parser, parameters (MCP's
 tool schema), description, and handler: the ``MemoryService`` operation that answers
-it. Every surface goes through ``dispatch``: the socket server (the daemon's
-service), the CLI's and MCP's direct path (a service reading the index file),
-``memindex-qmd``'s daemon (``qmd_search``) and, over the socket, the OpenClaw plugin.
+it. A read method's handler asks the service for a ``Reader`` of the agent's index
+(``MemoryService.read``) and calls the reader's method of the same name, so the
+services need nothing per read method. Every surface goes through ``dispatch``: the
+socket server (the daemon's service), the CLI's and MCP's direct path (a service
+reading the index file), ``memindex-qmd`` and, over the socket, the OpenClaw plugin.
 
-A new method is one entry here plus its operation on the services.
+A new read method is an entry here, its method on ``Reader`` (and on
+``search.searcher.Searcher``, which implements it), and its request and response
+types.
 """
 
 from __future__ import annotations
@@ -37,20 +41,30 @@ from indexer.api.responses import (
 )
 from indexer.errors import InvalidParams, UnknownMethod
 
-__all__ = ["METHODS", "MemoryService", "Method", "dispatch", "input_schema", "parse"]
+__all__ = ["METHODS", "MemoryService", "Method", "Reader", "dispatch", "input_schema", "parse"]
+
+
+class Reader(Protocol):
+    """What reads one agent's index for a request (``search.searcher.Searcher``)."""
+
+    def search(self, req: SearchRequest) -> SearchResponse: ...
+    def get(self, req: GetRequest) -> GetResponse: ...
+    def curated(self, req: CuratedRequest) -> CuratedResponse: ...
+
+
+_T = TypeVar("_T")
 
 
 class MemoryService(Protocol):
     """What answers the methods, for one agent (``agent``: the request's envelope;
-    None is the service's default agent)."""
+    None is the service's default agent). ``read``: ``answer`` run with a reader of
+    the agent's index (``embed``: the reader can embed a query)."""
 
-    def search(self, agent: str | None, req: SearchRequest) -> SearchResponse: ...
-    def get(self, agent: str | None, req: GetRequest) -> GetResponse: ...
+    def read(self, agent: str | None, answer: Callable[[Reader], _T], *, embed: bool) -> _T: ...
     def status(self, agent: str | None, req: StatusRequest) -> StatusResponse: ...
     def reindex(self, agent: str | None, req: ReindexRequest) -> ReindexResponse: ...
     def ping(self, agent: str | None, req: PingRequest) -> PingResponse: ...
     def qmd_search(self, agent: str | None, req: QmdSearchRequest) -> list[QmdResult]: ...
-    def curated(self, agent: str | None, req: CuratedRequest) -> CuratedResponse: ...
 
 
 _Req = TypeVar("_Req", bound=Request)
@@ -93,7 +107,9 @@ METHODS: dict[str, Method] = {
             "Search the agent's memory (Markdown notes and session transcripts). "
             "Words are OR-ed and ranked; quote phrases; IDs and paths match as written. "
             "Each result has path, startLine, endLine, score, snippet, source, citation.",
-            lambda svc, agent, req: svc.search(agent, req),
+            lambda svc, agent, req: svc.read(
+                agent, lambda r: r.search(req), embed=req.mode != "keyword"
+            ),
             read=True,
         ),
         _method(
@@ -101,7 +117,7 @@ METHODS: dict[str, Method] = {
             GetRequest,
             "Read lines of a memory file or transcript, e.g. from a search result's "
             "citation: path plus from (1-based first line) and lines.",
-            lambda svc, agent, req: svc.get(agent, req),
+            lambda svc, agent, req: svc.read(agent, lambda r: r.get(req), embed=False),
             read=True,
         ),
         _method(
@@ -109,7 +125,7 @@ METHODS: dict[str, Method] = {
             CuratedRequest,
             "The entries of MEMORY.md and USER.md with recall annotations (trigger "
             "phrases, importance, repositories), for a deterministic recall lane.",
-            lambda svc, agent, req: svc.curated(agent, req),
+            lambda svc, agent, req: svc.read(agent, lambda r: r.curated(req), embed=False),
             read=True,
             listed=False,  # OpenClaw's lane 1 (the plugin), not an agent's tool
         ),

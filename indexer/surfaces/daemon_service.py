@@ -16,17 +16,12 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from indexer import __version__
 from indexer.api import (
     METHODS,
-    CuratedRequest,
-    CuratedResponse,
-    GetRequest,
-    GetResponse,
     PingRequest,
     PingResponse,
     QmdResult,
     QmdSearchRequest,
     ReindexRequest,
     ReindexResponse,
-    SearchRequest,
     SearchResponse,
     StatusRequest,
     StatusResponse,
@@ -81,7 +76,9 @@ class DaemonService:
             raise InvalidParams(f"unknown agent '{name}' (serving: {', '.join(agents)})")
         return rt
 
-    def _read(self, agent: str | None, answer: Callable[[Searcher], _T]) -> _T:
+    def read(self, agent: str | None, answer: Callable[[Searcher], _T], *, embed: bool) -> _T:
+        """``answer`` with a pooled reader of the agent (its provider is loaded
+        already: ``embed`` changes nothing here)."""
         rt = self._agent(agent)
         try:
             return rt.read(answer)
@@ -89,18 +86,9 @@ class DaemonService:
             self.daemon.tasks.rebuild_if_damaged(rt, exc)
             raise
 
-    def search(self, agent: str | None, req: SearchRequest) -> SearchResponse:
-        return self._read(agent, lambda s: s.search(req))
-
-    def get(self, agent: str | None, req: GetRequest) -> GetResponse:
-        return self._read(agent, lambda s: s.get(req))
-
-    def curated(self, agent: str | None, req: CuratedRequest) -> CuratedResponse:
-        return self._read(agent, lambda s: s.curated(req))
-
     def status(self, agent: str | None, req: StatusRequest) -> StatusResponse:
         rt = self._agent(agent)
-        st = self._read(agent, lambda s: s.status())
+        st = self.read(agent, lambda s: s.status(), embed=True)
         d = self.daemon
         st["agent"] = rt.cfg.agent_name
         st["agents"] = list(d.agents)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from indexer import api
 from indexer.config import Config
-from indexer.errors import InvalidParams, UnknownMethod
+from indexer.errors import InvalidParams, StoreError, UnknownMethod
 from indexer.surfaces.client import DaemonUnavailable, call, serves
 
 if TYPE_CHECKING:
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from indexer.search.searcher import Searcher
 
 __all__ = ["FileService", "daemon_socket", "read_call"]
+
+_T = TypeVar("_T")
 
 
 def daemon_socket(cfg: Config) -> Path | None:
@@ -71,21 +73,19 @@ class FileService:
 
         return reading(self.cfg, embed=provider)
 
-    def search(self, agent: str | None, req: api.SearchRequest) -> api.SearchResponse:
-        with self._searcher(agent, provider=req.mode != "keyword") as s:  # keyword: no model
-            return s.search(req)
+    def read(self, agent: str | None, answer: Callable[[api.Reader], _T], *, embed: bool) -> _T:
+        """``answer`` with a read-only searcher on the index, for this request; the
+        embedding model is loaded only when ``embed`` and the index holds vectors.
+        Before the first ``memindex index``, a reader of the files themselves:
+        ``memory_get`` and ``memory_curated`` work, a search says to index first."""
+        from indexer.engine import index_location
 
-    def curated(self, agent: str | None, req: api.CuratedRequest) -> api.CuratedResponse:
-        self._check_agent(agent)
-        from indexer.search.curated_entries import curated_entries
-
-        return curated_entries(self.cfg, req)  # the files themselves: no index needed
-
-    def get(self, agent: str | None, req: api.GetRequest) -> api.GetResponse:
-        self._check_agent(agent)
-        from indexer.search.documents import get_lines
-
-        return get_lines(self.cfg, req)  # the files themselves: no index or model needed
+        where, exists = index_location(self.cfg)
+        if not exists:
+            self._check_agent(agent)
+            return answer(_FilesOnly(self.cfg, where))
+        with self._searcher(agent, provider=embed) as s:
+            return answer(s)
 
     def status(self, agent: str | None, req: api.StatusRequest) -> api.StatusResponse:
         from indexer.engine import index_location
@@ -124,3 +124,23 @@ class FileService:
 
     def qmd_search(self, agent: str | None, req: api.QmdSearchRequest) -> list[api.QmdResult]:
         raise self._needs_daemon("qmd_search")
+
+
+class _FilesOnly:
+    """An ``api.Reader`` with no index yet: what the files themselves answer."""
+
+    def __init__(self, cfg: Config, where: str) -> None:
+        self.cfg, self.where = cfg, where
+
+    def search(self, req: api.SearchRequest) -> api.SearchResponse:
+        raise StoreError(f"no index at {self.where}: run 'memindex index' first")
+
+    def get(self, req: api.GetRequest) -> api.GetResponse:
+        from indexer.search.documents import get_lines
+
+        return get_lines(self.cfg, req)
+
+    def curated(self, req: api.CuratedRequest) -> api.CuratedResponse:
+        from indexer.search.curated_entries import curated_entries
+
+        return curated_entries(self.cfg, req)

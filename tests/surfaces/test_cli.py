@@ -58,6 +58,9 @@ def test_errors_are_one_line_and_exit_2(cli: Runner, workspace: Path, tmp_path: 
     ws = str(workspace)
     code, _, err = cli("--workspace", ws, "search", "x")
     assert code == 2 and "run 'memindex index' first" in err
+    # memory_get reads the files themselves: it works before the first index
+    code, out, _ = cli("--workspace", ws, "get", "MEMORY.md", "--from", "1", "--lines", "1")
+    assert code == 0 and out.strip() == (workspace / "MEMORY.md").read_text().splitlines()[0]
     cli("--workspace", ws, "index")
     code, _, err = cli("--workspace", ws, "get", "../etc/passwd")
     assert code == 2 and err.startswith("memindex: error: refused path")
