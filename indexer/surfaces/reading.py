@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from indexer import api
 from indexer.config import Config
@@ -83,7 +83,7 @@ class FileService:
         where, exists = index_location(self.cfg)
         if not exists:
             self._check_agent(agent)
-            return answer(_FilesOnly(self.cfg, where))
+            return answer(cast(api.Reader, _FilesOnly(self.cfg, where)))
         with self._searcher(agent, provider=embed) as s:
             return answer(s)
 
@@ -127,13 +127,17 @@ class FileService:
 
 
 class _FilesOnly:
-    """An ``api.Reader`` with no index yet: what the files themselves answer."""
+    """An ``api.Reader`` with no index yet: what the files themselves answer
+    (``get``, ``curated``); any other read method says to index first."""
 
     def __init__(self, cfg: Config, where: str) -> None:
         self.cfg, self.where = cfg, where
 
-    def search(self, req: api.SearchRequest) -> api.SearchResponse:
-        raise StoreError(f"no index at {self.where}: run 'memindex index' first")
+    def __getattr__(self, method: str) -> Callable[..., Any]:
+        def needs_index(*_: object) -> Any:
+            raise StoreError(f"no index at {self.where}: run 'memindex index' first")
+
+        return needs_index
 
     def get(self, req: api.GetRequest) -> api.GetResponse:
         from indexer.search.documents import get_lines
