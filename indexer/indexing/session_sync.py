@@ -145,9 +145,10 @@ def sync_sessions(
             source.sync(run, stop)
         except TranscriptDbError as exc:  # the other sources go on; the error is the sync's
             error = error or exc
-    else:  # every source looked: what they passed over, and rows none of them owns
-        store.sync_skips(SESSIONS_SOURCE, run.skips)  # status shows the skips
-        _drop_unowned(store, report)
+    else:  # every source looked: what they passed over (status shows the skips)
+        store.sync_skips(SESSIONS_SOURCE, run.skips)
+        if not due_only:  # a full pass (start-up, index, reindex), not the watcher's
+            _drop_unowned(store, report)
     if error is not None:
         raise error
     return report
@@ -156,7 +157,9 @@ def sync_sessions(
 def _drop_unowned(store: IndexStore, report: SessionReport) -> None:
     """Transcript rows under a path no source owns (a source no longer listed, or a
     path an older version wrote): no sync would ever remove them, and memory_get
-    could not open their citations."""
+    could not open their citations. Such rows come only from another version or
+    configuration, so a full pass looks for them; the watcher's frequent passes do
+    not read every path again for it."""
     known = set(store.file_states(SESSIONS_SOURCE)) | set(store.session_cursors())
     stray = sorted(p for p in known if not any(s.owns(p) for s in SOURCES))
     if stray:
