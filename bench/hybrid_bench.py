@@ -35,6 +35,7 @@ from common import percentile, pg_url, shared  # noqa: E402
 
 from indexer.config import Config, StoreConfig  # noqa: E402
 from indexer.engine import AgentIndex  # noqa: E402
+from indexer.indexing.writer import CHANGES_KEPT  # noqa: E402
 from indexer.sources.text import index_text  # noqa: E402
 from indexer.store import ChunkRow, FileState  # noqa: E402
 from indexer.store.backend import backend_for  # noqa: E402
@@ -108,7 +109,7 @@ def build(store: IndexStore, root: Path, n: int, sessions_share: float = 0.0) ->
             done += len(pending)
             after = pending[-1][0]
             commit()
-    store.upkeep()  # PostgreSQL: the agent's HNSW index (above 20,000 vectors)
+    store.upkeep(CHANGES_KEPT)  # PostgreSQL: the agent's HNSW index (above 20,000 vectors)
 
 
 def measure(

@@ -10,7 +10,10 @@ request left B and came back. Calls inside a module, into the standard library o
 numpy, and returns are not steps. The modules a request passes
 through only to build records (``api``, ``store.records``, ``search.candidates``:
 dataclasses and TypedDicts) are not counted: a value crossing a boundary is not
-control going back.
+control going back. Nor is a call an object makes on itself (the store's methods
+are spread over one file per group of tables, mixed into one class): control stays
+in the object. ``--strict`` counts those too (what the figures before this rule
+were).
 
     .venv/bin/python scripts/request_path.py            # keyword search
     .venv/bin/python scripts/request_path.py --hybrid   # with the local test model
@@ -43,8 +46,15 @@ def _module(frame: FrameType) -> str:
 Step = tuple[str, str, str, str]  # caller module, caller function, callee module, callee
 
 
-def trace(run: Any) -> list[Step]:
-    """Every cross-module call ``run()`` makes, in order."""
+def _on_itself(frame: FrameType, caller: FrameType) -> bool:
+    """A method call an object makes on itself."""
+    me = frame.f_locals.get("self")
+    return me is not None and me is caller.f_locals.get("self")
+
+
+def trace(run: Any, *, strict: bool = False) -> list[Step]:
+    """Every cross-module call ``run()`` makes, in order (``strict``: an object's
+    calls on itself too)."""
     steps: list[Step] = []
 
     def hook(frame: FrameType, event: str, arg: object) -> None:
@@ -52,6 +62,8 @@ def trace(run: Any) -> list[Step]:
             return
         callee, caller = _module(frame), _module(frame.f_back)
         if callee.startswith("indexer") and caller.startswith("indexer") and callee != caller:
+            if not strict and _on_itself(frame, frame.f_back):
+                return
             steps.append(
                 (caller, frame.f_back.f_code.co_qualname, callee, frame.f_code.co_qualname)
             )
@@ -87,6 +99,9 @@ def main() -> int:
         "--change", action="store_true", help="follow a changed file's sync, not a search"
     )
     ap.add_argument("--steps", action="store_true", help="print every step")
+    ap.add_argument(
+        "--strict", action="store_true", help="count an object's calls on itself as steps"
+    )
     a = ap.parse_args()
 
     from indexer.config_file import parse_config
@@ -128,9 +143,9 @@ def main() -> int:
             if a.change:
                 log = ws / "memory" / "2026-11-03.md"
                 log.write_text(log.read_text() + "The heron came back.\n", encoding="utf-8")
-                steps = trace(idx.sync_memory)
+                steps = trace(idx.sync_memory, strict=a.strict)
             else:
-                steps = trace(lambda: idx.search("who fixed the deploy pipeline"))
+                steps = trace(lambda: idx.search("who fixed the deploy pipeline"), strict=a.strict)
     if a.steps:
         for step in steps:
             print(step)

@@ -108,30 +108,6 @@ def rebuild_reason(
     return None
 
 
-def _prepare(store: IndexStore, cfg: Config, force: bool) -> str | None:
-    """Check the index belongs to this workspace and settings; clear it if not.
-
-    Returns why the index was cleared, or None."""
-    workspace = str(cfg.require_workspace().resolve())
-    fp = json.dumps(fingerprint(cfg), sort_keys=True)
-    old_ws = store.meta_get("workspace")
-    old_fp = store.meta_get("fingerprint")
-    reason = None
-    if force:
-        reason = "forced"
-    elif old_ws is not None and old_ws != workspace:
-        reason = f"index belonged to workspace {old_ws}"
-    elif old_fp is not None and old_fp != fp:
-        reason = "chunking settings changed"
-    with store.transaction():
-        if reason:
-            log.info("rebuilding %s: %s", store.generation, reason)
-            store.clear()
-        store.meta_set("workspace", workspace)
-        store.meta_set("fingerprint", fp)
-    return reason
-
-
 def sync(
     store: IndexStore,
     cfg: Config,
@@ -147,11 +123,19 @@ def sync(
     what it has done (every file is whole, old or new) and returns early."""
     t0 = time.monotonic()
     report = SyncReport()
-    report.rebuilt = _prepare(store, cfg, force)
+    workspace = cfg.require_workspace().resolve()
+    start = store.begin_files(
+        MEMORY_SOURCE,
+        workspace=str(workspace),
+        fingerprint=json.dumps(fingerprint(cfg), sort_keys=True),
+        force=force,
+    )
+    report.rebuilt, known = start.cleared, start.known
     odd: list[dict[str, str]] = []  # names that are not UTF-8, trees too deep
-    files = discover(cfg, on_skip=lambda path, why: odd.append({"path": path, "reason": why}))
+    files = discover(
+        cfg, workspace, on_skip=lambda path, why: odd.append({"path": path, "reason": why})
+    )
     report.files = len(files)
-    known = store.file_states(MEMORY_SOURCE)
     present = {f.path for f in files}
     count = counter or get_counter()
 
@@ -172,7 +156,7 @@ def sync(
         pending.append(f)
 
     skipped_now: set[str] = set()
-    told = {(str(s["path"]), str(s["reason"])) for s in store.skipped()}  # logged before
+    told = {(str(s["path"]), str(s["reason"])) for s in start.skipped}  # logged before
     was_skipped = {path for path, _ in told}
     if odd:
         with store.transaction():
@@ -213,9 +197,11 @@ def sync(
                 in_batch = 0
                 batch_start = time.monotonic()
         _write_new(store, guard, report, new)
-        if not report.stopped:
-            store.prune_skips(skipped_now, MEMORY_SOURCE)
-        store.meta_set("lastSync", json.dumps(_last_sync(report)))
+        store.end_files(
+            MEMORY_SOURCE,
+            keep=None if report.stopped else skipped_now,
+            report=json.dumps(_last_sync(report)),
+        )
     if progress:
         progress(total, total)
     report.seconds = round(time.monotonic() - t0, 3)

@@ -99,8 +99,7 @@ class Indexer:
         finally:
             try:
                 if not self.store.readonly:
-                    self.store.prune_changes(CHANGES_KEPT)
-                    self.store.upkeep()
+                    self.store.upkeep(CHANGES_KEPT)
                 if self.changed is not None:
                     self.changed(self.store)
             except _TASK_ERRORS as exc:

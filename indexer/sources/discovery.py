@@ -120,9 +120,10 @@ def is_ignored(name: str, rel: str, cfg: Config) -> bool:
     return any(fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(rel, g) for g in cfg.ignore)
 
 
-def roots_for(cfg: Config) -> list[Root]:
-    """The workspace plus every extra path that exists, each with its display prefix."""
-    ws = cfg.require_workspace().resolve()
+def roots_for(cfg: Config, workspace: Path | None = None) -> list[Root]:
+    """The workspace (``workspace``: already resolved) plus every extra path that
+    exists, each with its display prefix."""
+    ws = workspace or cfg.require_workspace().resolve()
     roots = [Root(ws, "", None)]
     used: set[str] = set()
     for extra in cfg.extraPaths:
@@ -147,9 +148,12 @@ def _join(prefix: str, rel: str) -> str:
     return f"{prefix}/{rel}" if prefix else rel
 
 
-def discover(cfg: Config, *, on_skip: OnSkip | None = None) -> list[SourceFile]:
-    """Every file of the memory source, de-duplicated by inode, sorted by path.
-    ``on_skip`` hears of files and directories passed over for a reason."""
+def discover(
+    cfg: Config, workspace: Path | None = None, *, on_skip: OnSkip | None = None
+) -> list[SourceFile]:
+    """Every file of the memory source, de-duplicated by inode, sorted by path
+    (``workspace``: the config's, already resolved). ``on_skip`` hears of files and
+    directories passed over for a reason."""
     found: dict[str, SourceFile] = {}
     seen_real: set[tuple[int, int]] = set()
 
@@ -191,7 +195,7 @@ def discover(cfg: Config, *, on_skip: OnSkip | None = None) -> list[SourceFile]:
     def prune(name: str, rel: str) -> bool:
         return is_ignored(name, rel, cfg)
 
-    roots = roots_for(cfg)
+    roots = roots_for(cfg, workspace)
     ws = roots[0].real
     names = _names(ws)
     for name in ROOT_FILES:

@@ -1,6 +1,6 @@
 """What the write path (``Indexer`` and the modules it drives) and the read path
 (``Searcher``, the search stages, the in-memory snapshots) need from a store: the
-``IndexStore`` protocol, made of eight small parts a caller can be written against
+``IndexStore`` protocol, made of nine small parts a caller can be written against
 on its own:
 
 - ``Connection``: open, close, transactions, meta, the change versions;
@@ -36,6 +36,7 @@ from indexer.store.records import (
     FTS_WEIGHTS,
     ChunkChanges,
     ChunkRow,
+    FilesAtStart,
     FileState,
     KeywordPostings,
     KeywordQuery,
@@ -200,14 +201,24 @@ class EmbeddingCache(Protocol):
     def all_batch_jobs(self) -> list[BatchJob]: ...
 
 
+class SyncEnds(Protocol):
+    """A sync's two ends (``file_sync.FileSync``)."""
+
+    def begin_files(
+        self, source: str, *, workspace: str, fingerprint: str, force: bool
+    ) -> FilesAtStart: ...
+    def end_files(self, source: str, *, keep: set[str] | None, report: str) -> None: ...
+
+
 class Upkeep(Protocol):
     def copy_carryover(self, other: str) -> int:
         """Vectors, cache and batch jobs worth keeping, from another generation."""
         ...
 
     def checkpoint(self) -> None: ...
-    def upkeep(self) -> None:
-        """Work the writer does between tasks (outside any transaction)."""
+    def upkeep(self, changes_kept: int) -> None:
+        """Work the writer does between tasks (outside any transaction): the change
+        feed pruned to its last ``changes_kept`` entries, and the backend's own."""
         ...
 
     def versions(self) -> dict[str, str | None]: ...
@@ -224,6 +235,7 @@ class IndexStore(
     KeywordIndex,
     Vectors,
     EmbeddingCache,
+    SyncEnds,
     Upkeep,
     Protocol,
 ):

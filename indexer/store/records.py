@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
+from indexer.api.responses import SkippedFile
 from indexer.errors import StoreError
 
 if TYPE_CHECKING:
@@ -119,6 +120,16 @@ class FileState:
         # column holds: both stores refused it, and it was never indexed.
         if not 0 <= self.mtime_ns < 1 << 63:
             object.__setattr__(self, "mtime_ns", self.mtime_ns % (1 << 63))
+
+
+@dataclass(frozen=True, slots=True)
+class FilesAtStart:
+    """What a sync of one source compares the files on disk against
+    (``IndexStore.begin_files``)."""
+
+    cleared: str | None  # why the index was emptied first, or None
+    known: dict[str, FileState]  # the source's files as indexed
+    skipped: list[SkippedFile]  # every source's skipped files (logged before)
 
 
 @dataclass(frozen=True, slots=True)

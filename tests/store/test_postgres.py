@@ -18,6 +18,7 @@ from conftest import Runner, cli_json, write
 from daemon_util import DaemonProc, child_env, daemon_config, rpc, search_paths, wait_for
 
 from indexer.errors import StoreError
+from indexer.indexing.writer import CHANGES_KEPT
 from indexer.store import ChunkRow, FileState
 from indexer.store.postgres.backend import PostgresBackend
 from indexer.store.postgres.vectors import HNSW_MIN
@@ -107,7 +108,7 @@ def test_vectors_switch_from_an_exact_scan_to_hnsw(pg_url: str) -> None:
         exact = [s.knn(q.tobytes(), 10) for q in queries]
         assert not s.hnsw_in_use() and s.versions()["hnsw"].startswith("no (exact scan")  # type: ignore[attr-defined,union-attr]
         name = s._hnsw_name(dims)  # type: ignore[attr-defined]
-        s.upkeep()  # the writer builds the agent's index between tasks
+        s.upkeep(CHANGES_KEPT)  # the writer builds the agent's index between tasks
         assert s.hnsw_in_use() and s.versions()["hnsw"] == "in use"  # type: ignore[attr-defined]
     before = _index_scans(pg_url, name)
     with backend.open(readonly=True) as r:  # a reader (a search) uses it

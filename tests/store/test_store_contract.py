@@ -262,6 +262,35 @@ def test_cursors_skips_and_batch_jobs(backend: Backend) -> None:
         assert s.all_batch_jobs() == []
 
 
+def test_a_sync_claims_the_index_and_records_its_end(backend: Backend) -> None:
+    """``begin_files`` claims the index for a workspace and its settings (emptied
+    when it held another's rows, or forced) and reads what a sync compares against;
+    ``end_files`` records the sync and, after a whole pass, prunes the skips."""
+    with backend.open() as s:
+        first = s.begin_files("memory", workspace="/ws/a", fingerprint="fp1", force=False)
+        assert (first.cleared, first.known, first.skipped) == (None, {}, [])
+        with s.transaction():
+            s.replace_file("a.md", "memory", FileState("1", 5, 6), 1, rows("one"))
+            s.record_skip("big.md", "memory", "too large")
+            s.record_skip("sessions/x.jsonl", "sessions", "bad line")
+        again = s.begin_files("memory", workspace="/ws/a", fingerprint="fp1", force=False)
+        assert again.cleared is None and list(again.known) == ["a.md"]
+        assert [x["path"] for x in again.skipped] == ["big.md", "sessions/x.jsonl"]
+        with s.transaction():
+            s.end_files("memory", keep=None, report='{"files": 1}')  # a stopped pass
+        assert s.meta_get("lastSync") == '{"files": 1}' and len(s.skipped()) == 2
+        with s.transaction():
+            s.end_files("memory", keep=set(), report='{"files": 2}')
+        assert [x["path"] for x in s.skipped()] == ["sessions/x.jsonl"]  # its source only
+        other = s.begin_files("memory", workspace="/ws/b", fingerprint="fp1", force=False)
+        assert other.cleared == "index belonged to workspace /ws/a" and other.known == {}
+        settings = s.begin_files("memory", workspace="/ws/b", fingerprint="fp2", force=False)
+        assert settings.cleared == "chunking settings changed"
+        forced = s.begin_files("memory", workspace="/ws/b", fingerprint="fp2", force=True)
+        assert forced.cleared == "forced"
+        assert s.meta_get("workspace") == "/ws/b" and s.meta_get("fingerprint") == "fp2"
+
+
 def test_a_rebuild_generation_is_invisible_until_published(backend: Backend) -> None:
     with backend.open() as s:
         with s.transaction():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from indexer.store.file_sync import FileSync
 from indexer.store.postgres.cache import PgCache
 from indexer.store.postgres.connect import GEN_TABLES, gen_of
 from indexer.store.postgres.search import PgSearch
@@ -25,7 +26,7 @@ __all__ = ["PgStore"]
 _ANALYZE_AFTER = 1_000  # chunks written by this store before its tables are analyzed
 
 
-class PgStore(PgTables, PgSearch, PgVectors, PgCache):
+class PgStore(PgTables, PgSearch, PgVectors, PgCache, FileSync):
     def reopen(self) -> IndexStore:
         return PgStore(self.target, self.gen, readonly=True)
 
@@ -46,9 +47,10 @@ class PgStore(PgTables, PgSearch, PgVectors, PgCache):
     def checkpoint(self) -> None:
         """Nothing to fold: PostgreSQL's WAL is the server's business."""
 
-    def upkeep(self) -> None:
-        """Refresh the planner's statistics after a large write; build the agent's
-        HNSW index once it has enough vectors."""
+    def upkeep(self, changes_kept: int) -> None:
+        """Prune the change feed; refresh the planner's statistics after a large
+        write; build the agent's HNSW index once it has enough vectors."""
+        self.prune_changes(changes_kept)
         self._maybe_analyze()
         self._maybe_hnsw()
 

@@ -12,6 +12,7 @@ import apsw
 from indexer.errors import StoreError
 from indexer.store import bm25
 from indexer.store.base import IndexStore
+from indexer.store.file_sync import FileSync
 from indexer.store.records import (
     FTS_TOKENIZER,
     FTS_WEIGHTS,
@@ -24,7 +25,7 @@ from indexer.store.sqlite.export import SqliteExport
 from indexer.store.sqlite.vec_tables import VectorTables
 
 
-class Store(ChunkTables, VectorTables, SqliteExport):
+class Store(ChunkTables, VectorTables, SqliteExport, FileSync):
     """An open index file."""
 
     def fts_search(
@@ -169,8 +170,10 @@ class Store(ChunkTables, VectorTables, SqliteExport):
         """Fold the WAL into the database file (before a generation is published)."""
         self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
-    def upkeep(self) -> None:
-        """Nothing: SQLite's upkeep happens in its transactions."""
+    def upkeep(self, changes_kept: int) -> None:
+        """The change feed pruned (the rest of SQLite's upkeep happens in its
+        transactions)."""
+        self.prune_changes(changes_kept)
 
     def integrity(self) -> str:
         row = self.db.execute("PRAGMA integrity_check").fetchone()
