@@ -15,17 +15,15 @@ the workspace and ``extra/<name>/<rel>`` for extra roots outside it.
 
 from __future__ import annotations
 
-import contextlib
-import fnmatch
 import os
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from indexer.config import DEFAULT_IGNORE_DIRS, Config, ExtraPath
+from indexer.config import Config, ExtraPath
 from indexer.errors import PathRefused
 from indexer.sources import safefs
+from indexer.sources.patterns import Wanted, glob_match, is_ignored
 
 # The workspace's root memory files; everything else of the memory source is under
 # ``memory/``. (The watcher watches the same names.)
@@ -40,7 +38,6 @@ __all__ = [
     "Root",
     "SourceFile",
     "discover",
-    "glob_match",
     "resolve_get_path",
     "roots_for",
 ]
@@ -85,13 +82,6 @@ class SourceFile:
 OnSkip = Callable[[str, str], None]  # (display path, reason)
 
 
-def change_stamp(st: os.stat_result) -> int:
-    """What "unchanged" compares besides the size: mtime plus ctime. mtime alone
-    misses an edit whose mtime was set back (a restore, ``touch -r``, a clock that
-    jumped backwards); ctime cannot be set by programs and moves on every write."""
-    return st.st_mtime_ns + st.st_ctime_ns
-
-
 @dataclass(frozen=True)
 class Root:
     """A directory (or single file) whose Markdown belongs to the memory source."""
@@ -100,24 +90,6 @@ class Root:
     display: str  # display prefix ("" for the workspace itself)
     pattern: str | None  # glob relative to the root, None = every .md
     is_file: bool = False
-
-
-def glob_match(rel: str, pattern: str) -> bool:
-    """fnmatch, except that ``**/`` also matches no directory at all (so ``**/*.md``
-    matches ``a.md`` as well as ``x/y/a.md``)."""
-    if fnmatch.fnmatchcase(rel, pattern):
-        return True
-    while "**/" in pattern:
-        pattern = pattern.replace("**/", "", 1)
-        if fnmatch.fnmatchcase(rel, pattern):
-            return True
-    return False
-
-
-def is_ignored(name: str, rel: str, cfg: Config) -> bool:
-    if name in DEFAULT_IGNORE_DIRS:
-        return True
-    return any(fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(rel, g) for g in cfg.ignore)
 
 
 def roots_for(cfg: Config, workspace: Path | None = None) -> list[Root]:
@@ -156,30 +128,20 @@ def discover(
     directories passed over for a reason."""
     found: dict[str, SourceFile] = {}
     seen_real: set[tuple[int, int]] = set()
+    links = cfg.limits.allowHardLinks
 
-    def add(root: Path, parts: tuple[str, ...], st: os.stat_result, display: str) -> None:
-        root_text = str(root)
-        if not stat.S_ISREG(st.st_mode):
-            return
-        size = len(safefs.path_bytes(display))
-        if size > MAX_PATH_BYTES:
-            if on_skip is not None:
-                on_skip(
-                    shown(display),
-                    f"path of {size:,} bytes: longer than {MAX_PATH_BYTES:,}, not indexed",
-                )
-            return
-        why = safefs.hard_link(st, cfg.limits.allowHardLinks)
+    def add(root: Path, e: safefs.Entry, display: str) -> None:
+        why = safefs.refusal(e.st, display, links=links, max_path_bytes=MAX_PATH_BYTES)
         if why is not None:
             if on_skip is not None:
                 on_skip(shown(display), why)
             return
-        key = (st.st_dev, st.st_ino)
+        key = (e.st.st_dev, e.st.st_ino)
         if key in seen_real:
             return  # same file twice (case-insensitive FS, overlapping roots)
         seen_real.add(key)
         found[display] = SourceFile(
-            display, MEMORY_SOURCE, change_stamp(st), st.st_size, root_text, parts
+            display, MEMORY_SOURCE, e.stamp, e.st.st_size, str(root), e.parts
         )
 
     def skipper(prefix: str) -> safefs.Skip:
@@ -189,42 +151,27 @@ def discover(
 
         return skip
 
-    def md(name: str, rel: str) -> bool:
-        return name.lower().endswith(".md") and not is_ignored(name, rel, cfg)
-
-    def prune(name: str, rel: str) -> bool:
-        return is_ignored(name, rel, cfg)
-
+    ignore = tuple(cfg.ignore)
     roots = roots_for(cfg, workspace)
     ws = roots[0].real
-    names = _names(ws)
-    for name in ROOT_FILES:
-        if name in names:
-            try:
-                add(ws, (name,), os.lstat(ws / name), name)
-            except OSError:
-                continue
-    for e in safefs.walk(
-        ws,
-        ("memory",),
-        prune=lambda n, r: prune(n, f"memory/{r}"),
-        want=lambda n, r: md(n, f"memory/{r}"),
-        skip=skipper(""),
-    ):
-        add(ws, e.parts, e.st, "/".join(e.parts))
+    for e in safefs.walk(ws, (), Wanted(names=frozenset(ROOT_FILES))):
+        add(ws, e, e.parts[0])
+    in_memory = Wanted(ignore=ignore, under=f"{MEMORY_DIR}/")
+    for e in safefs.walk(ws, (MEMORY_DIR,), in_memory, skip=skipper("")):
+        add(ws, e, "/".join(e.parts))
     if on_skip is not None:
         _unusable_extras(cfg, on_skip)
     for root in roots[1:]:
         if root.is_file:
-            with contextlib.suppress(OSError):
-                add(root.real.parent, (root.real.name,), os.lstat(root.real), root.display)
+            one = safefs.entry(root.real.parent, root.real.name)
+            if one is not None:
+                add(root.real.parent, one, root.display)
             continue
         if not root.real.is_dir():
             continue  # reported by _unusable_extras
-        for e in safefs.walk(
-            root.real, (), prune=prune, want=_wanted_by(root, md), skip=skipper(root.display)
-        ):
-            add(root.real, e.parts, e.st, _join(root.display, "/".join(e.parts)))
+        wanted = Wanted(ignore=ignore, pattern=root.pattern or None)
+        for e in safefs.walk(root.real, (), wanted, skip=skipper(root.display)):
+            add(root.real, e, _join(root.display, "/".join(e.parts)))
     return sorted(found.values(), key=lambda f: f.path)
 
 
@@ -254,21 +201,6 @@ def _unusable_extras(cfg: Config, on_skip: OnSkip) -> None:
         why = _resolve_extra(extra)[2]
         if why is not None:
             on_skip(shown(str(extra.path)), why)
-
-
-def _wanted_by(root: Root, md: Callable[[str, str], bool]) -> Callable[[str, str], bool]:
-    """The file filter of an extra root: Markdown, and its glob if it has one."""
-    pattern = root.pattern
-    if not pattern:
-        return md
-    return lambda name, rel: md(name, rel) and glob_match(rel, pattern)
-
-
-def _names(directory: Path) -> set[str]:
-    try:
-        return set(os.listdir(directory))
-    except OSError:
-        return set()
 
 
 def _in_memory_source(rel: str) -> bool:
@@ -331,7 +263,7 @@ def resolve_get_path(cfg: Config, raw: str) -> GetTarget:
     if len(rel_parts) > safefs.MAX_DEPTH + 2:
         raise PathRefused(f"refused path {raw!r}: deeper than indexing goes")
     for i, part in enumerate(rel_parts[:-1]):
-        if is_ignored(part, "/".join(rel_parts[: i + 1]), cfg):
+        if is_ignored(part, "/".join(rel_parts[: i + 1]), cfg.ignore):
             raise PathRefused(f"refused path {raw!r}: inside an ignored directory")
     return GetTarget(display, target.real, rel_parts)
 

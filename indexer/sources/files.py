@@ -11,7 +11,6 @@ from typing import NamedTuple
 
 from indexer.errors import FileUnreadable
 from indexer.sources import safefs
-from indexer.sources.discovery import change_stamp
 
 __all__ = ["SourceText", "decode_text", "read_text"]
 
@@ -70,8 +69,5 @@ def read_text(
     Raises FileVanished, FileUnreadable (a symlink, FIFO or device, a hard link
     unless ``links``, binary, invalid UTF-8, too large) or OSError for other I/O
     failures."""
-    with safefs.opened(root, parts, exact=exact, links=links) as (fd, st):
-        data = safefs.read_all(fd, max_bytes)
-    return SourceText(
-        decode_text(data), hashlib.sha256(data).hexdigest(), change_stamp(st), len(data)
-    )
+    data, stamp = safefs.read_file(root, parts, max_bytes, exact=exact, links=links)
+    return SourceText(decode_text(data), hashlib.sha256(data).hexdigest(), stamp, len(data))

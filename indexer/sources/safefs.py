@@ -33,8 +33,12 @@ import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from indexer.errors import FileUnreadable, FileVanished
+
+if TYPE_CHECKING:
+    from indexer.sources.patterns import Wanted
 
 __all__ = [
     "HARD_LINK",
@@ -234,10 +238,52 @@ def read_all(fd: int, max_bytes: int) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """A regular file found by ``walk``: its components below the root and its lstat."""
+    """A regular file found by ``walk``: its components below the root, its lstat and
+    change stamp."""
 
     parts: tuple[str, ...]
     st: os.stat_result
+    stamp: int
+
+
+def change_stamp(st: os.stat_result) -> int:
+    """What "unchanged" compares besides the size: mtime plus ctime. mtime alone
+    misses an edit whose mtime was set back (a restore, ``touch -r``, a clock that
+    jumped backwards); ctime cannot be set by programs and moves on every write."""
+    return st.st_mtime_ns + st.st_ctime_ns
+
+
+def entry(directory: str | os.PathLike[str], name: str) -> Entry | None:
+    """The file ``name`` in ``directory`` as ``walk`` would yield it (not followed if
+    a symlink), or None when it is not there or not a regular file."""
+    try:
+        st = os.lstat(os.path.join(directory, name))
+    except OSError:
+        return None
+    return Entry((name,), st, change_stamp(st)) if stat.S_ISREG(st.st_mode) else None
+
+
+def refusal(st: os.stat_result, path: str, *, links: bool, max_path_bytes: int) -> str | None:
+    """Why a regular file found at ``path`` is not read, or None: a hard link (unless
+    ``links``), or a path of more than ``max_path_bytes`` bytes."""
+    size = len(path_bytes(path))
+    if size > max_path_bytes:
+        return f"path of {size:,} bytes: longer than {max_path_bytes:,}, not indexed"
+    return hard_link(st, links)
+
+
+def read_file(
+    root: str | os.PathLike[str] | int,
+    parts: Sequence[str],
+    max_bytes: int,
+    *,
+    exact: bool = False,
+    links: bool = False,
+) -> tuple[bytes, int]:
+    """The bytes of ``root/parts…`` opened as ``open_under`` opens it, at most
+    ``max_bytes`` (``read_all``), and the change stamp of what was read."""
+    with opened(root, parts, exact=exact, links=links) as (fd, st):
+        return read_all(fd, max_bytes), change_stamp(st)
 
 
 Skip = Callable[[tuple[str, ...], str], None]  # (components, reason)
@@ -246,18 +292,18 @@ Skip = Callable[[tuple[str, ...], str], None]  # (components, reason)
 def walk(
     root: str | os.PathLike[str],
     start: Sequence[str],
+    wanted: Wanted,
     *,
-    prune: Callable[[str, str], bool],
-    want: Callable[[str, str], bool],
     skip: Skip | None = None,
     max_depth: int = MAX_DEPTH,
 ) -> Iterator[Entry]:
     """Regular files below ``root/start…`` in name order, through descriptors only.
 
-    ``prune(name, rel)`` drops a directory, ``want(name, rel)`` keeps a file (``rel``:
-    the path below ``root/start`` with ``/``). Symlinks are never followed, not even
-    one swapped in mid-walk. ``skip`` hears of what was passed over for a reason a
-    user should see: names that are not UTF-8, trees deeper than ``max_depth``."""
+    ``wanted.keeps(name, rel, is_dir)`` says which directories are entered and which
+    files kept (``rel``: the path below ``root/start`` with ``/``). Symlinks are
+    never followed, not even one swapped in mid-walk. ``skip`` hears of what was
+    passed over for a reason a user should see: names that are not UTF-8, trees
+    deeper than ``max_depth``."""
     try:
         top = open_dir(root)
     except (FileVanished, FileUnreadable, OSError):
@@ -296,7 +342,7 @@ def walk(
             except OSError:
                 continue
             if stat.S_ISDIR(st.st_mode):
-                if prune(entry.name, rel_text):
+                if not wanted.keeps(entry.name, rel_text, True):
                     continue
                 if not valid_utf8(entry.name):
                     if skip:
@@ -311,12 +357,12 @@ def walk(
                 except OSError:
                     continue  # gone, or swapped for a symlink: not followed
                 enter(child, parts)
-            elif stat.S_ISREG(st.st_mode) and want(entry.name, rel_text):
+            elif stat.S_ISREG(st.st_mode) and wanted.keeps(entry.name, rel_text, False):
                 if not valid_utf8(entry.name):
                     if skip:
                         skip((*base, *parts), "file name is not valid UTF-8")
                     continue
-                yield Entry((*base, *parts), st)
+                yield Entry((*base, *parts), st, change_stamp(st))
     finally:
         for fd, _, _ in stack:
             if fd not in fds:

@@ -47,7 +47,8 @@ from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from indexer.api import WatcherState
 from indexer.config import DEFAULT_IGNORE_DIRS, Config
-from indexer.sources.discovery import MEMORY_DIR, ROOT_FILES, is_ignored, roots_for
+from indexer.sources.discovery import MEMORY_DIR, ROOT_FILES, roots_for
+from indexer.sources.patterns import is_ignored
 from indexer.sources.poller import Poller
 from indexer.sources.safefs import MAX_DEPTH
 from indexer.sources.sessions import is_transcript_name
@@ -337,7 +338,7 @@ def _walk_dirs(top: str, cfg: Config) -> list[str]:
             try:
                 if e.is_dir(follow_symlinks=False):
                     child_rel = f"{rel}/{e.name}" if rel else e.name
-                    if not is_ignored(e.name, child_rel, cfg):
+                    if not is_ignored(e.name, child_rel, cfg.ignore):
                         out.append(e.path)
                         stack.append((e.path, child_rel))
             except OSError:

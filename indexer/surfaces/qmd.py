@@ -38,7 +38,8 @@ from indexer.config import Config, ExtraPath
 from indexer.config_file import load_config
 from indexer.engine import AgentIndex, index_location, provider
 from indexer.errors import InvalidParams, MemindexError
-from indexer.sources.discovery import glob_match, roots_for
+from indexer.sources.discovery import roots_for
+from indexer.sources.patterns import glob_match
 from indexer.store import IndexStore, private_dir
 from indexer.store.sqlite.qmd_catalogue import Catalogue
 from indexer.surfaces.client import Client, DaemonUnavailable, RemoteError

@@ -64,7 +64,7 @@ def test_extra_paths(tmp_path: Path) -> None:
 
 
 def test_double_star_matches_zero_directories(tmp_path: Path) -> None:
-    from indexer.sources.discovery import glob_match
+    from indexer.sources.patterns import glob_match
 
     assert glob_match("a.md", "**/*.md") and glob_match("x/y/a.md", "**/*.md")
     assert glob_match("keep/k.md", "keep/**/*.md") and not glob_match("a.txt", "**/*.md")
@@ -75,3 +75,22 @@ def test_double_star_matches_zero_directories(tmp_path: Path) -> None:
     write(notes, "deep/er.md", "d")
     cfg = Config(workspace=ws, extraPaths=(ExtraPath(notes, "**/*.md"),))
     assert [f.path for f in discover(cfg)] == ["extra/notes/deep/er.md", "extra/notes/top.md"]
+
+
+def test_what_a_walk_keeps_is_data() -> None:
+    """``Wanted``: the memory folder's ignore globs see the path below the workspace,
+    an extra root's pattern the path below the root, and a names-only walk (the
+    workspace's root files) keeps those names and enters no directory."""
+    from indexer.sources.patterns import Wanted
+
+    memory = Wanted(ignore=("memory/private/**", "*.tmp.md"), under="memory/")
+    assert memory.keeps("a.md", "a.md", False) and memory.keeps("B.MD", "x/B.MD", False)
+    assert not memory.keeps("a.txt", "a.txt", False)
+    assert not memory.keeps("s.md", "private/s.md", False)  # by path, under memory/
+    assert not memory.keeps("x.tmp.md", "deep/x.tmp.md", False)  # by name
+    assert memory.keeps("deep", "deep", True) and not memory.keeps("node_modules", "n", True)
+    extra = Wanted(pattern="keep/**/*.md")
+    assert extra.keeps("k.md", "keep/k.md", False) and not extra.keeps("o.md", "o.md", False)
+    roots = Wanted(names=frozenset({"MEMORY.md"}))
+    assert roots.keeps("MEMORY.md", "MEMORY.md", False)
+    assert not roots.keeps("memory", "memory", True) and not roots.keeps("x.md", "x.md", False)
