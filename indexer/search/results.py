@@ -55,6 +55,10 @@ def explain_parts(c: Candidate) -> dict[str, object]:
         parts["decay"] = round(c.decay, 4)
     if c.dated is not None:
         parts["dateBoost"] = round(c.dated, 4)
+    if c.window_first:
+        parts["windowFirst"] = True  # in the time the query names, with its words
+    if c.first_mention:
+        parts["firstMention"] = True  # the ID asked about is first named here
     if c.signal is not None:
         parts["entrySignals"] = round(c.signal, 4)  # importance x project
     if c.rerank is not None:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from indexer.api import MAX_RESULTS, SearchRequest, SearchResponse, SearchResult
 from indexer.search.candidates import Candidate, ChunkRows, Notes
 from indexer.search.facts import IndexFacts
+from indexer.search.first_mention import first_mention
 from indexer.search.fusion import fuse_for_query
 from indexer.search.keyword_hits import EXACT_BOOST, keyword_search
 from indexer.search.names import ABSENT_NAME_RELEVANCE, all_names_absent
@@ -327,6 +328,7 @@ class SearchRun:
                 extra = [c for c in extra if c.id not in known]
                 hits = with_window(hits, extra, WINDOW_SCORE)  # dated hits not below them
                 dated = {c.id for c in extra}
+        hits = first_mention(hits, self.q, rows, self.tz, timed=bool(self.when.windows))
         if self.cfg.rerank.provider and hits:
             from indexer.search.rerank_stage import rerank
 

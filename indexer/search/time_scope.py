@@ -86,10 +86,12 @@ def _in(w: Window, day: date | None) -> bool:
 def with_window(hits: list[Candidate], extra: list[Candidate], shown: float) -> list[Candidate]:
     """``extra`` (chunks of the window the words did not find, each shown at
     ``shown``) ranked after every hit whose own relevance is at least ``shown`` and
-    before the others. A hit dated in the window (``dated``) is never ranked below
-    that place: what holds the words and the time comes before what holds only the
-    time. Hybrid's ranking scores are on another scale than the relevance a result
-    shows, so the place is found by the shown scores."""
+    before the others. A hit dated in the window (``dated``) that holds a word of the
+    query ranks first (the question named the time: a hit outside it cannot answer
+    it), one found only by its meaning is never ranked below that place: what holds
+    the words and the time comes before what holds only the time. Hybrid's ranking
+    scores are on another scale than the relevance a result shows, so the place is
+    found by the shown scores."""
     above = [h.score for h in hits if (h.score if h.shown is None else h.shown) >= shown]
     if above:  # just below the lowest of them: the words' hits, then the time's
         score = math.nextafter(min(above), -math.inf)
@@ -97,6 +99,14 @@ def with_window(hits: list[Candidate], extra: list[Candidate], shown: float) -> 
     else:  # above every hit
         below = math.nextafter(max((h.score for h in hits), default=shown), math.inf)
         score = math.nextafter(below, math.inf)
-    lifted = [replace(h, score=score) if h.dated and h.score < score else h for h in hits]
+    top = max(score, max((h.score for h in hits), default=score))
+    lifted = [
+        replace(h, score=top + h.score, window_first=True)  # words and time: first
+        if h.dated and h.rank != 0.0
+        else replace(h, score=score)
+        if h.dated and h.score < score
+        else h
+        for h in hits
+    ]
     placed = [replace(c, score=below, shown=shown) for c in extra]
     return sorted([*lifted, *placed], key=lambda h: -h.score)

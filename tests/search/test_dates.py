@@ -133,6 +133,12 @@ def test_window_chunks_go_after_the_hits_that_show_as_much() -> None:
     got = with_window(strong, extra, 0.5)
     assert [h.id for h in got] == [1, 9, 8, 2]
     assert [h.shown for h in got[1:3]] == [0.5, 0.5]
+    # Dated in the window: with a word of the query (a keyword rank) first, whatever
+    # the hits above it show; found only by its meaning, just above the window's chunks.
+    words = Candidate(3, "memory", -1.2, 0.40, shown=0.3, dated=1.5)
+    meaning = Candidate(4, "memory", 0.0, 0.39, shown=0.3, dated=1.5)
+    got = with_window([*strong, words, meaning], extra, 0.5)
+    assert [h.id for h in got] == [3, 1, 4, 9, 8, 2]
 
 
 def test_the_question_date_is_in_the_users_zone() -> None:
@@ -183,7 +189,10 @@ def test_logs_dated_in_the_named_month_rank_first(logs: Config) -> None:
         assert first["explain"]["dateBoost"] == 1.5
         # The order is boosted; the score shown is still the chunk's own, 0..1.
         assert first["score"] == first["textScore"] <= 1.0
-        assert first["explain"]["rankKey"] == pytest.approx(1.5 * first["score"], abs=1e-3)
+        # Boosted, and (with a word of the query, in a window of a month or less)
+        # ranked above every hit outside it: the rank key says so.
+        assert first["explain"]["windowFirst"] is True
+        assert first["explain"]["rankKey"] > 1.5 * first["score"]
         # Only dated chunks: MEMORY.md and files outside memory/ never are.
         assert all("dateBoost" not in r["explain"] for r in res["results"][1:])
     off = replace(logs, query=QueryConfig(dateBoost=0.0))
@@ -317,8 +326,8 @@ def test_a_topic_in_a_named_time_is_found_when_its_words_are_common(
     """Hybrid, on the personal dev set's workspace (bench/personal): "What came up at
     standup two days ago?" The day's log holds "standup" once among other news, while
     ten other logs hold "standup" and "came" / "up" more strongly. The candidate lists
-    go deeper for a topic within a named time, and a hit dated in the window is never
-    ranked below the window's other chunks, so the day's log is among the first."""
+    go deeper for a topic within a named time, and a hit dated in the window that
+    holds a word of the question ranks first: the day's log is the first result."""
     import shutil
 
     from providers.local_gguf import LocalGGUFProvider
@@ -332,6 +341,38 @@ def test_a_topic_in_a_named_time_is_found_when_its_words_are_common(
             idx.sync()
             q = "What came up at standup two days ago?"
             got = _paths(idx, q, as_of=AS_OF, max_results=6, time_zone="UTC", mode="hybrid")
-            assert "memory/2026-11-25.md" in got[:3], got
+            assert got[0] == "memory/2026-11-25.md", got
     finally:
         provider.close()
+
+
+@pytest.fixture
+def ticket(tmp_path: Path) -> Config:
+    """A ticket introduced in one log and named again, shorter, in two later ones."""
+    ws = tmp_path / "ws"
+    write(
+        ws,
+        "memory/2026-03-02.md",
+        "# 2026-03-02\n\n- New ticket OPS-7: the nightly export to the data lake fails "
+        "when the bucket quota is hit; it needs a root cause and an alert.\n",
+    )
+    write(ws, "memory/2026-03-09.md", "# 2026-03-09\n\n- OPS-7 again.\n")
+    write(ws, "memory/2026-03-16.md", "# 2026-03-16\n\n- OPS-7: quota setting raised; closed.\n")
+    return Config(workspace=ws, extraPaths=(), indexPath=tmp_path / "i.sqlite")
+
+
+def test_an_id_asked_about_alone_finds_its_first_mention_first(ticket: Config) -> None:
+    with AgentIndex(ticket) as idx:
+        idx.sync()
+        res = idx.search("What's OPS-7 about?", min_score=0.0, explain=True, as_of=AS_OF)
+        first = res["results"][0]
+        assert first["path"] == "memory/2026-03-02.md"
+        assert first["explain"]["firstMention"] is True  # moved up: words alone put
+        assert res["results"][1]["path"] == "memory/2026-03-09.md"  # the shortest first
+        # Another word that tells the notes apart, or one asking for the newest state,
+        # and nothing moves.
+        assert _paths(idx, "Which setting closed OPS-7?", as_of=AS_OF)[0] == (
+            "memory/2026-03-16.md"
+        )
+        status = idx.search("What's the status of OPS-7?", min_score=0.0, explain=True)
+        assert all("firstMention" not in r["explain"] for r in status["results"])

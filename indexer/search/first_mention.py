@@ -1,0 +1,71 @@
+"""An ID asked about on its own ("what's OPS-2291 about?", "what happened in
+INC-0442?", "remind me what RFC-19 proposes"): the note that first mentions it comes
+first. An agent writes what a ticket, an incident or a proposal is when it first
+comes up ("New ticket OPS-2291: the billing replica falls behind every night"); the
+later notes that name it say what happened to it since, and they rank on the ID's
+words alone as well as the introduction does (often better: they are shorter).
+
+Asked on its own means: the query holds an exact token (an ID, a code) and no other
+word that any of the hits holding the token contains, no time ("last week": the
+window decides) and no word that asks for the newest state ("status", "now",
+"latest": the later notes are the answer). Then, of the hits holding the token
+that are dated (daily logs by their file names, transcripts by their messages), the
+earliest takes the place of the best ranked one, which moves one down with the
+rest; nothing else moves. With ``explain`` it carries ``firstMention``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from datetime import date, tzinfo
+
+from indexer.search.candidates import Candidate, ChunkRows
+from indexer.search.query import ParsedQuery, stem_prefix
+from indexer.search.ranking import hit_day
+
+__all__ = ["NEWEST", "first_mention"]
+
+# Words that ask for an ID's newest state, not what it is.
+NEWEST = frozenset(
+    ("now", "current", "currently", "latest", "last", "status", "still", "update", "updated")
+    + ("new", "newest", "recent", "recently", "progress", "today", "yet", "anymore")
+)
+
+
+def first_mention(
+    hits: list[Candidate], q: ParsedQuery, rows: ChunkRows, tz: tzinfo, *, timed: bool
+) -> list[Candidate]:
+    """``hits`` with the first mention of the query's exact token first among the
+    dated hits holding it, when the token is asked about on its own (module doc);
+    ``timed``: the query names a time."""
+    if not q.exact or timed or q.required or any(t in NEWEST for t in q.terms):
+        return hits
+    rows.need([h.id for h in hits])
+    holding: list[tuple[int, str]] = []  # (position, lower-cased text)
+    for n, h in enumerate(hits):
+        row = rows.get(h.id)
+        if row is not None:
+            text = row.text.lower()
+            if any(tok in text for tok in q.exact):
+                holding.append((n, text))
+    others = [stem_prefix(t) for t in q.terms]
+    if any(s in text for _, text in holding for s in others):
+        return hits  # another word of the question tells the hits apart
+    dated: list[tuple[date, int]] = []
+    for n, _ in holding:
+        row = rows.get(hits[n].id)
+        day = None if row is None else hit_day(row, tz)
+        if day is not None:
+            dated.append((day, n))
+    if len(dated) < 2:
+        return hits
+    first_day, first = min(dated)
+    place_day, place = min(dated, key=lambda d: d[1])
+    if first_day == place_day:
+        return hits
+    out = list(hits)
+    moved = out.pop(first)
+    above = math.nextafter(out[place].score, math.inf)  # still below the hit before it
+    out.insert(place, replace(moved, score=above, first_mention=True))
+    return out
