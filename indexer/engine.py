@@ -111,8 +111,9 @@ class AgentIndex:
     request threads of a daemon share while its writer thread writes.
 
     ``selection``: the provider chosen by ``provider(cfg, shared)``; this index then
-    owns it (logged, released to ``shared`` or closed by ``close``). Or ``provider``:
-    one the caller owns (a test's, a bench's)."""
+    owns it (logged unless ``quiet``: a caller that reports ``provider_state``
+    itself; released to ``shared`` or closed by ``close``). Or ``provider``: one the
+    caller owns (a test's, a bench's)."""
 
     def __init__(
         self,
@@ -127,6 +128,7 @@ class AgentIndex:
         live: LiveIndex | None = None,
         readers: int = 0,
         note: str = "",
+        quiet: bool = False,
     ) -> None:
         """``note``: what the agent's writer lock says of this process (a daemon's
         socket)."""
@@ -140,7 +142,7 @@ class AgentIndex:
         self._owned = selection is not None and selection.provider is not None
         self.provider_state: ProviderState | None = None
         if selection is not None:
-            provider, provider_note = selection.provider, self._described(selection)
+            provider, provider_note = selection.provider, self._described(selection, quiet)
         self.provider = provider
         self.provider_note = provider_note
         # Imported only here: a read (``reading``) does not load the write path.
@@ -178,13 +180,15 @@ class AgentIndex:
         self.sync_sessions = self.writer.sync_sessions
         self.embed = self.writer.embed
 
-    def _described(self, sel: Selection) -> str:
-        """The selected provider's state (``status``), logged once; returns the note
-        a search shows when there is no provider."""
+    def _described(self, sel: Selection, quiet: bool) -> str:
+        """The selected provider's state (``status``), logged once (unless ``quiet``);
+        returns the note a search shows when there is no provider."""
         from indexer.selection import provider_note, provider_state
 
         cfg = self.cfg
         self.provider_state = st = provider_state(cfg, sel)
+        if quiet:
+            return provider_note(cfg, sel)
         if st["state"] == "failed":
             log.warning(
                 "%s: KEYWORD SEARCH ONLY: the %s provider failed: %s (fix: %s)",

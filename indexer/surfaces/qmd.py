@@ -357,7 +357,7 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
             cols = load_collections()
             cfg = _config(base, cols)
             sel = provider(cfg) if args.cmd == "embed" else None
-            with AgentIndex(cfg, provider=sel.provider if sel else None) as idx:
+            with AgentIndex(cfg, selection=sel) as idx:  # owns the provider: closed
                 if args.cmd == "update":
                     rep = idx.sync(embed=False)
                     docs = refresh_catalogue(cfg, cols, idx.store)

@@ -105,18 +105,16 @@ class FileService:
         """Sync the index in this process (no daemon serves it: this is its writer)."""
         self._check_agent(agent)
         from indexer.engine import AgentIndex, provider
-        from indexer.selection import provider_state
 
-        sel = provider(self.cfg)
-        try:
-            with AgentIndex(self.cfg, provider=sel.provider) as idx:
-                answer = idx.sync(force=req.force, progress=self.progress).to_json()
-                answer["indexPath"] = str(idx.writer.backend.where)
-        finally:
-            if sel.provider is not None:
-                sel.provider.close()
+        # quiet: the answer's providerState says what the provider is (the CLI
+        # prints it); the index owns the provider and closes it
+        with AgentIndex(self.cfg, selection=provider(self.cfg), quiet=True) as idx:
+            answer = idx.sync(force=req.force, progress=self.progress).to_json()
+            answer["indexPath"] = str(idx.writer.backend.where)
+            state = idx.provider_state
         answer["agent"] = self.cfg.agent_name
-        answer["providerState"] = provider_state(self.cfg, sel)
+        if state is not None:
+            answer["providerState"] = state
         return answer
 
     def ping(self, agent: str | None, req: api.PingRequest) -> api.PingResponse:

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from conftest import Runner, cli_json, write
-from daemon_util import DaemonProc, child_env, rpc
+from daemon_util import DaemonProc, child_env, rpc, run_cli
 
 
 def _config(tmp_path: Path, workspace: Path, model: str) -> str:
@@ -38,6 +38,15 @@ def test_a_local_model_that_is_missing_is_loud_everywhere(
     assert "no embedding provider configured" not in res["fallback"]
     code, out, err = cli("--config", conf, "search", "rye bread", "--mode", "hybrid")
     assert code == 0 and "--mode hybrid could not be honoured" in err and "MEMORY.md" in out
+
+
+def test_index_says_a_failed_provider_once(tmp_path: Path, workspace: Path) -> None:
+    """``memindex index`` in a process of its own (its log on stderr): the failed
+    provider is said once, by the CLI, not logged again by the index it syncs."""
+    conf = _config(tmp_path, workspace, str(tmp_path / "not-built.gguf"))
+    done = run_cli("--config", conf, "index")
+    assert done.returncode == 0 and "warning: no vectors" in done.stderr, done.stderr
+    assert done.stderr.count("provider failed") == 1, done.stderr
 
 
 def test_the_daemon_logs_a_failed_provider_as_a_warning(tmp_path: Path, workspace: Path) -> None:
