@@ -158,7 +158,7 @@ class KeywordPart:
             segments.append(seg)
         codes = self.codes
         if new:
-            codes = with_codes(codes, (c.source for c in new))
+            codes = with_codes(codes, [c.source for c in new])
             seg = _from_chunks(new, codes, tokens)
             segments.append(seg)
             live += seg.ids.shape[0]

@@ -193,16 +193,14 @@ class LiveIndex:
         """Both parts caught up from the change feed, read in one transaction; None
         if the feed no longer reaches back to one of them."""
         seqs = [p.seq for p in (kw, vec) if p is not None]
-        with store.read_snapshot():
-            changes = store.changes_since(min(seqs))
-            if changes is None:
-                return None
-            new = store.new_chunks(kw.max_id, changes.moved) if kw is not None else []
-            embedded = store.vector_rows(changes.embedded) if vec is not None else []
+        got = store.catch_up(min(seqs), None if kw is None else kw.max_id, vec is not None)
+        if got is None:
+            return None
+        changes = got.changes
         if kw is not None:
-            kw = kw.apply(changes.seq, [*changes.deleted, *changes.moved], new, self.tokens)
+            kw = kw.apply(changes.seq, [*changes.deleted, *changes.moved], got.new, self.tokens)
         if vec is not None:
-            vec = vec.apply(changes.seq, [*changes.deleted, *changes.embedded], embedded)
+            vec = vec.apply(changes.seq, [*changes.deleted, *changes.embedded], got.embedded)
         self.updates += 1
         return kw, vec
 

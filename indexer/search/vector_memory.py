@@ -246,7 +246,7 @@ class VectorPart:
         centre = self.centre
         rows = [r for r in rows if len(r[2]) == 4 * self.dims]
         if rows:
-            codes = with_codes(codes, (r[1] for r in rows))
+            codes = with_codes(codes, [r[1] for r in rows])
             ids, src, mat = _rows(rows, codes, self.dims)
             if centre is None and sum(s.live for s in segments) + len(rows) >= self.quantize_at:
                 live = [s.mat[s.alive] for s in segments if s.mat is not None] + [mat]

@@ -34,6 +34,7 @@ from typing import Protocol
 from indexer.api.responses import BatchJob, SkippedFile
 from indexer.store.records import (
     FTS_WEIGHTS,
+    CatchUp,
     ChunkChanges,
     ChunkRow,
     FilesAtStart,
@@ -202,12 +203,15 @@ class EmbeddingCache(Protocol):
 
 
 class SyncEnds(Protocol):
-    """A sync's two ends (``file_sync.FileSync``)."""
+    """A sync's two ends, and a snapshot's catch-up (``file_sync.FileSync``)."""
 
     def begin_files(
         self, source: str, *, workspace: str, fingerprint: str, force: bool
     ) -> FilesAtStart: ...
     def end_files(self, source: str, *, keep: set[str] | None, report: str) -> None: ...
+    def catch_up(self, after: int, new_after: int | None, vectors: bool) -> CatchUp | None:
+        """What an in-memory snapshot reads to catch up with the change feed."""
+        ...
 
 
 class Upkeep(Protocol):

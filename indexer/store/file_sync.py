@@ -1,5 +1,6 @@
 """A sync's two ends, the same on every store: what a sync of one source starts
-from (``begin_files``) and what it leaves behind (``end_files``).
+from (``begin_files``) and what it leaves behind (``end_files``); and what an
+in-memory snapshot reads to catch up with the writer (``catch_up``).
 
 The index belongs to one workspace and one set of chunking settings (its
 "fingerprint"); a sync first claims it for the ones it runs with, emptying it when
@@ -12,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from indexer.store.records import FilesAtStart
+from indexer.store.records import CatchUp, FilesAtStart
 
 if TYPE_CHECKING:
     from indexer.store.base import IndexStore
@@ -21,8 +22,8 @@ log = logging.getLogger(__name__)
 
 
 class FileSync:
-    """``begin_files`` / ``end_files`` for a store class that has the rest of
-    ``IndexStore`` (both backends mix it in)."""
+    """``begin_files`` / ``end_files`` and ``catch_up`` for a store class that has
+    the rest of ``IndexStore`` (both backends mix it in)."""
 
     def begin_files(
         self: IndexStore, source: str, *, workspace: str, fingerprint: str, force: bool
@@ -53,3 +54,18 @@ class FileSync:
         if keep is not None:
             self.prune_skips(keep, source)
         self.meta_set("lastSync", report)
+
+    def catch_up(
+        self: IndexStore, after: int, new_after: int | None, vectors: bool
+    ) -> CatchUp | None:
+        """What a snapshot at change ``after`` reads to catch up, in one snapshot of
+        the index: the changes since (None: the feed was pruned past it), the chunks
+        added since id ``new_after`` and those moved (when it keeps keywords: not
+        None), the vectors embedded since (when it keeps ``vectors``)."""
+        with self.read_snapshot():
+            changes = self.changes_since(after)
+            if changes is None:
+                return None
+            new = [] if new_after is None else self.new_chunks(new_after, changes.moved)
+            embedded = self.vector_rows(changes.embedded) if vectors else []
+        return CatchUp(changes, new, embedded)

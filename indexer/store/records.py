@@ -123,6 +123,16 @@ class FileState:
 
 
 @dataclass(frozen=True, slots=True)
+class CatchUp:
+    """What an in-memory snapshot needs to catch up with the change feed
+    (``IndexStore.catch_up``), read in one snapshot of the index."""
+
+    changes: ChunkChanges
+    new: list[NewChunk]  # chunks added (or moved) since the keyword part's last id
+    embedded: list[tuple[int, str, bytes]]  # (chunk id, source, vector) embedded since
+
+
+@dataclass(frozen=True, slots=True)
 class FilesAtStart:
     """What a sync of one source compares the files on disk against
     (``IndexStore.begin_files``)."""

@@ -210,6 +210,9 @@ def test_change_feed_lists_deleted_embedded_and_moved(backend: Backend) -> None:
         s.ensure_vector_table(3)
         with s.transaction():
             s.put_vectors([(a, np.ones(3, "<f4").tobytes())])
+        mid = s.catch_up(start, 0, True)  # chunks above id 0, vectors embedded since
+        assert mid is not None and [c.id for c in mid.new] == [a, b]
+        assert [(r[0], r[1]) for r in mid.embedded] == [(a, "sessions")]
         with s.transaction():
             s.rename_path("a.md", "a2.md", lambda t: t)
         with s.transaction():
@@ -217,7 +220,12 @@ def test_change_feed_lists_deleted_embedded_and_moved(backend: Backend) -> None:
         ch = s.changes_since(start)
         assert ch is not None and ch.seq == s.change_seq() > start
         assert a in ch.embedded and sorted(ch.moved) == [a, b] and sorted(ch.deleted) == [a, b]
+        # A snapshot's catch-up reads the same feed, and what its parts need, at once.
+        got = s.catch_up(start, 0, True)
+        assert got is not None and got.changes == ch and got.new == [] and got.embedded == []
+        assert s.catch_up(start, None, False) == replace(got, new=[], embedded=[])
         assert s.prune_changes(0) > 0 and s.changes_since(start) is None
+        assert s.catch_up(start, 0, True) is None  # pruned past it: read everything again
 
 
 def test_vectors_knn_cache_and_pending(backend: Backend) -> None:
