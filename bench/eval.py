@@ -304,7 +304,14 @@ def locomo(
                                 _score(stats[key], q, gold, res, LAST.get("snippets"))
                             if DUMP is not None:
                                 row = {"key": key, "q": q["question"], "cat": q["category"]}
-                                DUMP.write(json.dumps(row | {"r10": _recall(gold, res, 10)}))
+                                every = [g for ranges in gold.values() for g in ranges]
+                                first = next(
+                                    (i + 1 for i, r in enumerate(res[:10])
+                                     if any(_overlaps(r, g) for g in every)),
+                                    None,
+                                )  # fmt: skip
+                                row |= {"r10": _recall(gold, res, 10), "rank": first}
+                                DUMP.write(json.dumps(row))
                                 DUMP.write("\n")
     out = []
     for (config, mode, source), cats in sorted(stats.items()):

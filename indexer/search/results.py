@@ -197,7 +197,9 @@ def render_results(
         if len(out) >= limit:
             break
     dates = [log_date(r["path"]) if r["source"] == "memory" else None for r in out]
-    return supersede(out, best, dates, explain=explain)
+    # an ID asked about is first_mention's: its later notes are not announced changes
+    asked = None if q.exact else frozenset(q.terms)
+    return supersede(out, best, dates, asked=asked, explain=explain)
 
 
 def _same_memory(

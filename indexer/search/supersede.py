@@ -12,6 +12,16 @@ and the older ranks above the newer, the newer is moved just above it; nothing e
 moves, so an old note that alone answers a question is never pushed down. With
 ``explain``, the older result names the newer in ``explain.supersededBy``.
 
+A dated note that announces a change ("Pepper has a new vet: Dr. Osei", "New goal
+pace for the half: 5:35/km (was 5:45)", "she switched carriers and has a new
+number") ranks above the curated entry (MEMORY.md, USER.md) that states the old
+value, though their lines differ: its best line holds a word of change
+(``ANNOUNCED``) and every word of the question the entry's best line holds, or a
+value of it (the old number). A curated entry is undated, and what it says is
+curated from the logs, so a later log that says something new about the same
+thing is the newer statement. (Between two logs only a restatement counts: in a
+conversation, "my new dance studio" is no change of the studio named before.)
+
 This is not a decay: undated notes, and dated ones that state other facts, keep
 their places whatever their age.
 """
@@ -23,8 +33,9 @@ from datetime import date
 
 from indexer.api import SearchResult
 from indexer.search.query import STOP_WORDS
+from indexer.sources.curated import is_curated_root
 
-__all__ = ["supersede"]
+__all__ = ["ANNOUNCED", "supersede"]
 
 SHARED = 0.6
 MIN_WORDS = 3
@@ -33,6 +44,25 @@ _CHANGE = frozenset(
     ("now", "new", "newly", "currently", "current", "changed", "updated", "moved")
     + ("instead", "anymore", "since", "today", "switched", "starting")
 )
+
+
+# Words with which a note announces that something changed.
+ANNOUNCED = frozenset(
+    ("new", "newly", "now", "switched", "changed", "moved", "instead", "anymore")
+    + ("replaced", "updated")
+)
+
+
+def _announces(line: set[str], other: set[str], asked: frozenset[str]) -> bool:
+    """``line`` announces a change of what ``other`` states: it holds a word of
+    change and every word of the question ``other`` holds (one at least), or a value
+    of ``other`` (a word of 3 characters or more with a digit: the old number)."""
+    if not line & ANNOUNCED:
+        return False
+    theirs = other & asked
+    if theirs and theirs <= line:
+        return True
+    return any(_value(w) and len(w) >= 3 for w in line & other)
 
 
 def _words(line: str) -> set[str]:
@@ -61,10 +91,12 @@ def supersede(
     lines: list[str],
     dates: list[date | None],
     *,
+    asked: frozenset[str] | None = None,
     explain: bool = False,
 ) -> list[SearchResult]:
     """``results`` with a newer restatement moved above the older one; ``lines[i]``
-    is result i's best line, ``dates[i]`` its date (None: undated)."""
+    is result i's best line, ``dates[i]`` its date (None: undated); ``asked``: the
+    question's words (no stop words), None: no announced change is looked for."""
     order = list(range(len(results)))
     words = [_words(x) for x in lines]
     for j in range(len(results)):
@@ -75,7 +107,14 @@ def supersede(
         for pos_i in range(pos_j):
             i = order[pos_i]
             di = dates[i]
-            if di is None or di >= dj or not _same_fact(words[i], words[j]):
+            if di is not None and di >= dj:
+                continue
+            curated = results[i]["source"] == "memory" and is_curated_root(results[i]["path"])
+            if di is None and (asked is None or not curated):
+                continue  # undated: only a curated entry is known to be older
+            restated = di is not None and _same_fact(words[i], words[j])
+            announced = di is None and asked is not None and _announces(words[j], words[i], asked)
+            if not restated and not announced:
                 continue
             order.pop(pos_j)
             order.insert(pos_i, j)

@@ -154,3 +154,24 @@ def test_the_newer_of_two_notes_of_the_same_fact_comes_first(tmp_path: Path) -> 
         assert res[1]["explain"]["supersededBy"] == res[0]["citation"]
         old = idx.search("who is the dentist", min_score=0)["results"]
         assert old[0]["path"] == "memory/2025-03-01.md"
+
+
+def test_a_later_note_announcing_a_change_comes_before_the_curated_one(
+    tmp_path: Path,
+) -> None:
+    """MEMORY.md says who the vet is; a later daily log says there is a new vet, in
+    other words. The log is shown first, the curated entry names it; a log that
+    says something new about something else, and a transcript, keep their places."""
+    ws = tmp_path / "ws"
+    write(ws, "MEMORY.md", "# Memory\n\n- Dog: Pepper, vet is Dr. Halvorsen at Winslow Animal "
+          "Clinic, Pepper's vet since 2022.\n- Mom's phone is 509-555-0148.\n")  # fmt: skip
+    write(ws, "memory/2026-11-12.md", "# 2026-11-12\n\n- Pepper has a new vet: Dr. Osei, "
+          "because Dr. Halvorsen retires.\n")  # fmt: skip
+    write(ws, "memory/2026-11-13.md", "# 2026-11-13\n\n- Mom got a new car.\n")
+    with AgentIndex(Config(workspace=ws, indexPath=tmp_path / "i.sqlite")) as idx:
+        idx.sync()
+        res = idx.search("Who is Pepper's vet?", min_score=0, explain=True)["results"]
+        assert [r["path"] for r in res] == ["memory/2026-11-12.md", "MEMORY.md"]
+        assert res[1]["explain"]["supersededBy"] == res[0]["citation"]
+        phone = idx.search("What's Mom's phone number?", min_score=0)["results"]
+        assert phone[0]["path"] == "MEMORY.md"  # a new car says nothing of the phone
