@@ -6,7 +6,8 @@ later notes that name it say what happened to it since, and they rank on the ID'
 words alone as well as the introduction does (often better: they are shorter).
 
 Asked on its own means: the query holds an exact token (an ID, a code) and no other
-word that any of the hits holding the token contains, no time ("last week": the
+word that any of the hits holding the token contains (words that ask the assistant,
+"remind me", "tell me", do not count), no time ("last week": the
 window decides) and no word that asks for the newest state ("status", "now",
 "latest": the later notes are the answer). Then, of the hits holding the token
 that are dated (daily logs by their file names, transcripts by their messages), the
@@ -24,12 +25,21 @@ from indexer.search.candidates import Candidate, ChunkRows
 from indexer.search.query import ParsedQuery, stem_prefix
 from indexer.search.ranking import hit_day
 
-__all__ = ["NEWEST", "first_mention"]
+__all__ = ["ASKING", "NEWEST", "first_mention"]
 
 # Words that ask for an ID's newest state, not what it is.
 NEWEST = frozenset(
     ("now", "current", "currently", "latest", "last", "status", "still", "update", "updated")
     + ("new", "newest", "recent", "recently", "progress", "today", "yet", "anymore")
+)
+
+
+# Words that ask the assistant for something ("remind me what RFC-19 proposes"): they
+# say nothing of the notes, so a note holding one ("Reminder set: ...") is not told
+# apart by it.
+ASKING = frozenset(
+    ("remind", "tell", "show", "explain", "recall", "remember", "describe", "summarize")
+    + ("summarise", "know")
 )
 
 
@@ -49,7 +59,7 @@ def first_mention(
             text = row.text.lower()
             if any(tok in text for tok in q.exact):
                 holding.append((n, text))
-    others = [stem_prefix(t) for t in q.terms]
+    others = [stem_prefix(t) for t in q.terms if t not in ASKING]
     if any(s in text for _, text in holding for s in others):
         return hits  # another word of the question tells the hits apart
     dated: list[tuple[date, int]] = []

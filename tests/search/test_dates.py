@@ -376,3 +376,8 @@ def test_an_id_asked_about_alone_finds_its_first_mention_first(ticket: Config) -
         )
         status = idx.search("What's the status of OPS-7?", min_score=0.0, explain=True)
         assert all("firstMention" not in r["explain"] for r in status["results"])
+        # A word that asks the assistant ("remind") tells no note apart, though a
+        # note holds "Reminder".
+        write(ticket.workspace, "memory/2026-03-20.md", "# 2026-03-20\n\n- Reminder: OPS-7.\n")
+        idx.sync()
+        assert _paths(idx, "Remind me what OPS-7 is.", as_of=AS_OF)[0] == "memory/2026-03-02.md"
