@@ -289,6 +289,22 @@ def read_file(
 Skip = Callable[[tuple[str, ...], str], None]  # (components, reason)
 
 
+def _named(fd: int, base: tuple[str, ...], names: frozenset[str]) -> Iterator[Entry]:
+    """The regular files of ``names`` in the directory ``fd``, in name order, by the
+    names the directory lists (their case on a case-insensitive disk)."""
+    try:
+        present = set(os.listdir(fd))
+    except OSError:
+        return
+    for name in sorted(names & present):
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            yield Entry((*base, name), st, change_stamp(st))
+
+
 def walk(
     root: str | os.PathLike[str],
     start: Sequence[str],
@@ -317,6 +333,9 @@ def walk(
             except (FileVanished, FileUnreadable, OSError):
                 return
         base = tuple(start)
+        if wanted.names is not None:  # these names here only: looked up, not walked
+            yield from _named(fds[-1], base, wanted.names)
+            return
 
         def enter(fd: int, rel: tuple[str, ...]) -> None:
             try:
@@ -337,11 +356,12 @@ def walk(
                 continue
             parts = (*rel, entry.name)
             rel_text = "/".join(parts)
-            try:
-                st = entry.stat(follow_symlinks=False)
+            try:  # the entry's type as the directory lists it: no stat of every name
+                is_dir = entry.is_dir(follow_symlinks=False)
+                is_file = not is_dir and entry.is_file(follow_symlinks=False)
             except OSError:
                 continue
-            if stat.S_ISDIR(st.st_mode):
+            if is_dir:
                 if not wanted.keeps(entry.name, rel_text, True):
                     continue
                 if not valid_utf8(entry.name):
@@ -357,12 +377,17 @@ def walk(
                 except OSError:
                     continue  # gone, or swapped for a symlink: not followed
                 enter(child, parts)
-            elif stat.S_ISREG(st.st_mode) and wanted.keeps(entry.name, rel_text, False):
+            elif is_file and wanted.keeps(entry.name, rel_text, False):
                 if not valid_utf8(entry.name):
                     if skip:
                         skip((*base, *parts), "file name is not valid UTF-8")
                     continue
-                yield Entry((*base, *parts), st, change_stamp(st))
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue  # gone meanwhile
+                if stat.S_ISREG(st.st_mode):  # not swapped for something else since
+                    yield Entry((*base, *parts), st, change_stamp(st))
     finally:
         for fd, _, _ in stack:
             if fd not in fds:

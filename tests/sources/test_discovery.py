@@ -94,3 +94,22 @@ def test_what_a_walk_keeps_is_data() -> None:
     roots = Wanted(names=frozenset({"MEMORY.md"}))
     assert roots.keeps("MEMORY.md", "MEMORY.md", False)
     assert not roots.keeps("memory", "memory", True) and not roots.keeps("x.md", "x.md", False)
+
+
+def test_the_root_files_are_regular_files_only(tmp_path: Path) -> None:
+    """MEMORY.md, memory.md and USER.md are looked up by name, not found by walking
+    the workspace's top folder (which may hold thousands of other names): a symlink,
+    a folder or a FIFO under one of those names is passed over, never followed or
+    opened."""
+    ws = tmp_path / "ws"
+    write(ws, "memory/2026-01-01.md", "a log")
+    outside = write(tmp_path, "elsewhere/secret.md", "outside")
+    os.symlink(outside, ws / "MEMORY.md")
+    (ws / "USER.md").mkdir()
+    os.mkfifo(ws / "memory.md")
+    for i in range(50):
+        write(ws, f"other-{i}.md", "not a memory file")
+    assert [f.path for f in discover(Config(workspace=ws))] == ["memory/2026-01-01.md"]
+    os.unlink(ws / "MEMORY.md")
+    write(ws, "MEMORY.md", "the curated core")
+    assert [f.path for f in discover(Config(workspace=ws))] == ["MEMORY.md", "memory/2026-01-01.md"]
