@@ -10,6 +10,8 @@ a crash) resumes by decompressing the stream again and passing over the lines
 already indexed; so that a writer stopped every second still gets through a large
 archive, a call reads at least ``_MIN_BYTES`` before it heeds ``should_stop``.
 Citations number the archive's decompressed lines, as ``memory_get`` reads them.
+The slices are ``Piece``s of the sessions folder's source (``session_files``); the
+sync writes them.
 """
 
 from __future__ import annotations
@@ -17,24 +19,17 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Sequence
+from typing import cast
 
-from indexer.config import Config
 from indexer.errors import FileUnreadable
-from indexer.indexing.transcripts import SessionReport, transcript_rows
+from indexer.indexing.transcripts import Piece, SessionReport
 from indexer.sources.archives import archive_blocks, archive_lines
 from indexer.sources.messages import Messages
-from indexer.sources.sessions import (
-    MAX_LINE_BYTES,
-    SESSIONS_SOURCE,
-    Malformed,
-    TranscriptFile,
-    parse_message,
-)
-from indexer.sources.tokenizer import TokenCounter
-from indexer.store import FileState, IndexStore, SessionCursor
+from indexer.sources.sessions import MAX_LINE_BYTES, Malformed, TranscriptFile, parse_message
+from indexer.store import FileState, SessionCursor
 
-__all__ = ["index_archive"]
+__all__ = ["archive_messages", "archive_pieces"]
 
 log = logging.getLogger(__name__)
 
@@ -43,31 +38,23 @@ _MIN_BYTES = 16 * 1024 * 1024  # read in one call before should_stop is heeded
 _HEAD = 4096
 
 
-def index_archive(
-    store: IndexStore,
-    cfg: Config,
+def archive_pieces(
     f: TranscriptFile,
     cur: SessionCursor | None,
     report: SessionReport,
-    count: TokenCounter,
     should_stop: Callable[[], bool] | None = None,
-) -> None:
-    if cur is not None and cur.committed >= f.size:
-        return  # read to its end before
+) -> Generator[Piece, None, None]:
+    """The archive's lines past the cursor in slices (records: (line number, raw
+    line or None when over the bound)), the last one marking it read."""
     done = cur.lines if cur is not None else 0
-    malformed = cur.malformed if cur is not None else 0
     fd = f.open()
     try:
         head = os.pread(fd, _HEAD, 0)
         lineno = 0
-        msgs = Messages()
+        records: list[tuple[int, bytes | None]] = []
         size = 0
-        wrote = False
-        error: str | None = None
 
-        def commit(final: bool) -> None:
-            nonlocal msgs, size, wrote
-            rows = transcript_rows(msgs, cfg, count)
+        def piece(final: bool) -> Piece:
             cursor = SessionCursor(
                 f.display,
                 f.dev,
@@ -76,18 +63,13 @@ def index_archive(
                 lineno,
                 hashlib.sha256(head).hexdigest(),
                 len(head),
-                malformed,
+                0,  # counted by the sync
             )
             state = FileState(f"{f.dev}:{f.ino}:{lineno}", f.mtime_ns, f.size)
-            with store.transaction():
-                report.chunksWritten += store.append_chunks(
-                    f.display, SESSIONS_SOURCE, state, lineno, rows
-                )
-                store.put_session_cursor(cursor)
-            report.messages += len(msgs)
-            msgs, size, wrote = Messages(), 0, True
+            return Piece(records, cursor, state, lineno)
 
         read = 0  # decompressed bytes looked at in this call
+        error: str | None = None
         try:
             for raw in archive_lines(archive_blocks(fd), MAX_LINE_BYTES):
                 lineno += 1
@@ -97,30 +79,39 @@ def index_archive(
                 size += n
                 read += n
                 if raw is None or raw.strip():
-                    try:
-                        if raw is None:
-                            raise Malformed(f"line longer than {MAX_LINE_BYTES} bytes")
-                        msg = parse_message(raw)
-                    except Malformed as exc:
-                        if malformed == 0:
-                            log.warning("%s line %d: skipped (%s)", f.display, lineno, exc)
-                        malformed += 1
-                        report.malformed += 1
-                        msg = None
-                    if msg is not None:
-                        msgs.add(msg, lineno)
+                    records.append((lineno, raw))
                 if size >= _STEP_BYTES:  # a slice, every line counted: messages or not
-                    commit(final=False)
+                    yield piece(final=False)
+                    records, size = [], 0
                     if should_stop is not None and read >= _MIN_BYTES and should_stop():
                         report.more = True
                         return
         except FileUnreadable as exc:  # damaged or past the bound: keep what was read
             error = exc.reason
-        commit(final=True)
+        yield piece(final=True)
         if error is not None:
             log.warning("%s: %s; indexed up to line %d", f.display, error, lineno)
             report.errors.append({"path": f.display, "reason": f"{error} (read to line {lineno})"})
-        if wrote:
-            report.indexed += 1
     finally:
         os.close(fd)
+
+
+def archive_messages(display: str, piece: Piece, *, warn: bool) -> tuple[Messages, int]:
+    """The messages of an archive's slice and how many lines could not be read (the
+    first logged when ``warn``)."""
+    msgs = Messages()
+    bad = 0
+    records = cast("Sequence[tuple[int, bytes | None]]", piece.records)
+    for lineno, raw in records:
+        try:
+            if raw is None:
+                raise Malformed(f"line longer than {MAX_LINE_BYTES} bytes")
+            msg = parse_message(raw)
+        except Malformed as exc:
+            if warn and bad == 0:
+                log.warning("%s line %d: skipped (%s)", display, lineno, exc)
+            bad += 1
+            continue
+        if msg is not None:
+            msgs.add(msg, lineno)
+    return msgs, bad

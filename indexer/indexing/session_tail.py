@@ -1,5 +1,5 @@
 """A transcript's uncommitted delta (its *tail*): indexed at once, replaced as it
-grows, cut again when the delta is committed (``session_sync``); and the helpers
+grows, cut again when the delta is committed (``session_files``); and the helpers
 both read a transcript's lines with."""
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def tail_or_skip(
     report: SessionReport,
     count: TokenCounter,
 ) -> bool:
-    """``index_tail`` with the errors of a file kept to it (as ``session_sync``'s);
+    """``index_tail`` with the errors of a file kept to it (as the sync keeps them);
     whether it was indexed."""
     try:
         index_tail(store, cfg, f, cur, report, count)

@@ -1,15 +1,27 @@
 """What the transcript sources share: the protocol each implements
 (``TranscriptSource``: OpenClaw's agent database, ``db_sessions.AgentDatabase``; the
-sessions folder's JSONL files and archives, ``session_sync.TranscriptFiles``), what
-one sync hands them (``SyncRun``), its report, and the chunks of rendered messages
-(``Messages``, ``transcript_rows``), each line mapped back to the transcript line it
-came from (a JSONL line; an event's ``seq + 1``) and dated by its newest message's
-time."""
+sessions folder's JSONL files and archives, ``session_files.TranscriptFiles``), the
+records it hands the sync (``Listing`` of ``Transcript``s, ``Change``, ``Piece``),
+what one sync hands it (``SyncRun``), its report, and the chunks of rendered
+messages (``Messages``, ``transcript_rows``), each line mapped back to the
+transcript line it came from (a JSONL line; an event's ``seq + 1``) and dated by its
+newest message's time.
+
+A source says what it holds now (``listing``), whether a transcript has news past the
+index's cursor or must be read again (``changed``), reads what is past the cursor in
+bounded pieces, each with the cursor after it (``read``), and turns a piece's raw
+records into messages (``render``); ``owns`` names its index paths. The sync
+(``session_sync.sync_source``) does the rest for every source alike: the cursors,
+removing what a source no longer lists, reading again what changed under its
+cursor, writing each piece's chunks with its cursor in one transaction, the
+report, and keeping one transcript's trouble to it.
+"""
 
 from __future__ import annotations
 
+import enum
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -20,12 +32,17 @@ from indexer.sources.messages import Messages
 from indexer.sources.sessions import TranscriptFile
 from indexer.sources.text import index_text
 from indexer.sources.tokenizer import TokenCounter
-from indexer.store import ChunkRow, IndexStore
+from indexer.store import ChunkRow, FileState, IndexStore, SessionCursor
 
 __all__ = [
+    "Change",
+    "Forgotten",
+    "Listing",
+    "Piece",
     "Quiet",
     "SessionReport",
     "SyncRun",
+    "Transcript",
     "TranscriptSource",
     "transcript_failed",
     "transcript_rows",
@@ -113,17 +130,80 @@ class SyncRun:
     skips: list[tuple[str, str]]  # (index path, reason): what a source passed over
 
 
+@dataclass(frozen=True)
+class Transcript:
+    """One transcript a source holds now: its index path, the heading its chunks
+    carry, and the source's own handle (a file, a database session)."""
+
+    display: str
+    handle: object
+    heading: str = ""
+
+
+@dataclass
+class Listing:
+    """What a source holds now. ``complete``: every transcript it has is listed (an
+    indexed one not listed is gone); ``close``: what the listing holds open."""
+
+    transcripts: list[Transcript]
+    complete: bool = True
+    close: Callable[[], None] = lambda: None
+
+
+class Change(enum.Enum):
+    NONE = "nothing to read"
+    READ = "read past the cursor"
+    RESTART = "read again from the start"  # what was indexed of it is not what it holds
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A bounded piece of a transcript past its cursor: the raw ``records`` (the
+    source's ``render`` reads them), the index's ``cursor`` and file ``state`` after
+    it (the cursor's ``malformed`` is counted by the sync), the transcript's ``lines``
+    indexed then, and ``cut``: the line after which chunks indexed before (a tail)
+    go first."""
+
+    records: Sequence[object]
+    cursor: SessionCursor
+    state: FileState
+    lines: int
+    cut: int | None = None
+
+
+class Forgotten(Exception):  # noqa: N818 - a state, not a failure
+    """The transcript was forgotten (``openclaw memory forget``) while it was read:
+    nothing of it is written, and it leaves the index."""
+
+
 class TranscriptSource(Protocol):
-    """Where transcripts come from. ``owns``: whether an index path is one of this
-    source's (a source removes only its own rows, so a new source's are never taken
-    for another's gone files); ``sync``: bring the index in step with the source
-    (``should_stop`` asked between units of work; past it, ``report.more``)."""
+    """Where transcripts come from (the module doc).
+
+    ``owns``: whether an index path is one of this source's (a source's sync removes
+    only its own rows). ``listing``: what it holds now (reporting what it passes over
+    in ``run.skips``). ``changed``: what to do with a transcript given the index's
+    cursor (None: nothing indexed). ``read``: the pieces past ``cursor``, as many as
+    ``should_stop`` lets it (past it, ``run.report.more``); a piece is written before
+    the next is read. ``render``: a piece's messages and how many of its records
+    could not be read (``warn``: log the first)."""
 
     name: str
 
     def owns(self, path: str) -> bool: ...
 
-    def sync(self, run: SyncRun, should_stop: Callable[[], bool] | None) -> None: ...
+    def listing(self, run: SyncRun) -> Listing: ...
+
+    def changed(self, run: SyncRun, t: Transcript, cursor: SessionCursor | None) -> Change: ...
+
+    def read(
+        self,
+        run: SyncRun,
+        t: Transcript,
+        cursor: SessionCursor | None,
+        should_stop: Callable[[], bool] | None,
+    ) -> Generator[Piece, None, None]: ...
+
+    def render(self, t: Transcript, piece: Piece, *, warn: bool) -> tuple[Messages, int]: ...
 
 
 def transcript_failed(path: str, exc: Exception, report: SessionReport) -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,10 +13,10 @@ from daemon_util import wait_for
 from indexer.config import Config, SessionsConfig
 from indexer.engine import AgentIndex
 from indexer.indexing import session_sync
-from indexer.indexing.transcripts import SyncRun, transcript_rows
+from indexer.indexing.transcripts import Change, Listing, Piece, SyncRun, Transcript
 from indexer.sources.messages import Messages
-from indexer.sources.sessions import SESSIONS_SOURCE, parse_message, redact
-from indexer.store import FileState
+from indexer.sources.sessions import parse_message, redact
+from indexer.store import FileState, SessionCursor
 
 
 def msg(role: str, text: str, nested: bool = False) -> str:
@@ -277,27 +278,34 @@ def test_snippet_lines_are_the_transcripts_across_skipped_lines(
 
 class _Notes:
     """A third transcript source for the test: one transcript of its own, named in a
-    shape neither the files nor the agent database use."""
+    shape neither the files nor the agent database use. What a new source writes:
+    what it holds, whether one changed, its pieces past the cursor, their messages;
+    the sync does the rest."""
 
     name = "notes"
     path = "sessions/notes/desk/2026-11-27.jsonl"
+    said = msg("user", "the heron nests by the KESTREL-77 gate")
 
     def owns(self, path: str) -> bool:
         return path.startswith("sessions/notes/desk/")
 
-    def sync(self, run: SyncRun, should_stop: object) -> None:
-        if run.store.file_states(SESSIONS_SOURCE).get(self.path) is not None:
-            return
+    def listing(self, run: SyncRun) -> Listing:
+        return Listing([Transcript(self.path, None)])
+
+    def changed(self, run: SyncRun, t: Transcript, cursor: SessionCursor | None) -> Change:
+        return Change.READ if cursor is None else Change.NONE
+
+    def read(
+        self, run: SyncRun, t: Transcript, cursor: SessionCursor | None, should_stop: object
+    ) -> Iterator[Piece]:
+        yield Piece([self.said], SessionCursor(t.display, 0, 0, 1, 1, "notes", 0, 0),
+                    FileState("notes:1", 0, 1), 1)  # fmt: skip
+
+    def render(self, t: Transcript, piece: Piece, *, warn: bool) -> tuple[Messages, int]:
         msgs = Messages()
-        msgs.add(parse_message(msg("user", "the heron nests by the KESTREL-77 gate").encode()), 1)
-        with run.store.transaction():
-            run.store.append_chunks(
-                self.path,
-                SESSIONS_SOURCE,
-                FileState("notes:1", 0, 1),
-                1,
-                transcript_rows(msgs, run.cfg, run.count),
-            )
+        for n, line in enumerate(piece.records, 1):
+            msgs.add(parse_message(str(line).encode()), n)
+        return msgs, 0
 
 
 def test_a_source_removes_only_its_own_transcripts(

@@ -1,0 +1,234 @@
+"""The sessions folder as a ``TranscriptSource``: JSONL transcripts, rotated ones and
+the compressed archives OpenClaw leaves of deleted sessions, shown as
+``sessions/<file name>``.
+
+A cursor per transcript remembers how many bytes (and JSONL lines) are indexed. The
+file is known by (device, inode) plus a hash of its first bytes, so:
+
+* growth: only the new complete lines are read and appended as new chunks;
+* a partial last line waits for its newline;
+* truncation (size below the cursor) or a replaced file: its rows are dropped and it
+  is read again from the start;
+* rotation (``x.jsonl`` renamed to ``x.jsonl.reset.<ts>``, a new ``x.jsonl`` begun):
+  the cursor and rows follow the inode to the new name and the rotated file's unread
+  tail is still indexed; the new file starts from zero;
+* malformed lines are skipped and counted (logged once per file).
+
+The daemon commits a delta (chunks cut from the cursor on, the cursor moved past
+it) once it is large enough or has been quiet for ``idleFlushMs`` — quiet as the
+daemon saw it (``Quiet``: the size it last saw and since when), never by the file's
+mtime alone, which a clock stepped back or a file from a host whose clock runs ahead
+puts in the future. Until then the delta is a *tail*: indexed at once (searchable
+within the watcher's debounce), its chunks replaced each time it grows and when it
+is committed (``Piece.cut``); the thresholds size the committed chunks, they do not
+delay search. An archive never grows: it is read once (``archive_sync``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+
+from indexer.config import Config
+from indexer.errors import MemindexError
+from indexer.indexing.archive_sync import archive_messages, archive_pieces
+from indexer.indexing.db_sessions import db_facts, session_id_of
+from indexer.indexing.session_tail import STEP_BYTES, messages_of, same_file, tail_or_skip
+from indexer.indexing.transcripts import (
+    Change,
+    Listing,
+    Piece,
+    SessionReport,
+    SyncRun,
+    Transcript,
+)
+from indexer.sources.archives import is_archive_name
+from indexer.sources.messages import Messages
+from indexer.sources.sessions import (
+    SESSIONS_SOURCE,
+    TranscriptFile,
+    list_transcripts,
+    read_complete_lines,
+)
+from indexer.sources.text import index_text
+from indexer.store import FileState, IndexStore, SessionCursor
+
+__all__ = ["TranscriptFiles", "pending_delta"]
+
+log = logging.getLogger(__name__)
+
+
+def pending_delta(f: TranscriptFile, cur: SessionCursor | None) -> tuple[int, int]:
+    """(unindexed bytes, unindexed complete lines) of a transcript; cheap."""
+    start = cur.committed if cur and (cur.dev, cur.ino) == (f.dev, f.ino) else 0
+    if f.size <= start:
+        return (0, 0) if f.size == start else (f.size, 1)
+    fd = f.open()
+    try:
+        data = os.pread(fd, min(f.size - start, 4 * 1024 * 1024), start)
+    finally:
+        os.close(fd)
+    return f.size - start, data.count(b"\n")
+
+
+def _due(cfg: Config, nbytes: int, nlines: int, quiet_s: float) -> bool:
+    if nbytes == 0:
+        return False
+    s = cfg.sessions
+    if nbytes >= s.deltaBytes or nlines >= s.deltaMessages:
+        return True
+    return quiet_s * 1000 >= s.idleFlushMs
+
+
+@dataclass(frozen=True)
+class _Listed:
+    """A listed transcript file, with what its sync needs to know of the listing."""
+
+    file: TranscriptFile
+    tail: bool  # rows and no cursor: a tail (from before a restart too)
+    now: float  # when it was listed (monotonic)
+
+
+class TranscriptFiles:
+    """The sessions folder's transcripts (module doc). Holds no state: one instance
+    serves every agent's sync."""
+
+    name = "files"
+
+    def owns(self, path: str) -> bool:
+        prefix = SESSIONS_SOURCE + "/"
+        return path.startswith(prefix) and "/" not in path[len(prefix) :]
+
+    def listing(self, run: SyncRun) -> Listing:
+        store, cfg, report = run.store, run.cfg, run.report
+        odd = run.skips
+        first = len(odd)
+        files = list_transcripts(
+            cfg.sessions_dir(),
+            cfg.sessions.includeRotated,
+            on_skip=lambda p, why: odd.append((p, why)),
+            links=cfg.limits.allowHardLinks,
+        )
+        forgotten, registered = db_facts(store, cfg, report)
+        report.forgotten |= forgotten
+        if forgotten:  # `openclaw memory forget`: as if the file were gone (its rows go)
+            files = [f for f in files if session_id_of(f.name, registered) not in forgotten]
+        report.files = len(files)
+        for path, why in odd[first:]:
+            report.errors.append({"path": path, "reason": why})
+        now = time.monotonic()
+        run.quiet.forget({f.display for f in files})
+        with store.transaction():
+            _follow_renames(store, files, report)
+        tails = set(store.file_states(SESSIONS_SOURCE)) - set(store.session_cursors())
+        return Listing([Transcript(f.display, _Listed(f, f.display in tails, now)) for f in files])
+
+    def changed(self, run: SyncRun, t: Transcript, cursor: SessionCursor | None) -> Change:
+        listed = _listed(t)
+        f = listed.file
+        archive = is_archive_name(f.name)
+        if run.due_only and not archive:  # an archive is complete: due
+            try:
+                nbytes, nlines = pending_delta(f, cursor)
+            except (OSError, MemindexError):
+                return Change.NONE  # gone or replaced since the listing: the next sync sees it
+            if not _due(run.cfg, nbytes, nlines, run.quiet.quiet_for(f, listed.now)):
+                if nbytes:
+                    run.report.deferred += 1
+                emptied = not nbytes and cursor is None and listed.tail
+                tail = run.quiet.new_tail(f, nbytes) or emptied
+                if tail and tail_or_skip(run.store, run.cfg, f, cursor, run.report, run.count):
+                    run.quiet.tail_done(f, nbytes)  # a failed one is tried again next pass
+                return Change.NONE
+        if cursor is not None and not same_file(cursor, f):
+            log.info("transcript %s was truncated or replaced: reading it again", f.display)
+            return Change.RESTART
+        if archive and cursor is not None and cursor.committed >= f.size:
+            return Change.NONE  # read to its end before
+        return Change.READ
+
+    def read(
+        self,
+        run: SyncRun,
+        t: Transcript,
+        cursor: SessionCursor | None,
+        should_stop: Callable[[], bool] | None,
+    ) -> Generator[Piece, None, None]:
+        f = _file(t)
+        if is_archive_name(f.name):
+            yield from archive_pieces(f, cursor, run.report, should_stop)
+        else:
+            yield from _jsonl_pieces(f, cursor, should_stop)
+
+    def render(self, t: Transcript, piece: Piece, *, warn: bool) -> tuple[Messages, int]:
+        if is_archive_name(_file(t).name):
+            return archive_messages(t.display, piece, warn=warn)
+        raw: list[bytes | None] = list(piece.records)  # type: ignore[arg-type]
+        return messages_of(raw, piece.lines - len(raw), t.display, warn=warn)
+
+
+def _listed(t: Transcript) -> _Listed:
+    assert isinstance(t.handle, _Listed)
+    return t.handle
+
+
+def _file(t: Transcript) -> TranscriptFile:
+    return _listed(t).file
+
+
+def _jsonl_pieces(
+    f: TranscriptFile, cur: SessionCursor | None, should_stop: Callable[[], bool] | None
+) -> Generator[Piece, None, None]:
+    """The complete lines past the cursor, ``STEP_BYTES`` at a time; the first piece
+    cuts the tail indexed before it."""
+    committed = cur.committed if cur else 0
+    lines_done = cur.lines if cur else 0
+    first = True
+    while committed < f.size:
+        if not first and should_stop is not None and should_stop():
+            break  # the cursor is committed: the rest comes next time
+        fd = f.open()
+        try:
+            raw_lines, end, head = read_complete_lines(fd, committed, STEP_BYTES)
+        finally:
+            os.close(fd)
+        if end == committed:
+            break  # only a partial line is left
+        cut = lines_done if first else None
+        lines_done += len(raw_lines)
+        head_len = min(len(head), end)
+        cursor = SessionCursor(
+            f.display,
+            f.dev,
+            f.ino,
+            end,
+            lines_done,
+            hashlib.sha256(head[:head_len]).hexdigest(),
+            head_len,
+            0,  # counted by the sync
+        )
+        state = FileState(f"{f.dev}:{f.ino}:{end}", f.mtime_ns, f.size)
+        yield Piece(raw_lines, cursor, state, lines_done, cut)
+        committed = end
+        first = False
+
+
+def _follow_renames(store: IndexStore, files: list[TranscriptFile], report: SessionReport) -> None:
+    """Move cursors (and rows) whose inode now lives under another name."""
+    cursors = store.session_cursors()
+    by_inode = {(c.dev, c.ino): c for c in cursors.values()}
+    for f in files:
+        c = by_inode.get((f.dev, f.ino))
+        if c is None or c.path == f.display or not same_file(c, f):
+            continue
+        target = cursors.get(f.display)
+        if target is not None and target.path != c.path:
+            store.delete_session(f.display)  # a stale cursor sits at the new name
+        store.rename_path(c.path, f.display, index_text)
+        report.rotated += 1
+        log.info("transcript %s rotated to %s", c.path, f.display)
+        cursors = store.session_cursors()
