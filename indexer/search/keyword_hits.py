@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 
 from indexer.search.candidates import Candidate, ChunkRows
 from indexer.search.query import ParsedQuery
@@ -22,6 +23,8 @@ __all__ = ["EXACT_BOOST", "bm25_to_score", "boosted_bm25", "classify", "keyword_
 # first of all: a common "exact" token (a claim's "IL-6") is held by many weak chunks,
 # while a rare ID wins on BM25 anyway (docs/RETRIEVAL.md).
 EXACT_BOOST = 0.25
+# A question with an exact token and at most this many other words is anchored on it.
+ANCHOR_WORDS = 2
 
 
 def boosted_bm25(rank: float, exact: bool) -> float:
@@ -46,6 +49,12 @@ def classify(row: SearchRow, q: ParsedQuery) -> tuple[bool, bool, int]:
     cjk = sum(1 for g in q.cjk if g in low)
     full = present == len(stems) and cjk == len(q.cjk) and all(n in low for n in needles)
     return exact, full, present + cjk
+
+
+def _below_anchor(h: Candidate) -> Candidate:
+    """``h`` ranked after the chunks holding the query's exact token; the score it
+    shows (and ``minScore`` judges) stays its own."""
+    return replace(h, score=h.score - 1.0, shown=h.score if h.shown is None else h.shown)
 
 
 def keyword_search(
@@ -102,6 +111,13 @@ def keyword_search(
         # ranks after the hits that reach the floor and is shown at the floor.
         shown = None if ts >= min_score else min_score
         hits.append(Candidate(cid, source, rank, ts, ts, exact, full, shown=shown))
+    # A short question around an exact token ("who's handling OPS-2304?"): the token
+    # is its anchor, so a chunk holding it ranks above every chunk that only holds
+    # another word ("GitHub handle" for "handling"). A longer one (a claim naming
+    # "IL-6" among ten words) ranks on all its words.
+    if q.exact and len(q.terms) <= ANCHOR_WORDS:
+        # ranked below every chunk holding the token (its ranking key, not its score)
+        hits = [h if h.exact else _below_anchor(h) for h in hits]
     if not break_ties:
         hits.sort(key=lambda h: -h.score)
         return hits

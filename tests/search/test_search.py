@@ -91,6 +91,16 @@ def test_an_id_in_a_question_is_its_anchor(tmp_path: Path) -> None:
         idx.sync()
         res = idx.search("What's OPS-2291 about?", min_score=0)["results"]
         assert [r["path"] for r in res] == ["memory/2026-11-03.md"]
+    # A short question's other word matched by a short note ("handle" for "handling",
+    # stronger on BM25 than the longer note with the ID): the ID's note still first.
+    write(ws, "MEMORY.md", "# Memory\n\n- GitHub handle dreyes.\n")
+    write(ws, "memory/2026-11-04.md", "# 2026-11-04\n\n- OPS-2304 opened: rotate the "
+          "gateway certificates before they expire; Marcus owns it, Dana reviews.\n")  # fmt: skip
+    with AgentIndex(Config(workspace=ws, indexPath=tmp_path / "i.sqlite")) as idx:
+        idx.sync()
+        res = idx.search("Who's handling OPS-2304?", min_score=0)["results"]
+        assert [r["path"] for r in res] == ["memory/2026-11-04.md", "MEMORY.md"]
+        assert res[1]["score"] > res[0]["score"]  # its own score is shown, ranked after
 
 
 def test_quoted_phrase_is_required(logs: Config) -> None:
