@@ -19,17 +19,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Callable, Generator, Sequence
-from typing import cast
+from collections.abc import Callable, Generator
 
 from indexer.errors import FileUnreadable
 from indexer.indexing.transcripts import Piece, SessionReport
 from indexer.sources.archives import archive_blocks, archive_lines
-from indexer.sources.messages import Messages
-from indexer.sources.sessions import MAX_LINE_BYTES, Malformed, TranscriptFile, parse_message
+from indexer.sources.sessions import MAX_LINE_BYTES, TranscriptFile
 from indexer.store import FileState, SessionCursor
 
-__all__ = ["archive_messages", "archive_pieces"]
+__all__ = ["archive_pieces"]
 
 log = logging.getLogger(__name__)
 
@@ -44,14 +42,14 @@ def archive_pieces(
     report: SessionReport,
     should_stop: Callable[[], bool] | None = None,
 ) -> Generator[Piece, None, None]:
-    """The archive's lines past the cursor in slices (records: (line number, raw
-    line or None when over the bound)), the last one marking it read."""
+    """The archive's lines past the cursor in slices (records: each line, None when
+    over the bound; the last is line ``Piece.lines``), the last one marking it read."""
     done = cur.lines if cur is not None else 0
     fd = f.open()
     try:
         head = os.pread(fd, _HEAD, 0)
         lineno = 0
-        records: list[tuple[int, bytes | None]] = []
+        records: list[bytes | None] = []  # every line since the last slice
         size = 0
 
         def piece(final: bool) -> Piece:
@@ -78,8 +76,7 @@ def archive_pieces(
                 n = len(raw) + 1 if raw is not None else MAX_LINE_BYTES
                 size += n
                 read += n
-                if raw is None or raw.strip():
-                    records.append((lineno, raw))
+                records.append(raw)
                 if size >= _STEP_BYTES:  # a slice, every line counted: messages or not
                     yield piece(final=False)
                     records, size = [], 0
@@ -94,24 +91,3 @@ def archive_pieces(
             report.errors.append({"path": f.display, "reason": f"{error} (read to line {lineno})"})
     finally:
         os.close(fd)
-
-
-def archive_messages(display: str, piece: Piece, *, warn: bool) -> tuple[Messages, int]:
-    """The messages of an archive's slice and how many lines could not be read (the
-    first logged when ``warn``)."""
-    msgs = Messages()
-    bad = 0
-    records = cast("Sequence[tuple[int, bytes | None]]", piece.records)
-    for lineno, raw in records:
-        try:
-            if raw is None:
-                raise Malformed(f"line longer than {MAX_LINE_BYTES} bytes")
-            msg = parse_message(raw)
-        except Malformed as exc:
-            if warn and bad == 0:
-                log.warning("%s line %d: skipped (%s)", display, lineno, exc)
-            bad += 1
-            continue
-        if msg is not None:
-            msgs.add(msg, lineno)
-    return msgs, bad

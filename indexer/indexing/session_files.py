@@ -32,10 +32,11 @@ import os
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from typing import cast
 
 from indexer.config import Config
 from indexer.errors import MemindexError
-from indexer.indexing.archive_sync import archive_messages, archive_pieces
+from indexer.indexing.archive_sync import archive_pieces
 from indexer.indexing.db_sessions import db_facts, session_id_of
 from indexer.indexing.session_tail import STEP_BYTES, messages_of, same_file, tail_or_skip
 from indexer.indexing.transcripts import (
@@ -165,9 +166,8 @@ class TranscriptFiles:
             yield from _jsonl_pieces(f, cursor, should_stop)
 
     def render(self, t: Transcript, piece: Piece, *, warn: bool) -> tuple[Messages, int]:
-        if is_archive_name(_file(t).name):
-            return archive_messages(t.display, piece, warn=warn)
-        raw: list[bytes | None] = list(piece.records)  # type: ignore[arg-type]
+        """A JSONL slice's or an archive's lines (the last is line ``piece.lines``)."""
+        raw = cast("list[bytes | None]", list(piece.records))
         return messages_of(raw, piece.lines - len(raw), t.display, warn=warn)
 
 

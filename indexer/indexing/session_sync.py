@@ -108,12 +108,8 @@ def _drop_unowned(store: IndexStore, report: SessionReport) -> None:
     not read every path again for it."""
     known = set(store.file_states(SESSIONS_SOURCE)) | set(store.session_cursors())
     stray = sorted(p for p in known if not any(s.owns(p) for s in SOURCES))
+    _remove(store, stray, report)
     if stray:
-        with store.transaction():
-            for p in stray:
-                store.delete_session(p)
-        report.removed += len(stray)
-        report.cleared.extend(stray)
         log.warning("transcript rows no source owns were removed: %s", ", ".join(stray[:5]))
 
 
