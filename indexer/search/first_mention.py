@@ -24,6 +24,7 @@ from datetime import date, tzinfo
 from indexer.search.candidates import Candidate, ChunkRows
 from indexer.search.query import ParsedQuery, stem_prefix
 from indexer.search.ranking import hit_day
+from indexer.search.snippets import has_word_with_prefix
 
 __all__ = ["ASKING", "NEWEST", "first_mention"]
 
@@ -60,7 +61,7 @@ def first_mention(
             if any(tok in text for tok in q.exact):
                 holding.append((n, text))
     others = [stem_prefix(t) for t in q.terms if t not in ASKING]
-    if any(s in text for _, text in holding for s in others):
+    if any(has_word_with_prefix(text, s) for _, text in holding for s in others):
         return hits  # another word of the question tells the hits apart
     dated: list[tuple[date, int]] = []
     for n, _ in holding:
