@@ -114,10 +114,13 @@ class Schedule:
 
     @property
     def pending(self) -> bool:
-        """Writer work planned or under way (``status`` is not current meanwhile)."""
+        """Writer work planned or under way (``status`` is not current meanwhile):
+        uncommitted transcript tails count until committed, also while the pass that
+        rechecks them runs (it took their due time)."""
         return (
             self.backfill
             or self._due["memory"] is not None
             or self._due["sessions"] is not None
             or self.sessions_more
+            or self.transcript_tails > 0
         )

@@ -81,3 +81,15 @@ def test_retries_honour_retry_after_then_give_up() -> None:
     else:
         raise AssertionError("the third failure is raised")
     assert calls == 3 and slept[0] == 5.0 and 0 <= slept[1] <= 1.0 and len(slept) == 2
+
+
+def test_uncommitted_tails_stay_pending_while_their_recheck_runs() -> None:
+    """``status`` is not current while a transcript tail waits for its commit: also
+    in the pass that rechecks it, which took the due time (it said dirty: false)."""
+    plan = Schedule()
+    plan.backfill = False  # the daemon's first pass is done
+    plan.transcript_tails = 1  # the last pass indexed a tail, and planned a recheck
+    plan.plan("sessions", 105.0)
+    assert plan.take("sessions", 106.0) and plan.pending  # the recheck runs
+    plan.transcript_tails = 0  # it committed them
+    assert not plan.pending
