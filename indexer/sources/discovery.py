@@ -163,7 +163,7 @@ def discover(
         _unusable_extras(cfg, on_skip)
     for root in roots[1:]:
         if root.is_file:
-            one = safefs.entry(root.real.parent, root.real.name)
+            one = safefs.file_entry(root.real.parent, root.real.name)
             if one is not None:
                 add(root.real.parent, one, root.display)
             continue

@@ -253,7 +253,7 @@ def change_stamp(st: os.stat_result) -> int:
     return st.st_mtime_ns + st.st_ctime_ns
 
 
-def entry(directory: str | os.PathLike[str], name: str) -> Entry | None:
+def file_entry(directory: str | os.PathLike[str], name: str) -> Entry | None:
     """The file ``name`` in ``directory`` as ``walk`` would yield it (not followed if
     a symlink), or None when it is not there or not a regular file."""
     try:
