@@ -53,20 +53,18 @@ def first_mention(
     if not q.exact or timed or q.required or any(t in NEWEST for t in q.terms):
         return hits
     rows.need([h.id for h in hits])
-    holding: list[tuple[int, str]] = []  # (position, lower-cased text)
+    others = [stem_prefix(t) for t in q.terms if t not in ASKING]
+    dated: list[tuple[date, int]] = []  # (day, position) of the dated hits holding it
     for n, h in enumerate(hits):
         row = rows.get(h.id)
-        if row is not None:
-            text = row.text.lower()
-            if any(tok in text for tok in q.exact):
-                holding.append((n, text))
-    others = [stem_prefix(t) for t in q.terms if t not in ASKING]
-    if any(has_word_with_prefix(text, s) for _, text in holding for s in others):
-        return hits  # another word of the question tells the hits apart
-    dated: list[tuple[date, int]] = []
-    for n, _ in holding:
-        row = rows.get(hits[n].id)
-        day = None if row is None else hit_day(row, tz)
+        if row is None:
+            continue
+        text = row.text.lower()
+        if not any(tok in text for tok in q.exact):
+            continue
+        if any(has_word_with_prefix(text, s) for s in others):
+            return hits  # another word of the question tells the hits apart
+        day = hit_day(row, tz)
         if day is not None:
             dated.append((day, n))
     if len(dated) < 2:

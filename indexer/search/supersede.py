@@ -107,14 +107,15 @@ def supersede(
         for pos_i in range(pos_j):
             i = order[pos_i]
             di = dates[i]
-            if di is not None and di >= dj:
-                continue
-            curated = results[i]["source"] == "memory" and is_curated_root(results[i]["path"])
-            if di is None and (asked is None or not curated):
-                continue  # undated: only a curated entry is known to be older
-            restated = di is not None and _same_fact(words[i], words[j])
-            announced = di is None and asked is not None and _announces(words[j], words[i], asked)
-            if not restated and not announced:
+            if di is not None:  # an older log restating the fact
+                if di >= dj or not _same_fact(words[i], words[j]):
+                    continue
+            elif (  # undated: only a curated entry is known to be older
+                asked is None
+                or results[i]["source"] != "memory"
+                or not is_curated_root(results[i]["path"])
+                or not _announces(words[j], words[i], asked)
+            ):
                 continue
             order.pop(pos_j)
             order.insert(pos_i, j)

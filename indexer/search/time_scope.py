@@ -100,13 +100,13 @@ def with_window(hits: list[Candidate], extra: list[Candidate], shown: float) -> 
         below = math.nextafter(max((h.score for h in hits), default=shown), math.inf)
         score = math.nextafter(below, math.inf)
     top = max(score, max((h.score for h in hits), default=score))
-    lifted = [
-        replace(h, score=top + h.score, window_first=True)  # words and time: first
-        if h.dated and h.rank != 0.0
-        else replace(h, score=score)
-        if h.dated and h.score < score
-        else h
-        for h in hits
-    ]
+
+    def lift(h: Candidate) -> Candidate:
+        if not h.dated:
+            return h
+        if h.rank != 0.0:  # the words and the time: first, in their own order
+            return replace(h, score=top + h.score, window_first=True)
+        return replace(h, score=score) if h.score < score else h  # the time only
+
     placed = [replace(c, score=below, shown=shown) for c in extra]
-    return sorted([*lifted, *placed], key=lambda h: -h.score)
+    return sorted([*map(lift, hits), *placed], key=lambda h: -h.score)

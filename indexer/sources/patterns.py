@@ -34,24 +34,21 @@ def is_ignored(name: str, rel: str, ignore: Collection[str]) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Wanted:
-    """What a walk keeps. Files: named one of ``names`` (when given), else ending in
-    ``suffix`` (any case) and, with a ``pattern``, matching it; directories: entered
-    when ``dirs``. Either is left out when ``ignore``d (by name, or by path with
-    ``under`` before it: the walk's paths are relative to where it starts)."""
+    """What a walk keeps. With ``names``: those files in the folder it starts in,
+    looked up by name (``safefs.walk``), nothing else. Otherwise files ending in
+    ``suffix`` (any case) and, with a ``pattern``, matching it, and the directories it
+    enters; either left out when ``ignore``d (by name, or by path with ``under``
+    before it: the walk's paths are relative to where it starts) (``keeps``)."""
 
     ignore: tuple[str, ...] = ()
     under: str = ""  # e.g. "memory/": what the ignore globs see before a walk's path
     suffix: str = ".md"
     pattern: str | None = None  # a glob of the path below the walk's start
     names: frozenset[str] | None = None  # only these file names (and no directory)
-    dirs: bool = True
 
     def keeps(self, name: str, rel: str, is_dir: bool) -> bool:
-        """Whether the walk keeps the entry ``name`` at ``rel`` (enters a directory)."""
-        if self.names is not None:
-            return not is_dir and name in self.names
-        if is_dir and not self.dirs:
-            return False
+        """Whether a walk without ``names`` keeps the entry ``name`` at ``rel``
+        (enters it, a directory)."""
         if is_ignored(name, self.under + rel, self.ignore):
             return False
         if is_dir:

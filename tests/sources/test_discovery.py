@@ -77,10 +77,11 @@ def test_double_star_matches_zero_directories(tmp_path: Path) -> None:
     assert [f.path for f in discover(cfg)] == ["extra/notes/deep/er.md", "extra/notes/top.md"]
 
 
-def test_what_a_walk_keeps_is_data() -> None:
+def test_what_a_walk_keeps_is_data(tmp_path: Path) -> None:
     """``Wanted``: the memory folder's ignore globs see the path below the workspace,
     an extra root's pattern the path below the root, and a names-only walk (the
     workspace's root files) keeps those names and enters no directory."""
+    from indexer.sources import safefs
     from indexer.sources.patterns import Wanted
 
     memory = Wanted(ignore=("memory/private/**", "*.tmp.md"), under="memory/")
@@ -91,9 +92,11 @@ def test_what_a_walk_keeps_is_data() -> None:
     assert memory.keeps("deep", "deep", True) and not memory.keeps("node_modules", "n", True)
     extra = Wanted(pattern="keep/**/*.md")
     assert extra.keeps("k.md", "keep/k.md", False) and not extra.keeps("o.md", "o.md", False)
+    write(tmp_path, "MEMORY.md", "kept")
+    write(tmp_path, "x.md", "not one of the names")
+    write(tmp_path, "memory/MEMORY.md", "in a directory: not entered")
     roots = Wanted(names=frozenset({"MEMORY.md"}))
-    assert roots.keeps("MEMORY.md", "MEMORY.md", False)
-    assert not roots.keeps("memory", "memory", True) and not roots.keeps("x.md", "x.md", False)
+    assert [e.parts for e in safefs.walk(tmp_path, (), roots)] == [("MEMORY.md",)]
 
 
 def test_the_root_files_are_regular_files_only(tmp_path: Path) -> None:
