@@ -87,11 +87,10 @@ def _due(cfg: Config, nbytes: int, nlines: int, quiet_s: float) -> bool:
 
 @dataclass(frozen=True)
 class _Listed:
-    """A listed transcript file, with what its sync needs to know of the listing."""
+    """A listed transcript file, with when it was listed (monotonic)."""
 
     file: TranscriptFile
-    tail: bool  # rows and no cursor: a tail (from before a restart too)
-    now: float  # when it was listed (monotonic)
+    now: float
 
 
 class TranscriptFiles:
@@ -125,8 +124,7 @@ class TranscriptFiles:
         run.quiet.forget({f.display for f in files})
         with store.transaction():
             _follow_renames(store, files, report)
-        tails = set(store.file_states(SESSIONS_SOURCE)) - set(store.session_cursors())
-        return Listing([Transcript(f.display, _Listed(f, f.display in tails, now)) for f in files])
+        return Listing([Transcript(f.display, _Listed(f, now)) for f in files])
 
     def changed(self, run: SyncRun, t: Transcript, cursor: SessionCursor | None) -> Change:
         listed = _listed(t)
@@ -140,7 +138,10 @@ class TranscriptFiles:
             if not _due(run.cfg, nbytes, nlines, run.quiet.quiet_for(f, listed.now)):
                 if nbytes:
                     run.report.deferred += 1
-                emptied = not nbytes and cursor is None and listed.tail
+                # rows and no cursor: a tail (from before a restart too), now emptied
+                emptied = (
+                    not nbytes and cursor is None and run.store.file_lines(f.display) is not None
+                )
                 tail = run.quiet.new_tail(f, nbytes) or emptied
                 if tail and tail_or_skip(run.store, run.cfg, f, cursor, run.report, run.count):
                     run.quiet.tail_done(f, nbytes)  # a failed one is tried again next pass
