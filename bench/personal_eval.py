@@ -438,7 +438,7 @@ def _report(args: argparse.Namespace, questions: list[dict[str, Any]], ws: Path,
         return 0
     ms = statistics.mean(o["ms"] for o in outcomes)
     print(
-        f"personal dev set: {len(outcomes)} questions, mode {mode}"
+        f"{args.data.name}: {len(outcomes)} questions, mode {mode}"
         f"{' (' + args.model + ')' if mode == 'hybrid' else ''}, k {args.k}; "
         f"indexed in {indexed:.2f} s, {ms:.1f} ms per search\n"
     )

@@ -47,6 +47,7 @@ class Candidate:
     decay: float | None = None  # temporal decay's factor
     dated: float | None = None  # the factor for a daily log dated as the query asks
     first_mention: bool = False  # moved up as the first note of the ID asked about
+    decision: bool = False  # moved up as the decision about what the question asks
     window_first: bool = False  # in the named time with a word of the query: ranked first
     signal: float | None = None  # a memory entry's importance x project factor
     rerank: float | None = None  # the reranker's relevance, 0..1

@@ -12,7 +12,7 @@ from indexer.search.candidates import Candidate, ChunkRows, Notes
 from indexer.search.keyword_hits import EXACT_BOOST
 from indexer.search.query import ParsedQuery
 from indexer.search.snippets import make_snippet
-from indexer.search.supersede import supersede
+from indexer.search.supersede import announces, is_curated_result, supersede
 from indexer.sources.curated import meta_of, strip_annotations
 from indexer.store import SearchRow
 from indexer.store.records import log_date
@@ -57,6 +57,8 @@ def explain_parts(c: Candidate) -> dict[str, object]:
         parts["dateBoost"] = round(c.dated, 4)
     if c.window_first:
         parts["windowFirst"] = True  # in the time the query names, with its words
+    if c.decision:
+        parts["decision"] = True  # records the decision the question asks about
     if c.first_mention:
         parts["firstMention"] = True  # the ID asked about is first named here
     if c.signal is not None:
@@ -160,6 +162,7 @@ def render_results(
     # Shown results with their chunk's word runs (worked out when first compared).
     other: list[tuple[SearchResult, SearchRow]] = []
     runs: dict[int, set[tuple[str, ...]]] = {}
+    n = -1
     for n, h in enumerate(hits):
         if not rows.has(h.id):
             # twice what is shown: merged and vanished hits rarely need a second read
@@ -196,10 +199,49 @@ def render_results(
             other.append((r, row))
         if len(out) >= limit:
             break
-    dates = [log_date(r["path"]) if r["source"] == "memory" else None for r in out]
     # an ID asked about is first_mention's: its later notes are not announced changes
     asked = None if q.exact else frozenset(q.terms)
-    return supersede(out, best, dates, asked=asked, explain=explain)
+    if asked is not None and len(out) >= limit:
+        later = _announcing(hits[n + 1 : REACH * limit], out, best, q, max_chars, rows, asked)
+        if later is not None:
+            out.append(later[0])
+            best.append(later[1])
+    dates = [log_date(r["path"]) if r["source"] == "memory" else None for r in out]
+    return supersede(out, best, dates, asked=asked, explain=explain)[:limit]
+
+
+# How far past the shown results a later note announcing a change of a shown curated
+# entry is looked for: ``REACH`` times the results asked for (the candidates).
+REACH = 4
+
+
+def _announcing(
+    rest: Sequence[Candidate],
+    out: list[SearchResult],
+    best: list[str],
+    q: ParsedQuery,
+    max_chars: int,
+    rows: ChunkRows,
+    asked: frozenset[str],
+) -> tuple[SearchResult, str] | None:
+    """The first of the candidates ranked below the shown results that is a daily
+    log whose best line announces a change of a shown curated entry's (with that
+    line), or None: the curated entry is what the results would state, and the
+    newer note would not be seen (supersede puts it above the entry)."""
+    curated = [b for r, b in zip(out, best, strict=True) if is_curated_result(r)]
+    if not curated or not rest:
+        return None
+    shown = {r["path"] for r in out}
+    rows.need([h.id for h in rest])
+    for h in rest:
+        row = rows.get(h.id)
+        if row is None or row.source != "memory" or row.path in shown or not log_date(row.path):
+            continue
+        r, best_line = to_result(h, row, q, max_chars)
+        line = _line(row, best_line)
+        if any(announces(line, c, asked) for c in curated):
+            return r, line
+    return None
 
 
 def _same_memory(

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from indexer.api import MAX_RESULTS, SearchRequest, SearchResponse, SearchResult
 from indexer.search.candidates import Candidate, ChunkRows, Notes
+from indexer.search.decisions import decision_first
 from indexer.search.facts import IndexFacts
 from indexer.search.first_mention import first_mention
 from indexer.search.fusion import fuse_for_query
@@ -38,7 +39,7 @@ from indexer.search.ranking import (
     mmr,
     relevance,
 )
-from indexer.search.results import envelope, render_results
+from indexer.search.results import REACH, envelope, render_results
 from indexer.search.time_scope import TimeScope, with_window
 from indexer.search.when import TIME_FILLER, asked
 from indexer.selection import provider_spec
@@ -329,6 +330,7 @@ class SearchRun:
                 hits = with_window(hits, extra, WINDOW_SCORE)  # dated hits not below them
                 dated = {c.id for c in extra}
         hits = first_mention(hits, self.q, rows, self.tz, timed=bool(self.when.windows))
+        hits = decision_first(hits, self.q, req.query, rows, REACH * limit)
         if self.cfg.rerank.provider and hits:
             from indexer.search.rerank_stage import rerank
 

@@ -20,7 +20,12 @@ value, though their lines differ: its best line holds a word of change
 value of it (the old number). A curated entry is undated, and what it says is
 curated from the logs, so a later log that says something new about the same
 thing is the newer statement. (Between two logs only a restatement counts: in a
-conversation, "my new dance studio" is no change of the studio named before.)
+conversation, "my new dance studio" is no change of the studio named before.) Such a
+note is looked for past the shown results too, among the candidates (see
+``results.REACH``): a daily log whose best line announces a change of a shown
+entry, with at least ``REACHED_WORDS`` of the entry's question words, takes the
+last place and moves above the entry ("Elin's swimming moves from Tuesdays 17:00 to
+Thursdays 16:30" for "which day is Elin's swimming lesson?", ranked 9th).
 
 This is not a decay: undated notes, and dated ones that state other facts, keep
 their places whatever their age.
@@ -35,10 +40,14 @@ from indexer.api import SearchResult
 from indexer.search.query import STOP_WORDS
 from indexer.sources.curated import is_curated_root
 
-__all__ = ["ANNOUNCED", "supersede"]
+__all__ = ["ANNOUNCED", "announces", "is_curated_result", "supersede"]
 
 SHARED = 0.6
 MIN_WORDS = 3
+# A note ranked below the shown results announces a change of a shown curated entry
+# only when it holds at least this many of the question's words the entry holds (a
+# name alone, "Sam", is no subject).
+REACHED_WORDS = 2
 _WORD = re.compile(r"\w+")
 _CHANGE = frozenset(
     ("now", "new", "newly", "currently", "current", "changed", "updated", "moved")
@@ -49,20 +58,32 @@ _CHANGE = frozenset(
 # Words with which a note announces that something changed.
 ANNOUNCED = frozenset(
     ("new", "newly", "now", "switched", "changed", "moved", "instead", "anymore")
-    + ("replaced", "updated")
+    + ("replaced", "updated", "switch", "switching", "moves", "moving", "rescheduled")
+    + ("renegotiated", "raised", "increased", "reduced", "lowered")
+    + ("decided", "agreed", "settled")  # a decision recorded after the entry
 )
 
 
-def _announces(line: set[str], other: set[str], asked: frozenset[str]) -> bool:
+def _announces(line: set[str], other: set[str], asked: frozenset[str], *, least: int = 1) -> bool:
     """``line`` announces a change of what ``other`` states: it holds a word of
-    change and every word of the question ``other`` holds (one at least), or a value
-    of ``other`` (a word of 3 characters or more with a digit: the old number)."""
+    change and every word of the question ``other`` holds (``least`` at least), or a
+    value of ``other`` (a word of 3 characters or more with a digit: the old number)."""
     if not line & ANNOUNCED:
         return False
     theirs = other & asked
-    if theirs and theirs <= line:
+    if len(theirs) >= least and theirs <= line:
         return True
     return any(_value(w) and len(w) >= 3 for w in line & other)
+
+
+def announces(line: str, entry: str, asked: frozenset[str]) -> bool:
+    """``line`` (a dated note's) announces a change of what the curated ``entry``
+    line states, for a question of the words ``asked``."""
+    return _announces(_words(line), _words(entry), asked, least=REACHED_WORDS)
+
+
+def is_curated_result(r: SearchResult) -> bool:
+    return r["source"] == "memory" and is_curated_root(r["path"])
 
 
 def _words(line: str) -> set[str]:
@@ -112,8 +133,7 @@ def supersede(
                     continue
             elif (  # undated: only a curated entry is known to be older
                 asked is None
-                or results[i]["source"] != "memory"
-                or not is_curated_root(results[i]["path"])
+                or not is_curated_result(results[i])
                 or not _announces(words[j], words[i], asked)
             ):
                 continue

@@ -175,3 +175,37 @@ def test_a_later_note_announcing_a_change_comes_before_the_curated_one(
         assert res[1]["explain"]["supersededBy"] == res[0]["citation"]
         phone = idx.search("What's Mom's phone number?", min_score=0)["results"]
         assert phone[0]["path"] == "MEMORY.md"  # a new car says nothing of the phone
+
+
+def test_a_later_note_announcing_a_change_is_found_below_the_shown_results(
+    tmp_path: Path,
+) -> None:
+    """The curated entry and the logs that repeat its words fill the results; the log
+    that moved the lesson ranks below them on its words. It is shown, above the
+    entry, in the last result's place; a log naming only Elin beside a word of change
+    is no announcement of the lesson's change."""
+    ws = tmp_path / "ws"
+    write(ws, "MEMORY.md", "# Memory\n\n- Elin's swimming lessons: Tuesdays 17:00.\n")
+    for day in ("2026-10-06", "2026-10-13", "2026-10-20"):
+        write(ws, f"memory/{day}.md", f"# {day}\n\n- Took Elin to swimming; the lesson "
+              "went well, two lengths of the pool.\n")  # fmt: skip
+    write(ws, "memory/2026-11-02.md", "# 2026-11-02\n\n- Elin has a new library card.\n")
+    write(ws, "memory/2026-11-03.md", "# 2026-11-03\n\n- Long review of the signal plans "
+          "with the team, notes sent round, and a budget check for next year.\n"
+          "- The pool changed its timetable: Elin's swimming moves to Thursdays.\n")  # fmt: skip
+    with AgentIndex(Config(workspace=ws, indexPath=tmp_path / "i.sqlite")) as idx:
+        idx.sync()
+        q = "Which day is Elin's swimming lesson?"
+        full = idx.search(q, max_results=10, min_score=0, mode="keyword")["results"]
+        paths = [r["path"] for r in full]
+        assert paths[0] == "memory/2026-11-03.md" and paths[1] == "MEMORY.md"
+        by_words = [r["path"] for r in sorted(full, key=lambda r: -r["textScore"])]
+        assert by_words[:4] == ["MEMORY.md"] + [
+            f"memory/{day}.md" for day in ("2026-10-06", "2026-10-13", "2026-10-20")
+        ]  # on its words the announcing log ranks below the entry and the three logs
+        res = idx.search(q, max_results=3, min_score=0, mode="keyword", explain=True)
+        got = [r["path"] for r in res["results"]]
+        assert len(got) == 3 and "memory/2026-11-02.md" not in got
+        assert got.index("memory/2026-11-03.md") < got.index("MEMORY.md")
+        entry = next(r for r in res["results"] if r["path"] == "MEMORY.md")
+        assert entry["explain"]["supersededBy"] == "memory/2026-11-03.md#L1-L4"
