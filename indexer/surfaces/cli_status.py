@@ -152,10 +152,13 @@ def _other_daemon(cfg: Config) -> str:
 
 
 def run_doctor(c: Call) -> int:
-    cfg, args, out = c.config(), c.args, c.out
-    from indexer.surfaces.doctor import TODO, checks
+    args, out = c.args, c.out
+    from indexer.surfaces.doctor import TODO, checks, install_checks
 
-    got = checks(cfg)
+    try:
+        got = checks(c.config())
+    except MemindexError as exc:  # a config that cannot be read is the first FAIL
+        got = [("config", False, exc.message), *install_checks()]
     got.append(_openclaw_check(args.openclaw_config))
     if args.json:
         c.json(

@@ -12,9 +12,43 @@ from indexer.config import Config, default_config_path
 from indexer.errors import DaemonUnavailable, MemindexError
 from indexer.surfaces.client import Client
 
-__all__ = ["TODO", "checks"]
+__all__ = ["TODO", "checks", "install_checks"]
 
 TODO = "todo: "  # a detail that starts so names a step not taken yet (ok, not failed)
+
+
+def _check(got: list[tuple[str, bool, str]], name: str, fn: Callable[[], str]) -> None:
+    try:
+        detail = fn()
+        got.append((name, True, str(detail)))
+    except Exception as exc:  # a doctor reports, it does not crash
+        msg = exc.message if isinstance(exc, MemindexError) else f"{type(exc).__name__}: {exc}"
+        got.append((name, False, msg))
+
+
+def install_checks() -> list[tuple[str, bool, str]]:
+    """The checks of the installation, which need no config: the tokenizer and
+    sqlite-vec (run on their own when the config cannot be read)."""
+    from indexer.sources.tokenizer import get_counter
+    from indexer.store import Store
+
+    got: list[tuple[str, bool, str]] = []
+    _check(
+        got,
+        "tokenizer",
+        lambda: f"cl100k_base offline, 'hello world' = {get_counter()(['hello world'])[0]} tokens",
+    )
+
+    def vec() -> str:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as d, Store(Path(d) / "probe.sqlite") as st:
+            if st.vec_version is None:
+                raise RuntimeError(st.vector_error or "sqlite-vec not loaded")
+            return f"sqlite-vec {st.vec_version} loads"
+
+    _check(got, "sqlite-vec", vec)
+    return got
 
 
 def checks(cfg: Config) -> list[tuple[str, bool, str]]:
@@ -23,18 +57,11 @@ def checks(cfg: Config) -> list[tuple[str, bool, str]]:
     from indexer.engine import checking, index_location
     from indexer.engine import provider as configured_provider
     from indexer.sources.discovery import discover
-    from indexer.sources.tokenizer import get_counter
-    from indexer.store import Store
 
     got: list[tuple[str, bool, str]] = []
 
     def check(name: str, fn: Callable[[], str]) -> None:
-        try:
-            detail = fn()
-            got.append((name, True, str(detail)))
-        except Exception as exc:  # a doctor reports, it does not crash
-            msg = exc.message if isinstance(exc, MemindexError) else f"{type(exc).__name__}: {exc}"
-            got.append((name, False, msg))
+        _check(got, name, fn)
 
     check("config", lambda: str(cfg.source or "defaults (no config file)"))
     first_run = cfg.workspace is None and cfg.source is None  # nothing set up yet
@@ -48,10 +75,8 @@ def checks(cfg: Config) -> list[tuple[str, bool, str]]:
         got.append(("workspace", True, TODO + todo))
     else:
         check("workspace", lambda: f"{cfg.require_workspace()} ({len(discover(cfg))} memory files)")
-    check(
-        "tokenizer",
-        lambda: f"cl100k_base offline, 'hello world' = {get_counter()(['hello world'])[0]} tokens",
-    )
+    tokenizer, sqlite_vec = install_checks()
+    got.append(tokenizer)
 
     def index() -> str:
         path, _ = index_location(cfg)
@@ -82,15 +107,7 @@ def checks(cfg: Config) -> list[tuple[str, bool, str]]:
     else:
         check("index", index)
 
-    def vec() -> str:
-        import tempfile
-
-        with tempfile.TemporaryDirectory() as d, Store(Path(d) / "probe.sqlite") as st:
-            if st.vec_version is None:
-                raise RuntimeError(st.vector_error or "sqlite-vec not loaded")
-            return f"sqlite-vec {st.vec_version} loads"
-
-    check("sqlite-vec", vec)
+    got.append(sqlite_vec)
 
     def provider() -> str:
         sel = configured_provider(cfg)

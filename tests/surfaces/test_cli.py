@@ -185,6 +185,20 @@ def test_doctor_right_after_install_names_the_next_step(cli: Runner, tmp_path: P
     assert code == 1 and "FAIL workspace   no workspace" in out
 
 
+def test_doctor_reports_a_config_it_cannot_read(cli: Runner, tmp_path: Path) -> None:
+    """A broken or missing config file is doctor's first FAIL, not an error that
+    stops it: the checks that need no config still run."""
+    broken = write(tmp_path, "broken.toml", "[query\nmaxResults = \n")
+    for conf in (broken, tmp_path / "missing.toml"):
+        code, out, err = cli("--config", str(conf), "doctor")
+        assert code == 1, (out, err)
+        assert out.startswith("FAIL config") and str(conf) in out
+        assert "ok   tokenizer" in out and "ok   sqlite-vec" in out
+    code, out, _ = cli("--config", str(broken), "doctor", "--json")
+    by = {c["check"]: c for c in json.loads(out)}
+    assert code == 1 and not by["config"]["ok"] and by["sqlite-vec"]["ok"]
+
+
 def test_small_first_run_defects(cli, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     ws = str(workspace)
     assert cli("--workspace", ws, "index")[0] == 0
