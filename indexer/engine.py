@@ -244,6 +244,7 @@ class AgentIndex:
             stale = current is not None and idx.store.generation != current
             if stale or idx.store.broken():
                 self._close_reader(idx)
+                self._close_idle()  # the others read the same old index: no use kept
                 raise queue.Empty
         except queue.Empty:
             idx = self._open_reader()

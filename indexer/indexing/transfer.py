@@ -33,6 +33,7 @@ __all__ = ["TransferReport", "copy_cache", "copy_index", "migrate_agent"]
 # Meta the destination keeps for itself (see the module docstring).
 _OWN_META = frozenset(
     {"chunksVersion", "vectorsVersion", "chunkIdHigh", "changesPrunedTo", "vectorDims"}
+    | {"indexId"}  # each index its own (store/sqlite/connection.py)
 )
 _FILES_PER_COMMIT = 200
 _VECTORS_PER_READ = 1000

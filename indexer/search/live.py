@@ -51,7 +51,7 @@ Versions = tuple[str | None, str | None, str | None]  # Store.change_versions()
 
 @dataclass(frozen=True)
 class Snapshot:
-    generation: str  # the index generation it was read from
+    identity: str  # the index it was read from (``IndexStore.identity``)
     versions: Versions  # that generation's change versions when it was last brought up to date
     keywords: KeywordPart | None  # None: FTS5 answers (a small index)
     vectors: VectorPart | None  # None: no vectors (or not read yet)
@@ -79,14 +79,14 @@ class LiveIndex:
         """The snapshot of ``store``'s file, current or not (an update starts in the
         background if it is not); None if there is none of this file yet."""
         snap = self._snap
-        if snap is None or snap.generation != store.generation or snap.versions != versions:
+        if snap is None or snap.identity != store.identity or snap.versions != versions:
             self._refresh.start(self._update_from, store.reopen)
-        return snap if snap is not None and snap.generation == store.generation else None
+        return snap if snap is not None and snap.identity == store.identity else None
 
-    def state(self, generation: str, versions: Versions) -> MemoryState:
-        """What the snapshot holds for ``generation`` at ``versions`` (``status``)."""
+    def state(self, identity: str, versions: Versions) -> MemoryState:
+        """What the snapshot holds for the index ``identity`` at ``versions`` (``status``)."""
         snap, busy = self._snap, self._refresh.busy
-        if snap is None or snap.generation != generation:
+        if snap is None or snap.identity != identity:
             state = "loading" if busy else "not loaded"
             kw = vec = None
         else:
@@ -158,9 +158,9 @@ class LiveIndex:
     def _update(self, store: IndexStore, full: bool) -> Snapshot | None:
         old = self._snap
         versions = store.change_versions()  # read first: the parts are at least this new
-        if old is not None and old.generation == store.generation and old.versions == versions:
+        if old is not None and old.identity == store.identity and old.versions == versions:
             return old
-        same = old if old is not None and old.generation == store.generation else None
+        same = old if old is not None and old.identity == store.identity else None
         if same is None and not full:
             self._refresh.start(self._update_from, store.reopen)
             return old
@@ -183,7 +183,7 @@ class LiveIndex:
             kw, vec = self._read_all(store, kw if same is not None else None, key)
         elif kw is None:
             kw = self._keywords(store)  # grown past min_chunks since?
-        snap = Snapshot(store.generation, versions, kw, vec)
+        snap = Snapshot(store.identity, versions, kw, vec)
         self._snap = snap
         return snap
 

@@ -126,7 +126,7 @@ class Searcher:
             return False
         # Re-checked when the index file or its chunks, vectors or model change
         # (every write that could change the answer bumps one of them).
-        seen = (self.store.generation, versions)
+        seen = (self.store.identity, versions)
         if self._ready_seen is None or self._ready_seen[0] != seen:
             ready = (
                 self.store.has_vectors() and versions[2] == p.key() and self.store.any_embedded()
@@ -162,7 +162,7 @@ class Searcher:
 
     def check_workspace(self, versions: Versions) -> None:
         """Raise ``IndexMismatch`` when the index holds another workspace."""
-        if self._workspace_ok == (self.store.generation, versions[0]):
+        if self._workspace_ok == (self.store.identity, versions[0]):
             return  # a clear (a new workspace) changes the version
         self.cfg.require_workspace()
         indexed = self.store.meta_get("workspace")
@@ -170,7 +170,7 @@ class Searcher:
         if wrong:
             raise IndexMismatch(wrong)
         if indexed is not None:
-            self._workspace_ok = (self.store.generation, versions[0])
+            self._workspace_ok = (self.store.identity, versions[0])
 
     def _mismatch(self, indexed: str | None) -> str | None:
         """Why the index cannot answer for this workspace, or None (also when the
@@ -240,7 +240,7 @@ class Searcher:
             "checkedAt": time.time(),
         }
         if self.live is not None:  # the daemon's
-            out["memory"] = self.live.state(s.generation, changed)
+            out["memory"] = self.live.state(s.identity, changed)
         wrong = self._mismatch(out["workspace"])
         if wrong:
             out["mismatch"] = wrong

@@ -63,6 +63,9 @@ __all__ = [
 
 class Connection(Protocol):
     generation: str  # names the generation this connection reads (a new one after a rebuild)
+    # which index that generation is: the file deleted and made again under the same
+    # name is another index (what the daemon's snapshot and caches are kept for)
+    identity: str
     vec_version: str | None  # the vector extension's version; None: keyword only
     vector_error: str | None  # why vectors are unavailable
     readonly: bool  # opened for reading only

@@ -466,3 +466,36 @@ def test_ties_go_to_the_lower_chunk_id_on_every_path(tmp_path: Path) -> None:
         assert fts == [i for i, *_ in mem] == every[:10]
     finally:
         idx.close()
+
+
+def test_a_snapshot_is_of_one_index_file_not_of_its_name(tmp_path: Path) -> None:
+    """The index file deleted and built again under the same name (someone cleared
+    the state folder while the daemon ran) is another index: the snapshot of the old
+    one is not caught up from the new one's change feed, which starts again from the
+    beginning (before, nothing written to the new file after that was ever found in
+    memory while status said current)."""
+    ws = tmp_path / "ws"
+    note = write(ws, "memory/2026-01-01.md", "- heron at the pond\n")
+    cfg = Config(workspace=ws, indexPath=tmp_path / "i.sqlite")
+    live = LiveIndex(min_chunks=0)
+    with AgentIndex(cfg) as w:
+        w.sync()
+        for n in range(8):  # the old file's feed runs ahead
+            note.write_text(f"- heron count {n}\n")
+            w.sync()
+        assert live.wait_ready(w.store)
+        old = w.store.identity
+    for f in tmp_path.glob("i.sqlite*"):
+        f.unlink()
+    with AgentIndex(cfg) as w:
+        w.sync()
+        write(ws, "memory/2026-02-02.md", "- kingfisher at the new pond\n")
+        w.sync()
+        assert w.store.identity != old and w.store.generation.endswith("i.sqlite")
+        assert live.wait_ready(w.store)
+        assert live.state(w.store.identity, w.store.change_versions())["state"] == "current"
+        reader = AgentIndex(cfg, readonly=True, live=live)
+        try:
+            assert _in_memory(reader, "kingfisher", 5, None), "the new file's rows"
+        finally:
+            reader.close()

@@ -33,6 +33,7 @@ class PgBase:
         self.gen = gen
         self.readonly = readonly
         self.generation = target.generation_name(gen)
+        self.identity = self.generation
         url = target.read_url if readonly else target.url
         self.url = url
         self._ctx = connect(url, target.pool_size)

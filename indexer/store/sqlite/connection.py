@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import secrets
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
@@ -80,6 +81,7 @@ def _open_readonly(path: Path) -> apsw.Connection:
 
 
 _MMAP = [MMAP_BYTES]  # this process's mmap_size (records.py)
+INDEX_ID = "indexId"  # meta: the id the file's first writer gave it (``identity``)
 
 
 def use_daemon_mmap() -> None:
@@ -128,6 +130,7 @@ class StoreBase:
                 self._migrate()
             elif not self._has_table("schema_migrations"):
                 raise StoreError(f"{path} is not a memindex index (run 'memindex index' first)")
+            self.identity = self._identity()
         except (apsw.NotADBError, apsw.CorruptError) as exc:
             with contextlib.suppress(apsw.Error, AttributeError):
                 self.db.close()
@@ -164,6 +167,19 @@ class StoreBase:
             self.vec_version = str(row[0]) if row else None
         except (apsw.Error, ImportError, OSError, AttributeError) as exc:
             self.vector_error = f"sqlite-vec could not be loaded: {exc}"
+
+    def _identity(self) -> str:
+        """The generation and the id its first writer gave the file (``INDEX_ID``): a
+        file deleted and made again under the same name, whose inode number the
+        file system may well give again, is another index. A file no writer has
+        opened since ids were given is told by its inode."""
+        made = self.meta_get(INDEX_ID)
+        if made is None and not self.readonly:
+            made = secrets.token_hex(8)
+            self.meta_set(INDEX_ID, made)
+        if made is None:
+            return f"{self.generation}@{self._ident[0]}:{self._ident[1]}"
+        return f"{self.generation}#{made}"
 
     def _has_table(self, name: str) -> bool:
         row = self.db.execute(
