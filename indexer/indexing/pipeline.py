@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from indexer.api import LastSync, ReindexResponse
 from indexer.config import Config
-from indexer.errors import FileUnreadable, FileVanished, RowRejected
+from indexer.errors import FileUnreadable, FileVanished, RowRejected, index_damaged
 from indexer.sources import files as source_files
 from indexer.sources.chunking import CHUNKER_VERSION, chunk_markdown, split_lines
 from indexer.sources.curated import curated_chunks, is_curated_root, strip_annotations
@@ -94,8 +94,14 @@ def rebuild_reason(
 
     A change of chunking (or of the FTS layout) or of the embedding model, or
     ``--force``; an empty index is simply filled. (An index of another workspace is
-    cleared in place by ``sync``: it must not answer meanwhile.)"""
-    old_fp = store.meta_get("fingerprint")
+    cleared in place by ``sync``: it must not answer meanwhile.) A damaged index
+    (its settings cannot even be read) is rebuilt, forced or not."""
+    try:
+        old_fp = store.meta_get("fingerprint")
+    except STORE_ERRORS as exc:
+        if not index_damaged(exc):
+            raise
+        return f"the index is damaged ({exc})"
     if old_fp is None:
         return None
     if force:

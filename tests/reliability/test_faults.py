@@ -304,3 +304,33 @@ def test_a_daemon_rebuilds_an_index_whose_rows_are_damaged(tmp_path: Path) -> No
             assert s.consistency() == []
     finally:
         d.stop()
+
+
+def test_a_daemon_rebuilds_an_index_damaged_under_it(tmp_path: Path) -> None:
+    """Every page past the first overwritten while the daemon runs (its connections
+    opened the file before): the sync that finds it cannot even read the index's
+    settings. Before, the forced rebuild it queued read them first and failed the
+    same way, again and again: search, status and `memindex index --force` said
+    "damaged" until a restart. Now the damage is the rebuild's reason."""
+    cfg, index = _damaged_setup(tmp_path)
+    d = DaemonProc(cfg, tmp_path / "run" / "mi.sock", child_env()).start()
+    try:
+        assert _search(d, "ptarmigan") == ["memory/2026-03-03.md"]
+        real = Path(os.path.realpath(index))
+        size = real.stat().st_size
+        with open(real, "r+b") as f:
+            f.seek(4096)
+            f.write(b"\xaa" * (size - 4096))
+        write(tmp_path / "ws", "memory/2026-04-04.md", "- a snow bunting by the cairn\n")
+
+        def answered() -> bool:
+            try:
+                return _search(d, "bunting") == ["memory/2026-04-04.md"]
+            except RuntimeError:  # the JSON-RPC error, until the rebuild lands
+                return False
+
+        wait_for(answered, timeout=60)
+        assert _search(d, "ptarmigan") == ["memory/2026-03-03.md"]
+        wait_for(lambda: rpc(d.sock, "status")["lastError"] is None, timeout=30)
+    finally:
+        d.stop()
