@@ -15,6 +15,7 @@
     ├── ForeignSocket             the socket is served by another user: nothing is sent
     ├── RemoteError               the daemon answered with a JSON-RPC error
     ├── TranscriptDbError         OpenClaw's agent database cannot be read (schema, I/O)
+    ├── TranscriptsUnavailable    the sessions folder cannot be listed, or is gone
     └── StoreError                the index file cannot be opened, migrated or written
         ├── IndexMismatch         the index file belongs to another workspace
         ├── IndexBusy             another process holds the agent's writer lock
@@ -47,6 +48,7 @@ __all__ = [
     "RowRejected",
     "StoreError",
     "TranscriptDbError",
+    "TranscriptsUnavailable",
     "UnknownMethod",
     "WorkspaceError",
     "index_damaged",
@@ -121,6 +123,14 @@ class IndexCorrupt(StoreError):
     a writer sets it aside and builds a new one (``SqliteBackend.open``)."""
 
     code = "index_corrupt"
+
+
+class TranscriptsUnavailable(MemindexError):
+    """The sessions folder cannot be listed (permissions, I/O), is not a folder, or
+    is gone while transcripts from it are indexed: the sync of the folder stops and
+    what it indexed stays (a folder listing nothing is not a folder emptied)."""
+
+    code = "transcripts_unavailable"
 
 
 class TranscriptDbError(MemindexError):

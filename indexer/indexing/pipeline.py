@@ -26,6 +26,7 @@ from indexer.sources.curated import curated_chunks, is_curated_root, strip_annot
 from indexer.sources.discovery import MEMORY_SOURCE, SourceFile, discover, shown
 from indexer.sources.text import index_text
 from indexer.sources.tokenizer import TOKENIZER_NAME, TokenCounter, get_counter
+from indexer.sources.walk import UNLISTED
 from indexer.store import STORE_ERRORS, ChunkRow, FileState, IndexStore, NewFile
 
 __all__ = [
@@ -145,8 +146,10 @@ def sync(
     present = {f.path for f in files}
     count = counter or get_counter()
 
-    # Deletions first: one transaction.
-    gone = [p for p in known if p not in present]
+    # Deletions first: one transaction. A folder that is there but cannot be listed
+    # (its permissions) is not a folder emptied: what was indexed under it stays.
+    held = [str(o["path"]) for o in odd if str(o["reason"]).startswith(UNLISTED)]
+    gone = [p for p in known if p not in present and not _held(p, held)]
     if gone:
         with store.transaction():
             for path in gone:
@@ -271,6 +274,10 @@ def _write_new(store: IndexStore, guard: _Guard, report: SyncReport, new: list[N
 def _index_text(text: str) -> str:
     """What a memory chunk is indexed for: its text without recall annotations."""
     return index_text(strip_annotations(text) if "<!--" in text else text)
+
+
+def _held(path: str, folders: list[str]) -> bool:
+    return any(path.startswith(f"{f}/") for f in folders)
 
 
 def _log_skip(told: set[tuple[str, str]], what: str, path: str, reason: str) -> None:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from indexer.config import Config
-from indexer.errors import MemindexError
+from indexer.errors import MemindexError, TranscriptsUnavailable
 from indexer.indexing.archive_sync import archive_pieces
 from indexer.indexing.db_sessions import db_facts, session_id_of
 from indexer.indexing.session_tail import STEP_BYTES, messages_of, same_file, tail_or_skip
@@ -107,12 +107,20 @@ class TranscriptFiles:
         store, cfg, report = run.store, run.cfg, run.report
         odd = run.skips
         first = len(odd)
-        files = list_transcripts(
-            cfg.sessions_dir(),
-            cfg.sessions.includeRotated,
-            on_skip=lambda p, why: odd.append((p, why)),
-            links=cfg.limits.allowHardLinks,
-        )
+        folder = cfg.sessions_dir()
+        try:
+            files = list_transcripts(
+                folder,
+                cfg.sessions.includeRotated,
+                on_skip=lambda p, why: odd.append((p, why)),
+                links=cfg.limits.allowHardLinks,
+            )
+        except TranscriptsUnavailable as exc:
+            raise TranscriptsUnavailable(f"{exc.message}{self._kept(store)}") from exc
+        if not files and folder is not None and not os.path.lexists(folder):
+            kept = self._kept(store)
+            if kept:  # it was there: say so, and keep what it gave
+                raise TranscriptsUnavailable(f"sessions folder {folder} is gone{kept}")
         forgotten, registered = db_facts(store, cfg, report)
         report.forgotten |= forgotten
         if forgotten:  # `openclaw memory forget`: as if the file were gone (its rows go)
@@ -125,6 +133,16 @@ class TranscriptFiles:
         with store.transaction():
             _follow_renames(store, files, report)
         return Listing([Transcript(f.display, _Listed(f, now)) for f in files])
+
+    def _kept(self, store: IndexStore) -> str:
+        """What stays indexed of the folder while it cannot be listed, said so."""
+        mine = set(store.file_states(SESSIONS_SOURCE)) | set(store.session_cursors())
+        n = sum(1 for p in mine if self.owns(p))
+        if not n:
+            return ""
+        return (
+            f"; the {n} transcript(s) indexed from it are kept (memindex index --force drops them)"
+        )
 
     def changed(self, run: SyncRun, t: Transcript, cursor: SessionCursor | None) -> Change:
         listed = _listed(t)

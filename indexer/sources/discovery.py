@@ -24,6 +24,7 @@ from indexer.config import Config, ExtraPath
 from indexer.errors import PathRefused
 from indexer.sources import safefs
 from indexer.sources.patterns import Wanted, glob_match, is_ignored
+from indexer.sources.walk import Skip, walk
 
 # The workspace's root memory files; everything else of the memory source is under
 # ``memory/``. (The watcher watches the same names.)
@@ -144,7 +145,7 @@ def discover(
             display, MEMORY_SOURCE, e.stamp, e.st.st_size, str(root), e.parts
         )
 
-    def skipper(prefix: str) -> safefs.Skip:
+    def skipper(prefix: str) -> Skip:
         def skip(parts: tuple[str, ...], reason: str) -> None:
             if on_skip is not None:
                 on_skip(shown(_join(prefix, "/".join(parts))), reason)
@@ -154,10 +155,10 @@ def discover(
     ignore = tuple(cfg.ignore)
     roots = roots_for(cfg, workspace)
     ws = roots[0].real
-    for e in safefs.walk(ws, (), Wanted(names=frozenset(ROOT_FILES))):
+    for e in walk(ws, (), Wanted(names=frozenset(ROOT_FILES)), skip=skipper("")):
         add(ws, e, e.parts[0])
     in_memory = Wanted(ignore=ignore, under=f"{MEMORY_DIR}/")
-    for e in safefs.walk(ws, (MEMORY_DIR,), in_memory, skip=skipper("")):
+    for e in walk(ws, (MEMORY_DIR,), in_memory, skip=skipper("")):
         add(ws, e, "/".join(e.parts))
     if on_skip is not None:
         _unusable_extras(cfg, on_skip)
@@ -170,7 +171,7 @@ def discover(
         if not root.real.is_dir():
             continue  # reported by _unusable_extras
         wanted = Wanted(ignore=ignore, pattern=root.pattern or None)
-        for e in safefs.walk(root.real, (), wanted, skip=skipper(root.display)):
+        for e in walk(root.real, (), wanted, skip=skipper(root.display)):
             add(root.real, e, _join(root.display, "/".join(e.parts)))
     return sorted(found.values(), key=lambda f: f.path)
 

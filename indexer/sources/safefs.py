@@ -20,8 +20,8 @@ File names are bytes on Linux. Python hands a name that is not valid UTF-8 over 
 surrogate escapes; ``valid_utf8`` says whether a name can be stored and shown, and
 ``printable`` gives the text to show for one that cannot.
 
-Directory walks (``walk``) hold one descriptor per level, are iterative and stop at
-``MAX_DEPTH`` levels, so a tree 1,000 levels deep costs neither recursion nor
+Directory walks (``walk.walk``) hold one descriptor per level, are iterative and stop
+at ``MAX_DEPTH`` levels, so a tree 1,000 levels deep costs neither recursion nor
 thousands of descriptors.
 """
 
@@ -31,19 +31,17 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from indexer.errors import FileUnreadable, FileVanished
 
-if TYPE_CHECKING:
-    from indexer.sources.patterns import Wanted
-
 __all__ = [
     "HARD_LINK",
+    "DIR_FLAGS",
     "MAX_DEPTH",
     "Entry",
+    "change_stamp",
     "kind",
     "open_dir",
     "open_under",
@@ -51,8 +49,8 @@ __all__ = [
     "path_bytes",
     "printable",
     "read_all",
+    "step_dir",
     "valid_utf8",
-    "walk",
 ]
 
 MAX_DEPTH = 64  # directory levels below a root that are walked
@@ -72,7 +70,7 @@ def hard_link(st: os.stat_result, links: bool) -> str | None:
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_DIR_FLAGS = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
+DIR_FLAGS = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
 _LEAF_FLAGS = (
     os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | _CLOEXEC
 )
@@ -138,13 +136,13 @@ def open_dir(root: str | os.PathLike[str]) -> int:
         raise _os_error(exc, os.fspath(root)) from exc
 
 
-def _step(dfd: int, part: str, exact: bool) -> int:
+def step_dir(dfd: int, part: str, exact: bool) -> int:
     """Open the directory ``part`` below ``dfd`` without following a symlink."""
     _check_part(part)
     if exact and part not in os.listdir(dfd):  # no case-folding tricks
         raise FileVanished(f"{printable(part)}: no such directory")
     try:
-        return os.open(part, _DIR_FLAGS, dir_fd=dfd)
+        return os.open(part, DIR_FLAGS, dir_fd=dfd)
     except OSError as exc:
         raise _os_error(exc, printable(part)) from exc
 
@@ -169,7 +167,7 @@ def open_under(
     own = not isinstance(root, int)
     try:
         for part in parts[:-1]:
-            nfd = _step(dfd, part, exact)
+            nfd = step_dir(dfd, part, exact)
             if own:
                 os.close(dfd)
             dfd, own = nfd, True
@@ -284,113 +282,3 @@ def read_file(
     ``max_bytes`` (``read_all``), and the change stamp of what was read."""
     with opened(root, parts, exact=exact, links=links) as (fd, st):
         return read_all(fd, max_bytes), change_stamp(st)
-
-
-Skip = Callable[[tuple[str, ...], str], None]  # (components, reason)
-
-
-def _named(fd: int, base: tuple[str, ...], names: frozenset[str]) -> Iterator[Entry]:
-    """The regular files of ``names`` in the directory ``fd``, in name order, by the
-    names the directory lists (their case on a case-insensitive disk)."""
-    try:
-        present = set(os.listdir(fd))
-    except OSError:
-        return
-    for name in sorted(names & present):
-        try:
-            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-        except OSError:
-            continue
-        if stat.S_ISREG(st.st_mode):
-            yield Entry((*base, name), st, change_stamp(st))
-
-
-def walk(
-    root: str | os.PathLike[str],
-    start: Sequence[str],
-    wanted: Wanted,
-    *,
-    skip: Skip | None = None,
-    max_depth: int = MAX_DEPTH,
-) -> Iterator[Entry]:
-    """Regular files below ``root/start…`` in name order, through descriptors only.
-
-    ``wanted.keeps(name, rel, is_dir)`` says which directories are entered and which
-    files kept (``rel``: the path below ``root/start`` with ``/``). Symlinks are
-    never followed, not even one swapped in mid-walk. ``skip`` hears of what was
-    passed over for a reason a user should see: names that are not UTF-8, trees
-    deeper than ``max_depth``."""
-    try:
-        top = open_dir(root)
-    except (FileVanished, FileUnreadable, OSError):
-        return
-    fds = [top]
-    stack: list[tuple[int, Iterator[os.DirEntry[str]], tuple[str, ...]]] = []
-    try:
-        for part in start:
-            try:
-                fds.append(_step(fds[-1], part, exact=False))
-            except (FileVanished, FileUnreadable, OSError):
-                return
-        base = tuple(start)
-        if wanted.names is not None:  # these names here only: looked up, not walked
-            yield from _named(fds[-1], base, wanted.names)
-            return
-
-        def enter(fd: int, rel: tuple[str, ...]) -> None:
-            try:
-                with os.scandir(fd) as it:
-                    entries = sorted(it, key=lambda e: e.name)
-            except OSError:
-                entries = []
-            stack.append((fd, iter(entries), rel))
-
-        enter(fds[-1], ())
-        while stack:
-            fd, it, rel = stack[-1]
-            entry = next(it, None)
-            if entry is None:
-                stack.pop()
-                if fd != fds[-1]:
-                    os.close(fd)
-                continue
-            parts = (*rel, entry.name)
-            rel_text = "/".join(parts)
-            try:  # the entry's type as the directory lists it: no stat of every name
-                is_dir = entry.is_dir(follow_symlinks=False)
-                is_file = not is_dir and entry.is_file(follow_symlinks=False)
-            except OSError:
-                continue
-            if is_dir:
-                if not wanted.keeps(entry.name, rel_text, True):
-                    continue
-                if not valid_utf8(entry.name):
-                    if skip:
-                        skip((*base, *parts), "directory name is not valid UTF-8")
-                    continue
-                if len(parts) > max_depth:
-                    if skip:
-                        skip((*base, *parts), f"deeper than {max_depth} directory levels")
-                    continue
-                try:
-                    child = os.open(entry.name, _DIR_FLAGS, dir_fd=fd)
-                except OSError:
-                    continue  # gone, or swapped for a symlink: not followed
-                enter(child, parts)
-            elif is_file and wanted.keeps(entry.name, rel_text, False):
-                if not valid_utf8(entry.name):
-                    if skip:
-                        skip((*base, *parts), "file name is not valid UTF-8")
-                    continue
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue  # gone meanwhile
-                if stat.S_ISREG(st.st_mode):  # not swapped for something else since
-                    yield Entry((*base, *parts), st, change_stamp(st))
-    finally:
-        for fd, _, _ in stack:
-            if fd not in fds:
-                os.close(fd)
-        for fd in fds:
-            os.close(fd)

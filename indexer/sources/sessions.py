@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from indexer.errors import FileUnreadable, FileVanished
+from indexer.errors import FileUnreadable, FileVanished, TranscriptsUnavailable
 from indexer.sources import safefs
 from indexer.sources.archives import is_archive_name
 from indexer.sources.redaction import redact, redact_json
@@ -204,16 +204,22 @@ def list_transcripts(
     links: bool = False,
 ) -> list[TranscriptFile]:
     """Regular transcript files directly in ``directory`` (no symlinks; no hard links
-    unless ``links``), sorted. ``on_skip(display, reason)`` hears of names that are
-    not UTF-8, of hard links, and of symlinks, FIFOs or devices with a transcript's
-    name."""
+    unless ``links``), sorted; none when it does not exist. ``on_skip(display,
+    reason)`` hears of names that are not UTF-8, of hard links, and of symlinks,
+    FIFOs or devices with a transcript's name. Raises TranscriptsUnavailable when
+    ``directory`` is there but cannot be listed or is not a folder."""
     if directory is None:
         return []
     out: list[TranscriptFile] = []
     try:
         fd = safefs.open_dir(directory)
-    except (OSError, FileVanished, FileUnreadable):
+    except FileVanished:
+        if os.path.lexists(directory):  # a file (or a link to one) under its name
+            raise TranscriptsUnavailable(f"sessions folder {directory} is not a folder") from None
         return []
+    except (OSError, FileUnreadable) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else str(exc)
+        raise TranscriptsUnavailable(f"cannot list sessions folder {directory}: {why}") from exc
     try:
         with os.scandir(fd) as it:
             entries = list(it)
@@ -244,8 +250,10 @@ def list_transcripts(
                     e.name, path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, links
                 )
             )
-    except OSError:
-        return []
+    except OSError as exc:
+        raise TranscriptsUnavailable(
+            f"cannot list sessions folder {directory}: {exc.strerror}"
+        ) from exc
     finally:
         os.close(fd)
     out.sort(key=lambda t: t.name)

@@ -81,8 +81,8 @@ def test_what_a_walk_keeps_is_data(tmp_path: Path) -> None:
     """``Wanted``: the memory folder's ignore globs see the path below the workspace,
     an extra root's pattern the path below the root, and a names-only walk (the
     workspace's root files) keeps those names and enters no directory."""
-    from indexer.sources import safefs
     from indexer.sources.patterns import Wanted
+    from indexer.sources.walk import walk
 
     memory = Wanted(ignore=("memory/private/**", "*.tmp.md"), under="memory/")
     assert memory.keeps("a.md", "a.md", False) and memory.keeps("B.MD", "x/B.MD", False)
@@ -96,7 +96,7 @@ def test_what_a_walk_keeps_is_data(tmp_path: Path) -> None:
     write(tmp_path, "x.md", "not one of the names")
     write(tmp_path, "memory/MEMORY.md", "in a directory: not entered")
     roots = Wanted(names=frozenset({"MEMORY.md"}))
-    assert [e.parts for e in safefs.walk(tmp_path, (), roots)] == [("MEMORY.md",)]
+    assert [e.parts for e in walk(tmp_path, (), roots)] == [("MEMORY.md",)]
 
 
 def test_the_root_files_are_regular_files_only(tmp_path: Path) -> None:
