@@ -85,11 +85,44 @@ def refusal(raw: bytes) -> str | None:
     return None
 
 
+# How long the end of stdin waits for the answers to the requests read before it.
+DRAIN_S = 300.0
+
+
+def _is_request(line: str | bytes) -> bool:
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and obj.get("id") is not None and "method" in obj
+
+
+class _Wire:
+    """The file the SDK writes its replies to, counting the answers (lines with an
+    ``id`` and no ``method``) it writes."""
+
+    def __init__(self, file: Any) -> None:
+        self._file = file
+        self.answered = 0
+
+    async def write(self, text: str) -> None:
+        for line in text.splitlines():
+            if '"id"' in line and not _is_request(line):
+                self.answered += 1
+        await self._file.write(text)
+
+    async def flush(self) -> None:
+        await self._file.flush()
+
+
 class _CleanLines:
     """An async iterable of ``clean_line``s of the process's stdin; ``refusal``s go
-    to ``wire``, the file the SDK writes its replies to (whole lines, flushed)."""
+    to ``wire``, the file the SDK writes its replies to (whole lines, flushed). At
+    the end of stdin it ends once every request read has its answer: the SDK ends
+    the session when its input does, and would cancel the calls still running (a
+    client that writes its requests and closes the pipe lost the answers)."""
 
-    def __init__(self, wire: Any) -> None:
+    def __init__(self, wire: _Wire) -> None:
         import anyio
 
         self._raw = anyio.wrap_file(sys.stdin.buffer)
@@ -99,13 +132,21 @@ class _CleanLines:
         return self._lines()
 
     async def _lines(self) -> AsyncIterator[str]:
+        import anyio
+
+        asked = 0
         async for raw in self._raw:
             reply = refusal(raw)
             if reply is None:
+                asked += _is_request(raw)
                 yield clean_line(raw)
                 continue
             await self._wire.write(reply)
             await self._wire.flush()
+            asked += _is_request(raw)  # answered by the refusal just written
+        with anyio.move_on_after(DRAIN_S):
+            while self._wire.answered < asked:
+                await anyio.sleep(0.01)
 
 
 def _claim_stdout() -> io.TextIOWrapper:
@@ -166,7 +207,7 @@ def run(cfg: Config) -> int:
     )
 
     async def main() -> None:
-        wire = anyio.wrap_file(_claim_stdout())
+        wire = _Wire(anyio.wrap_file(_claim_stdout()))
         stdin = _CleanLines(wire)
         async with stdio_server(stdin=stdin, stdout=wire) as (read, write):  # type: ignore[arg-type]
             await server.run(read, write, server.create_initialization_options())

@@ -125,3 +125,36 @@ def test_mcp_answers_lines_the_sdk_would_drop(workspace: Path) -> None:
     assert [e["code"] for e in errors] == [-32700, -32600, -32600, -32600], replies
     assert "batches" in errors[1]["message"] and "'id'" in errors[2]["message"]
     assert replies[-1] == {"jsonrpc": "2.0", "id": 3, "result": {}}
+
+
+def test_mcp_answers_every_request_sent_before_stdin_closed(cli: Runner, workspace: Path) -> None:
+    """A client that writes its requests and closes the pipe (a shell pipeline) gets
+    every answer: the SDK ended the session at the end of its input and cancelled
+    the tool calls still running (only ids 1 and 4 came back, exit 0)."""
+    import subprocess
+
+    assert cli("--workspace", str(workspace), "index")[0] == 0
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
+    call = {"name": "memory_search", "arguments": {"query": "rye"}}
+    get = {"name": "memory_get", "arguments": {"path": "MEMORY.md"}}
+    lines = [
+        json.dumps(init),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}),
+        json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": get}),
+        json.dumps({"jsonrpc": "2.0", "id": 4, "method": "ping"}),
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "indexer.surfaces.cli", "--workspace", str(workspace), "mcp"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    replies = {r["id"]: r for r in map(json.loads, done.stdout.splitlines())}
+    assert sorted(replies) == [1, 2, 3, 4], done.stdout
+    assert not replies[2]["result"].get("isError") and not replies[3]["result"].get("isError")
