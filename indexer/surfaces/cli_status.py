@@ -114,10 +114,11 @@ def _print_status(st: StatusResponse, out: TextIO, cfg: Config | None = None) ->
 
 def _status_despite(exc: ConfigError, c: Call) -> int:
     """``status`` when the config does not load (an edit gone wrong): a daemon running
-    on the default socket still serves the config it had; show its status, and why
-    the file is refused (what its next reload would say too)."""
+    on the socket the file names (else the default one) still serves the config it
+    had; show its status, and why the file is refused (what its next reload would
+    say too)."""
     args, out, err = c.args, c.out, c.err
-    sock = Config().socket_path()
+    sock = _socket_despite(args.config)
     try:
         pong = Client(sock).ping(timeout=2.0)
         agent = args.agent or next(iter(pong.get("agents") or {}), None)
@@ -135,15 +136,46 @@ def _status_despite(exc: ConfigError, c: Call) -> int:
     return _print_status(st, out)
 
 
+def _socket_despite(given: Path | None) -> Path:
+    """The socket a config file that does not load names (``server.socket``, else
+    the one beside its ``stateDir``), read from its TOML as far as it parses; the
+    default socket when it names none or is not TOML at all."""
+    import os
+    import tomllib
+
+    from indexer.config import default_config_path, socket_dir
+
+    try:
+        raw = tomllib.loads((given or default_config_path()).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return Config().socket_path()
+    server = raw.get("server")
+    sock = server.get("socket") if isinstance(server, dict) else None
+    if isinstance(sock, str) and sock:
+        return Path(os.path.expandvars(os.path.expanduser(sock)))
+    state = raw.get("stateDir")
+    if isinstance(state, str) and state:
+        return socket_dir(Path(os.path.expanduser(state))) / "memindex.sock"
+    return Config().socket_path()
+
+
 def _other_daemon(cfg: Config) -> str:
-    """What the status line says when no daemon serves this index: none answers, or
-    the one that does serves other agents (named, with their index)."""
+    """What the status line says when the status was read from the index file: no
+    daemon answers; the one that does serves this agent but did not give its status
+    (it was starting: asked a moment later it answers); or it serves other agents
+    (named, with their index)."""
     sock = cfg.socket_path()
     try:
         pong = Client(sock).ping(timeout=2.0)
     except MemindexError:
         return "not running (read the index file directly)"
-    served = ", ".join(f"{a} ({where})" for a, where in (pong.get("agents") or {}).items())
+    agents = pong.get("agents") or {}
+    if str(agents.get(cfg.agent_name)) == str(cfg.index_location()):
+        return (
+            f"one answers on {sock} for agent {cfg.agent_name} but did not give its "
+            "status (starting or busy; read the index file directly, ask again shortly)"
+        )
+    served = ", ".join(f"{a} ({where})" for a, where in agents.items())
     return (
         f"one answers on {sock} but serves {served or 'no agent'}, not agent "
         f"{cfg.agent_name} ({cfg.index_location()}); read the index file directly "

@@ -548,6 +548,14 @@ def test_status_names_a_daemon_that_serves_something_else(tmp_path: Path, worksp
         r = run_cli("--config", str(conf), "status")
         line = next(ln for ln in r.stdout.splitlines() if ln.startswith("daemon:"))
         assert "one answers on" in line and "serves main" in line and "not agent ws-other-" in line
+        # The daemon serves this very agent but its status did not come (it was
+        # starting): the line said it served "main (X), not agent main (X)".
+        from indexer.config_file import load_config
+        from indexer.surfaces.cli_status import _other_daemon
+
+        mine = make_config(tmp_path / "mine", workspace, sessions, f'[server]\nsocket = "{sock}"\n')
+        same = _other_daemon(load_config(mine))
+        assert "for agent main but did not give its status" in same and "not agent" not in same
     finally:
         d.stop()
 
@@ -576,6 +584,23 @@ def test_status_with_a_broken_config_shows_the_running_daemon(
         assert "daemon:    pid" in r.stdout and "config:    does not load" in r.stdout
         r = run_cli("status", "--json", env=env)
         assert json.loads(r.stdout)["daemon"]["configError"]
+    finally:
+        d.stop()
+
+
+def test_status_with_a_broken_config_finds_the_daemon_on_the_socket_it_names(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """The broken config names the socket (`server.socket`): status read the default
+    one, found nothing and printed only the config error, exit 2."""
+    sock = tmp_path / "run" / "mi.sock"
+    conf = write(tmp_path, "c.toml", f'workspace = "{workspace}"\n[server]\nsocket = "{sock}"\n')
+    d = DaemonProc(conf, sock, child_env()).start()
+    try:
+        conf.write_text("bogusKey = 5\n" + conf.read_text())  # an unknown key
+        r = run_cli("--config", str(conf), "status")
+        assert r.returncode == 0, r.stderr
+        assert "unknown key(s): bogusKey" in r.stderr and "daemon:    pid" in r.stdout
     finally:
         d.stop()
 
