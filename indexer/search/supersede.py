@@ -64,22 +64,27 @@ ANNOUNCED = frozenset(
 )
 
 
-def _announces(line: set[str], other: set[str], asked: frozenset[str], *, least: int = 1) -> bool:
+def _announces(line: set[str], other: set[str], asked: frozenset[str]) -> bool:
     """``line`` announces a change of what ``other`` states: it holds a word of
-    change and every word of the question ``other`` holds (``least`` at least), or a
-    value of ``other`` (a word of 3 characters or more with a digit: the old number)."""
+    change and every word of the question ``other`` holds (one at least), or a value
+    of ``other`` (a word of 3 characters or more with a digit: the old number)."""
     if not line & ANNOUNCED:
         return False
     theirs = other & asked
-    if len(theirs) >= least and theirs <= line:
+    if theirs and theirs <= line:
         return True
     return any(_value(w) and len(w) >= 3 for w in line & other)
 
 
 def announces(line: str, entry: str, asked: frozenset[str]) -> bool:
-    """``line`` (a dated note's) announces a change of what the curated ``entry``
-    line states, for a question of the words ``asked``."""
-    return _announces(_words(line), _words(entry), asked, least=REACHED_WORDS)
+    """``line`` (a dated note's, ranked below the shown results) announces a change
+    of what the curated ``entry`` line states, about the question of the words
+    ``asked``: a word of change, and at least ``REACHED_WORDS`` of the question's
+    words, every one the entry holds. (Not by a shared value alone: "a bigger unit,
+    at 950/month instead of 620" is about the entry's rent, not about a question
+    that found the entry by a name.)"""
+    words, theirs = _words(line), _words(entry) & asked
+    return bool(words & ANNOUNCED) and len(theirs) >= REACHED_WORDS and theirs <= words
 
 
 def is_curated_result(r: SearchResult) -> bool:
