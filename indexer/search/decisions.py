@@ -8,7 +8,8 @@ quotes, the doubts, and rank on the subject's words as well as the decision does
 often better (there are more of them, and they name the options the question names).
 
 A question asks for a decision when it holds one of ``ASKS`` (single words, or
-two-word phrases). A line records one when it holds a word of ``RECORDS``. Of the
+two-word phrases). A line records one when it begins with a word of ``RECORDS`` or
+such a word labels what follows (``_RECORDED``). Of the
 candidates, the hits whose one line holds such a word and the most of the question's
 other words (one at least) move, in their order, above the best ranked hit; nothing
 else moves. A question without such a word, or whose words no decision line holds,
@@ -40,11 +41,12 @@ RECORDS = frozenset(
 _WORD = re.compile(r"[\w']+")
 # A line that records a decision: it begins with a word of RECORDS (after a list
 # marker), or such a word labels what follows ("Infra meeting, decided: ...",
-# "Decided with Sam: ..."). A person saying "I decided to take up pottery" in a
-# conversation records no decision of the kind asked about.
+# "Decided with Sam: ..."; not a time's colon, "decided at 10:30"). A person saying
+# "I decided to take up pottery" in a conversation records no decision of the kind
+# asked about.
 _RECORDED = re.compile(
     r"^\W*(?:" + "|".join(sorted(RECORDS)) + r")\b"
-    r"|\b(?:" + "|".join(sorted(RECORDS)) + r")\b[^:.\n]{0,24}:"
+    r"|\b(?:" + "|".join(sorted(RECORDS)) + r")\b[^:.\n]{0,24}(?<!\d):(?!\d)"
 )
 # The question's words that say it asks for a decision, not what about.
 _ASKING_WORDS = frozenset(w for p in ASKS for w in p.split())

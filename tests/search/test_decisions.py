@@ -21,13 +21,15 @@ def _workspace(ws: Path) -> None:
           "bathroom, certified for wet rooms.\n")  # fmt: skip
     write(ws, "memory/2026-10-09.md", "# 2026-10-09\n\n- [D1:3] Jonas: I decided the "
           "builder and the bathroom can wait, builder talk all day.\n")  # fmt: skip
+    write(ws, "memory/2026-10-11.md", "# 2026-10-11\n\n- The foreman decided at 10:30 "
+          "that the builder crew starts the bathroom Monday.\n")  # fmt: skip
 
 
 def test_the_recorded_decision_comes_first(tmp_path: Path) -> None:
     """The quotes and the visits rank above the decision on their words; asked what
     was decided, the note recording it is first and says why. A person saying "I
     decided" in a conversation records no decision; a question that asks for none
-    ranks as before."""
+    ranks as before; nor does a time's colon make a decision of "decided at 10:30"."""
     ws = tmp_path / "ws"
     _workspace(ws)
     with AgentIndex(Config(workspace=ws, indexPath=tmp_path / "i.sqlite")) as idx:
