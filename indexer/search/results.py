@@ -224,10 +224,10 @@ def _announcing(
     rows: ChunkRows,
     asked: frozenset[str],
 ) -> tuple[SearchResult, str] | None:
-    """The first of the candidates ranked below the shown results that is a daily
-    log whose best line announces a change of a shown curated entry's (with that
-    line), or None: the curated entry is what the results would state, and the
-    newer note would not be seen (supersede puts it above the entry)."""
+    """The first candidate ranked below the shown results that is a daily log whose
+    best line announces a change of what a shown curated entry states, with that
+    line; or None. Without it the results would state the entry and not show the
+    newer note (``supersede`` then puts it above the entry)."""
     curated = [b for r, b in zip(out, best, strict=True) if is_curated_result(r)]
     if not curated or not rest:
         return None
