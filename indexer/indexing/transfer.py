@@ -22,7 +22,7 @@ from indexer.errors import IndexCorrupt, InvalidParams, index_damaged
 from indexer.sources.discovery import shown
 from indexer.sources.text import index_text
 from indexer.store.base import IndexStore
-from indexer.store.records import ChunkRow, FileState
+from indexer.store.records import INDEX_ID, ChunkRow, FileState
 from indexer.store.sqlite.store import Store
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ __all__ = ["TransferReport", "copy_cache", "copy_index", "migrate_agent"]
 # Meta the destination keeps for itself (see the module docstring).
 _OWN_META = frozenset(
     {"chunksVersion", "vectorsVersion", "chunkIdHigh", "changesPrunedTo", "vectorDims"}
-    | {"indexId"}  # each index its own (store/sqlite/connection.py)
+    | {INDEX_ID}  # each index its own (IndexStore.identity)
 )
 _FILES_PER_COMMIT = 200
 _VECTORS_PER_READ = 1000

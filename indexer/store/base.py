@@ -63,9 +63,6 @@ __all__ = [
 
 class Connection(Protocol):
     generation: str  # names the generation this connection reads (a new one after a rebuild)
-    # which index that generation is: the file deleted and made again under the same
-    # name is another index (what the daemon's snapshot and caches are kept for)
-    identity: str
     vec_version: str | None  # the vector extension's version; None: keyword only
     vector_error: str | None  # why vectors are unavailable
     readonly: bool  # opened for reading only
@@ -73,6 +70,13 @@ class Connection(Protocol):
     # (``writer_lock``), released by ``close()``; None for readers and for a new
     # generation a rebuild fills (the rebuilding writer holds the lock)
     writer_lock: WriterLock | None
+
+    @property
+    def identity(self) -> str:
+        """Which index the generation is: the file deleted and made again under the
+        same name, or an agent's rows dropped and made again, is another index
+        (what the daemon's snapshot and caches are kept for)."""
+        ...
 
     def close(self) -> None: ...
     def __enter__(self) -> IndexStore: ...

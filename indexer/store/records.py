@@ -252,4 +252,5 @@ class SearchRow:
 
 
 # What means the index itself is in trouble (as opposed to one file being odd).
+INDEX_ID = "indexId"  # meta: the id an index's first writer gave it (``identity``)
 STORE_ERRORS: tuple[type[BaseException], ...] = (apsw.Error, StoreError)

@@ -522,3 +522,20 @@ def test_a_writer_opened_as_another_closes_finds_the_lock_free(pg_url: str) -> N
         except IndexBusy:
             refused += 1
     assert refused == 0
+
+
+def test_an_agents_rows_made_again_are_another_index(pg_url: str) -> None:
+    """Every connection to one generation tells the same index (the daemon's snapshot
+    and caches are kept by it); the agent's rows dropped and made again (a restore,
+    a wiped schema) start from generation 1 again under the same name, and are
+    another index, as an index file deleted and built again is."""
+    backend = PostgresBackend(pg_url, "made-again")
+    with backend.open() as w, backend.open(readonly=True) as r:
+        first, gen = w.identity, w.generation
+        assert r.identity == first and r.generation == gen
+    time.sleep(0.01)  # generations are stamped with the time they were made
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DELETE FROM generations WHERE agent = 'made-again'")
+        conn.execute("DELETE FROM agents WHERE agent = 'made-again'")
+    with backend.open() as w:
+        assert w.generation == gen and w.identity != first

@@ -33,7 +33,7 @@ class PgBase:
         self.gen = gen
         self.readonly = readonly
         self.generation = target.generation_name(gen)
-        self.identity = self.generation
+        self._identity: str | None = None
         url = target.read_url if readonly else target.url
         self.url = url
         self._ctx = connect(url, target.pool_size)
@@ -196,6 +196,17 @@ class PgBase:
             finally:
                 self._bumped.clear()
             self.db.execute("COMMIT")
+
+    @property
+    def identity(self) -> str:
+        """The generation and when it was made: the agent's rows dropped and made
+        again (a database restored, the schema wiped) start from generation 1 again,
+        and are another index."""
+        if self._identity is None:
+            with self._errors():
+                row = self._q("SELECT created_at FROM generations WHERE {k}").fetchone()
+            self._identity = f"{self.generation}@{'' if row is None else row[0]!r}"
+        return self._identity
 
     def meta_get(self, key: str) -> str | None:
         cached = self._meta

@@ -17,7 +17,7 @@ import apsw
 
 from indexer.errors import IndexCorrupt, StoreError
 from indexer.store import bm25
-from indexer.store.records import DAEMON_MMAP_BYTES, MMAP_BYTES
+from indexer.store.records import DAEMON_MMAP_BYTES, INDEX_ID, MMAP_BYTES
 from indexer.store.sqlite.migrations import MIGRATIONS
 from indexer.store.writer_lock import WriterLock
 
@@ -81,7 +81,6 @@ def _open_readonly(path: Path) -> apsw.Connection:
 
 
 _MMAP = [MMAP_BYTES]  # this process's mmap_size (records.py)
-INDEX_ID = "indexId"  # meta: the id the file's first writer gave it (``identity``)
 
 
 def use_daemon_mmap() -> None:
