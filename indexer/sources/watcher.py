@@ -105,7 +105,13 @@ class Watcher:
         self._agents: dict[str, Config] = {}
         # dir -> what it serves; replaced whole by refresh(), read by _event() unlocked
         self._targets: Mapping[str, frozenset[_Target]] = {}
-        self._watches: dict[str, ObservedWatch] = {}
+        # directory -> its watch and the (device, inode) it was made on: a directory
+        # deleted and made again under the same name (git checkout, rsync) is
+        # another one, and the old watch hears nothing of it
+        self._watches: dict[str, tuple[ObservedWatch, tuple[int, int]]] = {}
+        # watched directories a "deleted" event named: their watches are dead even
+        # when a directory of the name is there again on the same inode number
+        self._dead: set[str] = set()
         self._observer: BaseObserver | Poller | None = None
         self.backend = "none"
         self.reason: str | None = None
@@ -161,7 +167,12 @@ class Watcher:
             if len(wanted) > self.max_dirs and self.backend != "polling":
                 self._fall_back(f"{len(wanted)} directories to watch (limit {self.max_dirs})")
             self._targets = wanted
-            for d in [d for d in self._watches if d not in wanted]:
+            dead, self._dead = self._dead, set()
+            for d in [
+                d
+                for d in self._watches
+                if d not in wanted or d in dead or _ident(d) != self._watches[d][1]
+            ]:
                 self._unschedule(d)
             added = [d for d in sorted(wanted) if d not in self._watches]
             for d in added:
@@ -220,9 +231,9 @@ class Watcher:
         if self._observer is None:
             return
         try:
-            self._watches[directory] = self._observer.schedule(
-                self._handler, directory, recursive=False
-            )
+            ident = _ident(directory)
+            watch = self._observer.schedule(self._handler, directory, recursive=False)
+            self._watches[directory] = (watch, ident)
         except OSError as exc:
             if exc.errno in _LIMIT_ERRNOS and self.backend != "polling":
                 self._fall_back(f"{os.strerror(exc.errno or 0)} while watching {directory}")
@@ -233,10 +244,10 @@ class Watcher:
                 log.warning("cannot watch %s: %s", directory, exc)
 
     def _unschedule(self, directory: str) -> None:
-        watch = self._watches.pop(directory, None)
-        if watch is not None and self._observer is not None:
+        held = self._watches.pop(directory, None)
+        if held is not None and self._observer is not None:
             with contextlib.suppress(KeyError, OSError):
-                self._observer.unschedule(watch)
+                self._observer.unschedule(held[0])
 
     def _wanted(self) -> dict[str, frozenset[_Target]]:
         wanted: dict[str, set[_Target]] = {}
@@ -282,6 +293,7 @@ class Watcher:
             if kind in ("created", "moved") and name not in DEFAULT_IGNORE_DIRS:
                 self.request_refresh()  # a new directory: watch it (and what is below it)
             elif kind == "deleted" and path in current:
+                self._dead.add(path)  # its watch went with it
                 self.request_refresh()
         for t in targets:
             if t.role == "sessions":
@@ -305,6 +317,15 @@ class Watcher:
 
 
 _AGENTDB_WRITES = frozenset({"modified", "created", "moved", "deleted"})
+
+
+def _ident(directory: str) -> tuple[int, int]:
+    """The directory's (device, inode); (0, 0) when it cannot be looked at."""
+    try:
+        st = os.stat(directory)
+    except OSError:
+        return (0, 0)
+    return (st.st_dev, st.st_ino)
 
 
 def _await(directory: str, target: _Target, add: Callable[[str, _Target], None]) -> None:

@@ -174,6 +174,26 @@ def test_watched_directory_deleted_and_recreated(daemon: DaemonProc, tmp_path: P
     wait_for(lambda: _search(daemon, "egret") == ["memory/2026-02-03.md"], timeout=30)
 
 
+def test_a_directory_deleted_and_made_again_at_once_is_watched_again(
+    daemon: DaemonProc, tmp_path: Path
+) -> None:
+    """`rm -rf memory && mkdir memory` (a checkout, rsync): the new directory often
+    gets the old one's inode number, and its watch was kept as if alive, so new logs
+    waited for the rescan (never, with rescanMs 0) while status was clean. Within a
+    few seconds, well before the daemon's 30-second look at its watches."""
+    import shutil
+
+    ws = tmp_path / "ws"
+    assert _search(daemon, "heron") == ["memory/2026-01-01.md"]
+    shutil.rmtree(ws / "memory")
+    (ws / "memory").mkdir()
+    write(ws, "memory/2026-02-02.md", "- kingfisher at the new pond\n")
+    wait_for(lambda: _search(daemon, "kingfisher") == ["memory/2026-02-02.md"], timeout=8)
+    write(ws, "memory/2026-02-03.md", "- egret on the bank\n")  # the watch, not a sync
+    wait_for(lambda: _search(daemon, "egret") == ["memory/2026-02-03.md"], timeout=8)
+    assert _search(daemon, "heron") == []
+
+
 def test_clock_jumps_and_restored_mtimes_are_not_missed(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     f = write(ws, "memory/notes.md", "- alpha one\n")
