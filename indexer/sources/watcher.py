@@ -69,7 +69,8 @@ class _Target:
     # "memory" | "sessions" | "root" (workspace root: MEMORY.md, memory.md) | "agentdb"
     # (the folder of OpenClaw's agent database: its transcripts since 2026.9) |
     # "parent" (the nearest existing folder above a sessions or database folder that
-    # does not exist yet: its creation is what is waited for)
+    # does not exist yet: its creation is what is waited for; the folder an extra
+    # path is in: it may go and come back)
     role: str
     include_rotated: bool = True
 
@@ -273,6 +274,8 @@ class Watcher:
                 for tree in trees:
                     for d in _walk_dirs(tree, cfg):
                         add(d, _Target(name, "memory"))
+            for extra in cfg.extraPaths:  # a folder moved away and back, made, replaced
+                add(str(extra.path.parent), _Target(name, "parent"))
             sdir = cfg.sessions_dir()
             if sdir is not None:
                 add(str(sdir), _Target(name, "sessions", cfg.sessions.includeRotated))

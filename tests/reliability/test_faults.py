@@ -194,6 +194,29 @@ def test_a_directory_deleted_and_made_again_at_once_is_watched_again(
     assert _search(daemon, "heron") == []
 
 
+def test_an_extra_folder_moved_away_and_back_is_watched_again(tmp_path: Path) -> None:
+    """Nothing watched the folder an extra path is in: moved away, its notes stayed
+    searchable; moved back, nothing of it was indexed again until the rescan."""
+    ws, notes = tmp_path / "ws", tmp_path / "notes"
+    write(ws, "MEMORY.md", "# Memory\n- first\n")
+    write(notes, "a.md", "- the pelican on the pier\n")
+    (tmp_path / "sessions").mkdir()
+    sync = "[sync]\nwatchDebounceMs = 100\nrescanMs = 0\n"
+    cfg = daemon_config(tmp_path, ws, tmp_path / "sessions", extra=sync)
+    cfg.write_text(f'extraPaths = ["{notes}"]\n' + cfg.read_text())
+    d = DaemonProc(cfg, tmp_path / "run" / "mi.sock", child_env()).start()
+    try:
+        assert _search(d, "pelican") == ["extra/notes/a.md"]
+        notes.rename(tmp_path / "away")
+        wait_for(lambda: _search(d, "pelican") == [], timeout=8)
+        (tmp_path / "away").rename(notes)
+        write(notes, "b.md", "- a cormorant drying its wings\n")
+        wait_for(lambda: _search(d, "cormorant") == ["extra/notes/b.md"], timeout=8)
+        assert _search(d, "pelican") == ["extra/notes/a.md"]
+    finally:
+        d.stop()
+
+
 def test_clock_jumps_and_restored_mtimes_are_not_missed(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     f = write(ws, "memory/notes.md", "- alpha one\n")
