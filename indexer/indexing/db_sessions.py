@@ -38,6 +38,7 @@ what was indexed from it stays.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Callable, Generator
@@ -163,9 +164,17 @@ class AgentDatabase:
                 return Change.RESTART
             return Change.READ
         last = -1 if s.max_seq is None else s.max_seq  # seq 0 is an event (not "none")
-        if cursor is not None and (cursor.head != s.generation or last < cursor.committed - 1):
-            _rewritten(t.display)  # its rows are not the ones indexed
-            return Change.RESTART
+        if cursor is not None:
+            generation, _, mark = cursor.head.partition("#")
+            rewritten = generation != s.generation or last < cursor.committed - 1
+            if not rewritten and mark and cursor.committed > 0:
+                # the same id and generation, rows up to the cursor: are they the rows
+                # indexed? (a session deleted and added again, a database restored)
+                seen = _session(t).db.events(s.session_id, cursor.committed - 1, 1)
+                rewritten = not seen or _mark(seen[0]) != mark
+            if rewritten:
+                _rewritten(t.display)  # its rows are not the ones indexed
+                return Change.RESTART
         return Change.NONE if s.max_seq is None else Change.READ  # (no events yet)
 
     def read(
@@ -187,7 +196,7 @@ class AgentDatabase:
             if not events:
                 break
             _not_forgotten(db, s, agent)
-            yield _piece(t.display, s.generation, events, start)
+            yield _piece(t.display, s.generation, events, start, hot=True)
             start = events[-1][0] + 1
             if start <= s.max_seq and should_stop is not None and should_stop():
                 run.report.more = True
@@ -222,12 +231,22 @@ def _piece(
     start: int,
     *,
     done: bool = True,
+    hot: bool = False,
 ) -> Piece:
     """A batch of events and the cursor past it. A cold archive is read in slices:
-    all but the last with ``done`` False (their cursor does not mark it read)."""
+    all but the last with ``done`` False (their cursor does not mark it read). A hot
+    batch's cursor also holds the ``_mark`` of its last event."""
     end = (events[-1][0] + 1) if events else start
-    cursor = SessionCursor(display, 0, 0, end if done else 0, end, generation, 0, 0)
+    head = f"{generation}#{_mark(events[-1])}" if events and hot else generation
+    cursor = SessionCursor(display, 0, 0, end if done else 0, end, head, 0, 0)
     return Piece(events, cursor, FileState(f"openclaw-db:{generation}:{end}", 0, end), end)
+
+
+def _mark(event: tuple[int, str | None]) -> str:
+    """What tells the last event indexed from another at its place: its seq and a
+    hash of its text."""
+    seq, text = event
+    return hashlib.sha256(f"{seq}:{text}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _cold_pieces(

@@ -242,6 +242,34 @@ def test_rewritten_deleted_and_cold_sessions(
         assert _found(idx, "BADGER-3") == [("sessions/main/s1.jsonl", 2, 2)]
 
 
+def test_a_session_deleted_and_added_again_under_its_id_is_read_again(
+    tmp_path: Path, state: Path, gw: AgentDbFixture
+) -> None:
+    """The same id and generation, as many rows as were read before (a session
+    deleted and added again between two syncs, a database restored from a copy):
+    the rows below the old cursor were never read, and the deleted text stayed
+    searchable, cited at lines that now hold other messages."""
+    gw.session("s1", "agent:main:main")
+    gw.append("s1", message("user", "old: the tent colour is ORANGE-4001"))
+    cfg = _cfg(tmp_path, state)
+    with AgentIndex(cfg) as idx:
+        idx.sync()
+        assert _found(idx, "ORANGE-4001") == [("sessions/main/s1.jsonl", 2, 2)]
+        gw.delete("s1")
+        gw.session("s1", "agent:main:main")
+        gw.append(
+            "s1",
+            message("user", "new: the boat is YACHT-5001"),
+            message("user", "new: the car is SEDAN-5002"),
+        )
+        idx.sync()
+        assert _found(idx, "ORANGE-4001") == []
+        assert _found(idx, "YACHT-5001") and _found(idx, "SEDAN-5002")
+        gw.append("s1", message("user", "then: the bike is GRAVEL-5003"))
+        idx.sync()  # and then it grows as any session does
+        assert _found(idx, "GRAVEL-5003") and _found(idx, "YACHT-5001")
+
+
 def test_a_cold_session_whose_archive_is_gone_leaves_the_others_indexed(
     tmp_path: Path, state: Path, gw: AgentDbFixture
 ) -> None:
