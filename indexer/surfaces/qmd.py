@@ -27,30 +27,31 @@ import os
 import re
 import signal
 import sys
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn, TextIO
 
 from indexer import api
 from indexer.api import QmdResult, SearchResponse
-from indexer.config import Config, ExtraPath
+from indexer.config import Config
 from indexer.config_file import load_config
 from indexer.engine import AgentIndex, index_location, provider
 from indexer.errors import InvalidParams, MemindexError
 from indexer.sources.discovery import roots_for
-from indexer.sources.patterns import glob_match
-from indexer.store import IndexStore, private_dir
-from indexer.store.sqlite.qmd_catalogue import Catalogue
 from indexer.surfaces.client import Client, DaemonUnavailable, RemoteError
-from indexer.surfaces.qmd_common import MODES, cache_dir, config_dir, emit, qmd_socket
+from indexer.surfaces.qmd_collections import (
+    QmdError,
+    config_for,
+    load_collections,
+    refresh_catalogue,
+    save_collections,
+    search_items,
+)
+from indexer.surfaces.qmd_common import emit, qmd_socket
 from indexer.surfaces.reading import FileService
 
 __all__ = ["main"]
-
-
-class QmdError(Exception):
-    pass
 
 
 class _Parser(argparse.ArgumentParser):
@@ -61,150 +62,14 @@ class _Parser(argparse.ArgumentParser):
         raise QmdError(message)
 
 
-# -- collections ---------------------------------------------------------------------
-
-
-def load_collections() -> list[dict[str, str]]:
-    f = config_dir() / "collections.json"
-    try:
-        data = json.loads(f.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return []
-    except ValueError as exc:
-        raise QmdError(f"{f} is not valid JSON: {exc}") from exc
-    cols = data.get("collections", []) if isinstance(data, dict) else []
-    return [c for c in cols if isinstance(c, dict) and {"name", "path"} <= set(c)]
-
-
-def save_collections(cols: list[dict[str, str]]) -> None:
-    d = config_dir()
-    private_dir(d)
-    tmp = d / f".collections.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps({"collections": cols}, indent=1), encoding="utf-8")
-    os.replace(tmp, d / "collections.json")
-
-
-def _config(base: Config, cols: list[dict[str, str]]) -> Config:
-    """One index over the collections: the workspace is an empty folder of ours, every
-    collection an extra path (so only collection files are indexed)."""
-    private_dir(cache_dir() / "memindex-qmd")
-    ws = cache_dir() / "memindex-qmd" / "workspace"
-    private_dir(ws)
-    extras = tuple(ExtraPath(Path(c["path"]), c.get("pattern") or "**/*.md") for c in cols)
-    return replace(
-        base,
-        workspace=ws,
-        extraPaths=extras,
-        agentId=None,
-        indexPath=cache_dir() / "memindex-qmd" / "index.sqlite",
-        sessions=replace(base.sessions, enabled=False),
-    )
-
-
-class _Locator:
-    """Maps indexed display paths to (collection, path relative to it). The roots and
-    the collections' resolved folders are worked out once, not per result."""
-
-    def __init__(self, cfg: Config, cols: list[dict[str, str]]) -> None:
-        self.roots = [r for r in roots_for(cfg)[1:] if not r.is_file]
-        self.bases = [
-            (c["name"], Path(c["path"]).expanduser().resolve(), c.get("pattern") or "**/*.md")
-            for c in cols
-        ]
-
-    def __call__(self, display: str) -> tuple[str, str] | None:
-        for root in self.roots:
-            prefix = root.display + "/"
-            if not display.startswith(prefix):
-                continue
-            absolute = root.real / display[len(prefix) :]
-            for name, base, pattern in self.bases:
-                try:
-                    rel = absolute.relative_to(base).as_posix()
-                except ValueError:
-                    continue
-                if glob_match(rel, pattern):
-                    return name, rel
-        return None
-
-
-# -- the documents catalogue the manager reads --------------------------------------
-
-
-def _catalogue() -> Catalogue:
-    return Catalogue(cache_dir() / "qmd" / "index.sqlite")
-
-
-def refresh_catalogue(cfg: Config, cols: list[dict[str, str]], store: IndexStore) -> int:
-    states = store.file_states("memory")
-    locate = _Locator(cfg, cols)
-    rows = []
-    for display, st in states.items():
-        where = locate(display)
-        if where is not None:
-            rows.append((where[0], where[1], Path(where[1]).stem, st.hash))
-    with _catalogue() as catalogue:
-        catalogue.replace_all(rows)
-    return len(rows)
-
-
 # -- commands ------------------------------------------------------------------------
-
-
-def search_items(
-    cfg: Config,
-    cols: list[dict[str, str]],
-    mode: str,
-    query: str,
-    n: int,
-    names: list[str],
-    search: Callable[[dict[str, object]], SearchResponse],
-) -> list[QmdResult]:
-    """QMD's result objects for a search; ``search``: memory_search through the
-    method table (the direct path's service, or the daemon's)."""
-    known = {c["name"] for c in cols}
-    for name in names:
-        if name not in known:
-            raise QmdError(f"Collection not found: {name}")
-    if mode not in MODES:
-        raise QmdError(f"Unknown search mode: {mode}")
-    # Four chunks per document asked for (SearchRequest caps it at MAX_RESULTS).
-    params: dict[str, object] = {"query": query, "maxResults": max(1, n) * 4, "minScore": 0.0}
-    res = search({**params, "mode": MODES[mode]})["results"]
-    locate = _Locator(cfg, cols)
-    items: list[QmdResult] = []
-    seen: set[tuple[str, str]] = set()
-    with _catalogue() as catalogue:  # one connection for the whole result list
-        for r in res:
-            where = locate(r["path"])
-            if where is None or (names and where[0] not in names) or where in seen:
-                continue  # one entry per document (its best chunk), as QMD does
-            docid = catalogue.docid(*where)
-            if docid is None:
-                continue
-            seen.add(where)
-            start, end = r["snippetStartLine"], r["snippetEndLine"]
-            header = f"@@ -{start},{end - start + 1} @@ (0 before, 0 after)"
-            items.append(
-                {
-                    "docid": docid,
-                    "score": round(float(r["score"]), 2),
-                    "collection": where[0],
-                    "file": f"qmd://{where[0]}/{where[1]}",
-                    "title": r.get("heading") or Path(where[1]).stem,
-                    "snippet": f"{header}\n{r['snippet']}",
-                }
-            )
-            if len(items) >= n:
-                break
-    return items
 
 
 def _search(
     base: Config, mode: str, query: str, n: int, names: list[str], out: TextIO, as_json: bool
 ) -> None:
     cols = load_collections()
-    cfg = _config(base, cols)
+    cfg = config_for(base, cols)
     if not index_location(cfg)[1]:
         if any(name not in {c["name"] for c in cols} for name in names):
             raise QmdError(f"Collection not found: {names[0]}")
@@ -217,9 +82,10 @@ def _search(
     emit(items, out, as_json)
 
 
-def _stop_daemon() -> None:
-    """Collections changed: a running daemon serves the old set, so it goes (the next
-    search starts a fresh one)."""
+def _stop_daemon(wait_s: float = 0.0) -> None:
+    """Collections changed, or ``update`` / ``embed`` is to write the index: a running
+    daemon serves the old set and holds the index's writer lock, so it goes (the
+    next search starts a fresh one); ``wait_s``: how long to wait for it to end."""
     sock = qmd_socket()
     if not sock.exists():
         return
@@ -227,7 +93,53 @@ def _stop_daemon() -> None:
         pid = int(Client(sock).status(timeout=2.0)["daemon"]["pid"])
         os.kill(pid, signal.SIGTERM)
     except (DaemonUnavailable, RemoteError, OSError, KeyError, TypeError, ValueError):
-        pass
+        return
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return  # gone: its lock with it
+        time.sleep(0.05)
+
+
+def _check_new(new: dict[str, str], cols: list[dict[str, str]]) -> None:
+    """A collection ``add`` may make: a name a ``qmd://NAME/PATH`` can hold, a folder,
+    and not a name already given to another folder or mask (remove that one first:
+    re-pointing it dropped its documents without a word)."""
+    name = new["name"]
+    if not name or "/" in name or name != name.strip():
+        raise QmdError(f"bad collection name {name!r}: a name without '/' or spaces around it")
+    if not Path(new["path"]).is_dir():
+        raise QmdError(f"{new['path']} is not a folder")
+    old = next((c for c in cols if c["name"] == name), None)
+    if old is not None and old != new:
+        raise QmdError(
+            f"Collection '{name}' already exists: {old['path']} "
+            f"({old.get('pattern') or '**/*.md'}); remove it first"
+        )
+
+
+def _update_through_daemon(base: Config, out: TextIO) -> bool:
+    """``update`` while a search's warm daemon holds the index's writer lock: the
+    daemon syncs (it would refuse a second writer), then the catalogue is refreshed
+    from the index. False when no daemon answers."""
+    sock = qmd_socket()
+    if not sock.exists():
+        return False
+    try:
+        rep = Client(sock).reindex(timeout=600.0)
+    except DaemonUnavailable:
+        return False
+    cols = load_collections()
+    cfg = config_for(base, cols)
+    with AgentIndex(cfg, readonly=True) as idx:
+        docs = refresh_catalogue(cfg, cols, idx.store)
+    out.write(
+        f"Updated {len(cols)} collection(s): {docs} documents; {rep.get('added', 0)} "
+        f"added, {rep.get('updated', 0)} updated, {rep.get('removed', 0)} removed\n"
+    )
+    return True
 
 
 def _daemon(base: Config) -> int:
@@ -237,7 +149,7 @@ def _daemon(base: Config) -> int:
     from indexer.surfaces.daemon import Daemon
 
     cols = load_collections()
-    cfg = _config(base, cols)
+    cfg = config_for(base, cols)
 
     def qmd_search(
         search: Callable[[dict[str, object]], SearchResponse], req: QmdSearchRequest
@@ -270,7 +182,7 @@ def _get(base: Config, target: str, out: TextIO) -> None:
     if match is None:
         raise QmdError(f"Collection not found: {coll}")
     # The collection is an extra path of the index: memory_get's rules decide.
-    cfg = _config(base, cols)
+    cfg = config_for(base, cols)
     folder = Path(match["path"]).expanduser().resolve()
     root = next((r for r in roots_for(cfg)[1:] if r.real == folder and not r.is_file), None)
     if root is None:
@@ -338,6 +250,7 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
             elif args.action == "add":
                 path = str(Path(args.path).expanduser().resolve())
                 new = {"name": args.name, "path": path, "pattern": args.mask}
+                _check_new(new, cols)
                 if new not in cols:
                     save_collections([c for c in cols if c["name"] != args.name] + [new])
                     _stop_daemon()
@@ -353,9 +266,12 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
             return 0
         if args.cmd == "daemon":
             return _daemon(base)
+        if args.cmd == "update" and _update_through_daemon(base, out):
+            return 0
         if args.cmd in ("update", "embed"):
+            _stop_daemon(wait_s=30.0)  # it holds the writer lock (a search started it)
             cols = load_collections()
-            cfg = _config(base, cols)
+            cfg = config_for(base, cols)
             sel = provider(cfg) if args.cmd == "embed" else None
             with AgentIndex(cfg, selection=sel) as idx:  # owns the provider: closed
                 if args.cmd == "update":

@@ -139,6 +139,20 @@ def test_searches_go_through_a_warm_daemon(qmd_env: dict[str, str], workspace: P
         assert json.loads(second.stdout) == json.loads(first.stdout)
         r = qmd(env, ws, "search", "x", "--json", "-c", "nope")
         assert r.returncode == 1 and "Collection not found" in r.stderr
+        # The daemon holds the writer lock: `update` (run by the manager on its
+        # interval) failed with exit 1 from then on. It goes through the daemon, and
+        # a file the daemon indexed since is in the catalogue (it was left out).
+        write(ws, "memory/2026-11-16.md", "# 2026-11-16\n\n- Filed ticket OSPREY-0512.\n")
+        up = qmd(env, ws, "update")
+        assert up.returncode == 0 and "4 documents" in up.stdout, up.stderr
+        found = json.loads(qmd(env, ws, "search", "OSPREY-0512", "--json", "-n", "1").stdout)
+        assert [f["file"] for f in found] == ["qmd://memory-dir/2026-11-16.md"]
+        assert resolve(env, found[0]["docid"]) == ("memory-dir", "2026-11-16.md")
+        write(ws, "memory/2026-11-17.md", "# 2026-11-17\n\n- Filed ticket EGRET-0600.\n")
+        wait_for(  # indexed by the daemon's watcher, no update: found, with a docid
+            lambda: json.loads(qmd(env, ws, "search", "EGRET-0600", "--json").stdout) != [],
+            timeout=30,
+        )
         # Changing the collections stops the daemon (it served the old set).
         qmd(env, ws, "collection", "add", str(ws), "--name", "memory-root", "--mask", "MEMORY.md")
         wait_for(lambda: not sock.exists(), timeout=30)
@@ -161,6 +175,34 @@ def test_collection_update_and_embed_say_what_they_did(
     assert emb.returncode == 0 and emb.stdout.strip()
     rm = qmd(qmd_env, workspace, "collection", "remove", "m")
     assert rm.returncode == 0 and "Removed collection 'm'" in rm.stdout
+
+
+def test_collections_that_overlap_and_what_add_refuses(
+    qmd_env: dict[str, str], workspace: Path
+) -> None:
+    """A file in two collections is found through either (`-c` the second found
+    nothing), `-c` does not cut the hits to the first n x 4 of all collections, and
+    `add` refuses a name in use, a name a qmd:// path cannot hold and a file."""
+    ws, env = workspace, qmd_env
+    for path, name in ((ws / "memory", "daily"), (ws, "all")):
+        assert qmd(env, ws, "collection", "add", str(path), "--name", name).returncode == 0
+    for n in range(12):  # many better hits in "daily" alone
+        write(ws, f"memory/2026-10-{n + 1:02d}.md", "# day\n\n- pelican pelican pelican\n")
+    write(ws, "notes/birds.md", "# birds\n\n- a pelican once\n")
+    assert qmd(env, ws, "update").returncode == 0
+    both = json.loads(qmd(env, ws, "search", "KESTREL-0429", "--json", "-c", "all").stdout)
+    assert [f["file"] for f in both] == ["qmd://all/memory/2026-11-15.md"]
+    assert resolve(env, both[0]["docid"]) is not None
+    one = json.loads(qmd(env, ws, "search", "pelican", "--json", "-n", "1", "-c", "all").stdout)
+    assert len(one) == 1 and one[0]["collection"] == "all"
+    for bad in (("--name", ""), ("--name", "a/b"), ("--name", "daily")):
+        r = qmd(env, ws, "collection", "add", str(ws / "notes"), *bad)
+        assert r.returncode == 1, (bad, r.stdout)
+    r = qmd(env, ws, "collection", "add", str(ws / "MEMORY.md"), "--name", "file")
+    assert r.returncode == 1 and "not a folder" in r.stderr
+    assert "already exists" in qmd(env, ws, "collection", "add", str(ws), "--name", "daily").stderr
+    cols = Path(env["XDG_CONFIG_HOME"]) / "memindex-qmd" / "collections.json"
+    assert cols.stat().st_mode & 0o777 == 0o600
 
 
 def test_get_reads_a_large_document_whole_through_memory_get(
