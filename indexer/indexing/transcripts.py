@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -250,9 +251,20 @@ def _pieces(msgs: Messages, size: int) -> Messages:
     return out
 
 
+# A message stamped further ahead than this is a clock running ahead (or a bad
+# value): the chunk is dated by its other messages (by when it was indexed if it
+# has none), else one message stamped 2099 hid its whole chunk from every time a
+# question names.
+_AHEAD_S = 86_400.0
+
+
 def _newest(times: Sequence[float | None]) -> float | None:
-    known = [t for t in times if t is not None]
-    return max(known) if known else None
+    now = time.time()
+    given = [t for t in times if t is not None]
+    known = [t for t in given if t <= now + _AHEAD_S]
+    if known:
+        return max(known)
+    return now if given else None
 
 
 def transcript_rows(

@@ -226,6 +226,8 @@ def days(tmp_path: Path) -> Config:
         _message("user", "Remind me to call the plumber about the boiler.",
                  "2026-11-26T18:30:00Z"),
         _message("assistant", "Reminder set for Friday.", "2026-11-26T18:30:04Z"),
+        # a clock running ahead: the chunk is dated by the messages before it
+        _message("assistant", "(from a host whose clock is wrong)", "2099-01-01T00:00:00Z"),
     ]) + "\n")  # fmt: skip
     from indexer.config import SessionsConfig
 
