@@ -108,6 +108,28 @@ class Distiller:
             return 0
         return committed
 
+    def _unread(self) -> list[dict[str, str]]:
+        """The agents whose transcripts are in OpenClaw's agent database (2026.9 and
+        later), which distill does not read: said on every answer, not a silent
+        noop."""
+        out = []
+        for cfg in self.agents:
+            db = cfg.transcript_db()
+            if db is not None and db.is_file():
+                out.append(
+                    {
+                        "agent": cfg.agent_name,
+                        "path": str(db),
+                        "reason": "transcripts in OpenClaw's agent database are not read by "
+                        "distill (JSONL transcripts only)",
+                    }
+                )
+        return out
+
+    def _said(self, answer: dict[str, Any]) -> dict[str, Any]:
+        unread = self._unread()
+        return {**answer, "unread": unread} if unread else answer
+
     # -- commands ----------------------------------------------------------------
 
     def init(self) -> dict[str, Any]:
@@ -123,7 +145,7 @@ class Distiller:
                 "headLen": head_len,
             }
         self._save({"files": files, "pendingBatch": None})
-        return {"ok": True, "action": "initialized", "files": len(files)}
+        return self._said({"ok": True, "action": "initialized", "files": len(files)})
 
     def run(self) -> dict[str, Any]:
         state = self._load()
@@ -197,7 +219,7 @@ class Distiller:
                 files[key]["committed"] = end
             state["files"] = files
             self._save(state)
-            return {"ok": True, "action": "noop"}
+            return self._said({"ok": True, "action": "noop"})
         batch_id = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:12]}"
         self.batches.mkdir(parents=True, exist_ok=True, mode=0o700)
         batch_file = self.batches / f"batch-{batch_id}.json"
@@ -215,13 +237,15 @@ class Distiller:
         state["files"] = files
         state["pendingBatch"] = str(batch_file)
         self._save(state)
-        return {
-            "ok": True,
-            "action": "created",
-            "batchFile": str(batch_file),
-            "batchId": batch_id,
-            "messages": len(messages),
-        }
+        return self._said(
+            {
+                "ok": True,
+                "action": "created",
+                "batchFile": str(batch_file),
+                "batchId": batch_id,
+                "messages": len(messages),
+            }
+        )
 
     @staticmethod
     def _line_ends(path: str, start: int, stop: int) -> list[int]:

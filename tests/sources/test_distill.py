@@ -193,3 +193,22 @@ class DistillMachine(RuleBasedStateMachine):
 
 
 TestDistillProperty = DistillMachine.TestCase
+
+
+def test_an_agent_database_it_does_not_read_is_named(tmp_path: Path) -> None:
+    """OpenClaw 2026.9 keeps transcripts in the agent's database, which distill does
+    not read: `init` said files 0 and `run` noop, as if there were nothing to read."""
+    sessions = tmp_path / "agents" / "main" / "sessions"
+    sessions.mkdir(parents=True)
+    db = write(tmp_path / "agents" / "main" / "agent", "openclaw-agent.sqlite", "")
+    cfg = Config(
+        workspace=tmp_path / "ws", stateDir=tmp_path / "state",
+        sessions=SessionsConfig(dir=str(sessions)),
+    )  # fmt: skip
+    d = Distiller([cfg])
+    for answer in (d.init(), d.run()):
+        assert answer["unread"] == [
+            {"agent": cfg.agent_name, "path": str(db), "reason": answer["unread"][0]["reason"]}
+        ]
+        assert "agent database" in answer["unread"][0]["reason"]
+    assert "unread" not in Distiller([agent(tmp_path / "plain")]).run()
