@@ -156,7 +156,10 @@ class SearchRun:
                 fallback = f"query embedding failed ({exc.message}): keyword search only"
                 self.rows = ChunkRows(self.store)
         elif self.provider is not None:
-            fallback = "vectors are not built yet (run 'memindex index'): keyword search only"
+            fallback = (  # the daemon embeds on its own: status says what stops it
+                "vectors are not built yet ('memindex status' says why; without a daemon "
+                "'memindex index' builds them): keyword search only"
+            )
         hits = self._keyword(self.limit * 4, self.floor)
         return self._envelope(self._finish(hits), "keyword", fallback)
 
