@@ -168,7 +168,9 @@ class Watcher:
             if len(wanted) > self.max_dirs and self.backend != "polling":
                 self._fall_back(f"{len(wanted)} directories to watch (limit {self.max_dirs})")
             self._targets = wanted
-            dead, self._dead = self._dead, set()
+            dead: set[str] = set()
+            while self._dead:  # pop by pop: the dispatcher thread may add meanwhile
+                dead.add(self._dead.pop())
             for d in [
                 d
                 for d in self._watches
