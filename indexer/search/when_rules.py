@@ -297,7 +297,7 @@ def _rules() -> list[Rule]:
         (r"\b(?:earlier\s+)?today(?:'s)?\b|\btonight\b|\bthis\s+(?:morning|afternoon|evening)\b",
          _fixed(0, 0)),
         (r"\b(?:just\s+now|a\s+moment\s+ago|a\s+minute\s+ago|an\s+hour\s+ago)\b", _fixed(0, 0)),
-        (rf"\b{_N}\s+{_UNIT}\s+ago\b", _ago),
+        (rf"(?<![\w.-]){_N}\s+{_UNIT}\s+ago\b", _ago),  # not "-3 days ago"
         (rf"\b(?:in\s+|over\s+|during\s+|for\s+)?the\s+(?:last|past|previous)\s+{_N}\s+{_UNIT}\b",
          _past),
         (rf"\b(?:the\s+)?(?:last|past|previous)\s+{_N}\s+{_UNIT}\b", _past),

@@ -76,6 +76,7 @@ AS_OF = "2026-11-27T09:00:00+00:00"
         ("version 2.2019 build", []),
         ("the 2020s", []),
         ("port 80, pid 12345", []),
+        ("a timer set to -3 days ago", []),  # a negative count is no time
         # Words, not months or weekdays; IDs and file names that hold a date.
         ("this may be the cause of the replica lag", []),
         ("I plan to march", []),
