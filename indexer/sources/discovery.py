@@ -199,9 +199,29 @@ def _unusable_extras(cfg: Config, on_skip: OnSkip) -> None:
     Markdown, or neither a folder nor a regular file (a FIFO, a device). A typo in
     the config would otherwise index nothing without a word."""
     for extra in cfg.extraPaths:
-        why = _resolve_extra(extra)[2]
+        why = _resolve_extra(extra)[2] or _hopeless(extra.pattern)
         if why is not None:
             on_skip(shown(str(extra.path)), why)
+
+
+def _hopeless(pattern: str | None) -> str | None:
+    """Why an extra path's glob can match no Markdown file below its folder, or None:
+    it leaves the folder (``..``, or absolute), or its last part ends in letters no
+    ``.md`` name ends in ("*.txt", a plain "notes"; an unbalanced ``[`` is a plain
+    character)."""
+    if not pattern:
+        return None
+    parts = pattern.split("/")
+    if pattern.startswith("/") or ".." in parts:
+        return f"pattern {pattern!r} leaves the folder: it matches nothing below it"
+    last = parts[-1]
+    cut = max(last.rfind("*"), last.rfind("?"))
+    if "[" in last and "]" in last[last.index("[") :]:
+        cut = max(cut, last.rindex("]"))
+    tail = last[cut + 1 :].lower()  # what every matching name ends in
+    if tail and not (".md".endswith(tail) or tail.endswith(".md")):
+        return f"pattern {pattern!r} can match no .md file"
+    return None
 
 
 def _in_memory_source(rel: str) -> bool:

@@ -556,6 +556,29 @@ def test_extra_paths_that_add_nothing_are_listed_with_the_reason(
         )
 
 
+def test_an_extra_path_glob_that_can_match_nothing_is_named(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """A glob leaving the folder, or whose last part is a plain name that is no .md
+    file, was accepted and indexed nothing without a word."""
+    from indexer.config import ExtraPath
+
+    notes = tmp_path / "notes"
+    write(notes, "a.md", "- the okapi note\n")
+    patterns = ("../x/*.md", "/abs/*.md", "[", "*.txt", "**/*.md", "a.md", "n[ao]tes/*", "*.M?")
+    cfg = Config(
+        workspace=workspace,
+        indexPath=tmp_path / "index.sqlite",
+        extraPaths=tuple(ExtraPath(notes, p) for p in patterns),
+    )
+    with AgentIndex(cfg) as idx:
+        report = idx.sync()
+    why = sorted(s["reason"] for s in report.skipped if s["path"] == str(notes))
+    assert len(why) == 4, why
+    assert sum("leaves the folder" in w for w in why) == 2
+    assert sum("can match no .md file" in w for w in why) == 2
+
+
 def test_a_hard_link_to_an_outside_file_is_neither_indexed_nor_served(
     tmp_path: Path, workspace: Path
 ) -> None:
