@@ -95,24 +95,29 @@ class Root:
 
 def roots_for(cfg: Config, workspace: Path | None = None) -> list[Root]:
     """The workspace (``workspace``: already resolved) plus every extra path that
-    exists, each with its display prefix."""
+    exists, each with its display prefix: its path below the workspace, else
+    ``extra/<name>``, two of one name told apart by ``-2``, ``-3``… in the order of
+    their real paths (not of the config: reordering ``extraPaths`` renames nothing)."""
     ws = workspace or cfg.require_workspace().resolve()
-    roots = [Root(ws, "", None)]
-    used: set[str] = set()
+    found = []
     for extra in cfg.extraPaths:
         real, is_file, _ = _resolve_extra(extra)
-        if real is None:
-            continue  # missing or not Markdown: discover() reports it (status: skipped)
-        if real == ws or ws in real.parents:
-            display = real.relative_to(ws).as_posix()
-        else:
-            name = real.name or "root"
-            display = f"extra/{name}"
-            n = 2
-            while display in used:
-                display = f"extra/{name}-{n}"
-                n += 1
+        if real is not None:  # missing or not Markdown: discover() reports it (skipped)
+            found.append((extra, real, is_file))
+    names: dict[Path, str] = {}
+    used: set[str] = set()
+    for real in sorted({r for _, r, _ in found if not (r == ws or ws in r.parents)}):
+        name = real.name or "root"
+        display = f"extra/{name}"
+        n = 2
+        while display in used:
+            display = f"extra/{name}-{n}"
+            n += 1
         used.add(display)
+        names[real] = display
+    roots = [Root(ws, "", None)]
+    for extra, real, is_file in found:
+        display = names.get(real) or real.relative_to(ws).as_posix()
         roots.append(Root(real, display, extra.pattern, is_file))
     return roots
 

@@ -63,6 +63,19 @@ def test_extra_paths(tmp_path: Path) -> None:
     ]
 
 
+def test_two_extra_folders_of_one_name_keep_their_names_in_any_order(tmp_path: Path) -> None:
+    """`extra/notes` and `extra/notes-2` went by the order of `extraPaths`: reordered,
+    each name meant the other folder (citations kept pointed at the wrong file)."""
+    a, b = tmp_path / "a" / "notes", tmp_path / "b" / "notes"
+    write(a, "x.md", "in a")
+    write(b, "y.md", "in b")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for order in ((a, b), (b, a)):
+        cfg = Config(workspace=ws, extraPaths=tuple(ExtraPath(p) for p in order))
+        assert [f.path for f in discover(cfg)] == ["extra/notes-2/y.md", "extra/notes/x.md"]
+
+
 def test_double_star_matches_zero_directories(tmp_path: Path) -> None:
     from indexer.sources.patterns import glob_match
 
