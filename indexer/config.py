@@ -102,7 +102,8 @@ class Config:
     extraPaths: tuple[ExtraPath, ...] = setting(
         (),
         "more Markdown: files, directories (walked recursively), or {path, pattern} with a "
-        "glob relative to path; outside the workspace they appear as extra/<name>/<rel>",
+        "glob relative to path; outside the workspace they appear as extra/<name>/<rel> "
+        "(two of one name: extra/<name>-2/..., in the order of their real paths)",
         example='["~/notes", "~/projects/plan.md", { path = "~/wiki", pattern = "**/*.md" }]',
     )
     ignore: tuple[str, ...] = setting(
