@@ -24,9 +24,11 @@ import logging
 import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, tzinfo
 from typing import Protocol
 
 from indexer.config import Config
+from indexer.config_sections import time_zone
 from indexer.errors import RowRejected, TranscriptDbError
 from indexer.sources.chunking import chunk_markdown
 from indexer.sources.messages import Messages
@@ -271,25 +273,56 @@ def transcript_rows(
     msgs: Messages, cfg: Config, count: TokenCounter, heading: str = ""
 ) -> list[ChunkRow]:
     """The chunks of rendered messages (citations and snippets use their transcript
-    lines), each dated by its newest message."""
+    lines), each dated by its newest message. A chunk holds one day's messages (in
+    ``query.timeZone``): a chunk is dated by one time, and one that ran from a late
+    evening into the next morning was found by the later day only."""
     if not msgs:
         return []
     # about 4 characters a token: a message past four chunks is cut into chunk-sized pieces
     msgs = _pieces(msgs, 4 * cfg.chunking.tokens)
-    chunks = chunk_markdown(
-        "\n".join(msgs.texts), count, tokens=cfg.chunking.tokens, overlap=cfg.chunking.overlap
-    )
-    line_map = msgs.lines
-    return [
-        ChunkRow(
-            line_map[c.start_line - 1],
-            line_map[c.end_line - 1],
-            heading,
-            c.hash,
-            c.text,
-            index_text(c.text),
-            _offsets(line_map[c.start_line - 1 : c.end_line]),
-            _newest(msgs.times[c.start_line - 1 : c.end_line]),
+    try:
+        tz = time_zone(cfg.query.timeZone)
+    except ValueError:  # checked when the config loads; a host without zone data
+        tz = UTC
+    rows: list[ChunkRow] = []
+    for day in _by_day(msgs, tz):
+        chunks = chunk_markdown(
+            "\n".join(day.texts), count, tokens=cfg.chunking.tokens, overlap=cfg.chunking.overlap
         )
-        for c in chunks
-    ]
+        line_map = day.lines
+        rows += [
+            ChunkRow(
+                line_map[c.start_line - 1],
+                line_map[c.end_line - 1],
+                heading,
+                c.hash,
+                c.text,
+                index_text(c.text),
+                _offsets(line_map[c.start_line - 1 : c.end_line]),
+                _newest(day.times[c.start_line - 1 : c.end_line]),
+            )
+            for c in chunks
+        ]
+    return rows
+
+
+def _by_day(msgs: Messages, tz: tzinfo) -> list[Messages]:
+    """``msgs`` in runs of one day each (in ``tz``). A message with no time, or one
+    stamped ahead (``_AHEAD_S``), stays in the run it comes in."""
+    runs: list[Messages] = []
+    run = Messages()
+    day: date | None = None
+    ahead = time.time() + _AHEAD_S
+    for text, line, when in zip(msgs.texts, msgs.lines, msgs.times, strict=True):
+        this = None if when is None or when > ahead else datetime.fromtimestamp(when, tz).date()
+        if this is not None:
+            if day is not None and this != day and run:
+                runs.append(run)
+                run = Messages()
+            day = this
+        run.texts.append(text)
+        run.lines.append(line)
+        run.times.append(when)
+    if run:
+        runs.append(run)
+    return runs

@@ -261,6 +261,33 @@ def test_a_question_of_only_time_lists_that_time_newest_first(days: Config) -> N
         assert idx.search("what did I do on 2026-01-05", as_of=AS_OF)["results"] == []
 
 
+def test_a_conversation_across_midnight_is_found_by_either_day(tmp_path: Path) -> None:
+    """A chunk is dated by its newest message: one that ran from a late evening into
+    the next morning was found by the later day only. A chunk holds one day's
+    messages now."""
+    from indexer.config import QueryConfig, SessionsConfig
+
+    ws, sessions = tmp_path / "ws", tmp_path / "sessions"
+    write(ws, "MEMORY.md", "# Memory\n\n- nothing dated here\n")
+    write(sessions, "s3.jsonl", "\n".join([
+        _message("user", "Late thought: the kayak needs a new rudder.", "2026-11-24T23:50:00Z"),
+        _message("assistant", "Noted the rudder.", "2026-11-24T23:50:05Z"),
+        _message("user", "Morning: book the dentist for Ivy.", "2026-11-25T08:10:00Z"),
+    ]) + "\n")  # fmt: skip
+    cfg = Config(
+        workspace=ws,
+        indexPath=tmp_path / "i.sqlite",
+        sessions=SessionsConfig(dir=str(sessions)),
+        query=QueryConfig(timeZone="UTC"),
+    )
+    with AgentIndex(cfg) as idx:
+        idx.sync()
+        for day, said in (("2026-11-24", "rudder"), ("2026-11-25", "dentist")):
+            res = idx.search(f"what did we talk about on {day}", as_of=AS_OF, time_zone="UTC")
+            got = [r["snippet"] for r in res["results"]]
+            assert len(got) == 1 and said in got[0], (day, got)
+
+
 def test_a_topic_in_a_named_time_ranks_that_time_first(days: Config) -> None:
     with AgentIndex(days) as idx:
         idx.sync()
