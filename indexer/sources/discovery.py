@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from indexer.config import Config, ExtraPath
-from indexer.errors import PathRefused
+from indexer.errors import FileUnreadable, FileVanished, PathRefused, WorkspaceError
 from indexer.sources import safefs
 from indexer.sources.patterns import Wanted, glob_match, is_ignored
 from indexer.sources.walk import Skip, walk
@@ -160,6 +160,11 @@ def discover(
     ignore = tuple(cfg.ignore)
     roots = roots_for(cfg, workspace)
     ws = roots[0].real
+    try:  # a workspace that cannot be listed is an error of the sync, not an empty one
+        os.close(safefs.open_dir(ws))
+    except (OSError, FileUnreadable, FileVanished) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else str(exc)
+        raise WorkspaceError(f"cannot list the workspace {ws}: {why}") from exc
     for e in walk(ws, (), Wanted(names=frozenset(ROOT_FILES)), skip=skipper("")):
         add(ws, e, e.parts[0])
     in_memory = Wanted(ignore=ignore, under=f"{MEMORY_DIR}/")

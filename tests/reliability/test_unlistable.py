@@ -167,3 +167,32 @@ def test_a_sessions_folder_that_cannot_be_listed_is_an_error(
     closed.remove(sessions)
     with AgentIndex(Config(workspace=ws, indexPath=tmp_path / "i.sqlite"), readonly=True) as r:
         assert r.search("ptarmigan", min_score=0)["results"]
+
+
+def test_a_workspace_that_cannot_be_listed_is_an_error_and_keeps_everything(
+    tmp_path: Path, closed: list[Path]
+) -> None:
+    """The workspace folder itself closed: every memory file was left out (their rows
+    removed) with nothing said. Now the sync fails, saying why, and removes nothing."""
+    import subprocess
+
+    ws = tmp_path / "ws"
+    write(ws, "MEMORY.md", "# Memory\n- the heron is back\n")
+    write(ws, "memory/2026-01-01.md", "- egret in the reeds\n")
+    cfg = write(tmp_path, "c.toml", f'workspace = "{ws}"\nindexPath = "{tmp_path}/i.sqlite"\n')
+    _index(cfg)
+    ws.chmod(0)
+    closed.append(ws)
+    done = subprocess.run(
+        _as_a_user("--config", str(cfg), "index"),
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=60,
+    )
+    assert done.returncode == 2 and "cannot list the workspace" in done.stderr, done.stderr
+    ws.chmod(0o755)
+    closed.remove(ws)
+    with AgentIndex(Config(workspace=ws, indexPath=tmp_path / "i.sqlite"), readonly=True) as r:
+        for word in ("heron", "egret"):
+            assert r.search(word, min_score=0)["results"], word
