@@ -143,7 +143,9 @@ def test_mcp_answers_every_request_sent_before_stdin_closed(cli: Runner, workspa
         json.dumps(init),
         json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}),
+        "garbage {{{",  # answered at once, with id null: not an answer to 2 or 3
         json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": get}),
+        "[]",
         json.dumps({"jsonrpc": "2.0", "id": 4, "method": "ping"}),
     ]
     done = subprocess.run(
@@ -155,6 +157,6 @@ def test_mcp_answers_every_request_sent_before_stdin_closed(cli: Runner, workspa
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    replies = {r["id"]: r for r in map(json.loads, done.stdout.splitlines())}
+    replies = {r["id"]: r for r in map(json.loads, done.stdout.splitlines()) if r["id"]}
     assert sorted(replies) == [1, 2, 3, 4], done.stdout
     assert not replies[2]["result"].get("isError") and not replies[3]["result"].get("isError")
