@@ -138,7 +138,8 @@ class QueryConfig:
     timeZone: str = setting(
         "",
         'what "today" is and which day a message belongs to: an IANA name; "" = the '
-        "host's (memindex openclaw import: agents.defaults.userTimezone)",
+        "host's (memindex openclaw import: agents.defaults.userTimezone); transcript "
+        "chunks are cut at its midnights, so a change rebuilds the index",
         example='"Europe/Lisbon"',
     )
 

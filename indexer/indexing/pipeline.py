@@ -59,6 +59,7 @@ def fingerprint(cfg: Config) -> dict[str, object]:
         "overlap": cfg.chunking.overlap,
         "tokenizer": TOKENIZER_NAME,
         "fts": FTS_VERSION,
+        "days": cfg.query.timeZone,  # where a transcript chunk's day ends (transcript_rows)
         "provider": None,
         "model": None,
         "dims": 0,

@@ -411,3 +411,34 @@ def test_an_id_asked_about_alone_finds_its_first_mention_first(ticket: Config) -
         write(ticket.workspace, "memory/2026-03-20.md", "# 2026-03-20\n\n- Reminder: OPS-7.\n")
         idx.sync()
         assert _paths(idx, "Remind me what OPS-7 is.", as_of=AS_OF)[0] == "memory/2026-03-02.md"
+
+
+def test_a_new_time_zone_cuts_the_transcripts_again(tmp_path: Path) -> None:
+    """Where a transcript chunk's day ends is the configured zone's: changing it
+    rebuilds the index (it kept chunks cut in the old zone until a forced rebuild)."""
+    from dataclasses import replace
+
+    from indexer.config import QueryConfig, SessionsConfig
+
+    ws, sessions = tmp_path / "ws", tmp_path / "sessions"
+    write(ws, "MEMORY.md", "# Memory\n\n- nothing dated here\n")
+    write(sessions, "s.jsonl", "\n".join([
+        _message("user", "Early: the kayak rudder arrived.", "2026-11-26T07:30:00Z"),
+        _message("user", "Later: the dentist moved to Friday.", "2026-11-26T08:30:00Z"),
+    ]) + "\n")  # fmt: skip
+    utc = Config(
+        workspace=ws,
+        indexPath=tmp_path / "i.sqlite",
+        sessions=SessionsConfig(dir=str(sessions)),
+        query=QueryConfig(timeZone="UTC"),
+    )
+    with AgentIndex(utc) as idx:
+        idx.sync()
+    la = replace(utc, query=QueryConfig(timeZone="America/Los_Angeles"))
+    with AgentIndex(la) as idx:
+        report = idx.sync()
+        assert report.rebuilt  # the zone is part of what the rows depend on
+        got = idx.search(
+            "what happened on 2026-11-25", as_of=AS_OF, time_zone="America/Los_Angeles"
+        )
+        assert [r["snippet"] for r in got["results"]] and "rudder" in got["results"][0]["snippet"]
