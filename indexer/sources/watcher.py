@@ -278,6 +278,7 @@ class Watcher:
                         add(d, _Target(name, "memory"))
             for extra in cfg.extraPaths:  # a folder moved away and back, made, replaced
                 add(str(extra.path.parent), _Target(name, "parent"))
+                _await(str(extra.path.parent), _Target(name, "parent"), add)  # itself gone
             sdir = cfg.sessions_dir()
             if sdir is not None:
                 add(str(sdir), _Target(name, "sessions", cfg.sessions.includeRotated))

@@ -9,6 +9,7 @@ import os
 import resource
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -213,6 +214,32 @@ def test_an_extra_folder_moved_away_and_back_is_watched_again(tmp_path: Path) ->
         write(notes, "b.md", "- a cormorant drying its wings\n")
         wait_for(lambda: _search(d, "cormorant") == ["extra/notes/b.md"], timeout=8)
         assert _search(d, "pelican") == ["extra/notes/a.md"]
+    finally:
+        d.stop()
+
+
+def test_the_folder_holding_an_extra_path_deleted_and_made_again_is_watched(
+    tmp_path: Path,
+) -> None:
+    """`rm -rf box; sleep; mkdir -p box/notes`: while box was gone nothing watched for
+    it, so the new notes waited for the rescan."""
+    import shutil
+
+    ws, box = tmp_path / "ws", tmp_path / "box"
+    write(ws, "MEMORY.md", "# Memory\n- first\n")
+    write(box / "notes", "a.md", "- the pelican on the pier\n")
+    (tmp_path / "sessions").mkdir()
+    sync = "[sync]\nwatchDebounceMs = 100\nrescanMs = 0\n"
+    cfg = daemon_config(tmp_path, ws, tmp_path / "sessions", extra=sync)
+    cfg.write_text(f'extraPaths = ["{box / "notes"}"]\n' + cfg.read_text())
+    d = DaemonProc(cfg, tmp_path / "run" / "mi.sock", child_env()).start()
+    try:
+        assert _search(d, "pelican") == ["extra/notes/a.md"]
+        shutil.rmtree(box)
+        wait_for(lambda: _search(d, "pelican") == [], timeout=8)
+        time.sleep(1.0)  # gone for a while, then made again
+        write(box / "notes", "b.md", "- a cormorant drying its wings\n")
+        wait_for(lambda: _search(d, "cormorant") == ["extra/notes/b.md"], timeout=8)
     finally:
         d.stop()
 
