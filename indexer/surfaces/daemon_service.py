@@ -27,6 +27,7 @@ from indexer.api import (
     StatusResponse,
     dispatch,
 )
+from indexer.config import Config
 from indexer.errors import InvalidParams, UnknownMethod
 from indexer.openclaw import normalize_agent_id
 from indexer.sources.watcher import Watcher
@@ -115,6 +116,10 @@ class DaemonService:
         if st.get("mismatch"):  # not this daemon's index: never "all is well"
             st["dirty"] = True
             st["lastError"] = st.get("lastError") or st["mismatch"]
+        gone = _folder_gone(rt.cfg, st)
+        if gone:  # said at once, not only once a sync has run into it
+            st["dirty"] = True
+            st["lastError"] = st.get("lastError") or gone
         return st
 
     def reindex(self, agent: str | None, req: ReindexRequest) -> ReindexResponse:
@@ -145,3 +150,18 @@ class DaemonService:
             return found
 
         return self.qmd(search, req)
+
+
+def _folder_gone(cfg: Config, st: StatusResponse) -> str | None:
+    """Why the index cannot be current whatever the last sync said: the workspace is
+    no folder now, or the sessions folder transcripts were indexed from is gone (and
+    no agent database holds them)."""
+    ws = cfg.workspace
+    if ws is not None and not ws.is_dir():
+        return f"workspace {ws} is not there (moved or deleted?): what it held stays indexed"
+    sessions = cfg.sessions_dir()
+    held = ((st.get("sources") or {}).get("sessions") or {}).get("files", 0)
+    db = cfg.transcript_db()
+    if sessions is not None and held and not sessions.is_dir() and not (db and db.is_file()):
+        return f"sessions folder {sessions} is not there: the transcripts from it are kept"
+    return None

@@ -244,6 +244,18 @@ def test_the_folder_holding_an_extra_path_deleted_and_made_again_is_watched(
         d.stop()
 
 
+def test_a_workspace_moved_away_is_said_at_once(daemon: DaemonProc, tmp_path: Path) -> None:
+    """The workspace renamed away: status was clean until a sync ran into it (a
+    search said "workspace does not exist" meanwhile)."""
+    ws = tmp_path / "ws"
+    ws.rename(tmp_path / "ws.away")
+    st = rpc(daemon.sock, "status")
+    assert st["dirty"] and "workspace" in str(st["lastError"]), st
+    (tmp_path / "ws.away").rename(ws)
+    wait_for(lambda: not rpc(daemon.sock, "status")["dirty"], timeout=30)
+    assert _search(daemon, "heron") == ["memory/2026-01-01.md"]
+
+
 def test_clock_jumps_and_restored_mtimes_are_not_missed(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     f = write(ws, "memory/notes.md", "- alpha one\n")
