@@ -195,17 +195,24 @@ def test_a_directory_deleted_and_made_again_at_once_is_watched_again(
     assert _search(daemon, "heron") == []
 
 
-def test_an_extra_folder_moved_away_and_back_is_watched_again(tmp_path: Path) -> None:
-    """Nothing watched the folder an extra path is in: moved away, its notes stayed
-    searchable; moved back, nothing of it was indexed again until the rescan."""
-    ws, notes = tmp_path / "ws", tmp_path / "notes"
+def _extra_daemon(tmp_path: Path, notes: Path) -> DaemonProc:
+    """A daemon on a workspace and the extra folder ``notes`` (one note, about a
+    pelican), watching with no rescan: only its watches can see a change."""
+    ws = tmp_path / "ws"
     write(ws, "MEMORY.md", "# Memory\n- first\n")
     write(notes, "a.md", "- the pelican on the pier\n")
     (tmp_path / "sessions").mkdir()
     sync = "[sync]\nwatchDebounceMs = 100\nrescanMs = 0\n"
     cfg = daemon_config(tmp_path, ws, tmp_path / "sessions", extra=sync)
     cfg.write_text(f'extraPaths = ["{notes}"]\n' + cfg.read_text())
-    d = DaemonProc(cfg, tmp_path / "run" / "mi.sock", child_env()).start()
+    return DaemonProc(cfg, tmp_path / "run" / "mi.sock", child_env()).start()
+
+
+def test_an_extra_folder_moved_away_and_back_is_watched_again(tmp_path: Path) -> None:
+    """Nothing watched the folder an extra path is in: moved away, its notes stayed
+    searchable; moved back, nothing of it was indexed again until the rescan."""
+    notes = tmp_path / "notes"
+    d = _extra_daemon(tmp_path, notes)
     try:
         assert _search(d, "pelican") == ["extra/notes/a.md"]
         notes.rename(tmp_path / "away")
@@ -225,14 +232,8 @@ def test_the_folder_holding_an_extra_path_deleted_and_made_again_is_watched(
     it, so the new notes waited for the rescan."""
     import shutil
 
-    ws, box = tmp_path / "ws", tmp_path / "box"
-    write(ws, "MEMORY.md", "# Memory\n- first\n")
-    write(box / "notes", "a.md", "- the pelican on the pier\n")
-    (tmp_path / "sessions").mkdir()
-    sync = "[sync]\nwatchDebounceMs = 100\nrescanMs = 0\n"
-    cfg = daemon_config(tmp_path, ws, tmp_path / "sessions", extra=sync)
-    cfg.write_text(f'extraPaths = ["{box / "notes"}"]\n' + cfg.read_text())
-    d = DaemonProc(cfg, tmp_path / "run" / "mi.sock", child_env()).start()
+    box = tmp_path / "box"
+    d = _extra_daemon(tmp_path, box / "notes")
     try:
         assert _search(d, "pelican") == ["extra/notes/a.md"]
         shutil.rmtree(box)

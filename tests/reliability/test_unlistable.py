@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,16 +46,15 @@ def closed(tmp_path: Path) -> Iterator[list[Path]]:
         f.chmod(0o755)
 
 
-def _index(cfg: Path) -> dict[str, object]:
-    import subprocess
-
-    done = subprocess.run(
-        _as_a_user("--config", str(cfg), "index", "--json"),
-        capture_output=True,
-        text=True,
-        env=child_env(),
-        timeout=60,
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    """``memindex ARGS`` as a user (see ``_as_a_user``)."""
+    return subprocess.run(
+        _as_a_user(*args), capture_output=True, text=True, env=child_env(), timeout=60
     )
+
+
+def _index(cfg: Path) -> dict[str, object]:
+    done = _run("--config", str(cfg), "index", "--json")
     assert done.returncode == 0, done.stderr
     out: dict[str, object] = json.loads(done.stdout)
     return out
@@ -139,8 +139,6 @@ def test_a_sessions_folder_gone_or_replaced_keeps_its_transcripts(tmp_path: Path
 def test_a_sessions_folder_that_cannot_be_listed_is_an_error(
     tmp_path: Path, closed: list[Path]
 ) -> None:
-    import subprocess
-
     ws, sessions = tmp_path / "ws", tmp_path / "sessions"
     write(ws, "MEMORY.md", "# Memory\n- first\n")
     line = {"type": "message", "message": {"role": "user", "content": "the ptarmigan nests"}}
@@ -153,13 +151,7 @@ def test_a_sessions_folder_that_cannot_be_listed_is_an_error(
     _index(cfg)
     sessions.chmod(0)
     closed.append(sessions)
-    done = subprocess.run(
-        _as_a_user("--config", str(cfg), "index"),
-        capture_output=True,
-        text=True,
-        env=child_env(),
-        timeout=60,
-    )
+    done = _run("--config", str(cfg), "index")
     assert done.returncode == 2
     assert "cannot list sessions folder" in done.stderr and "Permission denied" in done.stderr
     assert "1 transcript(s) indexed from it are kept" in done.stderr
@@ -174,8 +166,6 @@ def test_a_workspace_that_cannot_be_listed_is_an_error_and_keeps_everything(
 ) -> None:
     """The workspace folder itself closed: every memory file was left out (their rows
     removed) with nothing said. Now the sync fails, saying why, and removes nothing."""
-    import subprocess
-
     ws = tmp_path / "ws"
     write(ws, "MEMORY.md", "# Memory\n- the heron is back\n")
     write(ws, "memory/2026-01-01.md", "- egret in the reeds\n")
@@ -183,13 +173,7 @@ def test_a_workspace_that_cannot_be_listed_is_an_error_and_keeps_everything(
     _index(cfg)
     ws.chmod(0)
     closed.append(ws)
-    done = subprocess.run(
-        _as_a_user("--config", str(cfg), "index"),
-        capture_output=True,
-        text=True,
-        env=child_env(),
-        timeout=60,
-    )
+    done = _run("--config", str(cfg), "index")
     assert done.returncode == 2 and "cannot list the workspace" in done.stderr, done.stderr
     ws.chmod(0o755)
     closed.remove(ws)

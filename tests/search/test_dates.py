@@ -261,25 +261,30 @@ def test_a_question_of_only_time_lists_that_time_newest_first(days: Config) -> N
         assert idx.search("what did I do on 2026-01-05", as_of=AS_OF)["results"] == []
 
 
-def test_a_conversation_across_midnight_is_found_by_either_day(tmp_path: Path) -> None:
-    """A chunk is dated by its newest message: one that ran from a late evening into
-    the next morning was found by the later day only. A chunk holds one day's
-    messages now."""
+def _one_transcript(tmp_path: Path, messages: list[str]) -> Config:
+    """A workspace with nothing dated and one transcript of ``messages``, days in UTC."""
     from indexer.config import QueryConfig, SessionsConfig
 
     ws, sessions = tmp_path / "ws", tmp_path / "sessions"
     write(ws, "MEMORY.md", "# Memory\n\n- nothing dated here\n")
-    write(sessions, "s3.jsonl", "\n".join([
-        _message("user", "Late thought: the kayak needs a new rudder.", "2026-11-24T23:50:00Z"),
-        _message("assistant", "Noted the rudder.", "2026-11-24T23:50:05Z"),
-        _message("user", "Morning: book the dentist for Ivy.", "2026-11-25T08:10:00Z"),
-    ]) + "\n")  # fmt: skip
-    cfg = Config(
+    write(sessions, "s.jsonl", "\n".join(messages) + "\n")
+    return Config(
         workspace=ws,
         indexPath=tmp_path / "i.sqlite",
         sessions=SessionsConfig(dir=str(sessions)),
         query=QueryConfig(timeZone="UTC"),
     )
+
+
+def test_a_conversation_across_midnight_is_found_by_either_day(tmp_path: Path) -> None:
+    """A chunk is dated by its newest message: one that ran from a late evening into
+    the next morning was found by the later day only. A chunk holds one day's
+    messages now."""
+    cfg = _one_transcript(tmp_path, [
+        _message("user", "Late thought: the kayak needs a new rudder.", "2026-11-24T23:50:00Z"),
+        _message("assistant", "Noted the rudder.", "2026-11-24T23:50:05Z"),
+        _message("user", "Morning: book the dentist for Ivy.", "2026-11-25T08:10:00Z"),
+    ])  # fmt: skip
     with AgentIndex(cfg) as idx:
         idx.sync()
         for day, said in (("2026-11-24", "rudder"), ("2026-11-25", "dentist")):
@@ -418,20 +423,12 @@ def test_a_new_time_zone_cuts_the_transcripts_again(tmp_path: Path) -> None:
     rebuilds the index (it kept chunks cut in the old zone until a forced rebuild)."""
     from dataclasses import replace
 
-    from indexer.config import QueryConfig, SessionsConfig
+    from indexer.config import QueryConfig
 
-    ws, sessions = tmp_path / "ws", tmp_path / "sessions"
-    write(ws, "MEMORY.md", "# Memory\n\n- nothing dated here\n")
-    write(sessions, "s.jsonl", "\n".join([
+    utc = _one_transcript(tmp_path, [
         _message("user", "Early: the kayak rudder arrived.", "2026-11-26T07:30:00Z"),
         _message("user", "Later: the dentist moved to Friday.", "2026-11-26T08:30:00Z"),
-    ]) + "\n")  # fmt: skip
-    utc = Config(
-        workspace=ws,
-        indexPath=tmp_path / "i.sqlite",
-        sessions=SessionsConfig(dir=str(sessions)),
-        query=QueryConfig(timeZone="UTC"),
-    )
+    ])  # fmt: skip
     with AgentIndex(utc) as idx:
         idx.sync()
     la = replace(utc, query=QueryConfig(timeZone="America/Los_Angeles"))
