@@ -307,22 +307,23 @@ def transcript_rows(
 
 
 def _by_day(msgs: Messages, tz: tzinfo) -> list[Messages]:
-    """``msgs`` in runs of one day each (in ``tz``). A message with no time, or one
-    stamped ahead (``_AHEAD_S``), stays in the run it comes in."""
-    runs: list[Messages] = []
-    run = Messages()
+    """``msgs`` in runs of one day each (in ``tz``); ``[msgs]`` itself when they are
+    of one day. A message with no time, or one stamped ahead (``_AHEAD_S``), stays
+    in the run it comes in."""
+    cuts: list[int] = []  # where a message of another day than the one before begins
     day: date | None = None
     ahead = time.time() + _AHEAD_S
-    for text, line, when in zip(msgs.texts, msgs.lines, msgs.times, strict=True):
-        this = None if when is None or when > ahead else datetime.fromtimestamp(when, tz).date()
-        if this is not None:
-            if day is not None and this != day and run:
-                runs.append(run)
-                run = Messages()
-            day = this
-        run.texts.append(text)
-        run.lines.append(line)
-        run.times.append(when)
-    if run:
-        runs.append(run)
-    return runs
+    for n, when in enumerate(msgs.times):
+        if when is None or when > ahead:
+            continue
+        this = datetime.fromtimestamp(when, tz).date()
+        if day is not None and this != day:
+            cuts.append(n)
+        day = this
+    if not cuts:
+        return [msgs]
+    bounds = [0, *cuts, len(msgs)]
+    return [
+        Messages(msgs.texts[a:b], msgs.lines[a:b], msgs.times[a:b])
+        for a, b in zip(bounds, bounds[1:], strict=False)
+    ]
