@@ -135,11 +135,17 @@ def _update_through_daemon(base: Config, out: TextIO) -> bool:
     cfg = config_for(base, cols)
     with AgentIndex(cfg, readonly=True) as idx:
         docs = refresh_catalogue(cfg, cols, idx.store)
-    out.write(
-        f"Updated {len(cols)} collection(s): {docs} documents; {rep.get('added', 0)} "
-        f"added, {rep.get('updated', 0)} updated, {rep.get('removed', 0)} removed\n"
-    )
+    counts = (rep.get("added", 0), rep.get("updated", 0), rep.get("removed", 0))
+    out.write(_updated(len(cols), docs, *counts))
     return True
+
+
+def _updated(cols: int, docs: int, added: int, updated: int, removed: int) -> str:
+    """What ``update`` prints, through the daemon or not."""
+    return (
+        f"Updated {cols} collection(s): {docs} documents; {added} added, {updated} "
+        f"updated, {removed} removed\n"
+    )
 
 
 def _daemon(base: Config) -> int:
@@ -277,10 +283,7 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
                 if args.cmd == "update":
                     rep = idx.sync(embed=False)
                     docs = refresh_catalogue(cfg, cols, idx.store)
-                    out.write(
-                        f"Updated {len(cols)} collection(s): {docs} documents; {rep.added} "
-                        f"added, {rep.updated} updated, {rep.removed} removed\n"
-                    )
+                    out.write(_updated(len(cols), docs, rep.added, rep.updated, rep.removed))
                 else:
                     emb = idx.embed()
                     if emb is None:
