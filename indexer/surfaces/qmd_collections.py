@@ -15,7 +15,7 @@ from indexer.config import Config, ExtraPath
 from indexer.engine import AgentIndex
 from indexer.sources.discovery import roots_for
 from indexer.sources.patterns import glob_match
-from indexer.store import IndexStore, private_dir
+from indexer.store import IndexStore, private_dir, private_file
 from indexer.store.sqlite.qmd_catalogue import Catalogue
 from indexer.surfaces.qmd_common import MODES, cache_dir, config_dir
 
@@ -52,10 +52,8 @@ def save_collections(cols: list[dict[str, str]]) -> None:
     d = config_dir()
     private_dir(d)
     tmp = d / f".collections.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # private, as the index
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(json.dumps({"collections": cols}, indent=1))
-    os.chmod(tmp, 0o600)  # one left by an older version
+    private_file(tmp)  # 0600, as the index
+    tmp.write_text(json.dumps({"collections": cols}, indent=1), encoding="utf-8")
     os.replace(tmp, d / "collections.json")
 
 
