@@ -34,7 +34,7 @@ from indexer.config import (
 from indexer.config_sections import choices_of, range_of, time_zone
 from indexer.errors import ConfigError
 
-__all__ = ["load_config", "load_settings", "parse_config"]
+__all__ = ["load_config", "load_settings", "parse_config", "socket_despite"]
 
 
 def _expand(value: str, base: Path | None) -> Path:
@@ -377,3 +377,24 @@ def load_config(
 ) -> Config:
     """The Config of one agent (``agent``, else the first configured)."""
     return load_settings(path, workspace=workspace, agent=agent, openclaw=openclaw).agents[0]
+
+
+def socket_despite(given: Path | None) -> Path:
+    """The socket a config file that does not load names (``server.socket``, else
+    beside its ``stateDir``, resolved as ``load_config`` does), read from its TOML as
+    far as it parses; the default socket when it names none or is not TOML at all."""
+    import tomllib  # as load_config: only when there is a file to read
+
+    source = given or default_config_path()
+    try:
+        raw = tomllib.loads(source.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return Config().socket_path()
+    base = source.parent
+    server = raw.get("server")
+    sock = server.get("socket") if isinstance(server, dict) else None
+    if isinstance(sock, str) and sock:
+        return _expand(sock, base)
+    state = raw.get("stateDir")
+    state_dir = _expand(state, base) if isinstance(state, str) and state else None
+    return Config(stateDir=state_dir).socket_path()

@@ -9,6 +9,7 @@ from typing import TextIO
 
 from indexer.api import StatusResponse
 from indexer.config import Config
+from indexer.config_file import socket_despite
 from indexer.errors import ConfigError, MemindexError
 from indexer.surfaces.cli_parts import Call, describe_progress
 from indexer.surfaces.client import Client
@@ -118,7 +119,7 @@ def _status_despite(exc: ConfigError, c: Call) -> int:
     had; show its status, and why the file is refused (what its next reload would
     say too)."""
     args, out, err = c.args, c.out, c.err
-    sock = _socket_despite(args.config)
+    sock = socket_despite(args.config)
     try:
         pong = Client(sock).ping(timeout=2.0)
         agent = args.agent or next(iter(pong.get("agents") or {}), None)
@@ -134,29 +135,6 @@ def _status_despite(exc: ConfigError, c: Call) -> int:
     if args.json:
         return c.json(st)
     return _print_status(st, out)
-
-
-def _socket_despite(given: Path | None) -> Path:
-    """The socket a config file that does not load names (``server.socket``, else
-    the one beside its ``stateDir``), read from its TOML as far as it parses; the
-    default socket when it names none or is not TOML at all."""
-    import os
-    import tomllib
-
-    from indexer.config import default_config_path, socket_dir
-
-    try:
-        raw = tomllib.loads((given or default_config_path()).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return Config().socket_path()
-    server = raw.get("server")
-    sock = server.get("socket") if isinstance(server, dict) else None
-    if isinstance(sock, str) and sock:
-        return Path(os.path.expandvars(os.path.expanduser(sock)))
-    state = raw.get("stateDir")
-    if isinstance(state, str) and state:
-        return socket_dir(Path(os.path.expanduser(state))) / "memindex.sock"
-    return Config().socket_path()
 
 
 def _other_daemon(cfg: Config) -> str:

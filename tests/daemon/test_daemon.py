@@ -601,6 +601,12 @@ def test_status_with_a_broken_config_finds_the_daemon_on_the_socket_it_names(
         r = run_cli("--config", str(conf), "status")
         assert r.returncode == 0, r.stderr
         assert "unknown key(s): bogusKey" in r.stderr and "daemon:    pid" in r.stdout
+        # a relative socket is the config file's folder's, as when the file loads
+        conf.write_text(
+            f'bogusKey = 5\nworkspace = "{workspace}"\n[server]\nsocket = "run/mi.sock"\n'
+        )
+        r = run_cli("--config", str(conf), "status")
+        assert r.returncode == 0 and "daemon:    pid" in r.stdout, r.stderr
     finally:
         d.stop()
 
