@@ -55,12 +55,12 @@ from indexer.indexing.transcripts import (
     SessionReport,
     SyncRun,
     Transcript,
+    indexed_from,
 )
 from indexer.sources.archives import archive_session_id, cold_events
 from indexer.sources.messages import Messages
 from indexer.sources.openclaw_db import db_path, is_db_path, parse_db_path, render_events
 from indexer.sources.redaction import redact
-from indexer.sources.sessions import SESSIONS_SOURCE
 from indexer.store import FileState, IndexStore, SessionCursor
 from indexer.store.openclaw_db import (
     MAX_EVENT_BYTES,
@@ -104,11 +104,10 @@ class AgentDatabase:
         try:
             check_database_file(path)
         except FileNotFoundError:
-            mine = [p for p in store.file_states(SESSIONS_SOURCE) if is_db_path(p)]
-            mine += [p for p in store.session_cursors() if is_db_path(p)]
-            if mine:  # it was there: say so, and keep what it gave
+            kept = indexed_from(store, self)
+            if kept:  # it was there: say so, and keep what it gave
                 raise TranscriptDbError(
-                    f"OpenClaw's agent database {path} is gone; the {len(set(mine))} "
+                    f"OpenClaw's agent database {path} is gone; the {kept} "
                     "transcript(s) indexed from it are kept (memindex index --force drops them)"
                 ) from None
             return Listing([])

@@ -46,6 +46,7 @@ from indexer.indexing.transcripts import (
     SessionReport,
     SyncRun,
     Transcript,
+    indexed_from,
 )
 from indexer.sources.archives import is_archive_name
 from indexer.sources.messages import Messages
@@ -136,8 +137,7 @@ class TranscriptFiles:
 
     def _kept(self, store: IndexStore) -> str:
         """What stays indexed of the folder while it cannot be listed, said so."""
-        mine = set(store.file_states(SESSIONS_SOURCE)) | set(store.session_cursors())
-        n = sum(1 for p in mine if self.owns(p))
+        n = indexed_from(store, self)
         if not n:
             return ""
         return (

@@ -32,7 +32,7 @@ from indexer.config_sections import time_zone
 from indexer.errors import RowRejected, TranscriptDbError
 from indexer.sources.chunking import chunk_markdown
 from indexer.sources.messages import Messages
-from indexer.sources.sessions import TranscriptFile
+from indexer.sources.sessions import SESSIONS_SOURCE, TranscriptFile
 from indexer.sources.text import index_text
 from indexer.sources.tokenizer import TokenCounter
 from indexer.store import ChunkRow, FileState, IndexStore, SessionCursor
@@ -47,6 +47,7 @@ __all__ = [
     "SyncRun",
     "Transcript",
     "TranscriptSource",
+    "indexed_from",
     "transcript_failed",
     "transcript_rows",
 ]
@@ -207,6 +208,13 @@ class TranscriptSource(Protocol):
     ) -> Generator[Piece, None, None]: ...
 
     def render(self, t: Transcript, piece: Piece, *, warn: bool) -> tuple[Messages, int]: ...
+
+
+def indexed_from(store: IndexStore, source: TranscriptSource) -> int:
+    """How many transcripts the index holds rows or a cursor of from ``source``: what
+    stays indexed while the source cannot be read (it is said so)."""
+    held = set(store.file_states(SESSIONS_SOURCE)) | set(store.session_cursors())
+    return sum(1 for p in held if source.owns(p))
 
 
 def transcript_failed(path: str, exc: Exception, report: SessionReport) -> None:
