@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from indexer.engine import AgentIndex
 from indexer.errors import StoreError
-from indexer.search.keyword_hits import bm25_to_score
+from indexer.search.stages.base import bm25_to_score
 
 __all__ = ["openclaw_search", "qmd_search"]
 

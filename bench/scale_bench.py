@@ -47,7 +47,7 @@ from daemon_bench import Client, rss_kb  # noqa: E402
 from hybrid_bench import questions  # noqa: E402
 from index_bench import real_sentences  # noqa: E402
 
-from indexer.config_file import load_config  # noqa: E402
+from indexer.config.file import load_config  # noqa: E402
 from indexer.store.backend import backend_for  # noqa: E402
 from providers.base import normalize  # noqa: E402
 

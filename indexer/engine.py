@@ -312,6 +312,7 @@ class AgentIndex:
         abstain: Any = None,
         as_of: Any = None,
         time_zone: Any = None,
+        stages: Any = None,
     ) -> SearchResponse:
         params = {
             "query": query,
@@ -324,6 +325,7 @@ class AgentIndex:
             "abstain": abstain,
             "asOf": as_of,
             "timeZone": time_zone,
+            "stages": stages,
         }
         req = SearchRequest.parse(params)
         return self.read(lambda s: s.search(req))

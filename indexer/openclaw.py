@@ -38,7 +38,7 @@ from indexer.config import (
     socket_dir,
     state_dir,
 )
-from indexer.config_sections import time_zone
+from indexer.config.sections import time_zone
 from indexer.errors import ConfigError
 from providers.names import ORDER
 
@@ -171,12 +171,12 @@ def _apply(cfg: Config, ms: dict[str, Any], base: Path) -> Config:
     if cm is not None:
         hybrid = replace(hybrid, candidateMultiplier=cm)
     if isinstance(_get(hy, "mmr", "enabled"), bool):
-        query = replace(query, mmr=hy["mmr"]["enabled"])
+        query = replace(query, stages=replace(query.stages, mmr=hy["mmr"]["enabled"]))
     lam = _num(_get(hy, "mmr", "lambda"), float, 0.0, 1.0)
     if lam is not None:
         query = replace(query, mmrLambda=lam)
     if isinstance(_get(hy, "temporalDecay", "enabled"), bool):
-        query = replace(query, temporalDecay=hy["temporalDecay"]["enabled"])
+        query = replace(query, stages=replace(query.stages, decay=hy["temporalDecay"]["enabled"]))
     hl = _num(_get(hy, "temporalDecay", "halfLifeDays"), float, 0.01, 100_000)
     if hl is not None:
         query = replace(query, halfLifeDays=hl)

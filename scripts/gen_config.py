@@ -1,5 +1,5 @@
 """Write config/memindex.toml and docs/CONFIG.md's table of config keys from the schema
-(indexer/config_sections.py; indexer/config_docs.py renders them), and the OpenClaw
+(indexer/config/sections.py; indexer/config/docs.py renders them), and the OpenClaw
 plugin's tool parameters from the protocol's table
 (integrations/openclaw/src/schemas.json; indexer/surfaces/openclaw_schemas.py).
 
@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from indexer.config_docs import TABLE_END, TABLE_START, render_table, render_toml  # noqa: E402
+from indexer.config.docs import TABLE_END, TABLE_START, render_table, render_toml  # noqa: E402
 from indexer.surfaces.openclaw_schemas import render as render_schemas  # noqa: E402
 
 EXAMPLE = ROOT / "config" / "memindex.toml"

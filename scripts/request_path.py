@@ -38,6 +38,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 RECORDS = ("indexer.api", "indexer.store.records", "indexer.search.candidates")
+# The ranking stages' shared library and the request's state (search/stages/base.py,
+# context.py): every stage of the pipeline reads them, so a search steps into them
+# once from each stage by design. Counted apart (``library``), not as re-entries.
+LIBRARY = ("indexer.search.stages.base", "indexer.search.stages.context")
+WALK = "indexer.search.pipeline"  # the pipeline: its steps into the stages are its walk
 _MADE = "__create_fn__."  # a dataclass's generated __init__: a value being made
 
 
@@ -78,17 +83,25 @@ def trace(run: Any, *, strict: bool = False) -> list[Step]:
     return steps
 
 
-def count(steps: list[Step]) -> tuple[Counter[str], int]:
+def count(steps: list[Step]) -> tuple[Counter[str], int, int, int]:
     """Entries per module (each distinct caller function -> callee function crossing
-    once: a loop is one step) and the re-entries: entries after a module's first."""
+    once: a loop is one step), the re-entries (entries after a module's first), the
+    steps into the stages' library (``LIBRARY``), and the re-entries that are the
+    pipeline walking its stages (``WALK``: a module holding several stages is entered
+    once per stage and method)."""
     entries: Counter[str] = Counter()
+    walked: Counter[str] = Counter()
     seen = set()
     for step in steps:
         if step[2].startswith(RECORDS) or step[3].startswith(_MADE) or step in seen:
             continue
         seen.add(step)
         entries[step[2]] += 1
-    return entries, sum(n - 1 for n in entries.values())
+        walked[step[2]] += step[0] == WALK
+    library = sum(n for m, n in entries.items() if m in LIBRARY)
+    again = {m: n - 1 for m, n in entries.items() if m not in LIBRARY}
+    walks = sum(min(again[m], max(0, walked[m] - 1)) for m in again)
+    return entries, sum(again.values()), library, walks
 
 
 def main() -> int:
@@ -106,7 +119,7 @@ def main() -> int:
     )
     a = ap.parse_args()
 
-    from indexer.config_file import parse_config
+    from indexer.config.file import parse_config
     from indexer.engine import AgentIndex
     from indexer.search.live import LiveIndex
     from indexer.selection import select_provider
@@ -151,10 +164,14 @@ def main() -> int:
     if a.steps:
         for step in steps:
             print(step)
-    entries, again = count(steps)
+    entries, again, library, walks = count(steps)
     for mod, n in entries.most_common():
         print(f"{n:3d}  {mod}")
-    print(f"re-entries: {again} (distinct steps into another module: {sum(entries.values())})")
+    print(
+        f"re-entries: {again}, {again - walks} besides the pipeline's walk of its stages "
+        f"(distinct steps into another module: {sum(entries.values())}; into the stages' "
+        f"library and the request's state: {library})"
+    )
     return 0
 
 

@@ -2,9 +2,9 @@
 
 Layers, lowest first (a module may import its own group and any lower layer):
 
-0. ``errors``, ``config`` (with its schema ``config_sections`` and ``config_docs``),
-   ``config_file``, ``config_edit``, ``openclaw`` — what everything reads (these may
-   import each other; the cycle check still applies);
+0. ``errors``, ``config`` (the package: model, schema, sections, stages, file, docs,
+   edit), ``openclaw`` — what everything reads (these may import each other; the
+   cycle check still applies);
 1. ``api`` (the request/response types and method table), ``selection`` (which
    embedding provider) — over ``providers/``;
 2. ``sources/`` and ``store/`` — side by side, neither imports the other;
@@ -26,10 +26,6 @@ REPO = Path(__file__).resolve().parents[1]
 GROUPS = {
     "errors": 0,
     "config": 0,
-    "config_file": 0,
-    "config_sections": 0,
-    "config_docs": 0,
-    "config_edit": 0,
     "openclaw": 0,
     "api": 1,
     "selection": 1,
@@ -335,3 +331,68 @@ def test_no_surface_calls_below_the_method_table() -> None:
             if module.startswith("indexer.indexing") and module not in WRITE_PARTS:
                 found.append(f"{rel}:{line} imports {module}")
     assert found == []
+
+
+# What may make or reorder a search's candidates: the pipeline and its stages (and
+# the record itself). Everything else of the read path only renders them, reads the
+# index or understands the query.
+RANKERS = {"indexer/search/candidates.py", "indexer/search/pipeline.py"}
+
+
+def rank_leaks(paths: list[Path]) -> list[str]:
+    """Modules of ``indexer/search`` outside the pipeline that use ``Candidate`` at
+    run time (make, reorder or rescore hits) or sort anything named ``hits``."""
+    found = []
+    for path in paths:
+        rel = str(path.relative_to(REPO)) if path.is_relative_to(REPO) else path.name
+        if rel in RANKERS or "/stages/" in rel:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for line, module in _runtime_imports(tree):
+            if module == "indexer.search.candidates":
+                node = next(
+                    n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.lineno == line
+                )
+                if any(a.name == "Candidate" for a in node.names):
+                    found.append(f"{rel}:{line} imports Candidate")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                f = node.func
+                name = (
+                    f.id
+                    if isinstance(f, ast.Name)
+                    else f.attr
+                    if isinstance(f, ast.Attribute)
+                    else ""
+                )
+                target = (
+                    f.value
+                    if isinstance(f, ast.Attribute)
+                    else (node.args[0] if node.args else None)
+                )
+                if (
+                    name in ("sort", "sorted")
+                    and isinstance(target, ast.Name)
+                    and "hit" in target.id
+                ):
+                    found.append(f"{rel}:{node.lineno} sorts {target.id}")
+    return found
+
+
+def test_only_the_pipeline_orders_search_results() -> None:
+    paths = sorted((REPO / "indexer" / "search").rglob("*.py"))
+    assert rank_leaks(paths) == []
+
+
+def test_the_order_check_bites(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from indexer.search.candidates import Candidate, ChunkRows\n"
+        "def f(hits):\n    hits.sort(key=len)\n    return sorted(hits)\n",
+        encoding="utf-8",
+    )
+    assert rank_leaks([probe]) == [
+        "probe.py:1 imports Candidate",
+        "probe.py:3 sorts hits",
+        "probe.py:4 sorts hits",
+    ]

@@ -4,10 +4,12 @@ wrong with it (``InvalidParams``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
-from indexer.config_sections import time_zone
+from indexer.config.schema import time_zone
+from indexer.config.stages import StagesConfig
 from indexer.errors import InvalidParams
 
 __all__ = [
@@ -18,6 +20,7 @@ __all__ = [
     "int_value",
     "projects_value",
     "sources_value",
+    "stages_value",
     "zone_value",
 ]
 
@@ -130,3 +133,21 @@ def projects_value(params: Mapping[str, Any]) -> tuple[str, ...]:
     ):
         raise InvalidParams("'activeProjectKeys' must be a list of at most 16 strings")
     return tuple(k.strip() for k in value)
+
+
+def stages_value(params: Mapping[str, Any]) -> tuple[tuple[str, bool], ...]:
+    """``stages``: {stage name: on} for stages of ``query.stages``."""
+    raw = params.get("stages")
+    if raw is None:
+        return ()
+    if not isinstance(raw, Mapping):
+        raise InvalidParams("'stages' must be an object of stage names and true/false")
+    known = [f.name for f in fields(StagesConfig)]
+    out: list[tuple[str, bool]] = []
+    for name, on in raw.items():
+        if name not in known:
+            raise InvalidParams(f"'stages': no stage named {name!r} (known: {', '.join(known)})")
+        if not isinstance(on, bool):
+            raise InvalidParams(f"'stages.{name}' must be true or false")
+        out.append((name, on))
+    return tuple(out)

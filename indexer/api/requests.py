@@ -18,6 +18,7 @@ from indexer.api.params import (
     int_value,
     projects_value,
     sources_value,
+    stages_value,
     zone_value,
 )
 from indexer.errors import InvalidParams
@@ -78,6 +79,7 @@ class SearchRequest:
     active_projects: tuple[str, ...] = ()
     as_of: datetime | None = None  # when the question is asked (None: now)
     time_zone: str | None = None  # IANA name (None: query.timeZone, else the host's)
+    stages: tuple[tuple[str, bool], ...] = ()  # ranking stages switched for this search
 
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param(
@@ -125,6 +127,12 @@ class SearchRequest:
             {"type": "string", "maxLength": 64},
             "the user's time zone, e.g. Europe/Lisbon (default: query.timeZone, else the host's)",
         ),
+        Param(
+            "stages",
+            {"type": "object", "additionalProperties": {"type": "boolean"}},
+            'ranking stages switched on or off for this search, e.g. {"decision": false} '
+            "(their names: query.stages in the config)",
+        ),
         AGENT,
     )
 
@@ -159,6 +167,7 @@ class SearchRequest:
             active_projects=projects_value(params),
             as_of=as_of_value(params),
             time_zone=zone_value(params),
+            stages=stages_value(params),
         )
 
 

@@ -28,7 +28,7 @@ from datetime import UTC, date, datetime, tzinfo
 from typing import Protocol
 
 from indexer.config import Config
-from indexer.config_sections import time_zone
+from indexer.config.sections import time_zone
 from indexer.errors import RowRejected, TranscriptDbError
 from indexer.sources.chunking import chunk_markdown
 from indexer.sources.messages import Messages

@@ -1,7 +1,7 @@
 """The read path: ``searcher.Searcher`` (memory_search, status; pooled), each search
-a ``run.SearchRun`` over ``query`` (what a query means), ``keyword_hits`` (keyword
-candidates), ``fusion``, ``ranking``, ``rerank_stage``, ``results`` (result objects),
-``gating``, the daemon's in-memory snapshot (``live``: ``keywords`` postings and
+a ``run`` of the stage pipeline (``pipeline.STAGES``, the stages in ``stages/``)
+over a query as ``query`` and ``when`` understand it, rendered by ``results``;
+``gating``; the daemon's in-memory snapshot (``live``: ``keywords`` postings and
 ``vector_memory`` in ``segments``, caught up by ``refresher``) and ``documents``
 (memory_get).
 

@@ -1,57 +1,60 @@
 """What flows through a search: immutable ``Candidate`` records, the chunk rows one
 search reads (``ChunkRows``), and what the stages noted for the answer (``Notes``).
 
-A candidate is a chunk id with its scores. Every stage (keyword retrieval, fusion
-with vector neighbours, the floor, decay, source balance, MMR) takes a sequence of
-candidates and returns a new one; nothing is changed in place. Text and paths live in
-``ChunkRows``: read from the store only for the candidates a stage has to look at (to
-find an exact token below the floor, break a tie, decay by date, compare words for
-MMR, render), in one query per batch, and never twice in one search. A chunk deleted
-since its candidate was found has no row and is dropped where its row is needed.
+A candidate is a chunk id with its scores. Every stage of the pipeline
+(``search/pipeline.py``) takes the list of candidates and returns a new one; nothing
+is changed in place. ``score`` is the one number a candidate is ranked by and shows:
+the pipeline keeps every list sorted by it. What a stage contributed (a factor, a
+move and why) goes in ``parts`` under the stage's name, for ``explain``.
+
+Text and paths live in ``ChunkRows``: read from the store only for the candidates a
+stage has to look at, in one query per batch, and never twice in one search. A
+chunk deleted since its candidate was found has no row and is dropped where its
+row is needed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 from indexer.store import SearchRow
 from indexer.store.base import FilesAndChunks
 
-__all__ = ["Candidate", "ChunkRows", "Notes"]
+__all__ = ["Candidate", "ChunkRows", "Notes", "own_relevance"]
+
+_NO_PARTS: Mapping[str, object] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # compared by identity (it is cheap)
 class Candidate:
-    """One chunk as a search ranks it. ``score`` orders the results; ``shown`` (when
-    set) is the result's ``score`` field, the number ``minScore`` judges: in keyword
-    mode the two are the same, in hybrid mode ``score`` is the fused rank key and
-    ``shown`` the chunk's own relevance (see ``fusion.fuse``)."""
+    """One chunk as a search ranks it. ``score`` orders the results and is the
+    result's ``score``; the relevance of each side of the match stays beside it
+    (``text_score``, ``vector_score``)."""
 
     id: int
     source: str
     rank: float  # BM25 (store/bm25.py): negative, lower is better; 0.0: no keyword hit
     score: float
-    text_score: float = 0.0
-    exact: bool = False
-    full: bool = False
+    text_score: float = 0.0  # the keyword side's relevance, r / (1 + r) of the BM25
+    exact: bool = False  # holds an exact token or phrase of the query
+    full: bool = False  # holds every word of the query
     classified: bool = True  # False: exact/full not worked out (not needed so far)
     vector_score: float | None = None  # the cosine
     vector_relevance: float | None = None  # the cosine on the one scale (calibration)
-    shown: float | None = None
-    fused: bool = False  # ranked by fuse(): the result also carries fusedScore
-    # The parts of ``score``, for ``explain`` (None: that stage did not run):
-    text_scaled: float | None = None  # weighted fusion: BM25 over the query's best
-    vector_scaled: float | None = None  # weighted fusion: cosine min-max scaled
-    ranks: tuple[int | None, int | None] | None = None  # rank fusion: keyword, vector
-    decay: float | None = None  # temporal decay's factor
-    dated: float | None = None  # the factor for a daily log dated as the query asks
-    first_mention: bool = False  # moved up as the first note of the ID asked about
-    decision: bool = False  # moved up as the decision about what the question asks
-    window_first: bool = False  # in the named time with a word of the query: ranked first
-    signal: float | None = None  # a memory entry's importance x project factor
-    rerank: float | None = None  # the reranker's relevance, 0..1
-    before_rerank: float | None = None  # ``score`` before the rerank blend
+    parts: Mapping[str, object] = field(default_factory=lambda: _NO_PARTS)  # stage name -> its part
+
+    def with_part(self, stage: str, value: object, **changes: object) -> Candidate:
+        """This candidate with ``stage``'s part ``value`` (and the fields ``changes``)."""
+        return replace(self, parts={**self.parts, stage: value}, **changes)  # type: ignore[arg-type]
+
+
+def own_relevance(c: Candidate) -> float:
+    """How well ``c`` matches on its own, whatever ranks it: the stronger of its
+    keyword score and its (calibrated) cosine."""
+    cos = c.vector_relevance if c.vector_relevance is not None else c.vector_score
+    return max(c.text_score, cos or 0.0)
 
 
 class ChunkRows:

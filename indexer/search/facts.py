@@ -1,5 +1,5 @@
 """What the pooled searcher knows of the index for one request (``IndexFacts``),
-handed to the request's ``run.SearchRun``."""
+handed to the request's run (``run.search``)."""
 
 from __future__ import annotations
 

@@ -1,23 +1,30 @@
-"""What a query's time holds in the index: the chunks dated inside its windows
-(listed for a query that is only time, shown after the word hits otherwise), and
-whether a window holds anything at all."""
+"""What a query's time holds in the index: the day each chunk belongs to
+(``hit_day``), the chunks dated inside the query's windows (listed for a query that
+is only time, shown after the word hits otherwise), and whether a window holds
+anything at all."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import replace
 from datetime import date, tzinfo
 from typing import TYPE_CHECKING
 
-from indexer.search.candidates import Candidate, ChunkRows
-from indexer.search.ranking import hit_day
-from indexer.search.when import TimeQuery, Window, midnight
+from indexer.search.candidates import ChunkRows
+from indexer.search.when import TimeQuery, Window, day_of, midnight
+from indexer.store import FileState, SearchRow
 from indexer.store.records import log_date
 
 if TYPE_CHECKING:
     from indexer.store import IndexStore
 
-__all__ = ["TimeScope", "with_window"]
+__all__ = ["TimeScope", "hit_day"]
+
+
+def hit_day(row: SearchRow, tz: tzinfo) -> date | None:
+    """The day a chunk belongs to: a daily log's by its file name, a transcript
+    chunk's by its newest message (in ``tz``); None for the rest."""
+    if row.at is not None:
+        return day_of(row.at, tz)
+    return log_date(row.path) if row.source == "memory" else None
 
 
 class TimeScope:
@@ -32,12 +39,16 @@ class TimeScope:
         wanted: list[str] | None,
     ) -> None:
         self.store, self.when, self.tz, self.wanted = store, when, tz, wanted
-        self._memory: list[str] | None = None
+        self._memory: dict[str, FileState] | None = None
+
+    def memory_states(self) -> dict[str, FileState]:
+        """The memory files' states (hash, mtime, size), read once."""
+        if self._memory is None:
+            self._memory = self.store.file_states("memory")
+        return self._memory
 
     def memory_paths(self) -> list[str]:
-        if self._memory is None:
-            self._memory = list(self.store.file_states("memory"))
-        return self._memory
+        return list(self.memory_states())
 
     def holds_any(self, w: Window) -> bool:
         """Whether anything indexed is dated inside ``w``: a daily log of one of its
@@ -50,10 +61,10 @@ class TimeScope:
         end = midnight(w.last, self.tz) + 86400 + 7200
         return bool(self.store.window_ids([], midnight(w.first, self.tz), end, 1))
 
-    def dated(self, rows: ChunkRows, score: float, limit: int) -> list[Candidate]:
-        """What is dated in the query's windows, newest day first; in a day, its daily
-        log (in line order), then its transcript chunks, newest first; each with
-        ``score``. At most ``limit`` transcript chunks."""
+    def dated(self, rows: ChunkRows, limit: int) -> list[tuple[int, str]]:
+        """What is dated in the query's windows as (chunk id, source), newest day
+        first; in a day, its daily log (in line order), then its transcript chunks,
+        newest first. At most ``limit`` transcript chunks."""
         windows = self.when.windows
         wanted = self.wanted
         paths: list[str] = []
@@ -65,7 +76,7 @@ class TimeScope:
         timed_limit = 0 if wanted is not None and "sessions" not in wanted else limit
         found = self.store.window_ids(paths, midnight(first, self.tz), end, timed_limit)
         rows.need([cid for cid, _ in found])
-        dated: list[tuple[tuple[int, int, float, int], Candidate]] = []
+        dated: list[tuple[tuple[int, bool, float, int], tuple[int, str]]] = []
         for n, (cid, at) in enumerate(found):
             row = rows.get(cid)
             day = None if row is None else hit_day(row, self.tz)
@@ -74,39 +85,10 @@ class TimeScope:
             if wanted is not None and row.source not in wanted:
                 continue
             key = (-day.toordinal(), at is not None, -(at or 0.0), n)
-            dated.append((key, Candidate(cid, row.source, 0.0, score, shown=score)))
+            dated.append((key, (cid, row.source)))
         dated.sort(key=lambda x: x[0])
         return [c for _, c in dated]
 
 
 def _in(w: Window, day: date | None) -> bool:
     return day is not None and w.holds(day)
-
-
-def with_window(hits: list[Candidate], extra: list[Candidate], shown: float) -> list[Candidate]:
-    """``extra`` (chunks of the window the words did not find, each shown at
-    ``shown``) ranked after every hit whose own relevance is at least ``shown`` and
-    before the others. A hit dated in the window (``dated``) that holds a word of the
-    query ranks first (the question named the time: a hit outside it cannot answer
-    it), one found only by its meaning is never ranked below that place: what holds
-    the words and the time comes before what holds only the time. Hybrid's ranking
-    scores are on another scale than the relevance a result shows, so the place is
-    found by the shown scores."""
-    above = [h.score for h in hits if (h.score if h.shown is None else h.shown) >= shown]
-    if above:  # just below the lowest of them: the words' hits, then the time's
-        score = math.nextafter(min(above), -math.inf)
-        below = math.nextafter(score, -math.inf)
-    else:  # above every hit
-        below = math.nextafter(max((h.score for h in hits), default=shown), math.inf)
-        score = math.nextafter(below, math.inf)
-    top = max(score, max((h.score for h in hits), default=score))
-
-    def lift(h: Candidate) -> Candidate:
-        if not h.dated:
-            return h
-        if h.rank != 0.0:  # the words and the time: first, in their own order
-            return replace(h, score=top + h.score, window_first=True)
-        return replace(h, score=score) if h.score < score else h  # the time only
-
-    placed = [replace(c, score=below, shown=shown) for c in extra]
-    return sorted([*map(lift, hits), *placed], key=lambda h: -h.score)

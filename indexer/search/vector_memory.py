@@ -311,9 +311,9 @@ class VectorPart:
                         got.tolist(), seg.ids[at].tolist(), seg.src[at].tolist(), strict=True
                     )
         out = []
-        for hits in best:
-            hits.sort(key=lambda h: (-h[0], h[1]))
-            out.append([(cid, sim, names[code]) for sim, cid, code in hits[:k]])
+        for found in best:
+            found.sort(key=lambda h: (-h[0], h[1]))
+            out.append([(cid, sim, names[code]) for sim, cid, code in found[:k]])
         return out
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, tzinfo
 
-from indexer.config_sections import time_zone
+from indexer.config.sections import time_zone
 from indexer.search.when_rules import FUTURE, RECENT_DAYS, TABLE
 
 __all__ = [

@@ -66,7 +66,7 @@ def run_model(c: Call) -> int:
 
 def _use(c: Call, cfg: Config, name: str, path: Path) -> str:
     """Make the config file use the model (``cfg``: what it says now); its path."""
-    from indexer.config_edit import set_key
+    from indexer.config.edit import set_key
 
     config = c.args.config or default_config_path()
     key, value = ("modelPath", str(path)) if name.startswith("hf:") else ("model", name)

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from indexer import __version__
 from indexer.api.responses import ProgressState
 from indexer.config import Config, Settings
-from indexer.config_file import load_config, load_settings
+from indexer.config.file import load_config, load_settings
 
 __all__ = ["Call", "ProgressBar", "describe_progress", "parser"]
 

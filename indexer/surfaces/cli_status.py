@@ -9,7 +9,7 @@ from typing import TextIO
 
 from indexer.api import StatusResponse
 from indexer.config import Config
-from indexer.config_file import socket_despite
+from indexer.config.file import socket_despite
 from indexer.errors import ConfigError, MemindexError
 from indexer.surfaces.cli_parts import Call, describe_progress
 from indexer.surfaces.client import Client

@@ -43,7 +43,7 @@ def memindex_command() -> list[str]:
 
 def settings_of(cfg_path: Path) -> Settings:
     """memindex's settings for an openclaw.json (one per agent)."""
-    from indexer.config_file import load_settings
+    from indexer.config.file import load_settings
 
     return load_settings(None, openclaw=cfg_path)
 

@@ -35,7 +35,7 @@ from typing import NoReturn, TextIO
 from indexer import api
 from indexer.api import QmdResult, SearchResponse
 from indexer.config import Config
-from indexer.config_file import load_config
+from indexer.config.file import load_config
 from indexer.engine import AgentIndex, index_location, provider
 from indexer.errors import InvalidParams, MemindexError
 from indexer.sources.discovery import roots_for

@@ -281,7 +281,7 @@ out = io.StringIO()
 code = main(sys.argv[1:], out=out)
 heavy = sorted(m for m in ("numpy", "tiktoken", "tenacity", "indexer.search.searcher",
                            "indexer.indexing.writer", "indexer.store", "indexer.search.query",
-                           "indexer.search.keyword_hits", "logging", "shutil")
+                           "indexer.search.pipeline", "logging", "shutil")
                if m in sys.modules)
 logs = "logging" in sys.modules and bool(sys.modules["logging"].getLogger().handlers)
 print(json.dumps({"code": code, "out": out.getvalue(), "heavy": heavy, "logs": logs}))
@@ -449,7 +449,7 @@ def test_one_method_table_for_the_daemon_and_the_direct_path(
     """The daemon and a reader without it (CLI, MCP) parse parameters in one place:
     the same errors, the same ``corpus`` alias."""
     from indexer import api
-    from indexer.config_file import load_config
+    from indexer.config.file import load_config
     from indexer.errors import InvalidParams
     from indexer.surfaces.reading import read_call
 
@@ -550,7 +550,7 @@ def test_status_names_a_daemon_that_serves_something_else(tmp_path: Path, worksp
         assert "one answers on" in line and "serves main" in line and "not agent ws-other-" in line
         # The daemon serves this very agent but its status did not come (it was
         # starting): the line said it served "main (X), not agent main (X)".
-        from indexer.config_file import load_config
+        from indexer.config.file import load_config
         from indexer.surfaces.cli_status import _other_daemon
 
         mine = make_config(tmp_path / "mine", workspace, sessions, f'[server]\nsocket = "{sock}"\n')

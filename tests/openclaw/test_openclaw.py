@@ -10,7 +10,7 @@ import pytest
 from conftest import Runner, cli_json, write
 from daemon_util import rpc, wait_for
 
-from indexer.config_file import load_settings
+from indexer.config.file import load_settings
 from indexer.errors import ConfigError
 from indexer.openclaw import load_openclaw
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import Runner, cli_json, write
 
-from indexer.config_edit import set_key
+from indexer.config.edit import set_key
 from indexer.errors import ConfigError
 from providers.models import MODELS
 

@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from indexer.config import Config
-from indexer.config_file import parse_config
+from indexer.config.file import parse_config
 from indexer.engine import AgentIndex
 from indexer.errors import ConfigError
 from indexer.sources.chunking import chunk_markdown, split_lines

@@ -23,7 +23,7 @@ import pytest
 from conftest import write
 from daemon_util import DaemonProc, child_env, daemon_config, rpc, rpc_raw, run_cli, wait_for
 
-from indexer.config_file import load_config
+from indexer.config.file import load_config
 from indexer.errors import ConfigError
 
 

@@ -150,8 +150,10 @@ def test_the_newer_of_two_notes_of_the_same_fact_comes_first(tmp_path: Path) -> 
         idx.sync()
         res = idx.search("what is the ferry ticket code", min_score=0, explain=True)["results"]
         assert [r["path"] for r in res] == ["memory/2026-11-26.md", "memory/2025-03-01.md"]
-        assert res[0]["score"] < res[1]["score"]  # ranked lower on its words, shown first
+        # ranked lower on its words, shown first, scoring as the one it supersedes
+        assert res[0]["textScore"] < res[1]["textScore"] and res[0]["score"] == res[1]["score"]
         assert res[1]["explain"]["supersededBy"] == res[0]["citation"]
+        assert res[0]["explain"]["supersedes"] == res[1]["citation"]
         old = idx.search("who is the dentist", min_score=0)["results"]
         assert old[0]["path"] == "memory/2025-03-01.md"
 

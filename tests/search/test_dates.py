@@ -13,11 +13,11 @@ import pytest
 from conftest import write
 
 from indexer.config import Config, QueryConfig
-from indexer.config_file import ConfigError, load_config
+from indexer.config.file import ConfigError, load_config
 from indexer.engine import AgentIndex
 from indexer.errors import InvalidParams
 from indexer.search.candidates import Candidate
-from indexer.search.time_scope import with_window
+from indexer.search.stages.time import window_order
 from indexer.search.when import read_time, today_of
 
 TODAY = date(2026, 11, 27)  # a Friday
@@ -121,25 +121,27 @@ def test_recently_prefers_the_newer_without_an_edge() -> None:
     assert w.weight(date(2026, 11, 28)) == 0.0
 
 
-def test_window_chunks_go_after_the_hits_that_show_as_much() -> None:
-    def c(cid: int, score: float, shown: float | None = None) -> Candidate:
-        return Candidate(cid, "memory", 0.0, score, shown=shown)
+def test_window_chunks_go_after_the_hits_that_score_as_much() -> None:
+    def c(cid: int, score: float, rank: float = 0.0, dated: bool = False) -> Candidate:
+        parts = {"dateBoost": 1.5} if dated else {}
+        return Candidate(cid, "memory", rank, score, parts=parts)
 
-    extra = [c(9, 0.5, 0.5), c(8, 0.5, 0.5)]
-    # Hybrid ranks on another scale (0.9) than it shows (0.45): the window's chunks
-    # outrank hits whose own relevance is lower than theirs, in their own order.
-    weak = [c(1, 0.93, 0.45), c(2, 0.90, 0.44)]
-    assert [h.id for h in with_window(weak, extra, 0.5)] == [9, 8, 1, 2]
-    strong = [c(1, 0.93, 0.75), c(2, 0.90, 0.44)]
-    got = with_window(strong, extra, 0.5)
+    extra = [c(9, 0.5), c(8, 0.5)]
+    # The window's chunks outrank hits scoring less than they do, in their own order.
+    weak = [c(1, 0.45), c(2, 0.44)]
+    assert [h.id for h in window_order(weak, extra)] == [9, 8, 1, 2]
+    strong = [c(1, 0.75), c(2, 0.44)]
+    got = window_order(strong, extra)
     assert [h.id for h in got] == [1, 9, 8, 2]
-    assert [h.shown for h in got[1:3]] == [0.5, 0.5]
+    assert [h.score for h in got] == [0.75, 0.5, 0.5, 0.44]
     # Dated in the window: with a word of the query (a keyword rank) first, whatever
-    # the hits above it show; found only by its meaning, just above the window's chunks.
-    words = Candidate(3, "memory", -1.2, 0.40, shown=0.3, dated=1.5)
-    meaning = Candidate(4, "memory", 0.0, 0.39, shown=0.3, dated=1.5)
-    got = with_window([*strong, words, meaning], extra, 0.5)
+    # scores above it, and ranked as the first; found only by its meaning, just above
+    # the window's chunks.
+    words = c(3, 0.40, rank=-1.2, dated=True)
+    meaning = c(4, 0.39, dated=True)
+    got = window_order([*strong, words, meaning], extra)
     assert [h.id for h in got] == [3, 1, 4, 9, 8, 2]
+    assert [h.score for h in got] == [0.75, 0.75, 0.5, 0.5, 0.5, 0.44]
 
 
 def test_the_question_date_is_in_the_users_zone() -> None:
@@ -188,12 +190,13 @@ def test_logs_dated_in_the_named_month_rank_first(logs: Config) -> None:
         assert res["explain"]["dateBoost"] == 0.5 and res["explain"]["asOf"] == "2026-11-27"
         first = res["results"][0]
         assert first["explain"]["dateBoost"] == 1.5
-        # The order is boosted; the score shown is still the chunk's own, 0..1.
-        assert first["score"] == first["textScore"] <= 1.0
-        # Boosted, and (with a word of the query, in a window of a month or less)
-        # ranked above every hit outside it: the rank key says so.
-        assert first["explain"]["windowFirst"] is True
-        assert first["explain"]["rankKey"] > 1.5 * first["score"]
+        # Boosted: it scores 1.5 times its words' score
+        assert first["score"] == pytest.approx(1.5 * first["textScore"], abs=1e-3)
+        # and (with a word of the query, in a window of a month or less) ranks above
+        # every hit outside it, scoring at least as the best of them.
+        assert first["explain"]["windowFill"] == "in the time, with a word of the query"
+        scores = [r["score"] for r in res["results"]]
+        assert scores == sorted(scores, reverse=True)
         # Only dated chunks: MEMORY.md and files outside memory/ never are.
         assert all("dateBoost" not in r["explain"] for r in res["results"][1:])
     off = replace(logs, query=QueryConfig(dateBoost=0.0))
@@ -402,7 +405,7 @@ def test_an_id_asked_about_alone_finds_its_first_mention_first(ticket: Config) -
         res = idx.search("What's OPS-7 about?", min_score=0.0, explain=True, as_of=AS_OF)
         first = res["results"][0]
         assert first["path"] == "memory/2026-03-02.md"
-        assert first["explain"]["firstMention"] is True  # moved up: words alone put
+        assert first["explain"]["firstMention"] == "2026-03-02"  # moved up: words alone put
         assert res["results"][1]["path"] == "memory/2026-03-09.md"  # the shortest first
         # Another word that tells the notes apart, or one asking for the newest state,
         # and nothing moves.

@@ -8,7 +8,7 @@ from conftest import write
 
 from indexer.config import Config
 from indexer.engine import AgentIndex
-from indexer.search.decisions import asks_decision
+from indexer.search.stages.decision import asks_decision
 
 
 def _workspace(ws: Path) -> None:
@@ -41,9 +41,10 @@ def test_the_recorded_decision_comes_first(tmp_path: Path) -> None:
                   "Did we end up picking a builder for the bathroom?"):  # fmt: skip
             res = idx.search(q, min_score=0, mode="keyword", explain=True)["results"]
             assert res[0]["path"] == "memory/2026-10-06.md", q
-            assert res[0]["explain"]["decision"] is True
+            assert res[0]["explain"]["decision"] >= 1  # the question's words its line holds
             assert all("decision" not in r["explain"] for r in res[1:])
-            assert res[0]["score"] == res[0]["textScore"]  # its own score, shown
+            # moved up: it scores as the hit it passed, above its own words' score
+            assert res[0]["score"] >= res[1]["score"] and res[0]["score"] > res[0]["textScore"]
 
 
 def test_what_asks_for_a_decision() -> None:

@@ -20,7 +20,7 @@ from indexer.config import (
     SessionsConfig,
 )
 from indexer.engine import AgentIndex
-from indexer.search.keyword_hits import EXACT_BOOST
+from indexer.search.stages.words import EXACT_BOOST
 from indexer.selection import select_provider
 
 TURNS = [
@@ -64,8 +64,8 @@ def test_keyword_explain_parts(chat: Config) -> None:
         parts = top["explain"]
         assert parts["bm25"] > 0 and parts["keywordScore"] == top["textScore"]
         assert parts["keywordScore"] == pytest.approx(parts["bm25"] / (1 + parts["bm25"]), 1e-3)
-        assert parts["exactBoost"] == 1.0 and parts["allWords"] in (True, False)
-        assert parts["rankKey"] == pytest.approx(top["score"], abs=1e-4)
+        assert "exactBoost" not in parts and parts["allWords"] in (True, False)
+        assert parts["score"] == top["score"]
         assert "cosine" not in parts and "rerank" not in parts
         assert res["explain"]["minScore"] == 0.35 and res["explain"]["exactBoost"] == 1.25
         assert 0.0 <= res["relevance"] <= 1.0
@@ -101,15 +101,19 @@ def test_hybrid_explain_parts_add_up(
         wv, wt = res["explain"]["vectorWeight"], res["explain"]["textWeight"]
         for r in res["results"]:
             p = r["explain"]
-            assert {"keywordScaled", "vectorScaled", "fused", "rankKey"} <= p.keys()
+            assert {"keywordScaled", "vectorScaled", "fused", "score"} <= p.keys()
             assert p["fused"] == pytest.approx(
                 wv * p["vectorScaled"] + wt * p["keywordScaled"], abs=2e-4
             )
-            assert p["rankKey"] == pytest.approx(r["fusedScore"], abs=1e-4)
+            assert p["fused"] == r["fusedScore"] and p["score"] == r["score"]
             if "cosine" in p:
                 assert p["cosine"] == r["vectorScore"]
-        keys = [r["explain"]["rankKey"] for r in res["results"]]
-        assert keys == sorted(keys, reverse=True)
+        # the score is the fused value times one factor: the best scores its own match
+        scale = res["explain"]["scoreScale"]
+        for r in res["results"]:
+            assert r["score"] == pytest.approx(r["fusedScore"] * scale, abs=2e-4)
+        scores = [r["score"] for r in res["results"]]
+        assert scores == sorted(scores, reverse=True)
 
 
 def test_the_same_memory_in_both_sources_is_one_result(chat: Config) -> None:

@@ -423,8 +423,12 @@ def test_in_memory_candidates_give_the_same_results(idx: AgentIndex, hybrid: boo
 
 
 def test_a_chunk_deleted_after_the_candidates_were_read_is_not_shown(idx: AgentIndex) -> None:
-    from indexer.search.candidates import Candidate, ChunkRows
+    from indexer.api import SearchRequest
+    from indexer.search.candidates import Candidate
+    from indexer.search.facts import IndexFacts
     from indexer.search.results import render_results
+    from indexer.search.stages.context import RunContext
+    from indexer.search.stages.dedup import Dedup
     from indexer.store import SearchRow
 
     by_path: dict[str, SearchRow] = {}
@@ -436,10 +440,11 @@ def test_a_chunk_deleted_after_the_candidates_were_read_is_not_shown(idx: AgentI
         Candidate(cid, "memory", 0.0, 1.0 - n / 10, 0.5, False, True)
         for n, cid in enumerate([gone, *(r.id for r in real)])
     ]
-    rows = ChunkRows(idx.store)
-    out = render_results(hits, parse_query("heron"), 10, 300, rows)
-    assert rows.reads == 1  # the rows of all candidates, in one read
-    assert rows.get(gone) is None
+    facts = IndexFacts(idx.store.change_versions(), None, False, False, "")
+    ctx = RunContext(idx.cfg, idx.store, None, None, SearchRequest("heron"), facts)
+    out = render_results(ctx, Dedup()(ctx, hits))
+    assert ctx.rows.reads == 1  # the rows of all candidates, in one read
+    assert ctx.rows.get(gone) is None
     assert [o["path"] for o in out] == [r.path for r in real]
     assert [o["startLine"] for o in out] == [r.start_line for r in real]
 

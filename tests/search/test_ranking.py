@@ -4,13 +4,17 @@ import json
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 from conftest import write
 
 from indexer.config import Config, QueryConfig, SessionsConfig
 from indexer.engine import AgentIndex
 from indexer.search.candidates import Candidate, ChunkRows
-from indexer.search.ranking import apply_decay, balance_sources, mmr
+from indexer.search.stages.balance import Balance, Mmr
+from indexer.search.stages.base import is_sorted
+from indexer.search.stages.signals import Decay
 from indexer.store import SearchRow
 from indexer.store.records import log_date
 
@@ -34,6 +38,17 @@ def path_of(h: Candidate) -> str:
     return _ROWS[h.id].path
 
 
+def ctx(**query: object) -> Any:
+    """What the stages read of a run, for candidates made here (``hit``)."""
+    return SimpleNamespace(
+        rows=rows(),
+        cfg=Config(query=QueryConfig(**query)),  # type: ignore[arg-type]
+        today=date(2026, 11, 21),
+        depth=30,
+        facts=SimpleNamespace(both_sources=True),
+    )
+
+
 def test_log_date() -> None:
     assert log_date("memory/2026-11-21.md") == date(2026, 11, 21)
     assert log_date("memory/logs/2026-01-02-standup.md") == date(2026, 1, 2)
@@ -42,7 +57,6 @@ def test_log_date() -> None:
 
 
 def test_decay_only_for_dated_logs_and_never_exact_hits() -> None:
-    today = date(2026, 11, 21)
     hits = [
         hit("memory/2026-07-25.md", 0.9),
         hit("memory/2026-11-20.md", 0.6),
@@ -51,8 +65,9 @@ def test_decay_only_for_dated_logs_and_never_exact_hits() -> None:
         hit("sessions/a.jsonl", 0.55, source="sessions"),
     ]
     before = list(hits)
-    decayed = apply_decay(hits, rows(), 30, today)
+    decayed = Decay()(ctx(halfLifeDays=30.0), hits)
     assert hits == before  # a new list; the candidates given are untouched
+    assert is_sorted(decayed)
     order = [path_of(h) for h in decayed]
     assert order[0] == "memory/2026-07-24.md"  # an exact hit from 120 days ago stays first
     by = {path_of(h): h.score for h in decayed}
@@ -64,11 +79,13 @@ def test_decay_only_for_dated_logs_and_never_exact_hits() -> None:
 def test_balance_keeps_memory_slots() -> None:
     hits = [hit(f"sessions/s{i}.jsonl", 0.9 - i * 0.01, "sessions") for i in range(10)]
     hits += [hit("memory/a.md", 0.5), hit("memory/b.md", 0.4)]
-    top = balance_sources(hits, 4, 0.5)[:4]
-    assert sum(h.source == "memory" for h in top) == 2
-    assert [h.score for h in top] == sorted((h.score for h in top), reverse=True)
+    balanced = Balance()(ctx(memoryShare=0.5), hits)
+    for n in range(1, 7):  # every first n: at least half memory, while there is any
+        assert sum(h.source == "memory" for h in balanced[:n]) >= min(2, n // 2)
+    assert is_sorted(balanced)
+    assert [path_of(h) for h in balanced[:4]][1::2] == ["memory/a.md", "memory/b.md"]
     only_sessions = [h for h in hits if h.source == "sessions"]
-    assert balance_sources(only_sessions, 4, 0.5)[:4] == only_sessions[:4]
+    assert Balance()(ctx(memoryShare=0.5), only_sessions) == only_sessions
 
 
 def test_mmr_prefers_diverse_results_and_keeps_exact_first() -> None:
@@ -76,8 +93,9 @@ def test_mmr_prefers_diverse_results_and_keeps_exact_first() -> None:
     b = hit("memory/b.md", 0.89, text="deploy the gateway to the pantry pi tonight again")
     c = hit("memory/c.md", 0.70, text="garden tomatoes need water every morning")
     e = hit("memory/e.md", 0.30, exact=True, text="KESTREL-0429")
-    out = mmr([a, b, c, e], rows(), 3, 0.3)
-    assert out[0] is e and [path_of(h) for h in out[1:3]] == ["memory/a.md", "memory/c.md"]
+    out = Mmr()(ctx(mmrLambda=0.3), [a, b, c, e])
+    assert out[0].id == e.id and [path_of(h) for h in out[1:3]] == ["memory/a.md", "memory/c.md"]
+    assert is_sorted(out) and out[0].score == 0.90  # moved up: ranked as the first
 
 
 def test_memory_files_are_not_crowded_out(cfg: Config, workspace: Path, tmp_path: Path) -> None:

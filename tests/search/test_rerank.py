@@ -18,10 +18,10 @@ from daemon_util import wait_for
 from fake_rerank import FakeRerank
 
 from indexer.config import Config, RerankConfig
-from indexer.config_file import parse_config
+from indexer.config.file import parse_config
 from indexer.engine import AgentIndex
 from indexer.errors import ConfigError
-from indexer.search import rerank_stage as stage
+from indexer.search.stages import rerank as stage
 from providers.errors import MissingCredentials, PermanentError, RateLimited, TransientError
 from providers.rerank import HttpReranker, make_reranker
 from providers.retry import call_with_retries
@@ -143,7 +143,7 @@ def test_the_whole_pool_is_reranked(garden: Config, fake: FakeRerank) -> None:
         assert len(sent) > 6  # the pool, not the final few
         parts = [r["explain"] for r in res["results"]]
         assert all("rerank" in p for p in parts)
-        keys = [p["rankKey"] for p in parts]
+        keys = [p["score"] for p in parts]
         assert keys == sorted(keys, reverse=True)
         assert res["explain"]["rerank"]["blend"] == "rank"
         assert res["explain"]["rerank"]["pool"] == len(sent)
@@ -246,7 +246,7 @@ def test_local_gguf_reranker_with_rank_pooling(garden: Config) -> None:
         assert res["fallback"] is None
         parts = [p["explain"] for p in res["results"]]
         assert all(0.0 < p["rerank"] < 1.0 for p in parts)
-        keys = [p["rankKey"] for p in parts]
+        keys = [p["score"] for p in parts]
         assert keys == sorted(keys, reverse=True)
     with pytest.raises(PermanentError, match="rank pooling"):
         make_reranker("local", model=str(build()))  # an embedding model is refused

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from indexer.config import Config
 from indexer.engine import AgentIndex
 from indexer.errors import InvalidParams
-from indexer.search.keyword_hits import bm25_to_score
 from indexer.search.query import parse_query
 from indexer.search.snippets import make_snippet
+from indexer.search.stages.base import bm25_to_score
 
 
 @pytest.fixture
@@ -100,7 +100,8 @@ def test_an_id_in_a_question_is_its_anchor(tmp_path: Path) -> None:
         idx.sync()
         res = idx.search("Who's handling OPS-2304?", min_score=0)["results"]
         assert [r["path"] for r in res] == ["memory/2026-11-04.md", "MEMORY.md"]
-        assert res[1]["score"] > res[0]["score"]  # its own score is shown, ranked after
+        # stronger on its words, ranked after: scored below the ID's note
+        assert res[1]["textScore"] > res[0]["textScore"] and res[1]["score"] <= res[0]["score"]
 
 
 def test_quoted_phrase_is_required(logs: Config) -> None:
@@ -207,33 +208,36 @@ def test_parse_query() -> None:
 
 
 def test_min_score_judges_each_side_on_its_own_scale() -> None:
+    from types import SimpleNamespace
+
     from indexer.search.candidates import Candidate, ChunkRows
-    from indexer.search.fusion import fuse
+    from indexer.search.stages.final import Floor
     from indexer.store import SearchRow
 
-    def row(i: int, text: str, rank: float = 0.0) -> SearchRow:
-        return SearchRow(i, f"memory/{i}.md", "memory", 1, 1, "", text, rank)
+    def row(i: int, text: str) -> SearchRow:
+        return SearchRow(i, f"memory/{i}.md", "memory", 1, 1, "", text, 0.0)
 
-    q = parse_query("gateway reboot")
-    keyword = [Candidate(1, "memory", -4.0, 0.8, 0.8, False, True)]
-    known = [row(1, "gateway reboot notes", -4.0), row(2, "the host restarted"), row(3, "tomatoes")]
-    out = fuse(
-        q,
-        keyword,
-        [(2, 0.9), (3, 0.1)],
-        {2: "memory", 3: "memory"},
-        ChunkRows(None, known),  # type: ignore[arg-type]  # every row known: no store read
-        min_score=0.35,
-        fusion="weighted",
-        vector_weight=0.3,
-        text_weight=0.7,
-        rrf_k=60,
+    known = [row(1, "gateway reboot notes"), row(2, "the host restarted"), row(3, "tomatoes")]
+    ctx = SimpleNamespace(
+        floor=0.35,
+        q=parse_query("gateway reboot"),
+        rows=ChunkRows(None, known),  # type: ignore[arg-type]  # every row known
     )
-    ids = [h.id for h in out]
-    # 0.3 * 0.9 = 0.27 fused, but a cosine of 0.9 is strong on its own scale.
-    assert ids == [1, 2]
-    assert out[1].vector_score == 0.9 and out[1].score < 0.35
-    assert keyword[0].fused is False and out[0].fused  # new records; the input is untouched
+    hits = [
+        Candidate(1, "memory", -4.0, 0.8, 0.8, False, True),
+        # ranked at 0.27 by the weighting, but a cosine of 0.9 is strong on its own
+        Candidate(2, "memory", 0.0, 0.27, vector_score=0.9, vector_relevance=0.9),
+        Candidate(3, "memory", 0.0, 0.03, vector_score=0.1, vector_relevance=0.1),
+        # weak on both sides but holding every word
+        Candidate(4, "memory", -0.1, 0.02, 0.09, classified=False),
+    ]
+    known.append(row(4, "gateway reboot, once"))
+    ctx.rows = ChunkRows(None, known)  # type: ignore[arg-type]
+    out = Floor()(ctx, hits)  # type: ignore[arg-type]
+    assert [h.id for h in out] == [1, 2, 4]
+    assert [h.score for h in out] == [0.8, 0.35, 0.35]  # kept below the floor: at it
+    assert out[1].parts["floor"] == "its own match reaches minScore"
+    assert out[2].parts["floor"] == "every query word"
 
 
 def _best_line_by_lines(text: str, query: str) -> int:

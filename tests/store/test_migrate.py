@@ -145,7 +145,7 @@ def test_migrate_refuses_to_overwrite_or_to_race(
     code, _, err = cli("--config", str(on_sqlite), "migrate", "--to", pg_url)
     assert code == 2 and "already has an index" in err and "--replace" in err
 
-    from indexer.config_file import load_config
+    from indexer.config.file import load_config
     from indexer.store.postgres.backend import PostgresBackend
 
     cfg = load_config(_config(tmp_path, fake, "pg.toml", url=pg_url))

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from indexer.config_file import parse_config
+from indexer.config.file import parse_config
 from indexer.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -70,7 +70,7 @@ def test_sessions_default_only_for_openclaw_agents(tmp_path: Path) -> None:
 
 
 def test_unknown_keys_say_where_they_belong(tmp_path: Path) -> None:
-    from indexer.config_file import load_config
+    from indexer.config.file import load_config
     from indexer.errors import ConfigError
 
     cases = {

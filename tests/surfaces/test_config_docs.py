@@ -1,4 +1,4 @@
-"""The config's one schema (indexer/config_sections.py) is what the file is checked
+"""The config's one schema (indexer/config/sections.py) is what the file is checked
 against and what its documentation says: the example file and docs/CONFIG.md's table
 are written from it, and every range and choice in it is enforced."""
 
@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from indexer.config import Config
-from indexer.config_docs import keys, render_table, render_toml
-from indexer.config_file import parse_config
-from indexer.config_sections import choices_of, range_of
+from indexer.config.docs import keys, render_table, render_toml
+from indexer.config.file import parse_config
+from indexer.config.sections import choices_of, range_of
 from indexer.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
