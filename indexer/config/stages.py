@@ -22,11 +22,11 @@ class StagesConfig:
         True, "a chunk holding an exact token or quoted phrase ranks as if its BM25 were 25% higher"
     )
     exactAnchor: bool = setting(
-        True,
+        False,
         "a short question around an exact token (OPS-2304): the chunks holding it rank first",
     )
     ties: bool = setting(
-        True, "keyword hits of equal score: the one holding more of the query's words first"
+        False, "keyword hits of equal score: the one holding more of the query's words first"
     )
     queryWeight: bool = setting(
         True,
@@ -34,7 +34,7 @@ class StagesConfig:
         "the query's words (a paraphrase)",
     )
     subject: bool = setting(
-        True,
+        False,
         'a question asking for a value ("the plumber\'s name"): a hit holding only the words '
         "that ask for it (name, number, address) and none of what it is about ranks below those "
         "that hold one",
@@ -60,13 +60,19 @@ class StagesConfig:
         'a time the query names ("last week", "in March", "yesterday"): what is dated in it '
         "ranks 1 + query.dateBoost times higher",
     )
+    undatedMatch: bool = setting(
+        False,
+        "a time the query names: an undated memory note holding every word of the question "
+        "(two or more) where no note of that time does is boosted as those are (the time "
+        "may describe, 'the plumber who came in March')",
+    )
     windowFill: bool = setting(
         True,
         "a topic within a named time of a month or less: what is dated in the time and holds "
         "a query word first, the rest of that time after the hits that hold the words",
     )
     firstMention: bool = setting(
-        True, "an ID asked about on its own: the note that first mentions it first"
+        False, "an ID asked about on its own: the note that first mentions it first"
     )
     decision: bool = setting(
         True, "a question about a decision: the line that records one about its subject first"
@@ -83,7 +89,7 @@ class StagesConfig:
         "first, the older naming it",
     )
     balance: bool = setting(
-        True,
+        False,
         "both sources searched: transcripts never crowd memory files out (query.memoryShare)",
     )
     mmr: bool = setting(False, "re-order for diversity (query.mmrLambda; exact hits stay first)")

@@ -34,7 +34,7 @@ from indexer.search.stages.rerank import Rerank
 from indexer.search.stages.retrieve import AbsentToken, Keyword, TimeList, Vector
 from indexer.search.stages.signals import Decay, EntrySignals, Rules
 from indexer.search.stages.supersede import Supersession
-from indexer.search.stages.time import DateBoost, WindowFill
+from indexer.search.stages.time import DateBoost, UndatedMatch, WindowFill
 from indexer.search.stages.words import ExactAnchor, ExactBoost, Subject, Ties
 
 if TYPE_CHECKING:
@@ -59,6 +59,7 @@ STAGES: tuple[Stage, ...] = (
     Rules(),
     Decay(),
     DateBoost(),
+    UndatedMatch(),
     WindowFill(),
     FirstMention(),
     Decision(),
@@ -111,9 +112,9 @@ def walk(ctx: RunContext) -> list[Candidate]:
 
 
 def _traced(s: Stage, before: list[Candidate], after: list[Candidate], seconds: float) -> Trace:
-    """What ``s`` changed among the first ``TRACED`` places: each hit it moved,
-    added or dropped, from where to where, its score before and after, and the part
-    the stage gave it."""
+    """What ``s`` changed among the first ``TRACED`` places: each hit it rescored,
+    gave a part or added (not those that only shifted as another moved), from where
+    to where, its score before and after, and the part; the hits it dropped."""
     was = {h.id: (n, h) for n, h in enumerate(before)}
     now = {h.id for h in after}
     t = Trace(s.name, ms=round(seconds * 1000, 2))
@@ -122,8 +123,9 @@ def _traced(s: Stage, before: list[Candidate], after: list[Candidate], seconds: 
         return t
     for n, h in enumerate(after[:TRACED]):
         old = was.get(h.id)
-        if old is not None and old[0] == n and old[1].score == h.score:
-            continue
+        mine = h.parts.get(s.name)
+        if old is not None and old[1].score == h.score and old[1].parts.get(s.name) == mine:
+            continue  # moved only as another hit moved, or not at all
         t.changed.append(
             Move(
                 h.id,
@@ -134,9 +136,10 @@ def _traced(s: Stage, before: list[Candidate], after: list[Candidate], seconds: 
                 why=h.parts.get(s.name),
             )
         )
-    t.dropped = [
-        Move(h.id, start=n + 1, before=round(h.score, 4))
-        for n, h in enumerate(before[:TRACED])
-        if h.id not in now
-    ]
+    if s.traces_drops:
+        t.dropped = [
+            Move(h.id, start=n + 1, before=round(h.score, 4))
+            for n, h in enumerate(before[:TRACED])
+            if h.id not in now
+        ]
     return t

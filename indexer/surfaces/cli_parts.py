@@ -237,7 +237,10 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--abstain",
         action="store_true",
-        help="print nothing when no result is likely to be relevant (query.abstainBelow)",
+        help="print nothing when the best results hold too little of the question "
+        "(query.abstainBelow): it declines a question about a name memory never "
+        "mentions; with the bundled models it cannot tell most other questions memory "
+        "has no answer to (docs/SEARCH.md, Knowing when nothing is relevant)",
     )
     s.add_argument(
         "--as-of",

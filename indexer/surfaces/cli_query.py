@@ -110,7 +110,9 @@ def run_search(c: Call) -> int:
         )
         out.write(f"time: {read}\n\n")
     if args.explain and "explain" in result:
-        out.write(f"ranked by: {_parts(result['explain'])}\n\n")
+        settings = {k: v for k, v in result["explain"].items() if k != "stages"}
+        out.write(f"ranked by: {_parts(settings)}\n")
+        out.write(_stages(result["explain"].get("stages", [])) + "\n")
     if result.get("abstained"):
         out.write(f"No results: {result['abstained']}.\n")
         return 0
@@ -133,6 +135,27 @@ def run_search(c: Call) -> int:
             out.write(f"    {line}\n")
         out.write("\n")
     return 0
+
+
+def _stages(trace: object) -> str:
+    """The pipeline's trace: a line per stage that ran, what it moved below it."""
+    lines = ["stages:"]
+    for t in trace if isinstance(trace, list) else []:
+        if not t.get("on", True):
+            lines.append(f"  {t['stage']}: off")
+            continue
+        head = f"  {t['stage']}" + (f" ({t['ms']} ms)" if "ms" in t else "")
+        if "found" in t:
+            head += f": {t['found']} found"
+        lines.append(head)
+        for m in t.get("changed", []):
+            was = f"{m['from']}" if "from" in m else "new"
+            score = f"{m.get('before', '-')} -> {m['score']}"
+            why = f"  ({m['why']})" if "why" in m else ""
+            lines.append(f"      {m['citation']}: {was} -> {m['to']}, score {score}{why}")
+        for m in t.get("dropped", []):
+            lines.append(f"      {m['citation']}: {m['from']} -> dropped")
+    return "\n".join(lines) + "\n"
 
 
 def _parts(parts: dict[str, object]) -> str:

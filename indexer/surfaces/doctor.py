@@ -121,6 +121,16 @@ def checks(cfg: Config) -> list[tuple[str, bool, str]]:
         return desc + ", answered a test query"
 
     check("provider", provider)
+    got.append(
+        (
+            "abstain",
+            True,
+            "--abstain declines a question about a name memory never mentions; it cannot "
+            "tell most other questions memory has no answer to from ones worded unlike "
+            "their answer (measured with the bundled models: docs/SEARCH.md, Knowing when "
+            "nothing is relevant)",
+        )
+    )
 
     def daemon() -> str:
         path = cfg.socket_path()

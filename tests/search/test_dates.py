@@ -400,25 +400,30 @@ def ticket(tmp_path: Path) -> Config:
 
 
 def test_an_id_asked_about_alone_finds_its_first_mention_first(ticket: Config) -> None:
+    """firstMention (off by default: it carried to no set it was not made on)."""
+    on = {"firstMention": True}
     with AgentIndex(ticket) as idx:
         idx.sync()
-        res = idx.search("What's OPS-7 about?", min_score=0.0, explain=True, as_of=AS_OF)
+        res = idx.search("What's OPS-7 about?", min_score=0.0, explain=True, as_of=AS_OF, stages=on)
         first = res["results"][0]
         assert first["path"] == "memory/2026-03-02.md"
         assert first["explain"]["firstMention"] == "2026-03-02"  # moved up: words alone put
         assert res["results"][1]["path"] == "memory/2026-03-09.md"  # the shortest first
         # Another word that tells the notes apart, or one asking for the newest state,
         # and nothing moves.
-        assert _paths(idx, "Which setting closed OPS-7?", as_of=AS_OF)[0] == (
+        assert _paths(idx, "Which setting closed OPS-7?", as_of=AS_OF, stages=on)[0] == (
             "memory/2026-03-16.md"
         )
-        status = idx.search("What's the status of OPS-7?", min_score=0.0, explain=True)
+        status = idx.search("What's the status of OPS-7?", min_score=0.0, explain=True, stages=on)
         assert all("firstMention" not in r["explain"] for r in status["results"])
         # A word that asks the assistant ("remind") tells no note apart, though a
         # note holds "Reminder".
         write(ticket.workspace, "memory/2026-03-20.md", "# 2026-03-20\n\n- Reminder: OPS-7.\n")
         idx.sync()
-        assert _paths(idx, "Remind me what OPS-7 is.", as_of=AS_OF)[0] == "memory/2026-03-02.md"
+        assert (
+            _paths(idx, "Remind me what OPS-7 is.", as_of=AS_OF, stages=on)[0]
+            == "memory/2026-03-02.md"
+        )
 
 
 def test_a_new_time_zone_cuts_the_transcripts_again(tmp_path: Path) -> None:

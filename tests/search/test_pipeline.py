@@ -226,9 +226,13 @@ def test_a_labelled_curated_line_is_a_fact_not_a_speaker(tmp_path: Path) -> None
     }
     with _index(tmp_path, files) as idx:
         idx.sync()
-        res = _search(idx, "what's the plumber's name?", 3, mode="keyword", explain=True)
+        q = "what's the plumber's name?"
+        # subject (off by default: no evaluation set holds the case to show it carries)
+        res = _search(idx, q, 3, mode="keyword", explain=True, stages={"subject": True})
         assert res["results"][0]["snippet"].startswith("- Plumber: Joe Kaplan")
         assert all("Name: Dana" not in r["snippet"] for r in res["results"][:2])
+        off = _search(idx, q, 1, mode="keyword")["results"][0]
+        assert off["snippet"] == "- Name: Dana Reyes"  # the failure it is for
         assert _search(idx, "what's my name?", 1, mode="keyword")["results"][0]["snippet"] == (
             "- Name: Dana Reyes"
         )
@@ -252,9 +256,12 @@ def test_a_time_inside_a_description_does_not_bury_the_curated_answer(tmp_path: 
     with _index(tmp_path, files) as idx:
         idx.sync()
         q = "the plumber who came in March, what's his number?"
-        assert _paths(idx, q)[0] == "MEMORY.md"
+        # undatedMatch (off by default: no evaluation set holds the case to show it carries)
+        on = {"undatedMatch": True}
+        assert _paths(idx, q, stages=on)[0] == "MEMORY.md"
+        assert _paths(idx, q)[0].startswith("memory/2026-03-")  # the failure it is for
         # a time that is the question's scope still ranks what is dated in it first
-        assert _paths(idx, "what did the neighbour bring in March?")[0].startswith(
+        assert _paths(idx, "what did the neighbour bring in March?", stages=on)[0].startswith(
             "memory/2026-03-"
         )
 

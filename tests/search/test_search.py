@@ -98,7 +98,9 @@ def test_an_id_in_a_question_is_its_anchor(tmp_path: Path) -> None:
           "gateway certificates before they expire; Marcus owns it, Dana reviews.\n")  # fmt: skip
     with AgentIndex(Config(workspace=ws, indexPath=tmp_path / "i.sqlite")) as idx:
         idx.sync()
-        res = idx.search("Who's handling OPS-2304?", min_score=0)["results"]
+        # exactAnchor (off by default: it carried to no set it was not made on)
+        res = idx.search("Who's handling OPS-2304?", min_score=0, stages={"exactAnchor": True})
+        res = res["results"]
         assert [r["path"] for r in res] == ["memory/2026-11-04.md", "MEMORY.md"]
         # stronger on its words, ranked after: scored below the ID's note
         assert res[1]["textScore"] > res[0]["textScore"] and res[1]["score"] <= res[0]["score"]

@@ -157,6 +157,8 @@ def test_doctor(cli: Runner, workspace: Path, tmp_path: Path) -> None:
     by = {c["check"]: c for c in checks}
     assert by["index"]["ok"] and "integrity ok" in by["index"]["detail"]
     assert by["sqlite-vec"]["ok"] and by["tokenizer"]["ok"]
+    # what --abstain can tell is said, not claimed
+    assert by["abstain"]["ok"] and "cannot tell" in by["abstain"]["detail"]
     bad = write(
         tmp_path,
         "bad.toml",

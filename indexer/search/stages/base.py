@@ -37,6 +37,8 @@ class Stage:
     switch: ClassVar[bool] = True
     # True: the step also runs for a query that is only a time (the listing)
     listing: ClassVar[bool] = False
+    # False: the hits it drops are not listed in the trace (the cut)
+    traces_drops: ClassVar[bool] = True
 
     def applies(self, ctx: RunContext) -> bool:
         """Whether this query gives the stage anything to do (cheap: no store reads)."""

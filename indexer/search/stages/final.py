@@ -72,6 +72,7 @@ class Cut(Stage):
     name = "cut"
     switch = False
     listing = True
+    traces_drops = False
 
     def __call__(self, ctx: RunContext, hits: list[Candidate]) -> list[Candidate]:
         return hits[: ctx.limit]

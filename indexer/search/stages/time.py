@@ -3,11 +3,11 @@
 * ``dateBoost``: a chunk dated inside a window the query names (a daily log by its
   file name, a transcript chunk by its newest message; ``hit_day``) scores ``1 +
   query.dateBoost`` times higher ("recently": less the older, ``Window.weight``).
-  An undated memory note holding every word of a question of two words or more
-  (less the time), where no note of the time does, may be of that time as well
-  ("the plumber who came in March — what's his number?": the time describes, the
-  curated entry about the plumber answers): it is boosted as the dated ones are,
-  not buried under them.
+* ``undatedMatch``: an undated memory note holding every word of a question of two
+  words or more (less the time), where no note of the time does, may be of that
+  time as well ("the plumber who came in March — what's his number?": the time
+  describes, the curated entry about the plumber answers): it is boosted as the
+  dated ones are, not buried under them.
 * ``windowFill``: a topic within a time with an edge of at most ``WINDOW_DAYS`` days
   ("what did I buy last Friday"): the hits dated in the time that hold a word of
   the query rank first, in their own order (the question named the time: a hit
@@ -29,7 +29,7 @@ from indexer.search.time_scope import hit_day
 if TYPE_CHECKING:
     from indexer.search.stages.context import RunContext
 
-__all__ = ["WINDOW_SCORE", "DateBoost", "WindowFill", "window_order"]
+__all__ = ["WINDOW_SCORE", "DateBoost", "UndatedMatch", "WindowFill", "window_order"]
 
 WINDOW_SCORE = 0.5
 
@@ -43,30 +43,45 @@ class DateBoost(Stage):
     def __call__(self, ctx: RunContext, hits: list[Candidate]) -> list[Candidate]:
         ctx.rows.need([h.id for h in hits])
         boost = ctx.cfg.query.dateBoost
-        words = len(ctx.q.stems) + len(ctx.q.cjk)
-        weights = []
+        out: list[Candidate] = []
         for h in hits:
             row = ctx.rows.get(h.id)
             day = None if row is None else hit_day(row, ctx.tz)
-            weights.append(None if day is None else ctx.when.weight(day))
-        # the most of the query's words a note of the time holds
-        best = max((ctx.held(h) for h, w in zip(hits, weights, strict=True) if w), default=0)
-        out: list[Candidate] = []
-        for h, weight in zip(hits, weights, strict=True):
-            if weight:
+            weight = 0.0 if day is None else ctx.when.weight(day)
+            if weight > 0:
                 factor = 1.0 + boost * weight
-                h = h.with_part(self.name, round(factor, 4), score=h.score * factor)
-            elif (
-                weight is None
-                and h.source == "memory"
-                and h.rank != 0.0
-                and words >= 2
-                and ctx.held(h) == words > best
-            ):  # undated, holding every word, which no note of the time does
-                factor = 1.0 + boost
                 h = h.with_part(self.name, round(factor, 4), score=h.score * factor)
             out.append(h)
         return by_score(out)
+
+
+class UndatedMatch(Stage):
+    name = "undatedMatch"
+
+    def applies(self, ctx: RunContext) -> bool:
+        words = len(ctx.q.stems) + len(ctx.q.cjk)
+        return DateBoost().applies(ctx) and words >= 2
+
+    def __call__(self, ctx: RunContext, hits: list[Candidate]) -> list[Candidate]:
+        words = len(ctx.q.stems) + len(ctx.q.cjk)
+        dated = [h for h in hits if DateBoost.name in h.parts]
+        best = max((ctx.held(h) for h in dated), default=0)  # the most a note of the time holds
+        factor = 1.0 + ctx.cfg.query.dateBoost
+        out: list[Candidate] = []
+        changed = False
+        for h in hits:
+            if (
+                DateBoost.name not in h.parts
+                and h.source == "memory"
+                and h.rank != 0.0
+                and ctx.held(h) == words > best
+            ):
+                row = ctx.rows.get(h.id)
+                if row is not None and hit_day(row, ctx.tz) is None:  # undated
+                    h = h.with_part(self.name, round(factor, 4), score=h.score * factor)
+                    changed = True
+            out.append(h)
+        return by_score(out) if changed else out
 
 
 class WindowFill(Stage):
@@ -92,7 +107,7 @@ def window_order(hits: list[Candidate], extra: list[Candidate]) -> list[Candidat
     ``WINDOW_SCORE`` at least; and ``extra`` (the time's chunks the words did not
     find, scoring ``WINDOW_SCORE``) after every hit scoring as much."""
     name = WindowFill.name
-    dated = {h.id for h in hits if DateBoost.name in h.parts}
+    dated = {h.id for h in hits if DateBoost.name in h.parts or UndatedMatch.name in h.parts}
     first = [
         h.with_part(name, "in the time, with a word of the query")
         for h in hits
