@@ -160,12 +160,17 @@ def run_openclaw(c: Call) -> int:
                 f"{gone['slot']}'s): nothing changed.\n"
             )
             return 0
+        whole = not gone["leftToUndo"]
         lines = [
             f"memindex is out of OpenClaw's memory slot ({gone['config']}): {gone['slot']} "
-            "has it again" + (", with its memory tools." if gone["slot"] == "memory-core" else ".")
+            "has it again"
+            + (", with its memory tools." if gone["slot"] == "memory-core" and whole else ".")
         ]
         if gone["daemonStopped"]:
             lines.append(f"stopped the memindex daemon (pid {gone['daemonStopped']}).")
+        if not whole:
+            lines.append("Not put back (memindex's install record is gone), to do by hand:")
+            lines += [f"  - {item}" for item in gone["leftToUndo"]]
         lines.append("The index files are kept; `memindex status` names them.")
         out.write("\n".join(lines) + "\n")
         return 0
@@ -180,7 +185,7 @@ def run_openclaw(c: Call) -> int:
     )
     if args.json:
         return c.json(done)
-    d, chk = done["daemon"], done["check"]
+    d, chk = done["daemonNow"], done["check"]
     dreaming = (
         "dreaming kept (memory-core runs it); memory-core's own memory tools denied "
         "(tools.deny: memory-core)"

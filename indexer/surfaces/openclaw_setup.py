@@ -33,9 +33,9 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TextIO, TypedDict
+from typing import Any, TextIO, TypedDict
 
 import indexer
 from indexer.errors import MemindexError
@@ -50,7 +50,7 @@ from indexer.surfaces.openclaw_daemon import (
     start_daemon,
     stop_daemon,
 )
-from indexer.surfaces.openclaw_records import InstallRecord
+from indexer.surfaces.openclaw_records import DaemonStart, InstallRecord
 
 __all__ = ["install", "plugin_dir", "uninstall"]
 
@@ -59,6 +59,13 @@ _CALL_TIMEOUT = 300.0  # one openclaw command (a cold start of its CLI takes 10-
 
 class InstallReport(InstallRecord):
     check: SearchCheck
+    daemonNow: DaemonStart  # this run's: the daemon it started, or the one it found
+
+
+# What install changed, kept in openclaw.json itself too (the plugin entry's
+# ``config.install``), so that uninstall knows it when memindex's own record is gone
+# (the state folder deleted, a damaged record).
+MIRROR = ("previousSlot", "addedDeny", "addedAllow", "daemon")
 
 
 class UninstallReport(TypedDict):
@@ -66,6 +73,8 @@ class UninstallReport(TypedDict):
     slot: str  # who has the memory slot now
     daemonStopped: int | None
     changed: bool  # False: memindex was not installed there; nothing was done
+    # what could not be put back, to undo by hand ([] when everything is back)
+    leftToUndo: list[str]
 
 
 def plugin_dir() -> Path:
@@ -179,6 +188,9 @@ def install(
         daemon = start_daemon(cfg_path, service, err)
         if daemon.get("started"):
             undo.append(("the daemon", lambda: stop_daemon(Path(daemon["socket"]))))
+        kept = daemon if daemon.get("started") or not earlier else earlier["daemon"]
+        mirror = {"previousSlot": previous, "addedDeny": added_deny, "addedAllow": added_allow}
+        oc.run("config", "patch", "--stdin", stdin=json.dumps(_mirror_patch(mirror, kept)))
         check = check_search(cfg_path)
     except (MemindexError, OSError) as exc:
         undone = _undo(undo, err)
@@ -195,10 +207,17 @@ def install(
         dreaming=dreaming,
         plugin=str(source),
         at=time.time(),
-        daemon=daemon if daemon.get("started") or not earlier else earlier["daemon"],
+        daemon=kept,
     )
     records.save(record)
-    return InstallReport(**record, check=check)
+    return InstallReport(**record, check=check, daemonNow=daemon)
+
+
+def _mirror_patch(mirror: Mapping[str, object], daemon: DaemonStart) -> dict[str, object]:
+    """The patch that keeps what install changed in the plugin's own entry."""
+    keep = {"socket": daemon.get("socket"), "started": bool(daemon.get("started"))}
+    install = {**mirror, "daemon": keep}
+    return {"plugins": {"entries": {"memindex": {"config": {"install": install}}}}}
 
 
 def _plugin_installed(cfg: dict[str, object]) -> bool:
@@ -220,9 +239,17 @@ def _install_patch(
     entry: dict[str, object] = {"command": memindex_command(), "dreaming": {"enabled": dreaming}}
     if config_identity(cfg_path) is not None:  # another OpenClaw: its own daemon's socket
         entry["socket"] = str(settings_of(cfg_path).agents[0].socket_path())
+    # the plugin's hooks read the conversation (standing intents without dreaming):
+    # OpenClaw lets a plugin it does not bundle do that only with this key
     plugins: dict[str, object] = {
         "slots": {"memory": "memindex"},
-        "entries": {"memindex": {"enabled": True, "config": entry}},
+        "entries": {
+            "memindex": {
+                "enabled": True,
+                "hooks": {"allowConversationAccess": True},
+                "config": entry,
+            }
+        },
     }
     inverse_plugins: dict[str, object] = {
         "slots": {"memory": _get(before, "plugins", "slots", "memory")},
@@ -287,26 +314,59 @@ def uninstall(
             slot=str(slot_now or "memory-core"),
             daemonStopped=None,
             changed=False,
+            leftToUndo=[],
         )
+    # what install changed: memindex's record, else the copy in openclaw.json itself
+    mirrored = _get(current, "plugins", "entries", "memindex", "config", "install")
+    changes = _changes(record, mirrored)
+    left: list[str] = []
     oc = _OpenClaw(_openclaw_command(openclaw), cfg_path, err)
     if _plugin_installed(current) or slot_now == "memindex":
         oc.run("plugins", "uninstall", "memindex", "--force")
     current = _read_config(cfg_path)
-    back = (record["previousSlot"] if record else None) or "memory-core"
-    plugins: dict[str, object] = {"slots": {"memory": back}}
+    back = changes.get("previousSlot") or "memory-core"
+    plugins: dict[str, object] = {"slots": {"memory": back}, "entries": {"memindex": None}}
     patch: dict[str, object] = {"plugins": plugins}
     deny = _get(current, "tools", "deny")
-    if record and record["addedDeny"] and isinstance(deny, list) and "memory-core" in deny:
-        rest = [d for d in deny if d != "memory-core"]
-        patch["tools"] = {"deny": rest or None}  # null: the key goes, as before install
+    if isinstance(deny, list) and "memory-core" in deny:
+        if changes.get("addedDeny"):
+            rest = [d for d in deny if d != "memory-core"]
+            tools = _get(current, "tools")
+            alone = isinstance(tools, dict) and set(tools) == {"deny"}
+            # null: the key goes, as before install (the whole table, if deny was all)
+            patch["tools"] = {"deny": rest} if rest else None if alone else {"deny": None}
+        elif not changes:  # nobody knows who put it there: say so, never claim it is back
+            left.append(
+                "memory-core is in tools.deny (memindex's install puts it there; its record "
+                "is gone): remove it to give memory-core its memory tools back, e.g. "
+                "openclaw config set tools.deny '[...]'"
+            )
     allow = _get(current, "plugins", "allow")
-    if record and record["addedAllow"] and isinstance(allow, list) and "memindex" in allow:
+    if changes.get("addedAllow") and isinstance(allow, list) and "memindex" in allow:
         plugins["allow"] = [a for a in allow if a != "memindex"] or None
     oc.run("config", "patch", "--stdin", stdin=json.dumps(patch))
     stopped = None
-    daemon = record["daemon"] if record else {}
-    sock = daemon.get("socket")
-    if daemon.get("started") and sock:
-        stopped = stop_daemon(Path(sock))
+    daemon = changes.get("daemon") or {}
+    sock = daemon.get("socket") if isinstance(daemon, dict) else None
+    if isinstance(daemon, dict) and daemon.get("started") and sock:
+        stopped = stop_daemon(Path(str(sock)))
+    elif not changes and Path(str(settings_of(cfg_path).agents[0].socket_path())).exists():
+        left.append(
+            "a memindex daemon may still run (who started it is not known): "
+            "memindex serve --stop, or leave it for memindex's own use"
+        )
     records.drop(cfg_path)
-    return UninstallReport(config=str(cfg_path), slot=back, daemonStopped=stopped, changed=True)
+    return UninstallReport(
+        config=str(cfg_path), slot=back, daemonStopped=stopped, changed=True, leftToUndo=left
+    )
+
+
+def _changes(record: InstallRecord | None, mirrored: object) -> dict[str, Any]:
+    """What install changed, from its record or from openclaw.json's copy; {} when
+    neither is readable."""
+    if record is not None:
+        return {k: record[k] for k in MIRROR}  # type: ignore[literal-required]
+    # (a null previousSlot is no key at all in openclaw.json: a merge patch drops it)
+    if isinstance(mirrored, dict) and all(k in mirrored for k in MIRROR if k != "previousSlot"):
+        return {k: mirrored.get(k) for k in MIRROR}
+    return {}

@@ -161,3 +161,60 @@ def test_a_config_nested_too_deep_is_a_one_line_error(setup: Setup) -> None:
     err = (r.stdout + r.stderr).strip()
     assert "nested too deep" in err and "RecursionError" not in err, err
     assert len(err.splitlines()) <= 2, err
+
+
+def test_install_lets_the_hooks_read_the_conversation_and_says_what_it_reused(
+    setup: Setup,
+) -> None:
+    conf = setup.config(setup.state / "openclaw.json", setup.root / "ws")
+    r = setup.memindex(conf, "install")
+    assert r.returncode == 0 and "(started)" in r.stdout, r.stdout + r.stderr
+    entry = setup.read(conf)["plugins"]["entries"]["memindex"]
+    # OpenClaw drops a non-bundled plugin's conversation hooks (standing intents)
+    # without this key
+    assert entry["hooks"] == {"allowConversationAccess": True}
+    assert entry["config"]["install"]["addedDeny"] is True
+    again = setup.memindex(conf, "install")
+    assert again.returncode == 0 and "(already running)" in again.stdout, again.stdout
+    r = setup.memindex(conf, "uninstall")
+    assert r.returncode == 0 and "memindex" not in json.dumps(setup.read(conf)["plugins"])
+
+
+def test_uninstall_without_its_record_reads_what_install_changed_from_openclaw_json(
+    setup: Setup,
+) -> None:
+    """The state folder deleted (deleting index files is safe): uninstall still puts
+    memory-core's tools back and stops the daemon install started, from the copy of
+    the record install keeps in openclaw.json."""
+    import shutil
+
+    conf = setup.config(setup.state / "openclaw.json", setup.root / "ws")
+    r = setup.memindex(conf, "install", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    sock = Path(json.loads(r.stdout)["daemon"]["socket"])
+    shutil.rmtree(setup.root / "xdg-state" / "memindex" / "openclaw-installs")
+    r = setup.memindex(conf, "uninstall")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "memory-core has it again, with its memory tools" in r.stdout
+    after = setup.read(conf)
+    assert "tools" not in after and "memindex" not in json.dumps(after["plugins"])
+    assert not sock.exists()
+
+
+def test_uninstall_that_cannot_know_says_what_to_undo_by_hand(setup: Setup) -> None:
+    """No record and no copy in openclaw.json (a damaged record, an install by an
+    earlier release): memory-core stays in tools.deny, and uninstall says so instead
+    of claiming the memory tools are back."""
+    conf = setup.config(setup.state / "openclaw.json", setup.root / "ws")
+    assert setup.memindex(conf, "install").returncode == 0
+    records = setup.root / "xdg-state" / "memindex" / "openclaw-installs"
+    for f in records.glob("*.json"):
+        f.write_text("{not json")
+    cfg = setup.read(conf)
+    cfg["plugins"]["entries"]["memindex"]["config"].pop("install")
+    conf.write_text(json.dumps(cfg))
+    r = setup.memindex(conf, "uninstall")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "with its memory tools" not in r.stdout
+    assert "to do by hand" in r.stdout and "tools.deny" in r.stdout
+    assert setup.read(conf)["tools"]["deny"] == ["memory-core"]
