@@ -14,6 +14,8 @@ The script, decided from each request, plays an agent that uses its memory:
   ``<active_memory_plugin>`` block then holds;
 * a user message "recall <words>" calls ``memory_search`` with the words; the tool's
   answer is then quoted back in the reply (so the test sees what the agent saw);
+* a user message "intend <KEYWORD>: <text>" calls the ``intent`` tool, creating a
+  standing intent triggered by the keyword, whose description is the text;
   Active Memory's hidden block in front of a user's message is not the user's words;
 * anything else is acknowledged.
 
@@ -125,6 +127,13 @@ class ScriptedModel:
             return {"text": "## Decisions\nThe conversation so far, summarised.\n"}
         if results:
             return {"text": "From memory: " + results[-1].replace("\n", " ")[:4000]}
+        intend = re.search(r"\bintend\s+(\w+):\s*(.+)", user, re.I)
+        if intend and "intent" in tools:
+            keyword, text = intend.group(1), intend.group(2).strip().splitlines()[0]
+            return {
+                "tool": "intent",
+                "args": {"action": "create", "description": text, "triggerKeywords": [keyword]},
+            }
         asked = re.search(r"\brecall\s+(.+)", user, re.I)
         if asked and "memory_search" in tools:
             query = asked.group(1).strip().splitlines()[0].strip(" .?")

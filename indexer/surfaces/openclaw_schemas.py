@@ -17,14 +17,22 @@ __all__ = ["render", "tool_schemas"]
 
 # (tool, request type, the request's parameters the tool takes)
 TOOLS: tuple[tuple[str, type[SearchRequest] | type[GetRequest], tuple[str, ...]], ...] = (
-    ("memory_search", SearchRequest, ("query", "maxResults", "minScore", "corpus")),
+    ("memory_search", SearchRequest, ("query", "maxResults", "minScore")),
     ("memory_get", GetRequest, ("path", "from", "lines")),
 )
-# What a tool takes that the socket does not: memory_get's corpus is checked by the
-# plugin (a transcript path is only read with corpus "all").
+# What a tool takes that the socket does not: the corpus, as memory-core's tools take
+# it (the wiki is OpenClaw's memory corpus supplements, asked by the plugin itself).
 PLUGIN_ONLY: dict[str, tuple[Param, ...]] = {
+    "memory_search": (
+        Param(
+            "corpus",
+            {"enum": ["memory", "wiki", "all", "sessions"]},
+            "memory: memory files only; sessions: transcripts only; wiki: the wiki's pages; "
+            "all: these and the wiki (default: memory files and transcripts as configured)",
+        ),
+    ),
     "memory_get": (
-        Param("corpus", {"enum": ["memory", "all"]}, "all: a transcript path may be read too"),
+        Param("corpus", {"enum": ["memory", "wiki", "all"]}, "wiki: a page of the wiki"),
     ),
 }
 

@@ -14,11 +14,11 @@
 // denies memory-core's tools (tools.deny: ["memory-core"], which `memindex openclaw
 // install` sets). The plugin says so at start when neither holds.
 import { listArtifacts } from "./src/artifacts.js";
-import { addMemoryCommands, registerMemoryCli } from "./src/cli.js";
+import { addMemoryCommands, dreamingOff, registerMemoryCli } from "./src/cli.js";
 import { memoryFlushPlan } from "./src/flush.js";
 import { setHostLogger } from "./src/host.js";
 import { registerIntents } from "./src/intents.js";
-import { recordRecalls } from "./src/internals.js";
+import { recordRecalls, warmUp } from "./src/internals.js";
 import { ManagerPool } from "./src/manager.js";
 import { classifierState, classifyWorkspaceMemoryPaths } from "./src/provenance.js";
 import { resolveSettings } from "./src/settings.js";
@@ -32,22 +32,60 @@ export const DREAMING_NOTICE =
   " to memindex: `memindex openclaw install` (it adds memory-core to tools.deny), or" +
   " switch dreaming off: openclaw config set plugins.entries.memindex.config.dreaming.enabled false";
 
-/** The "## Memory Recall" section of the system prompt, when the tools are there. */
+/**
+ * The "## Memory Recall" section of the system prompt, when the tools are there: the
+ * guidance memory-core gives, sentence for sentence (the parity suite compares the
+ * two prompts through the gateway), for the tools the turn has.
+ */
 export function recallPrompt({ availableTools, citationsMode } = {}) {
   const has = (name) => Boolean(availableTools?.has?.(name));
-  if (!has("memory_search") && !has("memory_get")) return [];
-  return [
-    "## Memory Recall",
-    "Before answering anything about prior work, decisions, dates, people, preferences, or" +
-      " todos: run memory_search; for a hit, use memory_get to pull only the needed lines" +
-      " (memory files and session transcripts alike). If nothing relevant comes back, say" +
-      " you checked.",
-    "Report partial, unavailable, or stale recall to the user, including the returned warning.",
+  const search = has("memory_search");
+  const get = has("memory_get");
+  if (!search && !get) return [];
+  const lines = ["## Memory Recall"];
+  const about = "Before answering anything about prior work, decisions, dates, people, preferences, or todos";
+  if (search) {
+    lines.push(
+      `${about}: run memory_search` +
+        (get ? "; for memory-file hits, use memory_get to pull only the needed lines" : "") +
+        ". If low confidence after search, say you checked.",
+    );
+    if (has("sessions_search")) {
+      lines.push(
+        "For session hits, use sessions_search with distinctive snippet text (and sessionKey set to" +
+          " the transcript ID when known)" +
+          (has("sessions_history")
+            ? ", then sessions_history with the returned sessionKey, messageId, and sessionId for a" +
+              " bounded sanitized excerpt."
+            : "; exact session history is unavailable with the enabled tools."),
+      );
+    } else if (has("sessions_history")) {
+      lines.push(
+        "For session hits, use sessions_history with a known session key or transcript ID and a" +
+          " small limit; paginate its returned history metadata to locate the excerpt.",
+      );
+    } else {
+      lines.push(
+        "Session hits are search snippets only; exact session history is unavailable with the enabled tools.",
+      );
+    }
+    lines.push(
+      "Session search line numbers are not history offsets. Never read raw transcript files to expand session hits.",
+    );
+  } else {
+    lines.push(
+      `${about} that point to a specific memory file: run memory_get to pull only the needed lines.` +
+        " If low confidence after reading, say you checked.",
+    );
+  }
+  lines.push("Report partial, unavailable, or stale recall to the user, including returned warning and action guidance.");
+  lines.push(
     citationsMode === "off"
-      ? "Citations are disabled: do not mention file paths or line numbers in replies."
+      ? "Citations are disabled: do not mention file paths or line numbers in replies unless the user explicitly asks."
       : "Citations: include Source: <path#line> when it helps the user verify memory snippets.",
-    "",
-  ];
+  );
+  lines.push("");
+  return lines;
 }
 
 /** Whether memory-core's tools are denied by the tool policy (dreaming may stay on). */
@@ -116,6 +154,17 @@ export default {
       // memory_search honours ctx.conversationRecall (src/visibility.js)
       supportsPrivateTranscriptRecall: true,
     });
+    // OpenClaw's own modules memindex uses (dreaming's recall store, standing intents,
+    // the wiki's supplements) load once, when the gateway starts, not on a request's
+    // path: a module is evaluated on the gateway's one thread, and the first search
+    // must not wait for it (nor any CLI process stay alive for their timers)
+    api.on?.("gateway_start", () => {
+      setImmediate(() => {
+        warmUp({ dreaming: api.pluginConfig?.dreaming?.enabled !== false }).catch((err) =>
+          api.logger.warn?.(`memindex: OpenClaw's own memory modules did not load: ${err?.message ?? err}`),
+        );
+      });
+    });
     const onRecall = (ctx, query, hits, workspaceDir) =>
       recordRecalls({
         cfg: ctx.getRuntimeConfig?.() ?? ctx.runtimeConfig ?? ctx.config ?? api.config,
@@ -143,11 +192,22 @@ export default {
         { descriptors: [{ name, description: describe, hasSubcommands: true }] },
       );
     cli("memindex", dreaming ? DREAMING_NOTICE : undefined);
-    if (!dreaming) cli("memory");
+    if (!dreaming) {
+      cli("memory");
+      // memory-core's gateway methods of dreaming are absent: each answers why
+      for (const action of ["preview", "apply", "rollback"]) {
+        const method = `memory.sessionBackfill.${action}`;
+        api.registerGatewayMethod?.(
+          method,
+          ({ respond }) => respond(false, undefined, { code: "UNAVAILABLE", message: dreamingOff(method) }),
+          { scope: action === "preview" ? "operator.read" : "operator.admin" },
+        );
+      }
+    }
     else {
-      // memory-core, loaded for dreaming, owns `openclaw memory`: its status, search and
-      // index would report on its own (empty) index; these three are memindex's
-      const only = ["status", "search", "index"];
+      // memory-core, loaded for dreaming, owns `openclaw memory`: its status, search,
+      // index and reset would work on its own (empty) index; these four are memindex's
+      const only = ["status", "search", "index", "reset"];
       api.registerCli(
         ({ program, config }) => addMemoryCommands(program, { pool, config, dreaming, only }),
         { parentPath: ["memory"], commands: only },

@@ -105,7 +105,11 @@ def test_2_install_puts_memindex_in_the_slot_and_keeps_dreaming(home: Home) -> N
     assert cfg["plugins"]["slots"]["memory"] == "memindex"
     entry = cfg["plugins"]["entries"]["memindex"]
     assert entry["enabled"] is True
+    install = entry["config"].pop("install")  # what install changed, for uninstall
+    assert install["addedDeny"] is True and install["daemon"]["started"] is True
     assert entry["config"] == {"command": [str(MEMINDEX)], "dreaming": {"enabled": True}}
+    # OpenClaw lets a plugin it does not bundle read the conversation only with this
+    assert entry["hooks"] == {"allowConversationAccess": True}
     assert cfg["tools"]["deny"] == ["memory-core"]
     assert (home.state / "extensions/memindex/openclaw.plugin.json").is_file()
     assert home.daemon_pid()  # started by install, kept for the gateway

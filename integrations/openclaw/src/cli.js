@@ -20,6 +20,24 @@ function fail(json, err, agentId) {
   process.exitCode = 1;
 }
 
+async function confirm(question) {
+  if (!process.stdin.isTTY || !process.stdout.isTTY) {
+    process.stderr.write("memindex: memory reset needs confirmation; re-run with --yes when not at a terminal\n");
+    process.exitCode = 1;
+    return false;
+  }
+  const { createInterface } = await import("node:readline/promises");
+  const rl = createInterface({ input: process.stdin, output: process.stdout });
+  try {
+    const answer = await rl.question(`${question} [y/N] `);
+    if (/^y(es)?$/i.test(answer.trim())) return true;
+    process.stdout.write("Memory reset cancelled.\n");
+    return false;
+  } finally {
+    rl.close();
+  }
+}
+
 function int(value, name) {
   if (value === undefined) return undefined;
   const n = Number(value);
@@ -68,6 +86,27 @@ function humanForget(r) {
   );
   const after = r.dryRun ? "" : r.reindexed ? "memindex dropped them from its index.\n" : "";
   return `${verb} ${r.sessionIds.length} session(s) of agent ${r.agentId}:\n${rows.join("\n")}\n${after}`;
+}
+
+/** `<agent>: <what>: N files (M chunks written)`, or the agent's error. */
+function indexedLine(r, what) {
+  if (r.error) return `${r.agentId}: ${r.error}\n`;
+  const x = r.result ?? {};
+  const files = Number.isInteger(x.files) ? `${x.files} files` : "";
+  const written = Number.isInteger(x.chunksWritten) ? ` (${x.chunksWritten} chunks written)` : "";
+  return `${r.agentId}: ${what}${files ? `: ${files}${written}` : ""}\n`;
+}
+
+// `openclaw memory` commands of memory-core's dreaming (absent when memindex runs
+// without dreaming: memory-core is not loaded then)
+export const DREAMING_COMMANDS = ["promote", "promote-explain", "rem-harness", "rem-backfill", "session-backfill"];
+
+/** Why a dreaming command or method is not there, in one line. */
+export function dreamingOff(what) {
+  return (
+    `${what} is dreaming's (OpenClaw's memory-core), which is off: memindex was installed with` +
+    " --no-dreaming. To have it: memindex openclaw install (dreaming on), then openclaw gateway restart"
+  );
 }
 
 export function registerMemoryCli(program, opts) {
@@ -166,12 +205,52 @@ export function addMemoryCommands(mem, { pool, config, notice, dreaming = true, 
           process.exitCode = 1;
         }
       }
-      print(opts.json, out, (rows) =>
-        rows
-          .map((r) => (r.error ? `${r.agentId}: ${r.error}\n` : `${r.agentId}: indexed\n`))
-          .join(""),
-      );
+      print(opts.json, out, (rows) => rows.map((r) => indexedLine(r, "indexed")).join(""));
     });
+
+  if (want("reset"))
+  mem
+    .command("reset")
+    .description(
+      "Reset the memory index the agent searches: memindex builds it again from the files " +
+        "(sessions, memory files and the embedding cache are kept)",
+    )
+    .option("--agent <id>", "one agent (default: every configured agent)")
+    .option("--yes", "skip the confirmation", false)
+    .option("--json", "print JSON")
+    .action(async (opts) => {
+      const ids = opts.agent ? [opts.agent] : agents();
+      // memory-core's rule: a reset is confirmed, and without a terminal only by --yes
+      if (!opts.yes && !(await confirm(`Reset the memory index for ${ids.join(", ")}? Files and sessions are kept.`))) {
+        return;
+      }
+      const out = [];
+      for (const agentId of ids) {
+        try {
+          const m = await pool.get(agentId);
+          out.push({ agentId, result: await m.sync({ force: true, reason: "reset" }) });
+        } catch (err) {
+          out.push({ agentId, error: `memindex: ${err.message}` });
+          process.exitCode = 1;
+        }
+      }
+      print(opts.json, out, (rows) => rows.map((r) => indexedLine(r, "index reset and built again")).join(""));
+    });
+
+  // memory-core's dreaming commands: theirs with dreaming on; without it, say so
+  if (!dreaming && !only) {
+    for (const name of DREAMING_COMMANDS) {
+      mem
+        .command(name)
+        .description(`Dreaming's ${name} (memory-core's; dreaming is off with memindex)`)
+        .allowUnknownOption(true)
+        .allowExcessArguments(true)
+        .action(() => {
+          process.stderr.write(`${dreamingOff(`openclaw memory ${name}`)}\n`);
+          process.exitCode = 1;
+        });
+    }
+  }
 
   if (want("forget"))
   mem

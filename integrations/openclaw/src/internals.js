@@ -31,6 +31,19 @@ export const TESTED = {
 
 let found = null;
 
+/**
+ * A module of the host's own package, by its file. Imported from memindex's code
+ * directly, OpenClaw 2026.9 takes a file outside the plugin for a dependency of the
+ * plugin and copies the host's whole package into the plugin's generation artifact
+ * first, on the gateway's thread (16-21 s here, during which the gateway answers
+ * nothing). A module made of one re-export is not the plugin's code: the host's file
+ * loads as the host loads it, the same module instance, in milliseconds.
+ */
+function importHostFile(file) {
+  const url = pathToFileURL(file).href;
+  return import(`data:text/javascript,export * from ${JSON.stringify(url)};`);
+}
+
 /** { version, modules, problem } of the running OpenClaw. */
 export async function openclawInternals() {
   if (found) return found;
@@ -57,12 +70,26 @@ export async function openclawInternals() {
   const modules = {};
   for (const [key, file] of Object.entries(names)) {
     try {
-      modules[key] = await import(pathToFileURL(path.join(root, "dist", file)).href);
+      modules[key] = await importHostFile(path.join(root, "dist", file));
     } catch (err) {
       return (found = { version, modules: null, problem: `${file}: ${err?.message ?? err}` });
     }
   }
   return (found = { version, modules, problem: null });
+}
+
+/**
+ * Load what memindex uses of the host once, ahead of any request (the gateway's
+ * start): the tested internals, the dreaming state store (``dreaming``), the SDK
+ * module of the wiki's corpus supplements. Resolves when all are loaded.
+ */
+export async function warmUp({ dreaming }) {
+  const [{ modules }] = await Promise.all([
+    openclawInternals(),
+    importHostSdk("memory-core-host-runtime-core"),
+  ]);
+  if (dreaming && modules) await dreamingStateReady(modules);
+  warmUp.done = true;
 }
 
 /** For tests. */
@@ -90,15 +117,15 @@ async function dreamingStateReady(modules) {
   return true;
 }
 
-const SHORT_TERM = /^memory\/(?:.*\/)?\d{4}-\d{2}-\d{2}[^/]*\.md$/;
-
 /**
- * Record memindex's memory-file recalls where memory-core records its own, when
- * dreaming is on (what dreaming's promotion ranks by). Never throws.
+ * Record the memory hits the model was shown where memory-core records its own, when
+ * dreaming is on (what dreaming's promotion ranks by): all of them, as memory-core
+ * passes them; its recorder keeps the daily notes' and journals the rest as skipped
+ * (memory.recall.recorded / memory.recall.skipped). Never throws.
  */
 export async function recordRecalls({ cfg, pluginConfig, workspaceDir, query, hits, logger }) {
   if (pluginConfig?.dreaming?.enabled === false || !workspaceDir) return false;
-  const results = (hits ?? []).filter((h) => h?.source === "memory" && SHORT_TERM.test(h.path));
+  const results = (hits ?? []).filter((h) => h && typeof h.path === "string");
   if (!results.length) return false;
   const { modules, problem } = await openclawInternals();
   const record = modules?.recall?.recordShortTermRecalls;

@@ -2,9 +2,19 @@
 import fs from "node:fs";
 
 import { configuredAgents, normalizeAgentId, sessionKeyAgent } from "./agents.js";
+import {
+  citationsMode,
+  corpusMetadata,
+  mergeCorpora,
+  present,
+  readWiki,
+  searchWiki,
+  withCitations,
+} from "./corpus.js";
 import { filterHits } from "./visibility.js";
 
-const CORPUS = { memory: ["memory"], sessions: ["sessions"], all: undefined };
+// memindex's sources per corpus (the wiki is OpenClaw's supplements: src/corpus.js)
+const CORPUS = { memory: ["memory"], sessions: ["sessions"], all: undefined, wiki: undefined };
 
 // camelCase as memory-core's tools take them; the snake_case spellings OpenClaw's own
 // tool readers also accept (since 2026.10 models are prompted with them) are aliases.
@@ -63,10 +73,16 @@ export function createSearchTool(ctx, pool, { onRecall } = {}) {
     parameters: SEARCH_PARAMETERS,
     async execute(_toolCallId, params, signal) {
       const query = typeof params?.query === "string" ? params.query : "";
-      const corpus = params?.corpus ?? "all";
-      if (!(corpus in CORPUS)) {
-        return jsonResult({ results: [], engine: "memindex", error: `unknown corpus ${corpus}` });
+      const asked = params?.corpus;
+      if (asked !== undefined && !(asked in CORPUS)) {
+        return jsonResult({
+          results: [],
+          engine: "memindex",
+          error: `corpus must be one of: ${Object.keys(CORPUS).join(", ")}`,
+        });
       }
+      const recall = ctx.conversationRecall ?? null;
+      const corpus = recall?.corpus === "sessions" ? "sessions" : (asked ?? "default");
       if (corpus === "sessions" && ctx.sandboxed) {
         return jsonResult({
           results: [],
@@ -74,6 +90,8 @@ export function createSearchTool(ctx, pool, { onRecall } = {}) {
           warning: "Session transcripts are not searchable from a sandboxed run.",
         });
       }
+      const searchesMemory = corpus !== "wiki";
+      const searchesWiki = corpus === "wiki" || corpus === "all";
       const req = {};
       const maxResults = param(params, "maxResults");
       const minScore = param(params, "minScore");
@@ -87,35 +105,67 @@ export function createSearchTool(ctx, pool, { onRecall } = {}) {
       if (active.length) req.activeProjectKeys = active;
       // Active Memory's private recall: transcripts of this agent's other private
       // conversations only (src/visibility.js); "sessions" asks for nothing else
-      const recall = ctx.conversationRecall ?? null;
-      if (recall?.corpus === "sessions") {
-        if (corpus === "memory") return jsonResult({ results: [], engine: "memindex" });
-        req.sources = ["sessions"];
+      if (recall?.corpus === "sessions" && asked === "memory") {
+        return jsonResult({ results: [], engine: "memindex" });
       }
-      try {
-        const manager = await pool.get(agentId);
-        const res = await manager.searchFull(query, req, signal);
-        const results = await filterHits({
-          cfg: toolConfig(ctx),
-          agentId,
-          requesterSessionKey: ctx.sessionKey,
-          sandboxed: Boolean(ctx.sandboxed),
-          conversationRecall: recall,
-          hits: res.results,
-        });
-        // dreaming ranks what to promote by what the agent keeps recalling
-        onRecall?.(ctx, query, results, manager.lastStatus?.workspace)?.catch?.(() => {});
-        return jsonResult({
-          results,
-          engine: "memindex",
-          provider: res.provider,
-          model: res.model,
-          mode: res.mode,
-          ...(res.fallback ? { fallback: res.fallback } : {}),
-        });
-      } catch (err) {
-        return jsonResult(unavailable(err, agentId));
+      const cfg = toolConfig(ctx);
+      const wiki = searchesWiki
+        ? searchWiki({
+            query,
+            maxResults: Number.isInteger(maxResults) ? maxResults : undefined,
+            agentId,
+            agentSessionKey: ctx.sessionKey,
+            sandboxed: Boolean(ctx.sandboxed),
+          }).catch((err) => ({ corpus: "wiki", outcome: "unavailable", error: err.message, results: [] }))
+        : null;
+      let memory = null;
+      let manager = null;
+      if (searchesMemory) {
+        try {
+          manager = await pool.get(agentId);
+          const res = await manager.searchFull(query, req, signal);
+          const results = await filterHits({
+            cfg,
+            agentId,
+            requesterSessionKey: ctx.sessionKey,
+            sandboxed: Boolean(ctx.sandboxed),
+            conversationRecall: recall,
+            hits: res.results,
+          });
+          memory = { corpus: "memory", outcome: "ok", res, results };
+        } catch (err) {
+          if (!searchesWiki) return jsonResult(unavailable(err, agentId));
+          memory = { corpus: "memory", outcome: "unavailable", error: err.message, results: [] };
+        }
       }
+      const w = wiki ? await wiki : null;
+      const memoryHits = memory?.results ?? [];
+      const wikiHits = w?.outcome === "not-registered" ? [] : (w?.results ?? []);
+      const results = searchesWiki
+        ? mergeCorpora(memoryHits, wikiHits, Number.isInteger(maxResults) ? maxResults : 10, corpus === "all")
+        : memoryHits;
+      const shown = new Set(results);
+      const recalled = memoryHits.filter((h) => shown.has(h));
+      // dreaming ranks what to promote by what the agent keeps recalling (the memory
+      // hits the model is shown, as memory-core records them)
+      if (memory?.outcome === "ok") {
+        onRecall?.(ctx, query, recalled, manager?.lastStatus?.workspace)?.catch?.(() => {});
+      }
+      const mode = citationsMode(cfg);
+      const cite = withCitations(mode, ctx.sessionKey);
+      const attempts = [...(corpus === "all" && memory ? [memory] : []), ...(w ? [w] : [])];
+      const res = memory?.res ?? {};
+      return jsonResult({
+        results: results.map((h) => (memoryHits.includes(h) ? present(h, cite) : h)),
+        engine: "memindex",
+        provider: res.provider,
+        model: res.model,
+        mode: res.mode,
+        citations: mode,
+        ...(res.fallback ? { fallback: res.fallback } : {}),
+        ...(attempts.length ? corpusMetadata(attempts) : {}),
+        debug: { backend: "memindex", hits: results.length },
+      });
     },
   };
 }
@@ -132,6 +182,29 @@ export function createGetTool(ctx, pool) {
     parameters: GET_PARAMETERS,
     async execute(_toolCallId, params) {
       const relPath = typeof params?.path === "string" ? params.path : "";
+      const corpus = params?.corpus;
+      if (corpus !== undefined && !["memory", "wiki", "all"].includes(corpus)) {
+        return jsonResult({ status: "error", path: relPath, text: "", error: "corpus must be one of: memory, wiki, all" });
+      }
+      if (corpus === "wiki" || corpus === "all") {
+        const got = await readWiki({
+          relPath,
+          from: param(params, "from"),
+          lines: param(params, "lines"),
+          agentId,
+          agentSessionKey: ctx.sessionKey,
+          sandboxed: Boolean(ctx.sandboxed),
+        }).catch((err) => ({ outcome: "unavailable", error: err.message, result: null }));
+        if (got.result) return jsonResult(got.result);
+        if (corpus === "wiki") {
+          return jsonResult({
+            status: got.outcome === "not-registered" ? "not_found" : "error",
+            path: relPath,
+            text: "",
+            ...corpusMetadata([{ corpus: "wiki", outcome: got.outcome, error: got.error }]),
+          });
+        }
+      }
       const isSession = relPath.replace(/\\/g, "/").startsWith("sessions/");
       if (isSession && ctx.sandboxed) {
         return jsonResult({

@@ -193,12 +193,18 @@ test("agent ids as OpenClaw normalises them, and snake_case tool arguments", () 
   assert.ok("max_results" in SEARCH_PARAMETERS.properties && "min_score" in SEARCH_PARAMETERS.properties);
 });
 
-test("the recall prompt names memory_get for transcripts and follows citationsMode", () => {
+test("the recall prompt is memory-core's for the tools at hand and follows citationsMode", () => {
   assert.deepEqual(recallPrompt({ availableTools: new Set(["read"]) }), []);
   const text = recallPrompt({ availableTools: new Set(["memory_search"]) }).join("\n");
   assert.match(text, /## Memory Recall/);
-  assert.match(text, /session transcripts/);
+  assert.match(text, /Session hits are search snippets only/);
   assert.match(text, /Source: <path#line>/);
+  const both = recallPrompt({
+    availableTools: new Set(["memory_search", "memory_get", "sessions_search", "sessions_history"]),
+  }).join("\n");
+  assert.match(both, /for memory-file hits, use memory_get/);
+  assert.match(both, /then sessions_history with the returned sessionKey/);
+  assert.match(both, /Never read raw transcript files/);
   const off = recallPrompt({ availableTools: new Set(["memory_search"]), citationsMode: "off" });
   assert.match(off.join("\n"), /Citations are disabled/);
 });
