@@ -16,12 +16,12 @@ sync writes them.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from collections.abc import Callable, Generator
 
 from indexer.errors import FileUnreadable
+from indexer.indexing.session_tail import cursor_mark
 from indexer.indexing.transcripts import Piece, SessionReport
 from indexer.sources.archives import archive_blocks, archive_lines
 from indexer.sources.sessions import MAX_LINE_BYTES, TranscriptFile
@@ -53,15 +53,17 @@ def archive_pieces(
         size = 0
 
         def piece(final: bool) -> Piece:
+            end = f.size if final else 0
+            mark = cursor_mark(fd, len(head), end)
             cursor = SessionCursor(
                 f.display,
                 f.dev,
                 f.ino,
-                f.size if final else 0,
+                end,
                 lineno,
-                hashlib.sha256(head).hexdigest(),
+                mark,
                 len(head),
-                0,  # counted by the sync
+                0,  # malformed: the sync's
             )
             state = FileState(f"{f.dev}:{f.ino}:{lineno}", f.mtime_ns, f.size)
             return Piece(records, cursor, state, lineno)

@@ -57,7 +57,7 @@ from indexer.indexing.transcripts import (
     Transcript,
     indexed_from,
 )
-from indexer.sources.archives import archive_session_id, cold_events
+from indexer.sources.archives import cold_events
 from indexer.sources.messages import Messages
 from indexer.sources.openclaw_db import db_path, is_db_path, parse_db_path, render_events
 from indexer.sources.redaction import redact
@@ -70,7 +70,7 @@ from indexer.store.openclaw_db import (
     session_facts,
 )
 
-__all__ = ["AgentDatabase", "db_facts", "is_db_path", "session_id_of"]
+__all__ = ["AgentDatabase", "db_facts", "is_db_path"]
 
 log = logging.getLogger(__name__)
 
@@ -320,8 +320,3 @@ def db_facts(
         with store.transaction():
             store.meta_set(_FORGOTTEN_KEY, json.dumps(sorted(forgotten | kept)))
     return forgotten | kept, registered
-
-
-def session_id_of(name: str, registered: dict[str, tuple[str, str]]) -> str:
-    got = registered.get(name)
-    return got[0] if got else archive_session_id(name)

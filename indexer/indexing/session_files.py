@@ -26,7 +26,6 @@ delay search. An archive never grows: it is read once (``archive_sync``).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import time
@@ -37,8 +36,14 @@ from typing import cast
 from indexer.config import Config
 from indexer.errors import MemindexError, TranscriptsUnavailable
 from indexer.indexing.archive_sync import archive_pieces
-from indexer.indexing.db_sessions import db_facts, session_id_of
-from indexer.indexing.session_tail import STEP_BYTES, messages_of, same_file, tail_or_skip
+from indexer.indexing.db_sessions import db_facts
+from indexer.indexing.session_tail import (
+    STEP_BYTES,
+    cursor_mark,
+    messages_of,
+    same_file,
+    tail_or_skip,
+)
 from indexer.indexing.transcripts import (
     Change,
     Listing,
@@ -48,7 +53,7 @@ from indexer.indexing.transcripts import (
     Transcript,
     indexed_from,
 )
-from indexer.sources.archives import is_archive_name
+from indexer.sources.archives import is_archive_name, session_ids_of
 from indexer.sources.messages import Messages
 from indexer.sources.sessions import (
     SESSIONS_SOURCE,
@@ -125,7 +130,7 @@ class TranscriptFiles:
         forgotten, registered = db_facts(store, cfg, report)
         report.forgotten |= forgotten
         if forgotten:  # `openclaw memory forget`: as if the file were gone (its rows go)
-            files = [f for f in files if session_id_of(f.name, registered) not in forgotten]
+            files = [f for f in files if not session_ids_of(f.name, registered) & forgotten]
         report.files = len(files)
         for path, why in odd[first:]:
             report.errors.append({"path": path, "reason": why})
@@ -213,22 +218,23 @@ def _jsonl_pieces(
         fd = f.open()
         try:
             raw_lines, end, head = read_complete_lines(fd, committed, STEP_BYTES)
+            head_len = min(len(head), end)
+            mark = cursor_mark(fd, head_len, end)
         finally:
             os.close(fd)
         if end == committed:
             break  # only a partial line is left
         cut = lines_done if first else None
         lines_done += len(raw_lines)
-        head_len = min(len(head), end)
         cursor = SessionCursor(
             f.display,
             f.dev,
             f.ino,
             end,
             lines_done,
-            hashlib.sha256(head[:head_len]).hexdigest(),
+            mark,
             head_len,
-            0,  # counted by the sync
+            0,  # malformed: the sync's
         )
         state = FileState(f"{f.dev}:{f.ino}:{end}", f.mtime_ns, f.size)
         yield Piece(raw_lines, cursor, state, lines_done, cut)

@@ -23,26 +23,48 @@ from indexer.sources.sessions import (
 from indexer.sources.tokenizer import TokenCounter
 from indexer.store import STORE_ERRORS, FileState, IndexStore, SessionCursor
 
-__all__ = ["STEP_BYTES", "head_hash", "index_tail", "messages_of", "same_file", "tail_or_skip"]
+__all__ = [
+    "STEP_BYTES",
+    "cursor_mark",
+    "index_tail",
+    "messages_of",
+    "same_file",
+    "tail_or_skip",
+]
 
 log = logging.getLogger(__name__)
 
 STEP_BYTES = 1024 * 1024  # read at most this much per transaction (~1 s of work)
 
 
-def head_hash(f: TranscriptFile, length: int) -> str:
-    fd = f.open()
-    try:
-        return hashlib.sha256(os.pread(fd, length, 0)).hexdigest()
-    finally:
-        os.close(fd)
+MARK_BYTES = 4096  # the bytes just before a cursor's offset it proves are still there
+_MARKED = "2:"  # a cursor's head that proves its place too (older ones: the head only)
+
+
+def cursor_mark(fd: int, head_len: int, committed: int) -> str:
+    """What a cursor at ``committed`` stands on: the file's first ``head_len`` bytes
+    (which file it is) and the last ``MARK_BYTES`` before ``committed`` (that what was
+    read is still there). A file truncated and written again through the same inode,
+    its head kept, is read again unless its committed lines' last bytes are unchanged
+    at their place, as the agent database's cursor checks its last event."""
+    h = hashlib.sha256(os.pread(fd, head_len, 0))
+    w = min(MARK_BYTES, committed)
+    h.update(b"\0" + os.pread(fd, w, committed - w))
+    return _MARKED + h.hexdigest()
 
 
 def same_file(c: SessionCursor, f: TranscriptFile) -> bool:
     if (c.dev, c.ino) != (f.dev, f.ino) or f.size < c.committed:
         return False
     try:
-        return head_hash(f, c.head_len) == c.head
+        fd = f.open()
+        try:
+            if c.head.startswith(_MARKED):
+                return cursor_mark(fd, c.head_len, c.committed) == c.head
+            # a cursor from before marks: its head only (marked at its next commit)
+            return hashlib.sha256(os.pread(fd, c.head_len, 0)).hexdigest() == c.head
+        finally:
+            os.close(fd)
     except (OSError, MemindexError):
         return False
 

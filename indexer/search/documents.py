@@ -12,9 +12,9 @@ from indexer.errors import FileUnreadable, FileVanished, NotFound, PathRefused, 
 from indexer.sources import safefs
 from indexer.sources.archives import (
     archive_blocks,
-    archive_session_id,
     cold_events,
     is_archive_name,
+    session_ids_of,
 )
 from indexer.sources.chunking import split_lines
 from indexer.sources.discovery import resolve_get_path
@@ -123,8 +123,7 @@ def _transcript_lines(cfg: Config, req: GetRequest) -> GetResponse:
         forgotten, registered = session_facts(cfg.transcript_db(), cfg.agent_name)
     except TranscriptDbError as exc:
         raise PathRefused(f"{path}: cannot tell whether it was forgotten ({exc.message})") from exc
-    sid = registered.get(name, (archive_session_id(name), ""))[0]
-    if sid in forgotten:
+    if session_ids_of(name, registered) & forgotten:
         raise NotFound(f"{path}: no such transcript")
     links = cfg.limits.allowHardLinks
     # raw lines are read whole (a message is at most MAX_LINE_BYTES) and rendered

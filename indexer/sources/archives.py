@@ -25,6 +25,7 @@ import hashlib
 import io
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, cast
@@ -38,6 +39,8 @@ __all__ = [
     "cold_events",
     "archive_lines",
     "archive_session_id",
+    "session_ids_of",
+    "transcript_session_ids",
     "is_archive_name",
 ]
 
@@ -52,9 +55,43 @@ def is_archive_name(name: str) -> bool:
     return "/" not in name and any(fnmatch.fnmatchcase(name, p) for p in _PATTERNS)
 
 
+# OpenClaw's names for a session's files (src/config/sessions/
+# generated-transcript-session-id.ts): ``<id>.jsonl``, a thread's ``<id>-topic-<thread>.jsonl``,
+# a fork's ``<ISO time>_<id>.jsonl``; an archive appends ``.reset.<time>``, ``.deleted.<time>``…
+_FORK = re.compile(r"^\d{4}-\d{2}-\d{2}T[\w.:+-]+?_(.+)$")  # a time, any punctuation
+_TOPIC = "-topic-"
+
+
 def archive_session_id(name: str) -> str:
-    """The session id an archive (or any transcript file) name starts with."""
+    """The name a transcript file (or its archive) starts with: its session's id
+    when it is the session's own transcript."""
     return name.split(".jsonl", 1)[0]
+
+
+def transcript_session_ids(name: str) -> frozenset[str]:
+    """Every session id a transcript file's name may stand for: the name itself, the
+    session a thread's transcript (``-topic-``) or a fork belongs to. A forgotten
+    session's id among them keeps the file out (stricter than OpenClaw, which reads
+    the thread and fork forms only for the ids it generates)."""
+    ids = {archive_session_id(name)}
+    for base in list(ids):
+        m = _FORK.match(base)
+        if m:
+            ids.add(m.group(1))
+    for base in list(ids):
+        at = base.find(_TOPIC)
+        if at > 0:
+            ids.add(base[:at])
+    return frozenset(ids)
+
+
+def session_ids_of(name: str, registered: dict[str, tuple[str, str]]) -> frozenset[str]:
+    """The session ids a transcript file stands for: the one OpenClaw registered for
+    an archive of that name (``registered``: name -> (session id, key)), and those its
+    name reads as (``transcript_session_ids``)."""
+    got = registered.get(name)
+    ids = transcript_session_ids(name)
+    return ids | {got[0]} if got else ids
 
 
 class _Raw(io.RawIOBase):

@@ -199,3 +199,34 @@ def test_forgotten_stays_forgotten_when_the_database_cannot_be_read(
             assert _found(idx, "LEGACY-3003") == []
         with pytest.raises(PathRefused):
             idx.get("sessions/old.jsonl")  # cannot tell: not read
+
+
+def test_a_forgotten_sessions_thread_and_fork_transcripts_are_forgotten_too(
+    tmp_path: Path, state: Path, gw: AgentDbFixture
+) -> None:
+    """OpenClaw names a session's other files after it (a thread's
+    ``<id>-topic-<thread>.jsonl``, a fork's ``<time>_<id>.jsonl``, and their archives):
+    forgetting the session keeps every one of them out of search and memory_get."""
+    _lifecycle(gw)
+    sid = "3f2a9c1e-7b4d-4e8a-9c2f-1a2b3c4d5e6f"
+    sessions = state / "agents/main/sessions"
+    names = {
+        f"{sid}-topic-7.jsonl": "THREAD-7001",
+        f"2026-11-20T10-00-00-000Z_{sid}.jsonl": "FORK-7002",
+        f"{sid}-topic-9.jsonl.reset.2026-11-21T10-00-00.000Z": "RESET-7003",
+        "other-topic-7.jsonl": "OTHER-7004",  # another session's thread: kept
+    }
+    for name, code in names.items():
+        (sessions / name).write_text(message("user", f"The code is {code}.") + "\n")
+    with AgentIndex(_cfg(tmp_path, state)) as idx:
+        idx.sync()
+        assert all(_found(idx, code) for code in names.values())
+        _forget(gw, sid)
+        idx.sync()
+        for name, code in names.items():
+            if code == "OTHER-7004":
+                assert _found(idx, code)
+                continue
+            assert _found(idx, code) == [], name
+            with pytest.raises(NotFound):
+                idx.get(f"sessions/{name}", start=1, lines=1)

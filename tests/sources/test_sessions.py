@@ -350,3 +350,51 @@ def test_rows_no_source_owns_are_removed(
         assert idx.search("KESTREL-77")["results"] == []
         assert report.sessions is not None and report.sessions["removed"] == 1
         assert [h["path"] for h in idx.search("osprey")["results"]] == ["sessions/a.jsonl"]
+
+
+def test_a_transcript_rewritten_in_place_longer_is_read_again(
+    sess: tuple[Config, Path],
+) -> None:
+    """Truncated and written again through the same inode, its head unchanged and
+    longer than before, is not taken for growth: the cursor proves the bytes it stands
+    on (the last of its committed lines), so the replaced value leaves the index."""
+    cfg, d = sess
+    f = d / "s.jsonl"
+    filler = [msg("user", f"filler line {i} about nothing in particular") for i in range(150)]
+    append(f, *filler, msg("user", "the ferry colour is OLDVALUE"))
+    with AgentIndex(cfg) as idx:
+        idx.sync()
+        assert idx.search("OLDVALUE")["results"]
+        ino = f.stat().st_ino
+        with f.open("r+", encoding="utf-8") as fh:  # the same inode, written again
+            fh.truncate(0)
+            fh.write(
+                "\n".join([*filler, msg("user", "the ferry colour: it is NEWVALUE from now on")])
+                + "\n"
+            )
+        assert f.stat().st_ino == ino
+        rep = idx.sync_sessions(due_only=False)
+        assert rep.restarted == 1
+        assert idx.search("OLDVALUE", min_score=0)["results"] == []
+        hit = idx.search("NEWVALUE")["results"][0]
+        assert hit["startLine"] <= 151 == hit["endLine"]
+
+
+def test_a_cursor_from_before_marks_still_knows_its_file(sess: tuple[Config, Path]) -> None:
+    """An index written before cursors proved their place (the head's hash alone) is
+    not read again from the start: it grows as before and is marked at its next commit."""
+    import hashlib
+
+    cfg, d = sess
+    f = d / "s.jsonl"
+    append(f, *[msg("user", f"old cursor line {i} walrus") for i in range(5)])
+    with AgentIndex(cfg) as idx:
+        idx.sync()
+        c = idx.store.session_cursors()["sessions/s.jsonl"]
+        old_head = hashlib.sha256(f.read_bytes()[: c.head_len]).hexdigest()
+        idx.store.db.execute("UPDATE session_cursors SET head=?", (old_head,))
+        append(f, msg("user", "grown after the upgrade narwhal"))
+        rep = idx.sync_sessions(due_only=False)
+        assert rep.restarted == 0
+        assert idx.search("narwhal")["results"][0]["startLine"] == 6
+        assert idx.store.session_cursors()["sessions/s.jsonl"].head.startswith("2:")
