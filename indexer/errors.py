@@ -14,6 +14,7 @@
     ├── DaemonUnavailable         no daemon answers on the socket (or it went away)
     ├── ForeignSocket             the socket is served by another user: nothing is sent
     ├── RemoteError               the daemon answered with a JSON-RPC error
+    ├── Abandoned                 the client that asked went away: the work stops
     ├── TranscriptDbError         OpenClaw's agent database cannot be read (schema, I/O)
     ├── TranscriptsUnavailable    the sessions folder cannot be listed, or is gone
     └── StoreError                the index file cannot be opened, migrated or written
@@ -29,8 +30,14 @@ escapes is a bug and is reported as such.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
 __all__ = [
     "DAMAGED_HINT",
+    "Abandoned",
     "ConfigError",
     "DaemonRunning",
     "DaemonUnavailable",
@@ -51,6 +58,8 @@ __all__ = [
     "TranscriptsUnavailable",
     "UnknownMethod",
     "WorkspaceError",
+    "abandoned_when",
+    "checkpoint",
     "index_damaged",
 ]
 
@@ -190,3 +199,32 @@ def index_damaged(exc: BaseException) -> bool:
 
 
 DAMAGED_HINT = "the index file is damaged ({}): 'memindex index --force' builds a new one"
+
+
+class Abandoned(MemindexError):
+    """The client that asked is gone: what was being computed for it stops at the
+    next ``checkpoint`` (nobody reads the answer)."""
+
+    code = "abandoned"
+
+
+_GONE: ContextVar[threading.Event | None] = ContextVar("memindex_client_gone", default=None)
+
+
+@contextmanager
+def abandoned_when(gone: threading.Event) -> Iterator[None]:
+    """Within the block, ``checkpoint()`` raises ``Abandoned`` once ``gone`` is set
+    (the socket server sets it when the request's client closes its connection)."""
+    token = _GONE.set(gone)
+    try:
+        yield
+    finally:
+        _GONE.reset(token)
+
+
+def checkpoint() -> None:
+    """Raise ``Abandoned`` when the request being answered has lost its client; long
+    loops call this between steps (a search between stages, memory_curated per entry)."""
+    gone = _GONE.get()
+    if gone is not None and gone.is_set():
+        raise Abandoned("the client went away before the answer")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from indexer.api import CuratedEntry, CuratedRequest, CuratedResponse
 from indexer.config import Config
-from indexer.errors import NotFound, PathRefused
+from indexer.errors import NotFound, PathRefused, checkpoint
 from indexer.search.documents import read_document
 from indexer.sources.chunking import split_lines
 from indexer.sources.curated import (
@@ -38,6 +38,7 @@ def curated_entries(cfg: Config, req: CuratedRequest) -> CuratedResponse:
         lines = split_lines(text)
         heading = ""
         for first, last in entry_spans(lines):
+            checkpoint()  # the client still waits
             body = "\n".join(lines[first : last + 1])
             if lines[first].startswith("#"):
                 heading = lines[first].lstrip("#").strip()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from indexer.errors import checkpoint
 from indexer.search.candidates import Candidate
 from indexer.search.stages.balance import Balance, Mmr
 from indexer.search.stages.base import Stage, is_sorted
@@ -99,6 +100,7 @@ def walk(ctx: RunContext) -> list[Candidate]:
             continue
         if not s.applies(ctx):
             continue
+        checkpoint()  # the client still waits
         t0 = time.perf_counter()
         before = hits
         hits = s(ctx, hits)

@@ -25,6 +25,7 @@ compares this module with the SDK on the same inputs.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -77,18 +78,29 @@ def project_eligible(path: str) -> bool:
 def _scan(text: str, marker: re.Pattern[str], line_scoped: bool = False) -> Iterator[
     tuple[int, int, str, str]
 ]:  # fmt: skip
-    """(start, end, kind, value) of each annotation ``<!-- kind: value -->``."""
+    """(start, end, kind, value) of each annotation ``<!-- kind: value -->``.
+
+    Linear in the text: every ``-->`` and line break is found once, and each marker
+    looks its closing up among them (an agent-written entry of unclosed markers once
+    cost a scan to the end per marker)."""
+    closings: list[int] | None = None
+    breaks: list[int] | None = None
     pos = 0
     while True:
         m = marker.search(text, pos)
         if m is None:
             return
-        closing = text.find("-->", m.end())
-        if closing < 0:
+        if closings is None:
+            closings = [c.start() for c in re.finditer("-->", text)]
+        i = bisect.bisect_left(closings, m.end())
+        if i == len(closings):
             return
+        closing = closings[i]
         if line_scoped:
-            nl = _NEWLINE.search(text, m.end())
-            if nl is not None and nl.start() < closing:
+            if breaks is None:
+                breaks = [b.start() for b in _NEWLINE.finditer(text)]
+            j = bisect.bisect_left(breaks, m.end())
+            if j < len(breaks) and breaks[j] < closing:
                 pos = m.end()
                 continue
         yield m.start(), closing + 3, m.group(1).lower(), text[m.end() : closing].strip()

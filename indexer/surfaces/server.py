@@ -13,7 +13,9 @@ the connection idle the longest is closed to make room (a client leaking its
 connections cannot lock the others out); only when every one is answering a
 request is a new one refused as busy. Each connection has its own thread;
 handlers must be thread-safe (the daemon gives each request its own read-only
-SQLite connection).
+SQLite connection). A request whose client closes its connection before the answer
+is abandoned: the work stops at its next ``checkpoint`` (between a search's stages,
+per curated entry) instead of running on for nobody.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import threading
 import time
 from pathlib import Path
 
-from indexer.errors import ConfigError, DaemonRunning
+from indexer.errors import ConfigError, DaemonRunning, abandoned_when
 from indexer.surfaces.client import peer_uid
 from indexer.surfaces.rpc import (
     BUSY,
@@ -75,6 +77,10 @@ class SocketServer:
         # answering a request.
         self._conns: dict[socket.socket, float | None] = {}
         self._conns_lock = threading.Lock()
+        # Connections answering a request -> set when that request's client is gone
+        # (the work done for it stops at its next checkpoint).
+        self._asking: dict[socket.socket, threading.Event] = {}
+        self.abandoned = 0  # requests whose client went away before the answer
         self.refused = 0
         self.evicted = 0  # idle connections closed at the limit to make room
 
@@ -188,6 +194,7 @@ class SocketServer:
         assert self._sock is not None
         while not self._stop.is_set():
             ready, _, _ = select.select([self._sock], [], [], 0.2)
+            self._notice_gone_clients()
             if not ready:
                 continue
             try:
@@ -287,12 +294,28 @@ class SocketServer:
 
     def _answer(self, conn: socket.socket, line: bytes) -> None:
         self._mark(conn, busy=True)
+        gone = threading.Event()
+        with self._conns_lock:
+            self._asking[conn] = gone
         try:
-            reply = self.handle_line(line)
-            if reply is not None:
+            with abandoned_when(gone):
+                reply = self.handle_line(line)
+            if reply is not None and not gone.is_set():
                 conn.sendall(reply)
         finally:
+            with self._conns_lock:
+                self._asking.pop(conn, None)
             self._mark(conn, busy=False)
+
+    def _notice_gone_clients(self) -> None:
+        """Mark each request whose client closed its connection (not only its
+        sending side: a client may send, shut writing and wait) as abandoned."""
+        with self._conns_lock:
+            asking = [(c, g) for c, g in self._asking.items() if not g.is_set()]
+        for conn, gone in asking:
+            if _hung_up(conn):
+                gone.set()
+                self.abandoned += 1
 
     def _mark(self, conn: socket.socket, *, busy: bool) -> None:
         with self._conns_lock:
@@ -307,3 +330,14 @@ class SocketServer:
     def handle_line(self, line: bytes) -> bytes | None:
         """One request line -> one reply line (None for notifications only)."""
         return answer_line(line, self.handler, self.max_reply)
+
+
+def _hung_up(conn: socket.socket) -> bool:
+    """The peer closed ``conn`` entirely (POLLHUP; a peer that only shut its writing
+    side still reads the answer)."""
+    try:
+        p = select.poll()
+        p.register(conn, select.POLLIN)
+        return any(ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL) for _, ev in p.poll(0))
+    except (OSError, ValueError):  # closed under us
+        return True

@@ -1,0 +1,110 @@
+"""Reliability round 6 (issue #61): what an agent-written memory file, a client that
+leaves and a special file at the index path can cost the daemon. Each test fails on
+f579be6."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from conftest import write
+from daemon_util import DaemonProc, child_env, daemon_config, rpc, wait_for
+
+from indexer.errors import Abandoned, checkpoint
+from indexer.sources.curated import meta_of, strip_annotations
+from indexer.surfaces.server import SocketServer
+
+# -- 4: every text scan is linear, and a request stops costing when its client is gone ----
+
+
+def test_unclosed_annotation_markers_cost_one_pass() -> None:
+    """32,000 markers, each unclosed on its line and one `-->` at the end: every
+    marker once looked for its closing to the end of the text (35.7 s). Now one pass;
+    the bound here is 5 s on any machine, a tenth of what the old scan took."""
+    text = "<!-- trigger: x\n" * 32_000 + "-->\n"
+    t0 = time.monotonic()
+    assert strip_annotations(text) == text
+    meta_of("MEMORY.md", text)
+    assert time.monotonic() - t0 < 5.0
+    # and the annotations that are there still come out
+    assert strip_annotations("a <!-- importance: 3 -->\nb <!--trigger: tea-->") == "a\nb"
+
+
+def _request(sock: Path, method: str, *, half_close: bool) -> socket.socket:
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.connect(str(sock))
+    c.sendall(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method}).encode() + b"\n")
+    if half_close:
+        c.shutdown(socket.SHUT_WR)
+    return c
+
+
+def test_a_request_whose_client_left_stops_at_its_next_checkpoint(tmp_path: Path) -> None:
+    seen: dict[str, Any] = {}
+
+    def handler(method: str, params: dict[str, object]) -> Any:
+        t0 = time.monotonic()
+        if method == "long":
+            try:
+                while time.monotonic() - t0 < 30:  # a long computation, checking in
+                    checkpoint()
+                    time.sleep(0.01)
+            except Abandoned:
+                seen["abandoned after"] = time.monotonic() - t0
+                raise
+            seen["ran to the end"] = True
+        time.sleep(0.5)
+        return {"ok": True}
+
+    srv = SocketServer(tmp_path / "s.sock", handler)
+    srv.start()
+    try:
+        _request(srv.path, "long", half_close=False).close()  # asks, then leaves
+        wait_for(lambda: "abandoned after" in seen, timeout=10)
+        assert seen["abandoned after"] < 5 and "ran to the end" not in seen
+        assert srv.abandoned == 1
+        # a client that only shuts its sending side still waits: it gets its answer
+        c = _request(srv.path, "short", half_close=True)
+        c.settimeout(10)
+        reply = json.loads(c.makefile("rb").readline())
+        c.close()
+        assert reply["result"] == {"ok": True} and srv.abandoned == 1
+    finally:
+        srv.stop()
+
+
+def test_a_huge_agent_written_entry_does_not_hold_memory_curated(tmp_path: Path) -> None:
+    """An 816 KB MEMORY.md entry of unclosed markers, asked for by six clients at once
+    (OpenClaw's trigger lane every turn): each answers, and the daemon serves a search
+    meanwhile."""
+    ws = tmp_path / "ws"
+    body = "<!-- trigger: harbour\n" * 37_000 + "-->\n"
+    write(ws, "MEMORY.md", "# Memory\n- the heron nests by the pond <!-- trigger: heron -->\n" + body)
+    (tmp_path / "sessions").mkdir()
+    cfg = daemon_config(
+        tmp_path / "conf",
+        ws,
+        tmp_path / "sessions",
+        extra=f'[server]\nsocket = "{tmp_path / "d.sock"}"\n',
+    )
+    d = DaemonProc(cfg, tmp_path / "d.sock", child_env()).start()
+    try:
+        out: list[Any] = []
+
+        def ask() -> None:
+            out.append(rpc(d.sock, "memory_curated", {"kind": "triggers"}))
+
+        threads = [threading.Thread(target=ask) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert len(out) == 6
+        assert all(any("heron" in r["snippet"] for r in o["results"]) for o in out)
+        assert rpc(d.sock, "memory_search", {"query": "heron"})["results"]
+    finally:
+        d.stop()
