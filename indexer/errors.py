@@ -30,6 +30,7 @@ escapes is a bug and is reported as such.
 
 from __future__ import annotations
 
+import stat
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -60,6 +61,7 @@ __all__ = [
     "WorkspaceError",
     "abandoned_when",
     "checkpoint",
+    "file_kind",
     "index_damaged",
 ]
 
@@ -228,3 +230,18 @@ def checkpoint() -> None:
     gone = _GONE.get()
     if gone is not None and gone.is_set():
         raise Abandoned("the client went away before the answer")
+
+
+def file_kind(mode: int) -> str:
+    """What a path that is not a regular file is, for a message ("a FIFO")."""
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device file"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISLNK(mode):
+        return "a symlink (not followed)"
+    return "not a regular file"

@@ -34,7 +34,7 @@ import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from indexer.errors import FileUnreadable, FileVanished
+from indexer.errors import FileUnreadable, FileVanished, file_kind
 
 __all__ = [
     "HARD_LINK",
@@ -42,7 +42,6 @@ __all__ = [
     "MAX_DEPTH",
     "Entry",
     "change_stamp",
-    "kind",
     "open_dir",
     "open_under",
     "opened",
@@ -99,20 +98,6 @@ def path_bytes(path: str) -> bytes:
         return os.fsencode(path)
     except UnicodeEncodeError:
         return path.encode("utf-8", "surrogatepass")
-
-
-def kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device file"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISLNK(mode):
-        return "a symlink (not followed)"
-    return "not a regular file"
 
 
 def _check_part(part: str) -> None:
@@ -180,7 +165,7 @@ def open_under(
         except OSError as exc:
             raise _os_error(exc, printable(leaf)) from exc
         if not stat.S_ISREG(seen.st_mode):  # never open a FIFO or a device at all
-            raise FileUnreadable(kind(seen.st_mode))
+            raise FileUnreadable(file_kind(seen.st_mode))
         try:
             fd = os.open(leaf, _LEAF_FLAGS, dir_fd=dfd)
         except OSError as exc:
@@ -191,7 +176,7 @@ def open_under(
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (seen.st_dev, seen.st_ino):
         os.close(fd)  # swapped between the look and the open
-        raise FileUnreadable(kind(st.st_mode) if not stat.S_ISREG(st.st_mode) else "replaced")
+        raise FileUnreadable(file_kind(st.st_mode) if not stat.S_ISREG(st.st_mode) else "replaced")
     why = hard_link(st, links)
     if why is not None:
         os.close(fd)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from indexer.errors import FileUnreadable, FileVanished, TranscriptsUnavailable
+from indexer.errors import FileUnreadable, FileVanished, TranscriptsUnavailable, file_kind
 from indexer.sources import safefs
 from indexer.sources.archives import is_archive_name
 from indexer.sources.redaction import redact, redact_json
@@ -233,7 +233,7 @@ def list_transcripts(
             display = f"{SESSIONS_SOURCE}/{safefs.printable(e.name)}"
             if not stat.S_ISREG(st.st_mode):
                 if on_skip is not None:
-                    on_skip(display, safefs.kind(st.st_mode))
+                    on_skip(display, file_kind(st.st_mode))
                 continue
             if not safefs.valid_utf8(e.name):
                 if on_skip is not None:

@@ -9,14 +9,13 @@ import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
 
-from indexer.errors import FileUnreadable, FileVanished
+from indexer.errors import FileUnreadable, FileVanished, file_kind
 from indexer.sources.patterns import Wanted
 from indexer.sources.safefs import (
     DIR_FLAGS,
     MAX_DEPTH,
     Entry,
     change_stamp,
-    kind,
     open_dir,
     step_dir,
     valid_utf8,
@@ -47,7 +46,7 @@ def _named(
         if stat.S_ISREG(st.st_mode):
             yield Entry((*base, name), st, change_stamp(st))
         elif skip is not None:
-            skip((*base, name), kind(st.st_mode))
+            skip((*base, name), file_kind(st.st_mode))
 
 
 def walk(
@@ -142,7 +141,7 @@ def walk(
             elif not is_file:
                 if skip and wanted.keeps(entry.name, rel_text, False):
                     try:  # a symlink, FIFO, device or socket under a memory file's name
-                        kind_of = kind(entry.stat(follow_symlinks=False).st_mode)
+                        kind_of = file_kind(entry.stat(follow_symlinks=False).st_mode)
                     except OSError:
                         continue
                     skip((*base, *parts), kind_of)

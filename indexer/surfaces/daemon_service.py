@@ -28,8 +28,9 @@ from indexer.api import (
     dispatch,
 )
 from indexer.config import Config
-from indexer.errors import InvalidParams, UnknownMethod
+from indexer.errors import InvalidParams, StoreError, UnknownMethod
 from indexer.openclaw import normalize_agent_id
+from indexer.search.searcher import status_before_indexing
 from indexer.sources.watcher import Watcher
 from indexer.surfaces.agent import AgentRuntime
 from indexer.surfaces.server import SocketServer
@@ -89,7 +90,12 @@ class DaemonService:
 
     def status(self, agent: str | None, req: StatusRequest) -> StatusResponse:
         rt = self._agent(agent)
-        st = self.read(agent, lambda s: s.status(), embed=True)
+        unopened: str | None = None
+        try:
+            st = self.read(agent, lambda s: s.status(), embed=True)
+        except StoreError as exc:  # the index cannot be opened: status says so, and why
+            st = status_before_indexing(rt.cfg, rt.writer.backend.where)
+            unopened = exc.message
         d = self.daemon
         st["agent"] = rt.cfg.agent_name
         st["agents"] = list(d.agents)
@@ -113,6 +119,8 @@ class DaemonService:
         st["progress"] = health["progress"]
         if "transcriptTails" in health:
             st["transcriptTails"] = health["transcriptTails"]
+        if unopened is not None:
+            st["lastError"] = st.get("lastError") or unopened
         if st.get("mismatch"):  # not this daemon's index: never "all is well"
             st["dirty"] = True
             st["lastError"] = st.get("lastError") or st["mismatch"]

@@ -34,6 +34,8 @@ class Schedule:
         self.transcript_tails = 0  # the last sessions pass's uncommitted (searchable) tails
         self.next_rescan: float | None = None  # the next sync with no event
         self.lock_check = 0.0  # when the writer lock is next checked
+        self.index_check = 0.0  # when the index path is next looked at (after a failure)
+        self.index_seen: tuple[object, object] | None = None  # what was there then
         self.rebuild_queued = False  # a forced rebuild of a damaged index is queued
 
     # -- the watcher's entry --------------------------------------------------------

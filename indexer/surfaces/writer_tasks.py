@@ -12,11 +12,13 @@ memory files, reindex requests and shutdown are served in between.
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any, TypeVar
 
 from indexer.api import ReindexResponse
@@ -61,6 +63,7 @@ class WriterTasks:
             sessions_ok=not rt.health.failures["sessions"],
         )
         self._keep_writer_lock(rt, now)
+        self._retry_when_the_index_path_changes(rt, now)
         if self._index_lost(rt):
             plan.backfill = True  # the writer opens it again; everything is read
         if plan.backfill:
@@ -131,6 +134,28 @@ class WriterTasks:
             rt.writer.backend.where,
         )
         return True
+
+    def _retry_when_the_index_path_changes(self, rt: AgentRuntime, now: float) -> None:
+        """While a failed sync waits for its retry, what is at the index path is
+        looked at once a second (an ``lstat`` of the path and its folder): when it
+        changed (the obstacle removed, the folder made again), the sync is tried at
+        once instead of at the end of its back-off."""
+        backend = rt.writer.backend
+        path = getattr(backend, "index_path", None)
+        if path is None or not rt.health.failures["memory"]:
+            rt.schedule.index_seen = None
+            return
+        if now < rt.schedule.index_check:
+            return
+        rt.schedule.index_check = now + 1.0
+        seen = (_lstat(path.parent), _lstat(path))
+        if rt.schedule.index_seen is None:
+            rt.schedule.index_seen = seen
+        elif seen != rt.schedule.index_seen:
+            rt.schedule.index_seen = None
+            log.info("%s: the index path changed: trying the sync again now", rt.cfg.agent_name)
+            rt.schedule.plan("memory", now)
+            rt.schedule.plan("sessions", now)
 
     def _backfill(self, rt: AgentRuntime) -> None:
         def failed(wait: float) -> None:
@@ -289,3 +314,12 @@ class WriterTasks:
             answer["indexPath"] = str(rt.writer.backend.where)
             answer["providerState"] = rt.provider_state
             fut.set_result(answer)
+
+
+def _lstat(path: Path) -> tuple[int, int, int] | None:
+    """(mode, device, inode) of what is at ``path``, None for nothing (or unreadable)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_mode, st.st_dev, st.st_ino)

@@ -108,3 +108,93 @@ def test_a_huge_agent_written_entry_does_not_hold_memory_curated(tmp_path: Path)
         assert rpc(d.sock, "memory_search", {"query": "heron"})["results"]
     finally:
         d.stop()
+
+
+# -- 5: the index path is opened with the refusal of special files every path has --------
+
+
+def _daemon(tmp_path: Path) -> DaemonProc:
+    ws = tmp_path / "ws"
+    write(ws, "MEMORY.md", "# Memory\n- first\n")
+    write(ws, "memory/2026-01-01.md", "- heron sighting at the pond\n")
+    (tmp_path / "sessions").mkdir()
+    cfg = daemon_config(
+        tmp_path, ws, tmp_path / "sessions", extra="[sync]\nwatchDebounceMs = 100\n"
+    )
+    return DaemonProc(cfg, tmp_path / "run" / "mi.sock", child_env()).start()
+
+
+def _heron(d: DaemonProc) -> bool:
+    try:
+        return bool(rpc(d.sock, "memory_search", {"query": "heron"})["results"])
+    except RuntimeError:
+        return False
+
+
+def test_a_fifo_at_the_index_path_is_set_aside_and_the_index_built_again(
+    tmp_path: Path,
+) -> None:
+    """The index path replaced by a FIFO under the daemon: searches and status once
+    waited ~20 s each for as long as it was there. The writer sets it aside as it does
+    a damaged file (status names where) and builds the index again; nothing waits."""
+    import os
+
+    d = _daemon(tmp_path)
+    try:
+        index = Path(rpc(d.sock, "status")["indexPath"])
+        assert _heron(d)
+        target = Path(os.path.realpath(index))
+        target.unlink()
+        os.mkfifo(target)
+        t0 = time.monotonic()
+        wait_for(lambda: _heron(d) and Path(os.path.realpath(index)).is_file(), timeout=30)
+        st = rpc(d.sock, "status")
+        assert time.monotonic() - t0 < 30 and st["errors"]["memory"] is None
+        assert "FIFO" in json.dumps(st["recovered"]), st["recovered"]
+        kept = [p for p in index.parent.iterdir() if ".damaged-" in p.name]
+        assert any(p.is_fifo() for p in kept)  # kept, never read
+    finally:
+        d.stop()
+
+
+def test_a_directory_at_the_index_path_is_set_aside_too(tmp_path: Path) -> None:
+    import os
+
+    d = _daemon(tmp_path)
+    try:
+        index = Path(rpc(d.sock, "status")["indexPath"])
+        target = Path(os.path.realpath(index))
+        target.unlink()
+        target.mkdir()
+        (target / "a file of someone's").write_text("kept\n")
+        wait_for(lambda: _heron(d) and Path(os.path.realpath(index)).is_file(), timeout=30)
+        assert "directory" in json.dumps(rpc(d.sock, "status")["recovered"])
+        kept = [p for p in index.parent.iterdir() if ".damaged-" in p.name and p.is_dir()]
+        assert [p.name for p in kept[0].iterdir()] == ["a file of someone's"]
+    finally:
+        d.stop()
+
+
+def test_a_failed_sync_is_retried_as_soon_as_the_index_path_changes(tmp_path: Path) -> None:
+    """The state folder replaced by a file under the daemon: nothing can be opened
+    there, the sync fails and status says so. Once the file is gone the index is
+    built again within seconds, not at the next back-off (once over 75 s, until a
+    memory edit woke the writer)."""
+    import shutil
+
+    d = _daemon(tmp_path)
+    try:
+        index = Path(rpc(d.sock, "status")["indexPath"])
+        state = index.parent
+        shutil.rmtree(state)
+        state.write_text("not a folder\n")
+        wait_for(lambda: rpc(d.sock, "status")["errors"]["memory"], timeout=30)
+        # failed at once, tried again after 2 s and 4 s more: the next try is 8 s later
+        time.sleep(7)
+        state.unlink()
+        t0 = time.monotonic()
+        wait_for(lambda: index.exists() and _heron(d), timeout=60)
+        assert time.monotonic() - t0 < 5
+        wait_for(lambda: rpc(d.sock, "status")["errors"]["memory"] is None, timeout=10)
+    finally:
+        d.stop()

@@ -6,6 +6,7 @@ import contextlib
 import importlib.util
 import os
 import secrets
+import stat
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
@@ -15,7 +16,7 @@ from typing import Any, Self
 
 import apsw
 
-from indexer.errors import IndexCorrupt, StoreError
+from indexer.errors import IndexCorrupt, StoreError, file_kind
 from indexer.store import bm25
 from indexer.store.records import DAEMON_MMAP_BYTES, INDEX_ID, MMAP_BYTES
 from indexer.store.sqlite.migrations import MIGRATIONS
@@ -80,6 +81,21 @@ def _open_readonly(path: Path) -> apsw.Connection:
             ) from exc
 
 
+def _refuse_special(path: Path) -> None:
+    """An index path that leads (through memindex's own generation link) to anything
+    but a regular file is refused at once, as every other path memindex reads: SQLite
+    would wait on a FIFO for as long as it is there. A writer sets it aside as it does
+    a damaged file and starts a new index."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as exc:
+        raise StoreError(f"cannot open index {path}: {exc.strerror or exc}") from exc
+    if not stat.S_ISREG(st.st_mode):
+        raise IndexCorrupt(f"index {path} is {file_kind(st.st_mode)}, not an index file")
+
+
 _MMAP = [MMAP_BYTES]  # this process's mmap_size (records.py)
 
 
@@ -99,6 +115,7 @@ class StoreBase:
         self.writer_lock: WriterLock | None = None
         self.vector_error: str | None = None
         self.vec_version: str | None = None
+        _refuse_special(path)
         if readonly and not path.exists():
             raise StoreError(f"no index at {path}: run 'memindex index' first")
         try:

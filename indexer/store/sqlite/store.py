@@ -142,7 +142,7 @@ class Store(ChunkTables, VectorTables, SqliteExport, FileSync):
         matter: ``index_damaged``.)"""
         try:
             st = os.stat(self.file)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # gone, or its folder is
             return True
         except OSError:
             return False  # cannot tell: go on with the open file
