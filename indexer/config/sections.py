@@ -72,7 +72,7 @@ class QueryConfig:
     abstainBelow: float = setting(
         0.1,
         "with abstain: true (--abstain), no results when the query's relevance signal is "
-        "below this (docs/RETRIEVAL.md, Abstention)",
+        "below this (docs/lab/retrieval-log.md, Abstention)",
         range=(0.0, 1.0),
     )
     dateBoost: float = setting(
@@ -218,8 +218,8 @@ class HybridConfig:
     )
     candidateMultiplier: int = setting(
         4,
-        "candidates per side and source = 10 x this, or maxResults if more: the first results "
-        "are the same for every maxResults up to it",
+        "candidates per side and source = this x maxResults, and x 10 at least: the first "
+        "results are the same for every maxResults up to 10",
         range=(1, 20),
     )
     fusion: str = setting(

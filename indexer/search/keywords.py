@@ -5,7 +5,7 @@ common word costs a call per chunk that holds it. The daemon therefore keeps the
 FTS5 index's postings in memory (``KeywordPart``, one per snapshot: live.py) and
 scores a plain-words query with numpy, with the same formula as
 ``Store.fts_search`` (bm25.py: k1 1.2, b 0.75, its column weights, Lucene's IDF,
-document length over all columns); docs/RETRIEVAL.md, "Latency at 100k chunks".
+document length over all columns); docs/lab/retrieval-log.md, "Latency at 100k chunks".
 
 The postings live in segments, as in Lucene: a first one read from FTS5 itself
 (through ``fts5vocab``, so its tokens are FTS5's porter/unicode61 ones), then one

@@ -32,7 +32,7 @@ def _best_line(low: str, needles: Sequence[str], stems: Sequence[str], cjk: Sequ
     twice; a stem counts where a word starts with it; each item counts
     ``log(1 + lines / lines holding it)`` times that: a word on every line (the
     speaker's name in a conversation, the project in a log) says little about which
-    line answers (docs/RETRIEVAL.md, "What the agent reads: snippets").
+    line answers (docs/lab/retrieval-log.md, "What the agent reads: snippets").
 
     Each item is found in the whole text and its hits are mapped to lines, rather
     than every line being lower-cased and searched for every item."""

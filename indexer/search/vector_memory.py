@@ -20,7 +20,7 @@ evenly) and as int8 with a scale per row: 436 bytes instead of 1,536 at 384
 dimensions. A search ranks every row by the Hamming distance of its bits to the
 query's (six 64-bit words per row, stored word-major so each word is one
 contiguous scan: ~5 ms at a million rows), then scores the ``POOL`` closest (at
-least 1%) by int8 · query and keeps the best k (docs/RETRIEVAL.md, "A million
+least 1%) by int8 · query and keeps the best k (docs/lab/retrieval-log.md, "A million
 chunks").
 """
 

@@ -138,7 +138,7 @@ def test_documents_mix_in_their_line_windows(provider: LocalGGUFProvider) -> Non
     # With windows over every line, the line that answers a question counts for more
     # in the chunk's vector. Runs of lines (no context across them) need not do so
     # for one question (here they do not); over the dev sets they rank as well or
-    # better (docs/RETRIEVAL.md, "Line windows in one pass").
+    # better (docs/lab/retrieval-log.md, "Line windows in one pass").
     assert float(q @ got["passes"][0]) > float(q @ whole)
 
 

@@ -308,3 +308,15 @@ def test_the_trace_is_json_and_names_citations(personal: AgentIndex) -> None:
 def test_query_config_defaults_follow_the_stages() -> None:
     q = QueryConfig()
     assert q.stages.decay is False and q.stages.mmr is False
+
+
+def test_every_stage_either_way_keeps_the_list_in_score_order(personal: AgentIndex) -> None:
+    """Each switch flipped from its default over random questions: the pipeline
+    checks the order after every stage (StageOrderError), so a stage that breaks it
+    when switched on fails here, not in a user's search."""
+    defaults = StagesConfig()
+    for name in StagesConfig.__dataclass_fields__:
+        flip = {name: not getattr(defaults, name)}
+        for q in _questions(25, seed=sum(map(ord, name))):
+            scores = [r["score"] for r in _search(personal, q, 10, stages=flip)["results"]]
+            assert scores == sorted(scores, reverse=True), (name, q)

@@ -37,11 +37,11 @@ __all__ = [
     "View",
 ]
 
-# Candidates per side and source: POOL_QUESTIONS x hybrid.candidateMultiplier (40
-# by default), or maxResults if that is more. The rules that look below the first
+# Candidates per side and source: hybrid.candidateMultiplier x POOL_QUESTIONS (40
+# by default), or x maxResults if that is more. The rules that look below the first
 # results (dedup, supersession, source balance) look DEPTH hits deep (or
-# maxResults). Neither depends on maxResults below them, so the first results are
-# the same whatever maxResults is asked.
+# maxResults). Neither depends on maxResults up to POOL_QUESTIONS, so the first
+# results are the same for any maxResults up to it.
 POOL_QUESTIONS = 10
 DEPTH = 30
 # A topic within a time with an edge of at most WINDOW_DAYS days ("what came up at
@@ -135,7 +135,7 @@ class RunContext:
                 self.text = self.when.rest if held else req.query
                 self.q = parse_query(self.text)
         self.listing = bool(self.when.windows) and self.only_time()
-        self.pool = max(self.limit, POOL_QUESTIONS * cfg.hybrid.candidateMultiplier)
+        self.pool = cfg.hybrid.candidateMultiplier * max(self.limit, POOL_QUESTIONS)
         self.depth = max(self.limit, DEPTH)
         self.notes = Notes()
         h = cfg.hybrid

@@ -135,7 +135,7 @@ def line_speakers(text: str, *, labels: bool = False) -> list[tuple[str | None, 
 
 # A line by someone other than the person a query names counts for this much of its
 # word coverage: an unanswerable question is usually a real one asked about the
-# wrong person (docs/RETRIEVAL.md, "Abstention").
+# wrong person (docs/lab/retrieval-log.md, "Abstention").
 OTHER_SPEAKER = 0.3
 
 

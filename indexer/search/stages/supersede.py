@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING
 
 from indexer.search.candidates import Candidate
 from indexer.search.query import STOP_WORDS, stem_prefix
+from indexer.search.snippets import has_word_with_prefix
 from indexer.search.stages.base import Stage, rescored
 from indexer.search.stages.dedup import citation
 from indexer.search.time_scope import hit_day
@@ -276,22 +277,39 @@ class Supersession(Stage):
         kinds = {
             ASKED_KIND[w] for w in re.findall(r"\w+", ctx.req.query.lower()) if w in ASKED_KIND
         }
-        facts: list[tuple[tuple[str, Statement], date | None, bool] | None] = []
-        for v in views:
-            facts.append(None if v is None else self._read(ctx, v))
+        # a hit's day and kind are cheap; its statement is parsed when first compared
+        dates: list[tuple[date | None, bool] | None] = [
+            None if v is None else self._date(ctx, v) for v in views
+        ]
+        parsed: dict[int, tuple[str, Statement]] = {}
+
+        def fact(k: int) -> tuple[str, Statement]:
+            if k not in parsed:
+                line = views[k].best_text  # type: ignore[union-attr]
+                parsed[k] = (line, statement(line))
+            return parsed[k]
+
         order = list(range(len(look)))
         raised: set[int] = set()
         marks: dict[int, dict[str, str]] = {}
         for i in range(min(HEAD, len(look))):
-            old = facts[i]
-            if old is None or i in raised or (old[1] is None and not old[2]):
+            old = dates[i]
+            if old is None or i in raised or (old[0] is None and not old[1]):
                 continue  # gone, moved up itself, or undated and not curated
+            held = asked & fact(i)[1].subject
+            if not held or 2 * len(held) < len(asked):
+                continue  # not about what is asked: no fact of it to supersede
             best: tuple[bool, date, int] | None = None
-            for j, new in enumerate(facts):
-                if j == i or new is None or new[1] is None:
+            for j, new in enumerate(dates):
+                if j == i or new is None or new[0] is None:
                     continue
-                if newer_value(old[0], new[0], asked, old[1], new[1]):
-                    key = (bool(kinds & new[0][1].values.keys()), new[1], -j)
+                if old[0] is not None and new[0] <= old[0]:
+                    continue
+                low = views[j].best_text.lower()  # type: ignore[union-attr]
+                if not any(has_word_with_prefix(low, w) for w in held):
+                    continue  # shares no word of the question with it
+                if newer_value(fact(i), fact(j), asked, old[0], new[0]):
+                    key = (bool(kinds & fact(j)[1].values.keys()), new[0], -j)
                     if best is None or key > best:
                         best = key
             if best is None:
@@ -311,12 +329,11 @@ class Supersession(Stage):
         return rescored(out + hits[ctx.depth :], raised={look[k].id for k in raised})
 
     @staticmethod
-    def _read(ctx: RunContext, v: View) -> tuple[tuple[str, Statement], date | None, bool]:
-        """((the line, its statement), its day or None, whether it is a curated entry)."""
+    def _date(ctx: RunContext, v: View) -> tuple[date | None, bool]:
+        """(its day or None, whether it is a curated entry)."""
         row = v.row
         curated = row.source == "memory" and is_curated_root(row.path)
-        day = None if curated else hit_day(row, ctx.tz)
-        return (v.best_text, statement(v.best_text)), day, curated
+        return (None if curated else hit_day(row, ctx.tz)), curated
 
     @staticmethod
     def _cite(ctx: RunContext, h: Candidate, v: View) -> str:

@@ -121,8 +121,10 @@ class Ties(Stage):
             row = ctx.rows.get(h.id)
             held[h.id] = 0 if row is None else classify(row, ctx.q)[2]
         out = sorted(hits, key=lambda h: (-rounded[h.id], -held.get(h.id, 0)))
+        # the tied are equal now (they differed below the 6th place, which says nothing)
         return [
-            h.with_part(self.name, held[h.id]) if hits[n] is not h else h for n, h in enumerate(out)
+            h.with_part(self.name, held[h.id], score=rounded[h.id]) if h.id in held else h
+            for h in out
         ]
 
 
