@@ -90,6 +90,8 @@ def archive_pieces(
         yield piece(final=True)
         if error is not None:
             log.warning("%s: %s; indexed up to line %d", f.display, error, lineno)
-            report.errors.append({"path": f.display, "reason": f"{error} (read to line {lineno})"})
+            why = f"{error} (read to line {lineno})"
+            report.errors.append({"path": f.display, "reason": why})
+            report.partial[f.display] = why
     finally:
         os.close(fd)

@@ -185,6 +185,9 @@ class AgentDatabase:
     ) -> Generator[Piece, None, None]:
         got = _session(t)
         if got.s.max_seq is None:
+            if got.s.cold is None:  # its rows all gone, and no archive: it holds nothing
+                log.info("transcript %s has no events left: nothing of it is indexed", t.display)
+                return
             yield from _cold_pieces(run, t, got, cursor, should_stop)
             return
         s, db, agent = got.s, got.db, run.cfg.agent_name

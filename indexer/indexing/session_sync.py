@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -92,7 +93,7 @@ def sync_sessions(
         except TranscriptDbError as exc:  # the other sources go on; the error is the sync's
             error = error or exc
     else:  # every source looked: what they passed over (status shows the skips)
-        store.sync_skips(SESSIONS_SOURCE, run.skips)
+        store.sync_skips(SESSIONS_SOURCE, [*run.skips, *_read_in_part(store, report)])
         if not due_only:  # a full pass (start-up, index, reindex), not the watcher's
             _drop_unowned(store, report)
     if error is not None:
@@ -218,3 +219,19 @@ def _remove(store: IndexStore, paths: list[str], report: SessionReport) -> None:
 
 # OpenClaw's agent database first (at most half the time), then the files.
 SOURCES: tuple[TranscriptSource, ...] = (AgentDatabase(), TranscriptFiles())
+
+
+_PARTIAL_KEY = "sessions.readInPart"  # archives indexed only in part: path -> why
+
+
+def _read_in_part(store: IndexStore, report: SessionReport) -> list[tuple[str, str]]:
+    """The archives read only in part, this sync's and earlier ones' still indexed
+    (an archive is read once: its trouble is kept in the index's meta so ``status``
+    names it for as long as what was read of it is searchable)."""
+    kept: dict[str, str] = json.loads(store.meta_get(_PARTIAL_KEY) or "{}")
+    now = {**kept, **report.partial}
+    now = {p: why for p, why in now.items() if store.file_lines(p) is not None}
+    if now != kept:
+        with store.transaction():
+            store.meta_set(_PARTIAL_KEY, json.dumps(now, sort_keys=True))
+    return [(p, f"read in part: {why}") for p, why in sorted(now.items())]

@@ -77,10 +77,14 @@ class SessionReport:
     cleared: list[str] = field(default_factory=list)
     # session ids ``openclaw memory forget`` recorded (not in ``to_json``)
     forgotten: set[str] = field(default_factory=set)
+    # archives read only in part (damaged, not zstd, past the bound): path -> why
+    # (not in ``to_json``: in ``errors`` once, then in status's ``skipped`` while indexed)
+    partial: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
         out = dict(self.__dict__)
         del out["cleared"]
+        del out["partial"]
         out["forgotten"] = len(self.forgotten)
         return out
 

@@ -225,3 +225,25 @@ def test_session_keys_are_redacted_and_unopenable_ids_skipped(
         assert _found(idx, "IBIS-2") == []
         skipped = [s for s in idx.status()["skipped"] if "memory_get could not open" in s["reason"]]
         assert len(skipped) == 4, skipped
+
+
+def test_a_window_whose_events_are_all_gone_holds_nothing(
+    tmp_path: Path, state: Path, gw: AgentDbFixture
+) -> None:
+    """Every event row of an indexed window deleted, no archive written: the window
+    holds nothing, so nothing of it stays in the index; once each sync failed with
+    "internal error: AssertionError" for as long as it lasted."""
+    gw.session("s1", "agent:main:main")
+    gw.append("s1", message("user", "The shed key is under the FERN-6262 pot."))
+    gw.session("s2", "agent:main:telegram:direct:5")
+    gw.append("s2", message("user", "Keep this: MOSS-7373."))
+    with AgentIndex(_cfg(tmp_path, state)) as idx:
+        idx.sync()
+        assert _found(idx, "FERN-6262")
+        with gw.db:
+            gw.db.execute("DELETE FROM transcript_events WHERE session_id='s1'")
+        rep = idx.sync()
+        assert rep.sessions is not None and rep.sessions["errors"] == [], rep.sessions
+        assert _found(idx, "FERN-6262") == [] and _found(idx, "MOSS-7373")
+        rep = idx.sync()  # and stays so, without an error
+        assert rep.sessions is not None and rep.sessions["errors"] == []

@@ -230,3 +230,31 @@ def test_a_forgotten_sessions_thread_and_fork_transcripts_are_forgotten_too(
             assert _found(idx, code) == [], name
             with pytest.raises(NotFound):
                 idx.get(f"sessions/{name}", start=1, lines=1)
+
+
+def test_an_archive_read_in_part_is_named_in_status_while_it_is_indexed(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A deleted session's archive that is not zstd, or expands past the bound, is
+    read as far as it goes; status names it (skipped: what was left unread) on every
+    sync after, not only the daemon's log on the one that read it, until it is gone."""
+    monkeypatch.setattr(archives, "MAX_ARCHIVE_BYTES", 1024 * 1024)
+    sessions = state / "agents/main/sessions"
+    first = message("user", "Before the flood: MARKER-9191.")
+    flood = (first + "\n" + message("user", "x" * 100) + "\n" * 1) * 20_000
+    bomb = sessions / "bomb.jsonl.deleted.2026-11-27T08-00-00.000Z.zst"
+    bomb.write_bytes(zstandard.ZstdCompressor().compress(flood.encode()))
+    plain = sessions / "plain.jsonl.deleted.2026-11-27T08-00-00.000Z.zst"
+    plain.write_text(message("user", "Not compressed at all: PLAIN-9292.") + "\n")
+    with AgentIndex(_cfg(tmp_path, state)) as idx:
+        idx.sync()
+        for _ in range(2):  # the sync that read them, and one after
+            skipped = {s["path"]: s["reason"] for s in idx.status()["skipped"]}
+            assert "read in part" in skipped[f"sessions/{bomb.name}"], skipped
+            assert f"sessions/{plain.name}" in skipped, skipped
+            idx.sync()
+        assert _found(idx, "MARKER-9191")
+        bomb.unlink()
+        idx.sync()
+        skipped = {s["path"] for s in idx.status()["skipped"]}
+        assert f"sessions/{bomb.name}" not in skipped and f"sessions/{plain.name}" in skipped
