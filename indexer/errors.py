@@ -12,6 +12,7 @@
     ├── UnknownMethod             a request names a method the table does not have
     ├── DaemonRunning             another daemon already serves the socket
     ├── DaemonUnavailable         no daemon answers on the socket (or it went away)
+    │   └── DaemonSilent          one took the connection and did not answer in time
     ├── ForeignSocket             the socket is served by another user: nothing is sent
     ├── RemoteError               the daemon answered with a JSON-RPC error
     ├── Abandoned                 the client that asked went away: the work stops
@@ -41,6 +42,7 @@ __all__ = [
     "Abandoned",
     "ConfigError",
     "DaemonRunning",
+    "DaemonSilent",
     "DaemonUnavailable",
     "FileUnreadable",
     "FileVanished",
@@ -167,6 +169,15 @@ class FileVanished(NotFound):
 
 class DaemonUnavailable(MemindexError):
     code = "daemon_unavailable"
+
+
+class DaemonSilent(DaemonUnavailable):
+    """A daemon took the connection and did not answer within the timeout; ``pid``:
+    its process, when the OS says (a stuck warm daemon can then be stopped)."""
+
+    def __init__(self, message: str, pid: int | None = None) -> None:
+        super().__init__(message)
+        self.pid = pid
 
 
 class DaemonRunning(MemindexError):

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from indexer.errors import ConfigError, DaemonUnavailable, ForeignSocket, RemoteError
+from indexer.errors import ConfigError, DaemonSilent, DaemonUnavailable, ForeignSocket, RemoteError
 
 if TYPE_CHECKING:  # a client answered by the daemon loads no more than it needs
     from indexer.api import (
@@ -32,10 +32,12 @@ if TYPE_CHECKING:  # a client answered by the daemon loads no more than it needs
 
 __all__ = [
     "Client",
+    "DaemonSilent",
     "DaemonUnavailable",
     "ForeignSocket",
     "RemoteError",
     "call",
+    "peer_pid",
     "peer_uid",
     "serves",
 ]
@@ -54,6 +56,19 @@ def peer_uid(conn: socket.socket) -> int | None:
         sol_local, local_peercred = 0, 0x001
         raw = conn.getsockopt(sol_local, local_peercred, struct.calcsize("IIh16I"))
         return int(struct.unpack_from("II", raw)[1])
+    return None
+
+
+def peer_pid(conn: socket.socket) -> int | None:
+    """The pid of the process at the other end of a Unix socket, if the OS says."""
+    try:
+        if hasattr(socket, "SO_PEERCRED"):
+            raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            return int(struct.unpack("3i", raw)[0]) or None
+        if sys.platform == "darwin":  # LOCAL_PEERPID
+            return int(struct.unpack("i", conn.getsockopt(0, 0x002, struct.calcsize("i")))[0])
+    except OSError:
+        pass
     return None
 
 
@@ -94,7 +109,9 @@ def call(
             if len(buf) > MAX_REPLY_BYTES:
                 raise DaemonUnavailable(f"the reply on {path} is over {MAX_REPLY_BYTES} bytes")
     except TimeoutError as exc:
-        raise DaemonUnavailable(f"the daemon on {path} did not answer within {timeout:g}s") from exc
+        raise DaemonSilent(
+            f"the daemon on {path} did not answer within {timeout:g}s", peer_pid(sock)
+        ) from exc
     except OSError as exc:
         raise DaemonUnavailable(f"the connection to {path} failed: {exc}") from exc
     finally:

@@ -22,6 +22,7 @@ to keyword without an embedding provider).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -39,7 +40,7 @@ from indexer.config.file import load_config
 from indexer.engine import AgentIndex, index_location, provider
 from indexer.errors import InvalidParams, MemindexError
 from indexer.sources.discovery import roots_for
-from indexer.surfaces.client import Client, DaemonUnavailable, RemoteError
+from indexer.surfaces.client import Client, DaemonSilent, DaemonUnavailable, RemoteError
 from indexer.surfaces.qmd_collections import (
     QmdError,
     config_for,
@@ -127,7 +128,14 @@ def _update_through_daemon(base: Config, out: TextIO) -> bool:
     sock = qmd_socket()
     if not sock.exists():
         return False
-    try:
+    try:  # a warm daemon that does not answer this is stuck: it is not waited on
+        Client(sock).ping(timeout=_PING_S)
+    except DaemonSilent as exc:
+        _stop_stuck(exc, out)
+        return False
+    except DaemonUnavailable:
+        return False
+    try:  # it answers: the sync itself may take its time (embedding a new folder)
         rep = Client(sock).reindex(timeout=600.0)
     except DaemonUnavailable:
         return False
@@ -138,6 +146,30 @@ def _update_through_daemon(base: Config, out: TextIO) -> bool:
     counts = (rep.get("added", 0), rep.get("updated", 0), rep.get("removed", 0))
     out.write(_updated(len(cols), docs, *counts))
     return True
+
+
+_PING_S = 3.0  # a warm daemon answers a ping at once (requests have their own threads)
+
+
+def _stop_stuck(exc: DaemonSilent, out: TextIO) -> None:
+    """Stop a warm daemon that took a connection and did not answer a ping (it holds
+    the index's writer lock, so ``update`` could not write): memindex-qmd's own, by
+    the pid its socket names; the next search starts a fresh one."""
+    sys.stderr.write(f"memindex-qmd: {exc.message}: stopping it and updating directly\n")
+    if exc.pid is None:
+        return  # update then says the index is busy, and names who holds it
+    with contextlib.suppress(OSError):
+        os.kill(exc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(exc.pid, 0)
+        except OSError:
+            return
+        time.sleep(0.05)
+    with contextlib.suppress(OSError):
+        os.kill(exc.pid, signal.SIGKILL)
+    time.sleep(0.2)
 
 
 def _updated(cols: int, docs: int, added: int, updated: int, removed: int) -> str:

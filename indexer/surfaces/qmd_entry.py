@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 
-from indexer.errors import DaemonUnavailable, ForeignSocket, RemoteError
+from indexer.errors import DaemonSilent, DaemonUnavailable, ForeignSocket, RemoteError
 from indexer.surfaces.client import Client
 from indexer.surfaces.qmd_common import MODES, cache_dir, config_dir, emit, qmd_socket
 
@@ -64,6 +64,12 @@ def _fast_search(argv: list[str]) -> int | None:
     except ForeignSocket as exc:  # never send a query to another user's process
         sys.stderr.write(f"Error: {exc.message}\n")
         return 1
+    except DaemonSilent as exc:  # answered from the index itself, and said so
+        sys.stderr.write(
+            f"memindex-qmd: warning: {exc.message}; searching the index directly "
+            "(changes since its last update may be missing: run memindex-qmd update)\n"
+        )
+        return None
     except DaemonUnavailable:
         return None
     if os.environ.get("MEMINDEX_QMD_TRACE"):

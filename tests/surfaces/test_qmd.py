@@ -225,3 +225,55 @@ def test_get_reads_a_large_document_whole_through_memory_get(
         "19999: - line 19999 " + "x" * 90,
         "20000: - line 20000 " + "x" * 90,
     ]
+
+
+def test_a_stuck_warm_daemon_is_neither_waited_on_nor_silent(
+    qmd_env: dict[str, str], workspace: Path
+) -> None:
+    """The warm daemon stops answering (here: stopped with SIGSTOP). A search gives up
+    on it after 3 s as before, answers from the index and now says so; `update` no
+    longer waits up to 600 s on it: it stops it (it holds the writer lock) and updates
+    directly."""
+    import signal
+    import time
+
+    from daemon_util import rpc, wait_for
+
+    env = {k: v for k, v in qmd_env.items() if k != "MEMINDEX_QMD_NO_DAEMON"}
+    ws = workspace
+    qmd(env, ws, "collection", "add", str(ws / "memory"), "--name", "m", "--mask", "**/*.md")
+    qmd(env, ws, "update")
+    sock = Path(env["XDG_CACHE_HOME"]) / "memindex-qmd" / "daemon.sock"
+    qmd(env, ws, "search", "KESTREL-0429", "--json")  # starts the warm daemon
+    wait_for(lambda: rpc(sock, "ping")["ok"], timeout=60)
+    pid = int(rpc(sock, "status")["daemon"]["pid"])
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        r = qmd(env, ws, "search", "KESTREL-0429", "--json")
+        assert r.returncode == 0 and json.loads(r.stdout), r.stderr
+        assert "did not answer" in r.stderr and "searching the index directly" in r.stderr
+        write(ws, "memory/2026-11-18.md", "# 2026-11-18\n\n- Filed ticket PLOVER-0707.\n")
+        t0 = time.monotonic()
+        up = qmd(env, ws, "update")
+        assert up.returncode == 0, up.stderr
+        assert time.monotonic() - t0 < 60 and "stopping it" in up.stderr
+        assert not _running(pid)
+        found = json.loads(qmd(env, ws, "search", "PLOVER-0707", "--json", "-n", "1").stdout)
+        assert [f["file"] for f in found] == ["qmd://m/2026-11-18.md"]
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+        if sock.exists():
+            with contextlib.suppress(Exception):
+                os.kill(int(rpc(sock, "status")["daemon"]["pid"]), signal.SIGTERM)
+
+
+def _running(pid: int) -> bool:
+    """``pid`` is a live process (not gone, and not a zombie nobody reaped)."""
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    return True
