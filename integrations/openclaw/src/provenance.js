@@ -15,6 +15,11 @@
 //   record it is `agent` (the operator's own files);
 // * anything else is `untrusted`.
 //
+// Stricter where memory-core is silent: a file with no record of its own under its
+// real path is `untrusted` when a record downgraded the same file (same inode) under
+// another name, a hard link or a symlink a flush wrote through (memory-core looks
+// records up under the real path only, so such a file came back as `agent`).
+//
 // Never a blanket `owner`. When the host's record cannot be read, a workspace memory
 // file is `untrusted` (fail closed: a downgraded file must not come back), and the
 // reason is kept for `openclaw memindex status`.
@@ -30,12 +35,39 @@ const PERSONAL_USER = /^users\/[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}\/USER\.md$/;
 
 export const classifierState = { problem: null };
 
-/** The host's recorded-provenance reader, or null (reason in classifierState). */
+/** The host's recorded-provenance reader (with `.list`, the workspace's records, when
+ * the host exports it), or { problem }. */
 export async function defaultRecordReader() {
   const { mod, problem } = await importHostSdk("memory-core-host-runtime-core");
   const reader = mod?.readMemoryArtifactProvenance;
-  if (typeof reader === "function") return reader;
-  return { problem: problem ?? "the host SDK has no readMemoryArtifactProvenance" };
+  if (typeof reader !== "function") {
+    return { problem: problem ?? "the host SDK has no readMemoryArtifactProvenance" };
+  }
+  const read = (params) => reader(params);
+  if (typeof mod.listMemoryArtifactProvenance === "function") {
+    read.list = (params) => mod.listMemoryArtifactProvenance(params);
+  }
+  return read;
+}
+
+/** Whether a record downgraded this same file under another name: a hard link to
+ * it, or a symlink through which a flush wrote it (memory-core looks records up
+ * under the real path only; stricter here, as a downgraded file must not come back). */
+async function downgradedElsewhere(workspaceDir, rel, list) {
+  const ws = await fs.realpath(workspaceDir);
+  const mine = await fs.stat(path.join(ws, rel));
+  for (const { relativePath, provenance } of (await list({ workspaceDir })) ?? []) {
+    if (provenance?.originClass !== "untrusted" || relativePath === rel) continue;
+    if (!isCleanRelative(relativePath)) continue;
+    let other;
+    try {
+      other = await fs.stat(path.join(ws, relativePath)); // through a symlink too
+    } catch {
+      continue; // gone: it is not this file
+    }
+    if (other.dev === mine.dev && other.ino === mine.ino) return true;
+  }
+  return false;
 }
 
 function isCleanRelative(p) {
@@ -93,7 +125,11 @@ export async function classifyPath({ workspaceDir, relativePath, readSources, re
     return "untrusted";
   }
   const recorded = await reader({ workspaceDir, relativePath: rel });
-  return recorded?.originClass ?? "agent";
+  if (recorded?.originClass) return recorded.originClass;
+  if (readSources === undefined && typeof reader.list === "function") {
+    if (await downgradedElsewhere(workspaceDir, rel, reader.list)) return "untrusted";
+  }
+  return "agent";
 }
 
 /** MemoryPluginRuntime.classifyWorkspaceMemoryPaths. */

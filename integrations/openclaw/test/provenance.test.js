@@ -108,3 +108,36 @@ test("no provenance reader: workspace memory fails closed, and the reason is kep
   assert.match(classifierState.problem, /store locked/);
   classifierState.problem = null;
 });
+
+test("a file downgraded under another name (a hard link, a symlinked log) stays untrusted", async () => {
+  const w = fs.mkdtempSync(path.join(tmp, "ws-links-"));
+  fs.mkdirSync(path.join(w, "memory"));
+  fs.writeFileSync(path.join(w, "MEMORY.md"), "- curated\n");
+  fs.writeFileSync(path.join(w, "memory/2026-11-02.md"), "- a log\n");
+  fs.writeFileSync(path.join(w, "USER.md"), "- user\n");
+  fs.linkSync(path.join(w, "memory/2026-11-02.md"), path.join(w, "memory/hard.md"));
+  fs.symlinkSync("../MEMORY.md", path.join(w, "memory/2026-11-03.md")); // a flush wrote through it
+  const records = [
+    { relativePath: "memory/hard.md", provenance: { originClass: "untrusted" } },
+    { relativePath: "memory/2026-11-03.md", provenance: { originClass: "untrusted" } },
+    { relativePath: "USER.md", provenance: { originClass: "agent" } },
+  ];
+  const reader = async () => {
+    const read = async ({ relativePath }) =>
+      records.find((r) => r.relativePath === relativePath)?.provenance;
+    read.list = async ({ workspaceDir }) => {
+      assert.equal(workspaceDir, w);
+      return records;
+    };
+    return read;
+  };
+  const out = await classifyWorkspaceMemoryPaths(
+    { workspaceDir: w, relativePaths: ["MEMORY.md", "memory/2026-11-02.md", "USER.md"] },
+    reader,
+  );
+  assert.deepEqual(Object.fromEntries(out.map((c) => [c.relativePath, c.originClass])), {
+    "MEMORY.md": "untrusted", // downgraded through memory/2026-11-03.md
+    "memory/2026-11-02.md": "untrusted", // downgraded as memory/hard.md
+    "USER.md": "agent",
+  });
+});
