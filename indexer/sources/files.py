@@ -1,18 +1,27 @@
 """Reading a Markdown file under a root as the index sees it: through ``safefs`` (no
 symlinks, regular files only, never blocking), as UTF-8, with the hash and change
-stamp of the bytes it was decoded from. UTF-16 with a byte-order mark is read too."""
+stamp of the bytes it was decoded from. UTF-16 with a byte-order mark is read too.
+
+A session transcript exported as Markdown (OpenClaw's QMD backend writes them into
+``memory.qmd.sessions.exportDir`` as ``# Session <id>`` files) is a transcript: its
+secrets are redacted as those of every other transcript source, in the index and in
+what ``memory_get`` returns. Other Markdown is the user's own and is read as written."""
 
 from __future__ import annotations
 
 import codecs
 import hashlib
+import re
 from pathlib import Path
 from typing import NamedTuple
 
 from indexer.errors import FileUnreadable
 from indexer.sources import safefs
+from indexer.sources.redaction import redact
 
-__all__ = ["SourceText", "decode_text", "read_text"]
+__all__ = ["SourceText", "decode_text", "is_session_export", "read_text"]
+
+_SESSION_EXPORT = re.compile(r"\A\s*# Session \S")
 
 
 class SourceText(NamedTuple):
@@ -70,4 +79,13 @@ def read_text(
     unless ``links``, binary, invalid UTF-8, too large) or OSError for other I/O
     failures."""
     data, stamp = safefs.read_file(root, parts, max_bytes, exact=exact, links=links)
-    return SourceText(decode_text(data), hashlib.sha256(data).hexdigest(), stamp, len(data))
+    text = decode_text(data)
+    if is_session_export(text):
+        text = redact(text)
+    return SourceText(text, hashlib.sha256(data).hexdigest(), stamp, len(data))
+
+
+def is_session_export(text: str) -> bool:
+    """Whether Markdown ``text`` is a session transcript OpenClaw exported
+    (``# Session <id>`` on its first line)."""
+    return _SESSION_EXPORT.match(text) is not None

@@ -277,3 +277,45 @@ def _running(pid: int) -> bool:
     with contextlib.suppress(OSError):
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
     return True
+
+
+def test_a_session_export_is_redacted_as_every_transcript(
+    qmd_env: dict[str, str], workspace: Path
+) -> None:
+    """OpenClaw's QMD backend exports transcripts as `# Session <id>` Markdown; in a
+    collection they reached QMD's surfaces verbatim (65 of 68 secret formats). They
+    are transcripts: redacted in the index, in search snippets and in `get`. A note
+    of the user's own is read as written."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "redaction_table", Path(__file__).parents[1] / "sources" / "test_redaction.py"
+    )
+    assert spec is not None and spec.loader is not None
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    SECRETS = table.SECRETS
+
+    export = workspace / "qmd-sessions"
+    body = "".join(f"\n## user\n\nNote {i}: {text}\n" for i, (_, text, _) in enumerate(SECRETS))
+    write(export, "abc123.md", "# Session abc123\n" + body)
+    write(export, "mine.md", "# My notes\n\nThe example key in the docs: sk-proj-abcdefghijklmnop1234\n")
+    ws = workspace
+    qmd(qmd_env, ws, "collection", "add", str(export), "--name", "sessions", "--mask", "**/*.md")
+    assert qmd(qmd_env, ws, "update").returncode == 0
+    index = (Path(qmd_env["XDG_CACHE_HOME"]) / "qmd").glob("**/*")
+    stored = b"".join(p.read_bytes() for p in index if p.is_file())
+    got = qmd(qmd_env, ws, "get", "qmd://sessions/abc123.md").stdout
+    snippets = "".join(
+        qmd(qmd_env, ws, "search", f"Note {i}", "--json", "-n", "3").stdout
+        for i in range(0, len(SECRETS), 7)
+    )
+    leaks = [
+        name
+        for name, _, secret in SECRETS
+        if secret in got or secret in snippets or secret.encode() in stored
+    ]
+    assert leaks == []
+    assert "Note 0:" in got and "[REDACTED]" in got
+    mine = qmd(qmd_env, ws, "get", "qmd://sessions/mine.md").stdout
+    assert "sk-proj-abcdefghijklmnop1234" in mine  # the user's own note, as written
