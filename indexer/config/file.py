@@ -311,6 +311,10 @@ def load_settings(
     agents: tuple[Config, ...] = ()
     file = path if path is not None else default_config_path()
     if path is not None and not file.is_file():
+        if file.exists():  # a folder, a FIFO, a device: not read (it could block)
+            from indexer.errors import file_kind
+
+            raise ConfigError(f"config file {file} is {file_kind(file.stat().st_mode)}, not a file")
         raise ConfigError(f"config file {file} does not exist")
     if file.is_file():
         import tomllib  # only with a config file: 10 ms of every CLI process otherwise

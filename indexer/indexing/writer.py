@@ -19,7 +19,9 @@ from indexer.config import Config
 from indexer.errors import MemindexError, index_damaged
 from indexer.indexing.pipeline import SyncReport, rebuild_reason, sync
 from indexer.indexing.progress import WorkProgress
+from indexer.indexing.session_files import TranscriptFiles
 from indexer.indexing.session_sync import Quiet, SessionReport, sync_sessions
+from indexer.indexing.transcripts import indexed_from
 from indexer.store import STORE_ERRORS, IndexStore
 from indexer.store.backend import Backend, backend_for
 
@@ -190,6 +192,7 @@ class Indexer:
             with contextlib.suppress(*STORE_ERRORS):
                 self.store.copy_carryover(old_gen)
             backend.discard(old_gen)
+        dropped = _gone_folder_transcripts(self.store, self.cfg)
         fresh = backend.create()
         try:
             try:
@@ -222,6 +225,9 @@ class Indexer:
         old.close()
         backend.cleanup()
         report.rebuilt = reason
+        if dropped is not None:  # what the new generation could not read again: said
+            log.warning("%s: %s", backend.where, dropped["reason"])
+            report.errors.append(dropped)
         return report
 
     def sync_memory(self, *, should_stop: Callable[[], bool] | None = None) -> SyncReport:
@@ -295,3 +301,20 @@ class Indexer:
             progress=progress,
         )
         return rep
+
+
+def _gone_folder_transcripts(store: IndexStore, cfg: Config) -> dict[str, str] | None:
+    """Before a rebuild: the sessions folder is gone (or no folder) while transcripts
+    indexed from it are kept (``status`` says so); a new generation cannot read them
+    again, so the rebuild drops them, and says how many (None: nothing is dropped)."""
+    folder = cfg.sessions_dir()
+    if folder is None or folder.is_dir():
+        return None
+    n = indexed_from(store, TranscriptFiles())
+    if not n:
+        return None
+    return {
+        "path": str(folder),
+        "reason": f"sessions folder {folder} is not there: the rebuild dropped the {n} "
+        "transcript(s) indexed from it (bring the folder back and index again to have them)",
+    }

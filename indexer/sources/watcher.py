@@ -73,6 +73,9 @@ class _Target:
     # path is in: it may go and come back)
     role: str
     include_rotated: bool = True
+    # a "parent" of an extra path: that path (a directory event on it, or on a folder
+    # on the way to it, moved, deleted or made, changes what the extra path holds)
+    watch_for: str = ""
 
 
 class _Handler(FileSystemEventHandler):
@@ -277,8 +280,10 @@ class Watcher:
                     for d in _walk_dirs(tree, cfg):
                         add(d, _Target(name, "memory"))
             for extra in cfg.extraPaths:  # a folder moved away and back, made, replaced
-                add(str(extra.path.parent), _Target(name, "parent"))
-                _await(str(extra.path.parent), _Target(name, "parent"), add)  # itself gone
+                target = _Target(name, "parent", watch_for=str(extra.path))
+                for up in _ancestors(extra.path, _EXTRA_LEVELS):  # itself, or a folder above
+                    add(up, target)
+                _await(str(extra.path.parent), target, add)  # its folder gone
             sdir = cfg.sessions_dir()
             if sdir is not None:
                 add(str(sdir), _Target(name, "sessions", cfg.sessions.includeRotated))
@@ -314,7 +319,11 @@ class Watcher:
                 if kind in _AGENTDB_WRITES and name.endswith((".sqlite", ".sqlite-wal")):
                     self.on_change(t.agent, "sessions", path)
             elif t.role == "parent":
-                continue  # only its new directories matter (a refresh, above)
+                # its new directories matter (a refresh, above), and an extra path, or
+                # a folder on the way to it, moved, deleted or made: its notes changed
+                w = t.watch_for
+                if w and is_dir and (w == path or w.startswith(path + os.sep)):
+                    self.on_change(t.agent, "memory", path)
             elif t.role == "root":
                 if name in ROOT_FILES or (is_dir and name == MEMORY_DIR):
                     self.on_change(t.agent, "memory", path)
@@ -323,6 +332,19 @@ class Watcher:
 
 
 _AGENTDB_WRITES = frozenset({"modified", "created", "moved", "deleted"})
+
+
+_EXTRA_LEVELS = 3  # the folders above an extra path watched for it to move
+
+
+def _ancestors(path: os.PathLike[str] | str, levels: int) -> list[str]:
+    """The ``levels`` folders above ``path``, nearest first (not the file system's root)."""
+    out: list[str] = []
+    d = os.path.dirname(os.fspath(path))
+    while len(out) < levels and d and os.path.dirname(d) != d:
+        out.append(d)
+        d = os.path.dirname(d)
+    return out
 
 
 def _ident(directory: str) -> tuple[int, int]:

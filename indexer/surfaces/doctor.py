@@ -5,12 +5,14 @@ step, not a failure): doctor then checks the installation."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 from indexer.config import Config, default_config_path
 from indexer.errors import DaemonUnavailable, MemindexError
 from indexer.surfaces.client import Client
+from indexer.surfaces.server import SOCKET_PATH_MAX
 
 __all__ = ["TODO", "checks", "install_checks"]
 
@@ -134,6 +136,12 @@ def checks(cfg: Config) -> list[tuple[str, bool, str]]:
 
     def daemon() -> str:
         path = cfg.socket_path()
+        if len(os.fsencode(path)) > SOCKET_PATH_MAX:
+            raise RuntimeError(
+                f"the socket path {path} is {len(os.fsencode(path))} bytes, over the "
+                f"{SOCKET_PATH_MAX} a Unix socket may have: the daemon cannot listen there; "
+                "set server.socket to a shorter path"
+            )
         if not path.exists():
             return f"not running (no socket at {path})"
         try:

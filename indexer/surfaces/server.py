@@ -27,6 +27,7 @@ import os
 import select
 import socket
 import stat
+import sys
 import threading
 import time
 from pathlib import Path
@@ -43,7 +44,10 @@ from indexer.surfaces.rpc import (
     error_reply,
 )
 
-__all__ = ["SocketServer"]
+__all__ = ["SOCKET_PATH_MAX", "SocketServer"]
+
+# The longest path a Unix socket may be bound to (sun_path less its NUL).
+SOCKET_PATH_MAX = 103 if sys.platform == "darwin" else 107
 
 log = logging.getLogger(__name__)
 

@@ -417,3 +417,20 @@ def test_a_daemon_rebuilds_an_index_damaged_under_it(tmp_path: Path) -> None:
         wait_for(lambda: rpc(d.sock, "status")["lastError"] is None, timeout=30)
     finally:
         d.stop()
+
+
+def test_the_folder_holding_an_extra_path_moved_away_takes_its_notes_out(
+    tmp_path: Path,
+) -> None:
+    """`mv box box2` with the extra path box/notes: its folders' watches moved with
+    it and nothing saw it go, so its notes stayed searchable until the rescan."""
+    box = tmp_path / "box"
+    d = _extra_daemon(tmp_path, box / "notes")
+    try:
+        assert _search(d, "pelican") == ["extra/notes/a.md"]
+        box.rename(tmp_path / "box2")
+        wait_for(lambda: _search(d, "pelican") == [], timeout=8)
+        (tmp_path / "box2").rename(box)
+        wait_for(lambda: _search(d, "pelican") == ["extra/notes/a.md"], timeout=8)
+    finally:
+        d.stop()

@@ -180,3 +180,26 @@ def test_a_workspace_that_cannot_be_listed_is_an_error_and_keeps_everything(
     with AgentIndex(Config(workspace=ws, indexPath=tmp_path / "i.sqlite"), readonly=True) as r:
         for word in ("heron", "egret"):
             assert r.search(word, min_score=0)["results"], word
+
+
+def test_index_force_with_the_sessions_folder_gone_names_what_it_dropped(
+    tmp_path: Path,
+) -> None:
+    """The sessions folder gone, its transcripts kept (and said so); `index --force`
+    builds a new generation, which cannot read them again: it dropped them without
+    naming the folder."""
+    ws, sessions = tmp_path / "ws", tmp_path / "sessions"
+    write(ws, "MEMORY.md", "# Memory\n- first\n")
+    line = {"type": "message", "message": {"role": "user", "content": "the ptarmigan nests"}}
+    write(sessions, "s1.jsonl", json.dumps(line) + "\n")
+    cfg = write(
+        tmp_path,
+        "c.toml",
+        f'workspace = "{ws}"\nindexPath = "{tmp_path}/i.sqlite"\n[sessions]\ndir = "{sessions}"\n',
+    )
+    _index(cfg)
+    sessions.rename(tmp_path / "away")
+    done = _run("--config", str(cfg), "index", "--force")
+    assert done.returncode == 0, done.stderr
+    assert f"sessions folder {sessions} is not there" in done.stdout
+    assert "dropped the 1 transcript(s)" in done.stdout

@@ -199,6 +199,19 @@ def test_doctor_reports_a_config_it_cannot_read(cli: Runner, tmp_path: Path) -> 
     code, out, _ = cli("--config", str(broken), "doctor", "--json")
     by = {c["check"]: c for c in json.loads(out)}
     assert code == 1 and not by["config"]["ok"] and by["sqlite-vec"]["ok"]
+    folder = tmp_path / "a-folder.toml"
+    folder.mkdir()
+    code, out, _ = cli("--config", str(folder), "doctor")
+    assert code == 1 and "is a directory, not a file" in out  # not "does not exist"
+
+
+def test_doctor_names_a_socket_path_too_long_to_listen_on(
+    cli: Runner, workspace: Path, tmp_path: Path
+) -> None:
+    sock = tmp_path / ("d" * 120) / "memindex.sock"
+    conf = write(tmp_path, "c.toml", f'workspace = "{workspace}"\n[server]\nsocket = "{sock}"\n')
+    code, out, _ = cli("--config", str(conf), "doctor")
+    assert code == 1 and "FAIL daemon" in out and "over the" in out and "shorter path" in out
 
 
 def test_small_first_run_defects(cli, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
