@@ -22,7 +22,7 @@ shipped (``window_pooling = "segments"``) the chunk is read as runs of three lin
 each a sequence of its own in the same model run, so every token is read once.
 "passes" embeds the overlapping windows as texts of their own, about 1.5 more
 passes per chunk (what memindex did before). bench/embed_bench.py and
-bench/eval.py compare them (docs/RETRIEVAL.md, "Line windows in one pass").
+bench/eval.py compare them (docs/lab/retrieval-log.md, "Line windows in one pass").
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from .errors import (
 __all__ = ["WINDOW_MODES", "LocalGGUFProvider", "resolve_model"]
 
 # How line windows are mixed into a chunk's vector (``embed_all``): the shipped one,
-# then the windows as texts of their own (docs/RETRIEVAL.md, "Line windows in one pass").
+# then the windows as texts of their own (docs/lab/retrieval-log.md, "Line windows in one pass").
 WINDOW_MODES = ("segments", "passes")
 
 DEFAULT_HF_ENDPOINT = "https://huggingface.co"
