@@ -83,7 +83,8 @@ def test_a_huge_agent_written_entry_does_not_hold_memory_curated(tmp_path: Path)
     meanwhile."""
     ws = tmp_path / "ws"
     body = "<!-- trigger: harbour\n" * 37_000 + "-->\n"
-    write(ws, "MEMORY.md", "# Memory\n- the heron nests by the pond <!-- trigger: heron -->\n" + body)
+    heron = "# Memory\n- the heron nests by the pond <!-- trigger: heron -->\n"
+    write(ws, "MEMORY.md", heron + body)
     (tmp_path / "sessions").mkdir()
     cfg = daemon_config(
         tmp_path / "conf",

@@ -297,9 +297,13 @@ def test_a_session_export_is_redacted_as_every_transcript(
     SECRETS = table.SECRETS
 
     export = workspace / "qmd-sessions"
-    body = "".join(f"\n## user\n\nNote {i}: {text}\n" for i, (_, text, _) in enumerate(SECRETS))
+    body = "".join(f"\n## user\n\nNote {i}: {t}\n" for i, (_, t, _) in enumerate(SECRETS))
     write(export, "abc123.md", "# Session abc123\n" + body)
-    write(export, "mine.md", "# My notes\n\nThe example key in the docs: sk-proj-abcdefghijklmnop1234\n")
+    write(
+        export,
+        "mine.md",
+        "# My notes\n\nThe example key in the docs: sk-proj-abcdefghijklmnop1234\n",
+    )
     ws = workspace
     qmd(qmd_env, ws, "collection", "add", str(export), "--name", "sessions", "--mask", "**/*.md")
     assert qmd(qmd_env, ws, "update").returncode == 0
