@@ -163,9 +163,11 @@ class Vector(Stage):
         try:
             qvec = self._query_vector(ctx)
         except ProviderError as exc:
+            vector_only = ctx.mode == "vector"
             ctx.mode = "keyword"
             ctx.fallback = f"query embedding failed ({exc.message}): keyword search only"
-            return hits
+            # vector mode did not search the keywords: they are searched now, in its place
+            return Keyword()(ctx, hits) if vector_only and not ctx.q.empty else hits
         from indexer.search.vector_memory import stored_neighbours
 
         parts, deep, rows = ctx.parts(), ctx.pool * ctx.deeper, ctx.rows
