@@ -107,6 +107,19 @@ class SearchResult(TypedDict):
     importance: NotRequired[int]
     triggers: NotRequired[str]  # "; "-joined phrases
     projectKey: NotRequired[str]  # "; "-joined repository keys
+    # a transcript hit's provenance as OpenClaw classifies it (not for memory files,
+    # whose provenance is their file's: the plugin asks OpenClaw's records)
+    provenance: NotRequired[Provenance]
+
+
+class Provenance(TypedDict):
+    """Who said what a transcript chunk holds: the least trusted class among its
+    messages (owner, agent, system, untrusted), the session's kind, and when its
+    newest message was said (epoch milliseconds; 0 when no message said)."""
+
+    originClass: str
+    sessionKind: str
+    observedAt: int
 
 
 class CuratedEntry(TypedDict):

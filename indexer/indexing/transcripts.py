@@ -32,7 +32,7 @@ from indexer.config.sections import time_zone
 from indexer.errors import RowRejected, TranscriptDbError
 from indexer.sources.chunking import chunk_markdown
 from indexer.sources.messages import Messages
-from indexer.sources.sessions import SESSIONS_SOURCE, TranscriptFile
+from indexer.sources.sessions import SESSIONS_SOURCE, TranscriptFile, least_trusted, session_kind
 from indexer.sources.text import index_text
 from indexer.sources.tokenizer import TokenCounter
 from indexer.store import ChunkRow, FileState, IndexStore, SessionCursor
@@ -251,17 +251,21 @@ def _pieces(msgs: Messages, size: int) -> Messages:
     if all(len(m) <= 4 * size for m in msgs.texts):
         return msgs
     out = Messages()
-    for text, line, when in zip(msgs.texts, msgs.lines, msgs.times, strict=True):
+    for text, line, when, origin in zip(
+        msgs.texts, msgs.lines, msgs.times, msgs.origins, strict=True
+    ):
         while len(text) > 4 * size:
             cut = text.rfind(" ", size // 2, size)
             cut = cut if cut > 0 else size
             out.texts.append(text[:cut])
             out.lines.append(line)
             out.times.append(when)
+            out.origins.append(origin)
             text = text[cut:].lstrip(" ")
         out.texts.append(text)
         out.lines.append(line)
         out.times.append(when)
+        out.origins.append(origin)
     return out
 
 
@@ -296,6 +300,7 @@ def transcript_rows(
         tz = time_zone(cfg.query.timeZone)
     except ValueError:  # checked when the config loads; a host without zone data
         tz = UTC
+    kind = session_kind(heading)
     rows: list[ChunkRow] = []
     for day in _by_day(msgs, tz):
         chunks = chunk_markdown(
@@ -312,6 +317,7 @@ def transcript_rows(
                 index_text(c.text),
                 _offsets(line_map[c.start_line - 1 : c.end_line]),
                 _newest(day.times[c.start_line - 1 : c.end_line]),
+                f"{least_trusted(day.origins[c.start_line - 1 : c.end_line])}:{kind}",
             )
             for c in chunks
         ]
@@ -336,6 +342,6 @@ def _by_day(msgs: Messages, tz: tzinfo) -> list[Messages]:
         return [msgs]
     bounds = [0, *cuts, len(msgs)]
     return [
-        Messages(msgs.texts[a:b], msgs.lines[a:b], msgs.times[a:b])
+        Messages(msgs.texts[a:b], msgs.lines[a:b], msgs.times[a:b], msgs.origins[a:b])
         for a, b in zip(bounds, bounds[1:], strict=False)
     ]

@@ -152,7 +152,9 @@ def _copy_files(
     files = src.export_files()
     done: set[str] = set()
     for path, exported in src.export_chunks():
-        chunks = [ChunkRow(a, b, x, h, t, index_text(t), m, w) for a, b, x, h, t, m, w in exported]
+        chunks = [
+            ChunkRow(a, b, x, h, t, index_text(t), m, w, o) for a, b, x, h, t, m, w, o in exported
+        ]
         if path not in files:
             report.orphans += len(chunks)
             continue

@@ -70,6 +70,13 @@ def to_result(c: Candidate, view: View, span: Span | None, explain: bool) -> Sea
             out["triggers"] = meta.triggers
         if meta.project_key:
             out["projectKey"] = meta.project_key
+    if row.origin is not None:  # a transcript chunk indexed with its messages' classes
+        origin, _, kind = row.origin.partition(":")
+        out["provenance"] = {
+            "originClass": origin,
+            "sessionKind": kind or "unknown",
+            "observedAt": round(row.at * 1000) if row.at is not None else 0,
+        }
     if c.vector_score is not None:
         out["vectorScore"] = round(c.vector_score, 4)
     fused = c.parts.get("fusion")

@@ -36,11 +36,25 @@ class Messages:
     texts: list[str] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)
     times: list[float | None] = field(default_factory=list)
+    # each message's provenance class (``sessions.ORIGINS``)
+    origins: list[str] = field(default_factory=list)
+    # the class of the last user message read: an assistant message's (OpenClaw's
+    # turn origin; an assistant message whose turn began before these lines:
+    # untrusted, as memory-core starts a transcript)
+    turn: str = "untrusted"
 
     def add(self, msg: Message, line: int) -> None:
         self.texts.append(msg.render())
         self.lines.append(line)
         self.times.append(message_time(msg.timestamp))
+        origin = msg.origin
+        if msg.role == "user":
+            self.turn = origin
+        elif origin == "tainted":
+            origin = "untrusted"
+        else:  # the turn's: an owner's turn is answered by the agent
+            origin = "agent" if self.turn == "owner" else self.turn
+        self.origins.append(origin)
 
     def __len__(self) -> int:
         return len(self.texts)

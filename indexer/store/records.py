@@ -159,6 +159,10 @@ class ChunkRow:
     # Transcript chunks: the time of their newest message (epoch seconds; None when no
     # message said, and for Markdown, whose date is its file name's)
     at: float | None = None
+    # Transcript chunks: "<originClass>:<sessionKind>" (OpenClaw's provenance: the
+    # least trusted of its messages' classes, and the session's kind); None for
+    # Markdown (its file's class is its provenance) and chunks indexed before
+    origin: str | None = None
 
     @property
     def same_as(self) -> tuple[int, int, str, str, str | None]:
@@ -233,6 +237,7 @@ class SearchRow:
     rank: float  # BM25 (bm25.py): negative, lower is better; 0.0 when read by id
     lines: str | None = None  # as ChunkRow.lines
     at: float | None = None  # as ChunkRow.at
+    origin: str | None = None  # as ChunkRow.origin
 
     def file_line(self, k: int) -> int:
         """The file line of text line ``k`` (0-based) of this chunk."""

@@ -401,3 +401,38 @@ def test_the_daemon_indexes_what_the_gateway_writes_within_seconds(
         assert busy == 0
     finally:
         d.stop()
+
+
+def test_a_database_transcript_hit_names_its_session_kind(
+    tmp_path: Path, state: Path, gw: AgentDbFixture
+) -> None:
+    """memory-core's session kinds: a session spawned as a subagent's, else
+    interactive; an owner's message (OpenClaw's senderIsOwner) is `owner`."""
+    owner = json.dumps(
+        {
+            "type": "message",
+            "message": {
+                "role": "user",
+                "content": [{"type": "text", "text": "Owner says GANNET-1212."}],
+                "__openclaw": {"senderIsOwner": True},
+            },
+        }
+    )
+    gw.session("s1", "agent:main:telegram:direct:7")
+    gw.append("s1", owner)
+    gw.session("s2", "agent:main:subagent:a1b2")
+    gw.append("s2", message("user", "Subagent notes SKUA-3434."))
+    with AgentIndex(_cfg(tmp_path, state)) as idx:
+        idx.sync()
+
+        def prov(q: str) -> dict[str, object]:
+            res = idx.search(q, sources=["sessions"], min_score=0)["results"]
+            return dict(res[0]["provenance"])
+
+        assert prov("GANNET-1212") == {
+            "originClass": "owner",
+            "sessionKind": "interactive",
+            "observedAt": prov("GANNET-1212")["observedAt"],
+        }
+        assert prov("SKUA-3434")["sessionKind"] == "subagent"
+        assert prov("SKUA-3434")["originClass"] == "untrusted"

@@ -283,6 +283,15 @@ def _run(c: Conversation) -> dict[str, Any]:
     o["a turn searchable after (s)"] = (
         round(time.monotonic() - said, 2) if c.wait_found(FACT, timeout=15) else None
     )
+    # the transcript hit's provenance: who said it, the session's kind, when
+    res = c.home.invoke(
+        "memory_search", {"query": FACT, "corpus": "sessions"}, session_key="agent:main:main"
+    )
+    hit = next((h for h in res.get("results") or [] if FACT in h["snippet"]), {})
+    p = hit.get("provenance") or {}
+    o["transcript hit provenance"] = (
+        p.get("originClass"), p.get("sessionKind"), bool(p.get("observedAt"))
+    )  # fmt: skip
     o["an earlier turn's fact"] = FACT in _results_text(c.turn(PLAIN, f"recall {FACT}", None))
     o["a memory file"] = MEMORY_ID in _results_text(c.turn(PLAIN, f"recall {MEMORY_ID}", None))
     # a session deleted with `openclaw sessions delete` (gateway sessions.delete)
@@ -693,3 +702,13 @@ def test_memory_reset_resets_the_index_the_agent_searches(
     # builds it again before the agent's next search; memindex builds it at once
     ((core, mine),) = _rows(memory_core, memindex, "reset: found after")
     assert core is True and mine is True
+
+
+def test_a_transcript_hit_carries_memory_cores_provenance(
+    memory_core: dict[str, Any], memindex: dict[str, Any]
+) -> None:
+    """Who said it (memory-core's class of the chunk's messages), the session's kind
+    and when: memindex once gave every transcript hit `untrusted`, kind unknown."""
+    ((core, mine),) = _rows(memory_core, memindex, "transcript hit provenance")
+    assert core[0] is not None and core[2] is True
+    assert mine == core

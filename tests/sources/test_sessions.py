@@ -398,3 +398,51 @@ def test_a_cursor_from_before_marks_still_knows_its_file(sess: tuple[Config, Pat
         assert rep.restarted == 0
         assert idx.search("narwhal")["results"][0]["startLine"] == 6
         assert idx.store.session_cursors()["sessions/s.jsonl"].head.startswith("2:")
+
+
+def test_a_transcript_hit_carries_openclaws_provenance(sess: tuple[Config, Path]) -> None:
+    """memory-core's classes from OpenClaw's marks on each message: the owner's
+    message is `owner` and the reply to it `agent`; a message from someone else is
+    `untrusted`, and so is the reply; OpenClaw's own message is `system`; a tainted
+    turn's reply is `untrusted`. A chunk has its least trusted message's class."""
+
+    def said(role: str, text: str, when: str, **marks: object) -> str:
+        m: dict[str, object] = {"role": role, "content": [{"type": "text", "text": text}]}
+        if marks.get("system"):
+            m["provenance"] = {"kind": "internal_system"}
+        oc = {k: v for k, v in marks.items() if k in ("senderIsOwner", "turnTainted")}
+        if oc:
+            m["__openclaw"] = oc
+        return json.dumps({"type": "message", "timestamp": when, "message": m})
+
+    cfg, d = sess
+    cfg = replace(cfg, chunking=replace(cfg.chunking, tokens=16, overlap=0))  # a chunk each
+    day = "2026-11-20T10:00:0{}Z"
+    append(
+        d / "s.jsonl",
+        said("user", "the owner asks about the HERON ledger", day.format(1), senderIsOwner=True),
+        said("assistant", "the agent answers with the BITTERN total", day.format(2)),
+        said("user", "a stranger writes about the CORMORANT deal", day.format(3)),
+        said("assistant", "a reply about the EGRET figures follows", day.format(4)),
+        said("user", "openclaw itself notes the PLOVER reminder", day.format(5), system=True),
+        said("user", "the owner again about the AVOCET list", day.format(6), senderIsOwner=True),
+        said("assistant", "a tainted reply naming the CURLEW", day.format(7), turnTainted=True),
+    )
+    with AgentIndex(cfg) as idx:
+        idx.sync()
+
+        def prov(word: str) -> dict[str, object]:
+            (hit,) = [r for r in idx.search(word)["results"] if word in r["snippet"]][:1]
+            return dict(hit["provenance"])
+
+        assert prov("HERON")["originClass"] == "owner"
+        assert prov("BITTERN")["originClass"] == "agent"
+        assert prov("CORMORANT")["originClass"] == "untrusted"
+        assert prov("EGRET")["originClass"] == "untrusted"
+        assert prov("PLOVER")["originClass"] == "system"
+        assert prov("CURLEW")["originClass"] == "untrusted"
+        heron = prov("HERON")
+        assert heron["sessionKind"] == "unknown"  # a transcript file no session key names
+        assert heron["observedAt"] == 1795168801000  # 2026-11-20T10:00:01Z, its message's
+        md = idx.search("rye bread", min_score=0)["results"][0]
+        assert md["source"] == "memory" and "provenance" not in md  # its file's: the plugin asks

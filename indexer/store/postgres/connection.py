@@ -312,13 +312,13 @@ class PgBase:
 
     def _chunk_rows(self, ids: Sequence[int]) -> dict[int, SearchRow]:
         rows = self._q(
-            "SELECT id, path, source, start_line, end_line, heading, text, lines, at FROM chunks "
-            "WHERE {k} AND id = ANY(%s)",
+            "SELECT id, path, source, start_line, end_line, heading, text, lines, at, origin "
+            "FROM chunks WHERE {k} AND id = ANY(%s)",
             list(ids),
         )
         return {
-            int(i): SearchRow(int(i), str(p), str(s), int(a), int(b), str(h), str(t), 0.0, m, w)
-            for i, p, s, a, b, h, t, m, w in rows
+            int(i): SearchRow(int(i), str(p), str(s), int(a), int(b), str(h), str(t), 0.0, m, w, o)
+            for i, p, s, a, b, h, t, m, w, o in rows
         }
 
     def window_ids(

@@ -197,4 +197,11 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX chunks_by_at ON chunks(agent, gen, at) WHERE at IS NOT NULL;
         """,
     ),
+    (
+        "0005_chunk_origin",
+        """
+        -- transcript chunks: OpenClaw's provenance (records.ChunkRow.origin)
+        ALTER TABLE chunks ADD COLUMN IF NOT EXISTS origin TEXT;
+        """,
+    ),
 ]

@@ -13,6 +13,7 @@ still hold); a quoted phrase's tokens are matched on positions.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -96,8 +97,7 @@ class PgSearch(PgBase):
         for score, cid in top:
             r = got.get(cid)
             if r is not None:
-                out.append(SearchRow(r.id, r.path, r.source, r.start_line, r.end_line,
-                                     r.heading, r.text, score, r.lines, r.at))  # fmt: skip
+                out.append(dataclasses.replace(r, rank=score))
         return out
 
     def _words_and_lengths(

@@ -32,7 +32,8 @@ _BY_IDS = "agent=%s AND gen=%s AND id = ANY(%s)"  # rows of chunk ids, never a j
 # time as arrays), a string in C.
 _FILE_COLS = "p text, so text, h text, m int8, sz int8, ln int4, at float8"
 _CHUNK_COLS = (
-    "id int8, fp text, fs text, s int4, e int4, h text, k text, t text, dl int4, l text, w float8"
+    "id int8, fp text, fs text, s int4, e int4, h text, k text, t text, dl int4, l text, "
+    "w float8, o text"
 )
 _TERM_COLS = "tt text[], b int4[], p int4[], hd text[], pa text[], so text[]"
 # The hashes are memindex_term_hash's (schema.py) with its "agent/gen/" prefix made
@@ -114,8 +115,8 @@ class PgTables(PgBase):
             "size=excluded.size, lines=excluded.lines, indexed_at=excluded.indexed_at), "
             f"u AS (SELECT * FROM json_to_recordset(%s::json) AS u({_CHUNK_COLS}, "
             f"{_TERM_COLS})), c AS (INSERT INTO chunks(agent, gen, id, path, source, start_line, "
-            "end_line, heading, hash, text, dl, lines, at) SELECT %s, %s, id, fp, fs, s, e, h, "
-            "k, t, dl, l, w FROM u) " + _TERMS_INSERT,
+            "end_line, heading, hash, text, dl, lines, at, origin) SELECT %s, %s, id, fp, fs, s, "
+            "e, h, k, t, dl, l, w, o FROM u) " + _TERMS_INSERT,
             json.dumps(heads, ensure_ascii=False), self.agent, self.gen,
             json.dumps(recs, ensure_ascii=False), self.agent, self.gen,
             self.agent, self.gen, self._hash_prefix, keyed=False,
@@ -142,7 +143,7 @@ class PgTables(PgBase):
             dl = len(body) + len(heading) + len(path_toks) + len(source_toks)
             rec = _terms_record(cid, body, heading, path_toks, source_toks)
             rec.update(s=c.start_line, e=c.end_line, h=c.heading, k=c.hash, t=c.text, dl=dl,
-                       l=c.lines, w=c.at, fp=path, fs=source)  # fmt: skip
+                       l=c.lines, w=c.at, o=c.origin, fp=path, fs=source)  # fmt: skip
             recs.append(rec)
         return recs
 

@@ -82,7 +82,7 @@ class ChunkTables(StoreBase):
         rowid = max(int(self.meta_get("chunkIdHigh") or 0), int(top))
         insert = (
             "INSERT INTO chunks(id, path, source, start_line, end_line, heading, hash, text, "
-            "lines, at) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            "lines, at, origin) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
         n = 0
         for c in chunks:
@@ -100,6 +100,7 @@ class ChunkTables(StoreBase):
                     c.text,
                     c.lines,
                     c.at,
+                    c.origin,
                 ),  # fmt: skip
             )
             self.db.execute(
@@ -249,12 +250,12 @@ class ChunkTables(StoreBase):
     def chunk_rows(self, ids: Sequence[int]) -> dict[int, SearchRow]:
         """Rows by id (one query; rank 0.0); ids of chunks that do not exist are left out."""
         sql = (
-            "SELECT id, path, source, start_line, end_line, heading, text, lines, at FROM chunks "
-            "WHERE id IN ({marks})"
+            "SELECT id, path, source, start_line, end_line, heading, text, lines, at, origin "
+            "FROM chunks WHERE id IN ({marks})"
         )
         return {
-            int(i): SearchRow(int(i), str(p), str(s), int(a), int(b), str(h), str(t), 0.0, m, w)
-            for i, p, s, a, b, h, t, m, w in self._rows_in(sql, list(ids))
+            int(i): SearchRow(int(i), str(p), str(s), int(a), int(b), str(h), str(t), 0.0, m, w, o)
+            for i, p, s, a, b, h, t, m, w, o in self._rows_in(sql, list(ids))
         }
 
     def window_ids(

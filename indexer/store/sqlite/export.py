@@ -14,7 +14,7 @@ from indexer.store.sqlite.connection import StoreBase
 __all__ = ["ExportedChunk", "SqliteExport"]
 
 # (start line, end line, heading, hash, text, line map)
-ExportedChunk = tuple[int, int, str, str, str, str | None, float | None]
+ExportedChunk = tuple[int, int, str, str, str, str | None, float | None, str | None]
 
 
 class SqliteExport(StoreBase):
@@ -35,8 +35,8 @@ class SqliteExport(StoreBase):
         """Each path's chunks in line order (including chunks of no file row; a
         file's kept chunks are older than its new ones, so ids alone are not)."""
         rows = self.db.execute(
-            "SELECT path, start_line, end_line, heading, hash, text, lines, at FROM chunks "
-            "ORDER BY path, start_line, id"
+            "SELECT path, start_line, end_line, heading, hash, text, lines, at, origin "
+            "FROM chunks ORDER BY path, start_line, id"
         )
         for path, group in groupby(rows, key=lambda r: str(r[0])):
             yield (
@@ -50,8 +50,9 @@ class SqliteExport(StoreBase):
                         str(t),
                         None if m is None else str(m),
                         None if w is None else float(w),
+                        None if o is None else str(o),
                     )  # fmt: skip
-                    for _, a, b, x, h, t, m, w in group
+                    for _, a, b, x, h, t, m, w, o in group
                 ],
             )
 

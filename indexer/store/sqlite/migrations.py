@@ -153,4 +153,12 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX chunks_by_at ON chunks(at) WHERE at IS NOT NULL;
         """,
     ),
+    (
+        "0009_chunk_origin",
+        """
+        -- Transcript chunks: OpenClaw's provenance, "<originClass>:<sessionKind>"
+        -- (records.ChunkRow.origin); NULL for Markdown and older transcript chunks.
+        ALTER TABLE chunks ADD COLUMN origin TEXT;
+        """,
+    ),
 ]

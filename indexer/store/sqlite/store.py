@@ -64,7 +64,7 @@ class Store(ChunkTables, VectorTables, SqliteExport, FileSync):
         )
         sql = (
             "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.heading, c.text, f.rank, "
-            "c.lines, c.at "
+            "c.lines, c.at, c.origin "
             f"FROM (SELECT rowid, {rank}) AS rank FROM chunks_fts "
             "WHERE chunks_fts MATCH ? ORDER BY rank, rowid LIMIT ?) f "
             "JOIN chunks c ON c.id = f.rowid ORDER BY f.rank, c.id"
@@ -75,8 +75,8 @@ class Store(ChunkTables, VectorTables, SqliteExport, FileSync):
         except apsw.SQLError as exc:  # a MATCH expression FTS5 rejects
             raise StoreError(f"keyword query rejected: {exc}") from exc
         return [
-            SearchRow(int(i), str(p), str(s), int(a), int(b), str(h), str(t), float(r), m, w)
-            for i, p, s, a, b, h, t, r, m, w in rows
+            SearchRow(int(i), str(p), str(s), int(a), int(b), str(h), str(t), float(r), m, w, o)
+            for i, p, s, a, b, h, t, r, m, w, o in rows
         ]
 
     @contextlib.contextmanager

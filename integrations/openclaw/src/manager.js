@@ -27,21 +27,35 @@ export function toOpenClawHit(r) {
   if (Number.isInteger(r.importance)) hit.importance = r.importance;
   if (typeof r.triggers === "string" && r.triggers) hit.triggers = r.triggers;
   if (typeof r.projectKey === "string" && r.projectKey) hit.projectKey = r.projectKey;
+  // a transcript hit's provenance, as memindex read it from the messages' OpenClaw marks
+  if (r.provenance && typeof r.provenance.originClass === "string") hit.provenance = { ...r.provenance };
   return hit;
 }
 
 const PROVENANCE_TTL_MS = 2_000;
+const ORIGIN_CLASSES = new Set(["owner", "agent", "system", "untrusted"]);
 
 /**
  * OpenClaw's provenance of each hit, as memory-core gives it: a memory file's class
  * is its file's (src/provenance.js: `agent`, or what OpenClaw recorded, `system` for
  * dreaming output, `untrusted` outside the workspace), observed at its mtime; a
- * transcript hit is `untrusted` (memindex does not keep who sent each message, and
- * provenance is never defaulted upwards). Classes are cached a moment per file.
+ * transcript hit's is its messages' (memory-core's rule: the least trusted of
+ * owner / agent / system / untrusted, from OpenClaw's marks on each message, the
+ * session's kind, the newest message's time), read by memindex when it indexed them;
+ * a transcript chunk indexed before memindex kept that is `untrusted` (provenance is
+ * never defaulted upwards). Classes are cached a moment per file.
  */
 export async function withProvenance(hits, workspaceDir, cache = new Map(), classify = classifyPath) {
   const now = Date.now();
   for (const hit of hits) {
+    if (hit.source === "sessions" && ORIGIN_CLASSES.has(hit.provenance?.originClass)) {
+      hit.provenance = {
+        originClass: hit.provenance.originClass,
+        sessionKind: typeof hit.provenance.sessionKind === "string" ? hit.provenance.sessionKind : "unknown",
+        observedAt: Number.isFinite(hit.provenance.observedAt) ? hit.provenance.observedAt : 0,
+      };
+      continue;
+    }
     if (hit.source !== "memory" || !workspaceDir) {
       hit.provenance = { originClass: "untrusted", sessionKind: "unknown", observedAt: 0 };
       continue;

@@ -10,7 +10,7 @@ import { test } from "node:test";
 import { authorizeHits, configuredAgents, normalizeAgentId, sessionKeyAgent } from "../src/agents.js";
 import { byteSize, memoryFlushPlan } from "../src/flush.js";
 import { ensureDaemon } from "../src/daemon.js";
-import { ManagerPool } from "../src/manager.js";
+import { ManagerPool, toOpenClawHit, withProvenance } from "../src/manager.js";
 import { call, socketProblem } from "../src/rpc.js";
 import { resolveSettings } from "../src/settings.js";
 import { SEARCH_PARAMETERS, createSearchTool, param } from "../src/tools.js";
@@ -231,4 +231,23 @@ test("the feature lines say who serves what, per dreaming mode", async () => {
   assert.match(text, /served by memindex:\n    - MEMORY.md and USER.md/);
   assert.match(text, /served by memory-core:\n    - openclaw memory forget/);
   assert.match(featureLines(off).join("\n"), /served by nobody:\n    - Dreaming/);
+});
+
+test("a transcript hit carries the provenance memindex read from its messages", async () => {
+  const said = toOpenClawHit({
+    path: "sessions/main/s1.jsonl", startLine: 2, endLine: 3, score: 0.9, snippet: "User: x",
+    source: "sessions", provenance: { originClass: "owner", sessionKind: "interactive", observedAt: 1764400000000 },
+  });
+  const old = toOpenClawHit({
+    path: "sessions/main/s0.jsonl", startLine: 1, endLine: 1, score: 0.5, snippet: "User: y", source: "sessions",
+  });
+  const forged = toOpenClawHit({
+    path: "sessions/main/s2.jsonl", startLine: 1, endLine: 1, score: 0.4, snippet: "User: z",
+    source: "sessions", provenance: { originClass: "root", sessionKind: "interactive", observedAt: 1 },
+  });
+  await withProvenance([said, old, forged], undefined);
+  assert.deepEqual(said.provenance, { originClass: "owner", sessionKind: "interactive", observedAt: 1764400000000 });
+  // indexed before memindex kept it, or a class OpenClaw does not have: untrusted, never upwards
+  assert.deepEqual(old.provenance, { originClass: "untrusted", sessionKind: "unknown", observedAt: 0 });
+  assert.deepEqual(forged.provenance, { originClass: "untrusted", sessionKind: "unknown", observedAt: 0 });
 });
