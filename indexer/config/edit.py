@@ -18,18 +18,20 @@ from indexer.errors import ConfigError
 __all__ = ["set_key"]
 
 
-def _toml_string(value: str) -> str:
+def _toml_value(value: str | float) -> str:
+    if isinstance(value, float):
+        return repr(value)
     escaped = value.replace("\\", "\\\\").replace('"', '\\"')
     return f'"{escaped}"'
 
 
-def set_key(path: Path, table: str, key: str, value: str) -> None:
-    """``[table] key = "value"`` in the TOML file at ``path`` (created if missing)."""
+def set_key(path: Path, table: str, key: str, value: str | float) -> None:
+    """``[table] key = value`` in the TOML file at ``path`` (created if missing)."""
     import tomllib
 
     path = path.resolve() if path.is_symlink() else path  # a linked dotfile: edit its target
     parts = tuple(table.split("."))
-    line = f"{key} = {_toml_string(value)}"
+    line = f"{key} = {_toml_value(value)}"
     by_hand = f"add to {path}:\n[{table}]\n{line}"
     old_text = path.read_text(encoding="utf-8") if path.exists() else ""
     try:

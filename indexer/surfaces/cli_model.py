@@ -64,6 +64,14 @@ def run_model(c: Call) -> int:
     return 0
 
 
+# The settings each bundled model ranks best with (docs/SEARCH.md, "Local model"):
+# `model pull NAME --use` writes them with the model.
+RECOMMENDED: dict[str, dict[tuple[str, str], float]] = {
+    "e5-small": {("hybrid", "vectorWeight"): 0.4, ("hybrid", "textWeight"): 0.6},
+    "minilm": {("hybrid", "vectorWeight"): 0.3, ("hybrid", "textWeight"): 0.7},
+}
+
+
 def _use(c: Call, cfg: Config, name: str, path: Path) -> str:
     """Make the config file use the model (``cfg``: what it says now); its path."""
     from indexer.config.edit import set_key
@@ -77,6 +85,9 @@ def _use(c: Call, cfg: Config, name: str, path: Path) -> str:
             f"provider.local.{key} = {json.dumps(value)}"
         )
     set_key(config, "provider.local", key, value)
+    for (table, setting), want in RECOMMENDED.get(name, {}).items():  # what docs/SEARCH.md says
+        set_key(config, table, setting, want)
+        c.err.write(f"memindex: set {table}.{setting} = {want} (measured best with {name})\n")
     if cfg.provider.name not in ("auto", "local"):
         c.err.write(
             f"memindex: note: provider.name = {cfg.provider.name} still chooses that provider\n"

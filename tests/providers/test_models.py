@@ -152,3 +152,24 @@ def test_a_wheel_whose_hash_differs_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ModelBuildError, match="SHA-256"):
         wheel_member(wheel, "m/model.bin", "0" * 64)
     assert len(minilm.WHEEL_SHA256) == 64 and len(e5.WHEEL_SHA256) == 64
+
+
+def test_use_writes_the_weighting_the_docs_recommend_for_the_model(
+    cli: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/SEARCH.md gives e5-small its own weighting (vector 0.4, text 0.6): --use
+    writes it with the model, and --use minilm puts MiniLM's back."""
+    cache = tmp_path / "models"
+    monkeypatch.setenv("MEMINDEX_MODEL_CACHE", str(cache))
+    for name in ("e5-small", "minilm"):  # already pulled: nothing is fetched
+        write(cache, MODELS[name].file, b"GGUF")
+    conf = write(tmp_path, "c.toml", "# my settings\n[hybrid]\nrrfK = 60\n")
+    code, _, err = cli("--config", str(conf), "model", "pull", "e5-small", "--use")
+    assert code == 0, err
+    got = tomllib.loads(conf.read_text())
+    assert got["provider"]["local"]["model"] == "e5-small"
+    assert got["hybrid"] == {"rrfK": 60, "vectorWeight": 0.4, "textWeight": 0.6}
+    assert "hybrid.vectorWeight = 0.4" in err and conf.read_text().startswith("# my settings")
+    code, _, err = cli("--config", str(conf), "model", "pull", "minilm", "--use")
+    got = tomllib.loads(conf.read_text())
+    assert code == 0 and got["hybrid"] == {"rrfK": 60, "vectorWeight": 0.3, "textWeight": 0.7}
