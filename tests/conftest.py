@@ -68,6 +68,9 @@ def _isolated_home(
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
     monkeypatch.delenv("MEMINDEX_DATABASE_URL", raising=False)  # SQLite unless a test asks
+    # a hybrid search from the CLI starts a daemon for the next ones: not in tests,
+    # except the one that tests it (tests/daemon/test_autostart.py)
+    monkeypatch.setenv("MEMINDEX_NO_DAEMON", "1")
 
 
 def write(root: Path, rel: str, text: str | bytes) -> Path:

@@ -76,6 +76,8 @@ class DaemonInfo(TypedDict):
     reloads: int
     reloadError: str | None
     loopErrors: int
+    idleExitS: float | None  # exits after this long without a request (started on demand)
+    abandonedRequests: int  # requests whose client hung up before the answer
     configError: NotRequired[str]  # added by the CLI: the config on disk does not load
 
 

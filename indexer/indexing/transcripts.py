@@ -32,7 +32,8 @@ from indexer.config.sections import time_zone
 from indexer.errors import RowRejected, TranscriptDbError
 from indexer.sources.chunking import chunk_markdown
 from indexer.sources.messages import Messages
-from indexer.sources.sessions import SESSIONS_SOURCE, TranscriptFile, least_trusted, session_kind
+from indexer.sources.origins import least_trusted, session_kind
+from indexer.sources.sessions import SESSIONS_SOURCE, TranscriptFile
 from indexer.sources.text import index_text
 from indexer.sources.tokenizer import TokenCounter
 from indexer.store import ChunkRow, FileState, IndexStore, SessionCursor

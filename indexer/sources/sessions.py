@@ -28,17 +28,15 @@ from typing import Any
 from indexer.errors import FileUnreadable, FileVanished, TranscriptsUnavailable, file_kind
 from indexer.sources import safefs
 from indexer.sources.archives import is_archive_name
+from indexer.sources.origins import message_origin
 from indexer.sources.redaction import redact, redact_json
 
 __all__ = [
-    "ORIGINS",
     "LineRange",
     "Message",
     "TranscriptFile",
     "is_transcript_name",
-    "least_trusted",
     "list_transcripts",
-    "message_origin",
     "open_transcript",
     "parse_message",
     "read_complete_lines",
@@ -47,7 +45,6 @@ __all__ = [
     "read_lines_from",
     "redact",
     "rendered_line",
-    "session_kind",
 ]
 
 SESSIONS_SOURCE = "sessions"
@@ -132,43 +129,6 @@ def parse_message(raw: bytes) -> Message | None:
         _speaker(obj, body),
         message_origin(str(role), body),
     )
-
-
-# Provenance classes, most trusted first (OpenClaw's order): a chunk of several
-# messages has its least trusted one's class.
-ORIGINS = ("owner", "agent", "system", "untrusted")
-
-
-def message_origin(role: str, body: dict[str, Any]) -> str:
-    """Who said a message, as OpenClaw 2026.9 marks it (memory-core's
-    ``classifySessionMessageOrigin``): a user message is ``system`` when OpenClaw sent
-    it (``provenance.kind`` "internal_system"), ``owner`` when its sender is the
-    owner (``__openclaw.senderIsOwner``), else ``untrusted``; an assistant message is
-    ``tainted`` when OpenClaw marked its turn so, else its turn's (``turn``)."""
-    marks = body.get("__openclaw")
-    marks = marks if isinstance(marks, dict) else {}
-    if role == "assistant":
-        return "tainted" if marks.get("turnTainted") is True else "turn"
-    prov = body.get("provenance")
-    if isinstance(prov, dict) and prov.get("kind") == "internal_system":
-        return "system"
-    return "owner" if marks.get("senderIsOwner") is True else "untrusted"
-
-
-def least_trusted(origins: Iterable[str]) -> str:
-    """The least trusted of ``origins`` (``ORIGINS``' order); untrusted for none."""
-    rank = max((ORIGINS.index(o) for o in origins if o in ORIGINS), default=len(ORIGINS) - 1)
-    return ORIGINS[rank]
-
-
-def session_kind(key: str) -> str:
-    """A transcript's session kind as memory-core names it, from its session key
-    (``heading`` of a database transcript): "subagent" or "interactive"; "unknown"
-    for a transcript file no key names (cron, heartbeat and dreaming sessions are
-    never indexed)."""
-    if not key:
-        return "unknown"
-    return "subagent" if ":subagent:" in key else "interactive"
 
 
 def _speaker(obj: dict[str, Any], body: dict[str, Any]) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from indexer.errors import ConfigError, InvalidParams, MemindexError
@@ -17,7 +18,18 @@ __all__ = ["run_distill", "run_mcp", "run_migrate", "run_openclaw", "run_serve",
 def run_serve(c: Call) -> int:
     from indexer.surfaces.daemon import Daemon
 
-    daemon = Daemon(c.settings(), socket_path=c.args.socket, reload=c.settings)
+    if c.args.stop:
+        from indexer.surfaces.autostart import stop_daemon
+
+        cfg = c.config()
+        if c.args.socket is not None:
+            cfg = replace(cfg, server=replace(cfg.server, socket=str(c.args.socket)))
+        return 0 if stop_daemon(cfg, c.out) else 1
+    if c.args.idle_exit is not None and c.args.idle_exit <= 0:
+        raise InvalidParams("--idle-exit must be a number of seconds above 0")
+    daemon = Daemon(
+        c.settings(), socket_path=c.args.socket, reload=c.settings, idle_exit_s=c.args.idle_exit
+    )
     return daemon.run()
 
 

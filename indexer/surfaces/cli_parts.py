@@ -48,6 +48,19 @@ class Call:
         self.out.write(json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
         return 0
 
+    def global_args(self) -> list[str]:
+        """The global options as given (absolute paths): a daemon this command starts
+        serves the same config."""
+        a = self.args
+        out: list[str] = []
+        for flag, value in (("--config", a.config), ("--workspace", a.workspace),
+                            ("--openclaw-config", a.openclaw_config)):  # fmt: skip
+            if value is not None:
+                out += [flag, str(Path(value).absolute())]
+        if a.agent is not None:
+            out += ["--agent", a.agent]
+        return out
+
     def setup_logging(self) -> None:
         """Log to stderr: INFO with timestamps for ``serve``, warnings for the rest
         (DEBUG with -v). Commands a daemon answers call it only when they read the
@@ -216,6 +229,11 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("search", help="search the index")
     s.add_argument("query", help='words, "quoted phrases", IDs, paths')
     s.add_argument(
+        "--no-daemon",
+        action="store_true",
+        help="never start a daemon (a search that loads a model starts one for the next)",
+    )
+    s.add_argument(
         "--max-results", type=_positive, default=None, help="number of results (default 6)"
     )
     s.add_argument("--min-score", type=_unit, default=None, help="drop weaker results (0..1)")
@@ -296,6 +314,16 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("serve", help="run the daemon: watch files, answer on the Unix socket")
     s.add_argument("--socket", type=Path, default=None, help="socket path (default from config)")
+    s.add_argument(
+        "--idle-exit",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="exit after this long without a request (the daemon a search starts: 1800)",
+    )
+    s.add_argument(
+        "--stop", action="store_true", help="stop the daemon answering on the socket, and exit"
+    )
 
     s = sub.add_parser("service", help="install the daemon as a systemd / launchd user service")
     s.add_argument("action", choices=["install", "print"], help="write the unit, or print it")

@@ -92,7 +92,18 @@ def run_search(c: Call) -> int:
         params["asOf"] = args.as_of
     if args.time_zone is not None:
         params["timeZone"] = args.time_zone
-    result = read_call(cfg, "memory_search", params, direct=lambda: c.setup_logging())
+    direct: list[bool] = []
+
+    def from_the_file() -> None:  # no daemon answered: this process reads the index
+        c.setup_logging()
+        direct.append(True)
+
+    result = read_call(cfg, "memory_search", params, direct=from_the_file)
+    if direct and result.get("mode") in ("hybrid", "vector"):  # a model was loaded for it
+        from indexer.surfaces.autostart import autostart_wanted, start_daemon
+
+        if autostart_wanted(args.no_daemon):
+            start_daemon(cfg, c.global_args(), err)
     if args.mode in ("hybrid", "vector") and result.get("mode") != args.mode:
         err.write(
             f"memindex: warning: --mode {args.mode} could not be honoured: "

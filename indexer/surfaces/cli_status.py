@@ -94,6 +94,12 @@ def _print_status(st: StatusResponse, out: TextIO, cfg: Config | None = None) ->
         out.write(
             f"daemon:    pid {d['pid']} on {d['socket']}, watcher {w['backend']}"
             + (f" ({w['reason']})" if w.get("reason") else "")
+            + (
+                f"; started on demand, exits after {idle / 60:g} min without a "
+                "request (memindex serve --stop)"
+                if (idle := d.get("idleExitS"))
+                else ""
+            )
             + "\n"
         )
         mem = st.get("memory")

@@ -62,6 +62,7 @@ class _Daemon(Protocol):
     reloads: int
     reload_error: str | None
     loop_errors: int
+    idle_exit_s: float | None
 
 
 class DaemonService:
@@ -109,6 +110,8 @@ class DaemonService:
             "reloads": d.reloads,
             "reloadError": d.reload_error,
             "loopErrors": d.loop_errors,
+            "idleExitS": d.idle_exit_s,
+            "abandonedRequests": d.server.abandoned,
         }
         health = rt.report_health()
         st["dirty"] = health["dirty"]

@@ -336,6 +336,14 @@ def _run(c: Conversation) -> dict[str, Any]:
     r = c.home.openclaw("memory", "reset", "--agent", "main", "--yes")
     o["reset: done"] = r.returncode == 0
     o["reset: found after"] = bool(c.wait_found(MEMORY_ID, timeout=60))
+    # dreaming's promotion, fed by the searches of the daily note above: memory-core's
+    # `openclaw memory promote` ranks what the searches recalled and appends it
+    r = c.home.openclaw(
+        "memory", "promote", "--agent", "main", "--json", "--min-score", "0",
+        "--min-recall-count", "1", "--min-unique-queries", "1", "--apply",
+    )  # fmt: skip
+    memory_md = (c.ws / "MEMORY.md").read_text(encoding="utf-8")
+    o["promoted from the recalls"] = r.returncode == 0 and "BOILER-42" in memory_md
     o["heartbeat delays"] = len(
         re.findall(r"liveness heartbeat delayed", c.home.log_tail(2_000_000))
     )
@@ -712,3 +720,14 @@ def test_a_transcript_hit_carries_memory_cores_provenance(
     ((core, mine),) = _rows(memory_core, memindex, "transcript hit provenance")
     assert core[0] is not None and core[2] is True
     assert mine == core
+
+
+def test_dreaming_promotes_what_the_searches_recalled(
+    memory_core: dict[str, Any], memindex: dict[str, Any]
+) -> None:
+    """The daily note the agent's searches kept recalling is promoted into MEMORY.md
+    by memory-core's promotion with memindex in the slot too (dreaming on); with
+    dreaming off there is nothing to promote into, and the command says so."""
+    ((core, mine),) = _rows(memory_core, memindex, "promoted from the recalls")
+    assert core is True
+    assert mine is (memindex["name"] == "memindex")
