@@ -42,7 +42,13 @@ from indexer.config.sections import time_zone
 from indexer.errors import ConfigError
 from providers.names import ORDER
 
-__all__ = ["config_identity", "load_openclaw", "openclaw_state_dir"]
+__all__ = [
+    "config_identity",
+    "load_openclaw",
+    "openclaw_agent_of",
+    "openclaw_state_dir",
+    "with_openclaws_transcripts",
+]
 
 _PROVIDERS = {"auto", *ORDER, "none"}
 
@@ -207,6 +213,44 @@ def openclaw_state_dir() -> Path:
         return Path(state).expanduser()
     home = os.environ.get("OPENCLAW_HOME", "").strip()
     return (Path(home).expanduser() if home else Path.home()) / ".openclaw"
+
+
+def openclaw_agent_of(workspace: Path) -> str | None:
+    """The OpenClaw agent whose workspace ``workspace`` is: the one OpenClaw's own
+    ``openclaw.json`` (in its state dir) names with it, else "main" for OpenClaw's
+    default workspace (``~/.openclaw/workspace``); None for any other folder (or an
+    ``openclaw.json`` that does not read: the folder is then not known as OpenClaw's)."""
+    try:
+        want = workspace.resolve()
+    except OSError:
+        return None
+    state = openclaw_state_dir()
+    path = state / "openclaw.json"
+    if path.is_file():
+        try:
+            for cfg in load_openclaw(path):
+                if cfg.workspace is not None and cfg.workspace.resolve() == want:
+                    return cfg.agent_name
+        except (ConfigError, OSError):
+            pass
+    default = Path.home() / ".openclaw" / "workspace"
+    return "main" if want == default.resolve() else None
+
+
+def with_openclaws_transcripts(cfg: Config) -> Config:
+    """A workspace that is an OpenClaw agent's (its openclaw.json names it, or it is
+    OpenClaw's default one) with no agent id and no ``sessions.dir``: that agent's
+    transcripts, from OpenClaw's state dir (``$OPENCLAW_STATE_DIR`` as OpenClaw reads
+    it), as if ``sessions.dir`` named them. Any other folder of notes gets none."""
+    if cfg.agentId is not None or cfg.sessions.dir or not cfg.sessions.enabled:
+        return cfg
+    if cfg.workspace is None:
+        return cfg
+    agent = openclaw_agent_of(cfg.workspace)
+    if agent is None:
+        return cfg
+    sessions = openclaw_state_dir() / "agents" / agent / "sessions"
+    return replace(cfg, sessions=replace(cfg.sessions, dir=str(sessions)))
 
 
 def config_identity(path: Path) -> str | None:

@@ -210,6 +210,7 @@ class StatusResponse(TypedDict):
     pendingBatches: list[BatchJob]
     skipped: list[SkippedFile]
     sessionsDir: str | None
+    transcriptsNote: str | None  # why no transcripts are indexed (None: they are read)
     malformedLines: int
     indexBytes: int
     checkedAt: float

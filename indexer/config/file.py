@@ -353,7 +353,9 @@ def load_settings(
         replace(a, workspace=openclaw) if a.workspace is None and openclaw.is_dir() else a
         for a in agents
     )
-    return Settings(agents)
+    from indexer.openclaw import with_openclaws_transcripts
+
+    return Settings(tuple(with_openclaws_transcripts(a) for a in agents))
 
 
 def load_config(

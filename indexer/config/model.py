@@ -158,6 +158,25 @@ class Config:
             return None
         return Path.home() / ".openclaw" / "agents" / self.agent_name / "sessions"
 
+    def transcripts_note(self) -> str | None:
+        """Why this config indexes no transcripts (None: it has a place to read them
+        from, and one of them is there)."""
+        if not self.sessions.enabled:
+            return "off (sessions.enabled = false)"
+        sdir = self.sessions_dir()
+        if sdir is None:
+            return (
+                "none: this workspace is not an OpenClaw agent's (not ~/.openclaw/workspace, "
+                "not named in OpenClaw's openclaw.json) and sessions.dir is not set; set "
+                "[sessions] dir, or pass --agent ID or --openclaw-config FILE "
+                "(docs/TRANSCRIPTS.md)"
+            )
+        db = self.transcript_db()
+        if not sdir.is_dir() and not (db is not None and db.is_file()):
+            where = f"{sdir}" + (f" nor {db}" if db is not None else "")
+            return f"none found yet: neither {where} exists (has OpenClaw run this agent?)"
+        return None
+
     def transcript_db(self) -> Path | None:
         """OpenClaw's agent database, whose ``transcript_events`` hold the transcripts
         of OpenClaw 2026.9 and later: ``sessions.database``, else the ``agent`` folder

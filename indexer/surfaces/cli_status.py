@@ -37,6 +37,9 @@ def _print_status(st: StatusResponse, out: TextIO, cfg: Config | None = None) ->
     out.write(f"workspace: {st['workspace']}\n")
     for src, c in sorted(st["sources"].items()):
         out.write(f"{src + ':':<11}{c['files']} files, {c['chunks']} chunks\n")
+    note = st.get("transcriptsNote")
+    if note and not st["sources"].get("sessions", {}).get("files"):
+        out.write(f"           transcripts: {note}\n")
     vec = st["vector"]
     if st["mode"] == "hybrid":
         out.write(

@@ -5,7 +5,9 @@ step, not a failure): doctor then checks the installation."""
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -110,6 +112,25 @@ def checks(cfg: Config) -> list[tuple[str, bool, str]]:
         check("index", index)
 
     got.append(sqlite_vec)
+
+    def transcripts() -> str:
+        note = cfg.transcripts_note()
+        if note is not None:
+            return note  # not a failure: a workspace of notes has no transcripts
+        sdir, db = cfg.sessions_dir(), cfg.transcript_db()
+        where = [str(p) for p in (sdir, db) if p is not None and p.exists()]
+        if sdir is not None and sdir.is_dir() and not os.access(sdir, os.R_OK | os.X_OK):
+            raise RuntimeError(f"{sdir} cannot be read: fix its permissions")
+        with checking(cfg) as st:
+            if st is None:
+                return f"read from {' and '.join(where)}; indexed by 'memindex index'"
+            n = len(st.file_states("sessions"))
+            last = json.loads(st.meta_get("lastSync") or "null")
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(last["at"])) if last else "never"
+        return f"{n} indexed from {' and '.join(where)}; last sync {when}"
+
+    if not first_run:
+        check("transcripts", transcripts)
 
     def provider() -> str:
         sel = configured_provider(cfg)

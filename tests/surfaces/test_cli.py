@@ -342,3 +342,32 @@ def test_the_openclaw_bench_needs_no_test_tools() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "memory-core" in proc.stdout
+
+
+def test_a_workspace_openclaw_names_finds_its_agents_transcripts(
+    cli: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--workspace` alone on a folder OpenClaw's openclaw.json names as an agent's
+    workspace reads that agent's transcripts (OPENCLAW_STATE_DIR as OpenClaw reads
+    it); another folder reads none, and status and doctor say why and what to do."""
+    state = tmp_path / "oc-state"
+    monkeypatch.setenv("OPENCLAW_STATE_DIR", str(state))
+    ws = tmp_path / "ops-ws"
+    write(ws, "MEMORY.md", "# Memory\n- the ops runbook\n")
+    agents = {"agents": {"list": [{"id": "ops", "workspace": str(ws)}]}}
+    write(state, "openclaw.json", json.dumps(agents))
+    line = {"type": "message", "message": {"role": "user", "content": "the TERN-5151 pager"}}
+    write(state, "agents/ops/sessions/s1.jsonl", json.dumps(line) + "\n")
+    assert cli("--workspace", str(ws), "index")[0] == 0
+    res = cli_json(cli, "--workspace", str(ws), "search", "TERN-5151", "--json")
+    assert [r["path"] for r in res["results"]] == ["sessions/s1.jsonl"]
+    code, out, _ = cli("--workspace", str(ws), "doctor")
+    assert "ok   transcripts" in out and "1 indexed from" in out, out
+    notes = tmp_path / "notes"
+    write(notes, "MEMORY.md", "# Memory\n- just notes\n")
+    assert cli("--workspace", str(notes), "index")[0] == 0
+    code, out, _ = cli("--workspace", str(notes), "status")
+    assert "transcripts: none: this workspace is not an OpenClaw agent's" in out
+    assert "sessions.dir is not set" in out
+    code, out, _ = cli("--workspace", str(notes), "doctor")
+    assert "transcripts" in out and "sessions.dir is not set" in out
