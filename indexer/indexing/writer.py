@@ -197,6 +197,10 @@ class Indexer:
         try:
             try:
                 fresh.copy_carryover(self.store.generation)
+                recovered = self.store.meta_get("recovered")  # status keeps saying it
+                if recovered:
+                    with fresh.transaction():
+                        fresh.meta_set("recovered", recovered)
             except STORE_ERRORS as exc:
                 if not index_damaged(exc):
                     raise

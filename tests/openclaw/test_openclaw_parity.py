@@ -87,6 +87,9 @@ def _workspace(root: Path) -> Path:
     (ws / "memory/2026-11-20.md").write_text(
         "# 2026-11-20\n\n- The boiler service code is BOILER-42.\n"
     )
+    (ws / "memory/2026-11-21.md").write_text(  # recalled once: not promoted
+        "# 2026-11-21\n\n- The gutter cleaner's number is GUTTER-58.\n"
+    )
     # the workspace is a clone of PROJECT: turns there have it as their active repository
     git = ["git", "-C", str(ws)]
     subprocess.run([*git, "init", "-q"], check=True)
@@ -338,12 +341,12 @@ def _run(c: Conversation) -> dict[str, Any]:
     o["reset: found after"] = bool(c.wait_found(MEMORY_ID, timeout=60))
     # dreaming's promotion, fed by the searches of the daily note above: memory-core's
     # `openclaw memory promote` ranks what the searches recalled and appends it
-    r = c.home.openclaw(
-        "memory", "promote", "--agent", "main", "--json", "--min-score", "0",
-        "--min-recall-count", "1", "--min-unique-queries", "1", "--apply",
-    )  # fmt: skip
+    # (memory-core's defaults: recalled 3 times by 3 queries, a weighted score of 0.75)
+    c.home.invoke("memory_search", {"query": "gutter cleaner number"})  # once
+    r = c.home.openclaw("memory", "promote", "--agent", "main", "--json", "--apply")
     memory_md = (c.ws / "MEMORY.md").read_text(encoding="utf-8")
     o["promoted from the recalls"] = r.returncode == 0 and "BOILER-42" in memory_md
+    o["recalled once: not promoted"] = "GUTTER-58" not in memory_md
     o["heartbeat delays"] = len(
         re.findall(r"liveness heartbeat delayed", c.home.log_tail(2_000_000))
     )
@@ -726,8 +729,11 @@ def test_dreaming_promotes_what_the_searches_recalled(
     memory_core: dict[str, Any], memindex: dict[str, Any]
 ) -> None:
     """The daily note the agent's searches kept recalling is promoted into MEMORY.md
-    by memory-core's promotion with memindex in the slot too (dreaming on); with
-    dreaming off there is nothing to promote into, and the command says so."""
-    ((core, mine),) = _rows(memory_core, memindex, "promoted from the recalls")
-    assert core is True
+    by memory-core's promotion, at its default thresholds, with memindex in the slot
+    too (dreaming on), and the note recalled once is not; with dreaming off there is
+    nothing to promote into, and the command says so."""
+    (core, mine), (core_once, mine_once) = _rows(
+        memory_core, memindex, "promoted from the recalls", "recalled once: not promoted"
+    )
+    assert core is True and core_once is True and mine_once is True
     assert mine is (memindex["name"] == "memindex")

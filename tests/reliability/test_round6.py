@@ -199,3 +199,35 @@ def test_a_failed_sync_is_retried_as_soon_as_the_index_path_changes(tmp_path: Pa
         wait_for(lambda: rpc(d.sock, "status")["errors"]["memory"] is None, timeout=10)
     finally:
         d.stop()
+
+
+def test_a_link_at_the_index_path_to_anything_else_is_never_followed(tmp_path: Path) -> None:
+    """The index path made a symlink to a file outside memindex's (here a user's file;
+    in the attack, /dev/zero): it was set aside as a damaged index, the file behind it
+    renamed and its mode changed. Now only the link is kept aside; the file behind it
+    is never opened, moved or changed, and the index is built again."""
+    import os
+    import stat
+
+    victim = tmp_path / "victim" / "precious.txt"
+    victim.parent.mkdir()
+    victim.write_text("mine\n")
+    os.chmod(victim, 0o644)
+    d = _daemon(tmp_path)
+    try:
+        index = Path(rpc(d.sock, "status")["indexPath"])
+        assert _heron(d)
+        index.unlink()
+        index.symlink_to(victim)
+        write(tmp_path / "ws", "memory/2026-01-02.md", "- an egret by the reeds\n")
+        wait_for(lambda: _heron(d) and Path(os.path.realpath(index)).parent == index.parent,
+                 timeout=30)  # fmt: skip
+        wait_for(lambda: bool(rpc(d.sock, "memory_search", {"query": "egret"})["results"]))
+        assert victim.read_text() == "mine\n"
+        assert stat.S_IMODE(victim.stat().st_mode) == 0o644
+        assert [p.name for p in victim.parent.iterdir()] == ["precious.txt"]
+        kept = [p for p in index.parent.iterdir() if ".damaged-" in p.name]
+        assert kept and all(p.is_symlink() for p in kept)  # the link, kept as it was
+        assert "not to one of its generations" in json.dumps(rpc(d.sock, "status")["recovered"])
+    finally:
+        d.stop()

@@ -19,6 +19,7 @@ import apsw
 from indexer.errors import IndexCorrupt, StoreError, file_kind
 from indexer.store import bm25
 from indexer.store.records import DAEMON_MMAP_BYTES, INDEX_ID, MMAP_BYTES
+from indexer.store.sqlite.generations import current_file
 from indexer.store.sqlite.migrations import MIGRATIONS
 from indexer.store.writer_lock import WriterLock
 
@@ -27,7 +28,8 @@ def private_file(path: Path) -> None:
     """Create ``path`` mode 0600 if missing, and make an existing one 0600: index
     files hold the agent's memory and transcripts (SQLite gives its -wal and -shm
     files the database file's mode)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags, 0o600)
     try:
         if os.fstat(fd).st_mode & 0o077:
             os.fchmod(fd, 0o600)
@@ -82,12 +84,12 @@ def _open_readonly(path: Path) -> apsw.Connection:
 
 
 def _refuse_special(path: Path) -> None:
-    """An index path that leads (through memindex's own generation link) to anything
-    but a regular file is refused at once, as every other path memindex reads: SQLite
-    would wait on a FIFO for as long as it is there. A writer sets it aside as it does
-    a damaged file and starts a new index."""
+    """The index file (``path``: the generation behind the index path, never followed
+    further) that is anything but a regular file is refused at once, as every other
+    path memindex reads: SQLite would wait on a FIFO for as long as it is there. A
+    writer sets it aside as it does a damaged file and starts a new index."""
     try:
-        st = os.stat(path)
+        st = os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
         return
     except OSError as exc:
@@ -109,23 +111,23 @@ class StoreBase:
 
     def __init__(self, path: Path, *, readonly: bool = False) -> None:
         self.path = path
-        self.file = Path(os.path.realpath(path))  # the generation file behind the path
+        self.file = current_file(path)  # the generation behind the path (ForeignLink)
         self.generation = str(self.file)
         self.readonly = readonly
         self.writer_lock: WriterLock | None = None
         self.vector_error: str | None = None
         self.vec_version: str | None = None
-        _refuse_special(path)
-        if readonly and not path.exists():
+        _refuse_special(self.file)
+        if readonly and not self.file.exists():
             raise StoreError(f"no index at {path}: run 'memindex index' first")
         try:
             if readonly:
-                self.db = _open_readonly(path)
+                self.db = _open_readonly(self.file)
             else:
                 private_dir(path.parent)
-                private_file(path)
+                private_file(self.file)
                 flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
-                self.db = apsw.Connection(str(path), flags=flags)
+                self.db = apsw.Connection(str(self.file), flags=flags)
             st = os.stat(self.file)
             self._ident = (st.st_dev, st.st_ino)  # the file this connection has open
             self.db.set_busy_timeout(10_000)

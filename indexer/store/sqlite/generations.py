@@ -26,9 +26,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from indexer.errors import StoreError
+from indexer.errors import IndexCorrupt, StoreError
 
 __all__ = [
+    "ForeignLink",
     "abandoned",
     "cleanup",
     "current_file",
@@ -44,9 +45,28 @@ _GEN = re.compile(r"\.g(\d+)\.sqlite$")
 _GRACE_S = 600.0
 
 
+class ForeignLink(IndexCorrupt):
+    """The index path is a symlink memindex did not make: to anything but one of its
+    generations beside it. Nothing behind it is opened, moved or changed."""
+
+
 def current_file(index_path: Path) -> Path:
-    """The file the index path resolves to now."""
-    return Path(os.path.realpath(index_path))
+    """The file the index path stands for now: itself (generation zero), or the
+    generation beside it that its symlink names (in the path's real folder).
+    ForeignLink for a symlink to anything else: memindex never follows a link out of
+    its own files (one to ``/dev/zero`` was once set aside as a damaged index, and a
+    user's file behind another had its mode changed)."""
+    folder = Path(os.path.realpath(index_path.parent))
+    if not index_path.is_symlink():
+        return folder / index_path.name
+    target = os.readlink(index_path)
+    stem = index_path.name.removesuffix(".sqlite")
+    if "/" in target or not re.fullmatch(re.escape(stem) + r"\.g\d+\.sqlite", target):
+        raise ForeignLink(
+            f"index {index_path} is a link to {target!r}, not to one of its generations "
+            "(memindex does not follow it)"
+        )
+    return folder / target
 
 
 def new_generation(index_path: Path) -> Path:
@@ -61,7 +81,10 @@ def _ns(path: Path) -> int:
 
 def abandoned(index_path: Path) -> list[Path]:
     """Generations newer than the current one: rebuilds that never published."""
-    current = current_file(index_path)
+    try:
+        current = current_file(index_path)
+    except ForeignLink:
+        return []
     stem = index_path.name.removesuffix(".sqlite")
     floor = _ns(current)
     return sorted(
@@ -82,8 +105,13 @@ def set_aside(index_path: Path) -> Path:
     time>`` and remove the index path's symlink, so the path opens as a new, empty
     index. Returns where the file went (kept for the user; never removed by
     ``cleanup``, whose names end in ``.sqlite``)."""
-    current = current_file(index_path)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    try:
+        current = current_file(index_path)
+    except ForeignLink:  # the link itself is kept aside; what it points at is not touched
+        kept = index_path.with_name(f"{index_path.name}.damaged-{stamp}")
+        os.replace(index_path, kept)
+        return kept
     kept = current.with_name(f"{current.name}.damaged-{stamp}")
     for suffix in ("", "-wal", "-shm", "-journal"):
         with contextlib.suppress(FileNotFoundError):
@@ -137,7 +165,10 @@ def publish(index_path: Path, generation: Path) -> None:
 def cleanup(index_path: Path, *, grace_s: float = _GRACE_S) -> list[Path]:
     """Remove generations (and their WAL files) that are not current and older than
     the grace period, and the WAL files of a replaced generation-zero file."""
-    current = current_file(index_path)
+    try:
+        current = current_file(index_path)
+    except ForeignLink:
+        return []
     stem = index_path.name.removesuffix(".sqlite")
     removed: list[Path] = []
     now = time.time()

@@ -22,6 +22,7 @@ from indexer.store.records import (
 )
 from indexer.store.sqlite.chunks import ChunkTables
 from indexer.store.sqlite.export import SqliteExport
+from indexer.store.sqlite.generations import ForeignLink, current_file
 from indexer.store.sqlite.vec_tables import VectorTables
 
 
@@ -142,7 +143,9 @@ class Store(ChunkTables, VectorTables, SqliteExport, FileSync):
         matter: ``index_damaged``.)"""
         try:
             st = os.stat(self.file)
-        except (FileNotFoundError, NotADirectoryError):  # gone, or its folder is
+            if current_file(self.path) != self.file:  # the path leads elsewhere now
+                return True
+        except (FileNotFoundError, NotADirectoryError, ForeignLink):  # gone, or not ours
             return True
         except OSError:
             return False  # cannot tell: go on with the open file
