@@ -69,6 +69,7 @@ from indexer.store.openclaw_db import (
     check_database_file,
     session_facts,
 )
+from indexer.store.records import FORGOTTEN
 
 __all__ = ["AgentDatabase", "db_facts", "is_db_path"]
 
@@ -115,7 +116,7 @@ class AgentDatabase:
             raise TranscriptDbError(f"OpenClaw's agent database {path}: {exc.strerror}") from exc
         db = AgentDb(path).__enter__()
         try:
-            listed = self._sessions(db, agent, report, run.skips)
+            listed = self._sessions(db, agent, report, run.skips, store)
         except BaseException:
             db.__exit__(None, None, None)
             raise
@@ -130,11 +131,15 @@ class AgentDatabase:
 
     @staticmethod
     def _sessions(
-        db: AgentDb, agent: str, report: SessionReport, skips: list[tuple[str, str]]
+        db: AgentDb,
+        agent: str,
+        report: SessionReport,
+        skips: list[tuple[str, str]],
+        store: IndexStore,
     ) -> list[DbSession]:
-        """The sessions to index: the current windows, not forgotten, with an id
-        memory_get can open; what is passed over goes to ``skips``."""
-        forgotten = db.forgotten(agent)
+        """The sessions to index: the current windows, not forgotten (now or before),
+        with an id memory_get can open; what is passed over goes to ``skips``."""
+        forgotten = remembered_forgotten(store, db.forgotten(agent))
         report.forgotten |= forgotten
         listing = db.sessions()
         for sid, why in listing.problems:
@@ -304,22 +309,26 @@ def path_of_sessions(db: AgentDb) -> Path:
     return db.path.parent.parent / "sessions"
 
 
-_FORGOTTEN_KEY = "openclaw.forgotten"  # the tombstones last read, kept in the index
-
-
 def db_facts(
     store: IndexStore, cfg: Config, report: SessionReport
 ) -> tuple[set[str], dict[str, tuple[str, str]]]:
     """From OpenClaw's agent database: the forgotten session ids and the registered
     archives (name -> session id, key). A forgotten session stays forgotten while the
     database cannot be read: the ids last read are kept in the index's meta."""
-    kept = set(json.loads(store.meta_get(_FORGOTTEN_KEY) or "[]"))
     try:
         forgotten, registered = session_facts(cfg.transcript_db(), cfg.agent_name)
     except TranscriptDbError as exc:
         report.errors.append({"path": str(cfg.transcript_db()), "reason": exc.message})
-        return kept, {}
-    if not forgotten <= kept:
+        return remembered_forgotten(store, set()), {}
+    return remembered_forgotten(store, forgotten), registered
+
+
+def remembered_forgotten(store: IndexStore, read: set[str]) -> set[str]:
+    """The sessions forgotten: those the database says now (``read``) and every one it
+    said before (kept in the index's meta), so that a backup of the database restored
+    from before a forget, or a database that cannot be read, brings none back."""
+    kept = set(json.loads(store.meta_get(FORGOTTEN) or "[]"))
+    if not read <= kept:
         with store.transaction():
-            store.meta_set(_FORGOTTEN_KEY, json.dumps(sorted(forgotten | kept)))
-    return forgotten | kept, registered
+            store.meta_set(FORGOTTEN, json.dumps(sorted(read | kept)))
+    return read | kept

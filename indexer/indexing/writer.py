@@ -24,6 +24,7 @@ from indexer.indexing.session_sync import Quiet, SessionReport, sync_sessions
 from indexer.indexing.transcripts import indexed_from
 from indexer.store import STORE_ERRORS, IndexStore
 from indexer.store.backend import Backend, backend_for
+from indexer.store.records import FORGOTTEN
 
 if TYPE_CHECKING:
     from indexer.indexing.embedding import EmbedReport
@@ -197,10 +198,14 @@ class Indexer:
         try:
             try:
                 fresh.copy_carryover(self.store.generation)
-                recovered = self.store.meta_get("recovered")  # status keeps saying it
-                if recovered:
-                    with fresh.transaction():
-                        fresh.meta_set("recovered", recovered)
+                # what the new generation cannot read again from the files: the note
+                # status shows of a recovery, the sessions forgotten (a restored
+                # database must not bring one back)
+                with fresh.transaction():
+                    for key in ("recovered", FORGOTTEN):
+                        value = self.store.meta_get(key)
+                        if value:
+                            fresh.meta_set(key, value)
             except STORE_ERRORS as exc:
                 if not index_damaged(exc):
                     raise

@@ -60,12 +60,13 @@ def read_document(cfg: Config, raw: str) -> tuple[str, str]:
     return target.display, text
 
 
-def get_lines(cfg: Config, req: GetRequest) -> GetResponse:
-    """The memory_get answer for ``req``."""
+def get_lines(cfg: Config, req: GetRequest, forgotten: frozenset[str] = frozenset()) -> GetResponse:
+    """The memory_get answer for ``req``; ``forgotten``: sessions forgotten before, as
+    the index keeps them (a database restored from before a forget no longer says)."""
     if is_db_path(req.path):
-        return _db_transcript_lines(cfg, req)
+        return _db_transcript_lines(cfg, req, forgotten)
     if req.path.startswith(SESSIONS_SOURCE + "/"):
-        return _transcript_lines(cfg, req)
+        return _transcript_lines(cfg, req, forgotten)
     display, text = read_document(cfg, req.path)
     return _slice(display, text, req.start, req.lines, cfg.limits.maxGetBytes)
 
@@ -103,7 +104,7 @@ def _slice(path: str, text: str, first: int, count: int | None, max_bytes: int) 
     return _lines_result(path, picked, first, len(all_lines), False)
 
 
-def _transcript_lines(cfg: Config, req: GetRequest) -> GetResponse:
+def _transcript_lines(cfg: Config, req: GetRequest, kept: frozenset[str]) -> GetResponse:
     """Lines of a transcript, one per JSONL line (citations use these numbers):
     rendered as search shows them, or the events themselves with ``raw``; secrets
     redacted in the decoded text either way. Streamed: any size, and a line that is
@@ -123,7 +124,7 @@ def _transcript_lines(cfg: Config, req: GetRequest) -> GetResponse:
         forgotten, registered = session_facts(cfg.transcript_db(), cfg.agent_name)
     except TranscriptDbError as exc:
         raise PathRefused(f"{path}: cannot tell whether it was forgotten ({exc.message})") from exc
-    if session_ids_of(name, registered) & forgotten:
+    if session_ids_of(name, registered) & (forgotten | kept):
         raise NotFound(f"{path}: no such transcript")
     links = cfg.limits.allowHardLinks
     # raw lines are read whole (a message is at most MAX_LINE_BYTES) and rendered
@@ -153,7 +154,7 @@ def _transcript_lines(cfg: Config, req: GetRequest) -> GetResponse:
 _DB_LINES = 5000  # events read for one memory_get at most (then: truncated, nextFrom)
 
 
-def _db_transcript_lines(cfg: Config, req: GetRequest) -> GetResponse:
+def _db_transcript_lines(cfg: Config, req: GetRequest, kept: frozenset[str]) -> GetResponse:
     """Lines of a transcript in OpenClaw's agent database: line ``n`` is event
     ``seq = n - 1``, shown as search shows it (or the event itself with ``raw``);
     an event that is no message is an empty line."""
@@ -172,7 +173,7 @@ def _db_transcript_lines(cfg: Config, req: GetRequest) -> GetResponse:
     budget = 4 * cfg.limits.maxGetBytes + MAX_EVENT_BYTES  # raw events read, at most
     with AgentDb(db_file) as db:
         session = next((s for s in db.sessions().sessions if s.session_id == sid), None)
-        if session is None or not session.indexable or sid in db.forgotten(cfg.agent_name):
+        if session is None or not session.indexable or sid in db.forgotten(cfg.agent_name) | kept:
             # as the index has it: a forgotten session, an old window, a cron run
             raise NotFound(f"{path}: no such session in {db_file}")
         got: dict[int, str | None] = {}

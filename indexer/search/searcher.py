@@ -33,6 +33,7 @@ from indexer.search.gating import skip_reason
 from indexer.selection import NO_PROVIDER, provider_state, ready_state
 from indexer.store import IndexStore
 from indexer.store.backend import backend_for
+from indexer.store.records import FORGOTTEN
 from providers.calibration import META_KEY, Scale
 
 if TYPE_CHECKING:  # the providers' base loads when first used
@@ -73,7 +74,8 @@ class Searcher:
         self._scale_next = 0.0  # when a missing scale is looked for again (monotonic)
 
     def get(self, req: GetRequest) -> GetResponse:
-        return get_lines(self.cfg, req)
+        kept = json.loads(self.store.meta_get(FORGOTTEN) or "[]")  # forgotten before
+        return get_lines(self.cfg, req, frozenset(kept))
 
     def curated(self, req: CuratedRequest) -> CuratedResponse:
         return curated_entries(self.cfg, req)

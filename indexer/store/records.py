@@ -258,4 +258,8 @@ class SearchRow:
 
 # What means the index itself is in trouble (as opposed to one file being odd).
 INDEX_ID = "indexId"  # meta: the id an index's first writer gave it (``identity``)
+# meta: the session ids `openclaw memory forget` recorded, as last read (JSON list):
+# a forgotten session stays forgotten if the database loses its tombstone (a backup
+# restored) or cannot be read
+FORGOTTEN = "openclaw.forgotten"
 STORE_ERRORS: tuple[type[BaseException], ...] = (apsw.Error, StoreError)

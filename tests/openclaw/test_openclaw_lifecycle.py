@@ -258,3 +258,28 @@ def test_an_archive_read_in_part_is_named_in_status_while_it_is_indexed(
         idx.sync()
         skipped = {s["path"] for s in idx.status()["skipped"]}
         assert f"sessions/{bomb.name}" not in skipped and f"sessions/{plain.name}" in skipped
+
+
+def test_a_forgotten_session_stays_out_when_a_backup_of_the_database_is_restored(
+    tmp_path: Path, state: Path, gw: AgentDbFixture
+) -> None:
+    """The database replaced by a backup from before the forget (its tombstone gone):
+    the session came back into search while memory_get still treated it as
+    forgotten. The index keeps every tombstone it read, and both honour them."""
+    _lifecycle(gw)
+    gw.session("gone", "agent:main:telegram:direct:5")
+    gw.append("gone", message("user", "My quokka's name is QUOKKA-6161."))
+    _point(gw, "agent:main:telegram:direct:5", "gone")
+    with AgentIndex(_cfg(tmp_path, state)) as idx:
+        idx.sync()
+        assert _found(idx, "QUOKKA-6161")
+        _forget(gw, "gone")
+        idx.sync()
+        assert _found(idx, "QUOKKA-6161") == []
+        with gw.db:  # the backup from before: no tombstone
+            gw.db.execute("DELETE FROM memory_session_tombstones")
+        for force in (False, True):
+            idx.sync(force=force)
+            assert _found(idx, "QUOKKA-6161") == []
+        with pytest.raises(NotFound):  # as for any forgotten session
+            idx.get("sessions/main/gone.jsonl")
