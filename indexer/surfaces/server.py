@@ -10,8 +10,9 @@ replaced by an error saying so, and a batch (at most ``MAX_BATCH`` requests) sha
 Strings that are not valid Unicode (lone surrogates, which JSON can carry) are
 refused as invalid params and never kill the connection. At ``max_connections``
 the connection idle the longest is closed to make room (a client leaking its
-connections cannot lock the others out); only when every one is answering a
-request is a new one refused as busy. Each connection has its own thread;
+connections cannot lock the others out; one whose client does not read its answer
+counts as idle, and is dropped after ``write_timeout``); only when every one is
+computing an answer is a new one refused as busy. Each connection has its own thread;
 handlers must be thread-safe (the daemon gives each request its own read-only
 SQLite connection). A request whose client closes its connection before the answer
 is abandoned: the work stops at its next ``checkpoint`` (between a search's stages,
@@ -65,6 +66,7 @@ class SocketServer:
         idle_timeout: float = 300.0,
         max_reply: int = 16 * 1024 * 1024,
         allowed_uid: int | None = None,
+        write_timeout: float = 30.0,
     ) -> None:
         self.path = path
         self.handler = handler
@@ -72,6 +74,7 @@ class SocketServer:
         self.max_reply = max_reply
         self.max_connections = max_connections
         self.idle_timeout = idle_timeout
+        self.write_timeout = write_timeout  # a reply the client does not read: dropped
         self.allowed_uid = os.getuid() if allowed_uid is None else allowed_uid
         self._sock: socket.socket | None = None
         self._lock_fd: int | None = None
@@ -305,7 +308,14 @@ class SocketServer:
             with abandoned_when(gone):
                 reply = self.handle_line(line)
             if reply is not None and not gone.is_set():
-                conn.sendall(reply)
+                # the answer is ready: a client that does not read it holds nothing
+                # up (it may be evicted at the limit) and is dropped after a while
+                self._mark(conn, busy=False)
+                conn.settimeout(self.write_timeout)
+                try:
+                    conn.sendall(reply)
+                finally:
+                    conn.settimeout(self.idle_timeout if self.idle_timeout > 0 else None)
         finally:
             with self._conns_lock:
                 self._asking.pop(conn, None)

@@ -231,3 +231,35 @@ def test_a_link_at_the_index_path_to_anything_else_is_never_followed(tmp_path: P
         assert "not to one of its generations" in json.dumps(rpc(d.sock, "status")["recovered"])
     finally:
         d.stop()
+
+
+def test_clients_that_never_read_their_answers_lock_nobody_out(tmp_path: Path) -> None:
+    """Every connection at the limit asked for a large answer and never read it: they
+    counted as answering, so a new client was refused as busy for as long as they
+    lasted. A connection waiting on its client to read is evictable, and is dropped
+    after the write timeout."""
+    big = "x" * (6 * 1024 * 1024)
+
+    def handler(method: str, params: dict[str, object]) -> Any:
+        return {"text": big} if method == "big" else {"ok": True}
+
+    srv = SocketServer(tmp_path / "s.sock", handler, max_connections=4, write_timeout=2.0)
+    srv.start()
+    stalled = []
+    try:
+        for _ in range(4):
+            stalled.append(_request(srv.path, "big", half_close=False))
+        time.sleep(0.5)  # each answer computed, each stuck in the socket's buffer
+        c = _request(srv.path, "ping", half_close=True)
+        c.settimeout(10)
+        reply = json.loads(c.makefile("rb").readline())
+        c.close()
+        assert reply.get("result") == {"ok": True}, reply
+        assert srv.evicted >= 1
+        time.sleep(3)  # past the write timeout: the rest are dropped too
+        with srv._conns_lock:
+            assert len(srv._conns) == 0
+    finally:
+        for s in stalled:
+            s.close()
+        srv.stop()
