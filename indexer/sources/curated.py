@@ -51,6 +51,8 @@ INVALID_PROJECT = "!invalid-project-annotation"
 _ANY = re.compile(r"<!--\s*(trigger|importance|project)\s*:", re.I)
 _PROJECT = re.compile(r"<!--\s*(project)\s*:", re.I)
 _HEADING = re.compile(r"#{1,6}(\s|$)")
+_PHRASE = re.compile(r"[^,;]+")
+MAX_TRIGGERS = 256  # trigger phrases read of one entry (an agent-written entry held 700,000)
 _NEWLINE = re.compile(r"[\r\n]")
 
 
@@ -156,17 +158,19 @@ def meta_of(path: str, text: str) -> EntryMeta:
     project = _project(text) if project_eligible(path) else None
     if not is_curated_root(path) or "<!--" not in text:
         return EntryMeta(None, None, project)
-    phrases: list[str] = []
+    phrases: dict[str, None] = {}  # in order, each once (a list's `in` was quadratic)
     importance: int | None = None
     for line in text.split("\n"):
         if not line.rstrip().endswith("-->"):
             continue
         for _s, _e, kind, value in _scan(line, _ANY):
             if kind == "trigger":
-                for phrase in re.split(r"[,;]", value):
-                    phrase = phrase.strip()
-                    if phrase and phrase not in phrases:
-                        phrases.append(phrase)
+                for m in _PHRASE.finditer(value):
+                    if len(phrases) >= MAX_TRIGGERS:
+                        break  # an entry's first MAX_TRIGGERS phrases: its cost bounded
+                    phrase = m.group(0).strip()
+                    if phrase:
+                        phrases[phrase] = None
             elif kind == "importance" and re.fullmatch(r"\d+", value, re.ASCII):
                 n = int(value)
                 if 1 <= n <= 10:

@@ -263,3 +263,33 @@ def test_clients_that_never_read_their_answers_lock_nobody_out(tmp_path: Path) -
         for s in stalled:
             s.close()
         srv.stop()
+
+
+def test_an_entry_with_a_huge_trigger_list_costs_a_search_nothing(tmp_path: Path) -> None:
+    """A USER.md entry with 700,000 trigger phrases (7 MB, under maxFileBytes): each
+    search that held it took 20-50 s (a list's `in` per phrase, the whole line read as
+    a statement) and memory_curated over 30 s. An entry's first MAX_TRIGGERS phrases
+    are read, and a statement is a line's first MAX_STATEMENT_CHARS."""
+    from indexer import api
+    from indexer.config import Config
+    from indexer.engine import AgentIndex
+    from indexer.search.curated_entries import curated_entries
+    from indexer.search.stages.supersede import MAX_STATEMENT_CHARS
+    from indexer.sources.curated import MAX_TRIGGERS
+
+    ws = tmp_path / "ws"
+    phrases = ", ".join(f"w{i}" for i in range(700_000))
+    write(ws, "USER.md", f"- pref coffee black <!-- trigger: coffee, {phrases} -->\n")
+    write(ws, "MEMORY.md", "# Memory\n- the coffee grinder is in the left cupboard\n")
+    cfg = Config(workspace=ws, indexPath=tmp_path / "i.sqlite")
+    with AgentIndex(cfg) as idx:
+        idx.sync()
+        t0 = time.monotonic()
+        hits = idx.search("coffee")["results"]
+        _, req = api.parse("memory_curated", {"kind": "triggers"})
+        (entry,) = curated_entries(cfg, req)["results"]
+        assert time.monotonic() - t0 < 5.0  # once 50 s and over 30 s
+    assert {h["path"] for h in hits} == {"USER.md", "MEMORY.md"}
+    assert entry["triggers"].split("; ")[:2] == ["coffee", "w0"]
+    assert len(entry["triggers"].split("; ")) == MAX_TRIGGERS
+    assert MAX_STATEMENT_CHARS >= 1000  # a long sentence is still read whole

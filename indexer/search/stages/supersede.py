@@ -127,8 +127,14 @@ class Statement:
     names: frozenset[str]
 
 
+# A statement of a fact is a sentence or two: a line is read up to this long (an
+# agent-written line of 7 MB took seconds of every search that held it)
+MAX_STATEMENT_CHARS = 2000
+
+
 def statement(line: str) -> Statement:
-    """``line`` read as a statement (module doc)."""
+    """``line`` read as a statement (module doc), its first ``MAX_STATEMENT_CHARS``."""
+    line = line[:MAX_STATEMENT_CHARS]
     values: dict[str, set[str]] = {}
     rest = []
     last = 0
