@@ -31,10 +31,10 @@ _SECRET_WORDS = (
     r"(?i:password|passwd|passphrase|pwd|secret|api[_-]?key|apikey|access[_-]?key"
     r"|access[_-]?token|auth[_-]?token|refresh[_-]?token|session[_-]?token|token"
     r"|credentials?|private[_-]?key|client[_-]?secret|account[_-]?key|shared[_-]?access[_-]?key"
-    r"|signing[_-]?key|encryption[_-]?key|webhook[_-]?secret|sas[_-]?token)"
+    r"|signing[_-]?key|encryption[_-]?key|webhook[_-]?secret|sas[_-]?token|creds)"
 )
 _KEY_NAME = (
-    r"(?<![A-Za-z0-9_.\-])(?:[A-Za-z0-9]+[_.\-])*"
+    r"(?<![A-Za-z0-9_.\-])(?:[A-Za-z0-9]+[_.\-])*(?:[A-Z0-9]{1,12}(?=[A-Z]))?"  # PGPASSWORD
     + _SECRET_WORDS
     + r"(?:[_.\-][A-Za-z0-9]+|[A-Z][a-z0-9]+)*"
 )
@@ -128,12 +128,30 @@ def _patterns() -> list[re.Pattern[str]]:
             r"(?P<keep>" + _KEY_NAME + r"\\?[\"']?\s*(?:[:=]|=>)\s*)"
             r"(?:\\?\"[^\"\n]+?\\?\"|'[^'\n]+'|[^\s\"',;}\]\\]{4,})"
         ),
-        # prose: "my password is X", "the api key was X"
+        # prose: "my password is X", "the api key was X", "the password for github: X",
+        # "the root password on pantry-pi is X", "the password is: X", "Password - X"
         re.compile(
-            r"(?P<keep>\b(?i:password|passphrase|passcode|passwd|pwd|api key|secret key"
-            r"|access key|token)s?\s+(?i:is|was|will be|=|:)\s+(?!(?i:" + _PROSE + r"))"
+            r"(?P<keep>\b(?i:password|passphrase|passcode|passwd|pwd|pw|api key|secret key"
+            r"|access key|token|(?:wi-?fi|wpa2?|network|router) (?:key|code))s?"
+            r"(?:\s+(?i:for|on|of|to)\s+[^\n:=.,;]{1,40}?)?"
+            r"\s*(?:\s(?i:is|was|will be)\b\s*[:=\-]?|[:=]|\s-)\s*(?!(?i:" + _PROSE + r"))"
             r"[\"'“‘`]?)[^\s\"'”’`]{3,}"
         ),
+        # what is a secret to its end of line: a passphrase, recovery codes, a seed phrase
+        re.compile(
+            r"(?P<keep>\b(?i:(?:gpg |ssh |key |wallet )?passphrase|pass phrase|seed phrase"
+            r"|mnemonic(?: phrase)?|recovery (?:codes?|phrase|key)|backup codes?)"
+            r"\s*(?:[:=]|\s(?i:is|was)\b\s*:?)\s*)[^\n]{3,}"
+        ),
+        # a bare key after its name: "api key 9f86d0…" (hex or a long mixed token)
+        re.compile(
+            r"(?P<keep>\b(?i:api|access|secret|license)[ _-]?(?i:key)\s+)"
+            r"(?=[A-Za-z0-9_\-]*\d)[A-Za-z0-9_\-]{16,}"
+        ),
+        # YAML's short key: "pass: X" (a key on its own line)
+        re.compile(r"(?m)(?P<keep>^[ \t-]*(?i:pass|pw)\s*:\s+)[^\s#]{3,}"),
+        # a card's security code (the number itself: _CARD, checked by its digit)
+        re.compile(r"(?P<keep>\b(?i:cvv2?|cvc2?|csc|security code)\s*[:=]?\s*)\S{3,}"),
         re.compile(
             r"(?P<keep>(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?:[A-Za-z]+\s+)?)[^\s\"']{6,}"
         ),
@@ -145,6 +163,19 @@ def _patterns() -> list[re.Pattern[str]]:
         ),
         re.compile(r"(?P<keep>\bcurl\b[^\n|;&]*?\s(?:-u|--user)\s*[\"']?[^\s:\"']*:)[^\s\"']+"),
         re.compile(r"(?P<keep>\bsshpass\s+-p\s*)[^\s]+"),
+        # --password X, --token=X, --api-key X (any command); docker/podman/helm login -p
+        re.compile(
+            r"(?P<keep>(?<![\w-])--(?i:password|passwd|pass|token|api-?key|secret|client-secret"
+            r"|auth-token|access-token|private-key)(?:=|\s+))(?!-)[^\s]+"
+        ),
+        re.compile(
+            r"(?P<keep>\b(?:docker|podman|buildah|skopeo|helm|nerdctl|oras)\b[^\n|;&]*?"
+            r"\blogin\b[^\n|;&]*?\s-p\s*)[^\s]+"
+        ),
+        # htpasswd -b FILE USER PASSWORD (and -bc, -nb: the password is the last word)
+        re.compile(r"(?P<keep>\bhtpasswd\s+-[a-zA-Z]*b[a-zA-Z]*\s+(?:-\S+\s+)*(?:\S+\s+)?\S+\s+)\S+"),
+        # passwd with a password after it ("passwd hunter2" pasted in a chat)
+        re.compile(r"(?P<keep>\bpasswd\s+)(?=\S*\d)(?=\S*[A-Za-z])[^\s-]\S{5,}"),
         # URLs: a password (user may be empty: redis://:pw@), a long token as the whole
         # userinfo (Sentry DSNs), Slack and Discord webhooks, Azure SAS signatures
         re.compile(r"(?P<keep>\b[a-z][a-z0-9+.\-]*://[^\s:/@]*:)[^\s@/]+(?=@)"),
@@ -162,8 +193,32 @@ _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=]
 _AWS_NEAR = 200  # characters either side of a key id
 
 
+# Characters that show as nothing (zero-width space, joiners, word joiner, BOM,
+# soft hyphen): "pass\u200bword=X" reads as password=X to a person, to no pattern.
+_INVISIBLE = re.compile("[\u00ad\u200b-\u200d\u2060\ufeff]")
+
+
+# A payment card number: 13-19 digits, in groups or not, whose Luhn check digit is
+# right (an order number or a timestamp of as many digits seldom is).
+_CARD = re.compile(r"(?<![\d.,])\d(?:[ -]?\d){12,18}(?![\d.,]\d)")
+
+
+def _card(m: re.Match[str]) -> str:
+    digits = [int(c) for c in m.group(0) if c.isdigit()]
+    total = 0
+    for n, d in enumerate(reversed(digits)):
+        if n % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return REDACTED if total % 10 == 0 else m.group(0)
+
+
 def redact(text: str) -> str:
     """``text`` with every secret it recognises replaced by ``[REDACTED]``."""
+    if _INVISIBLE.search(text):
+        text = _INVISIBLE.sub("", text)
+    if _CARD.search(text):
+        text = _CARD.sub(_card, text)
     if _AWS_ID.search(text):
         text = _redact_aws_secrets(text)
     if _BARE_SECRET.search(text):

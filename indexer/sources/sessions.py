@@ -118,13 +118,14 @@ def parse_message(raw: bytes) -> Message | None:
     role = body.get("role")
     if not isinstance(role, str) or role not in _ROLES:
         return None
-    text = storable(" ".join(_content_text(body.get("content")).split()))
+    # redacted as written (a YAML key is a key at its line's start), then collapsed
+    text = storable(" ".join(redact(_content_text(body.get("content"))).split()))
     if not text or _NOISE.match(text):
         return None
     ts = obj.get("timestamp", body.get("timestamp"))
     return Message(
         str(role),
-        redact(text),
+        text,
         storable(ts) if isinstance(ts, str) else None,
         _speaker(obj, body),
         message_origin(str(role), body),

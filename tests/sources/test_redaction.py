@@ -176,6 +176,28 @@ SECRETS: list[tuple[str, str, str]] = [
     ("Databricks", "dapi0123456789abcdef0123456789abcdef", "0123456789abcdef0123456789abcdef"),
     ("Groq", "gsk_" + "AbCdEfGhIj" * 5 + "Kl", "AbCdEfGhIjAbCdEfGhIj"),
     ("Supabase", "sbp_" + "0a1b2c3d4e" * 4, "0a1b2c3d4e0a1b2c3d4e"),
+    # round 6's outside attack: shapes that passed before
+    ("env glued", "export PGPASSWORD=Pg-Glued-5150", "Pg-Glued-5150"),
+    ("--password", "mysql --password Flag-Pass-61 app", "Flag-Pass-61"),
+    ("--token", "gh auth login --token Tok-Flag-62xyz", "Tok-Flag-62xyz"),
+    ("--api-key", "tool --api-key=Key-Flag-63xyz", "Key-Flag-63xyz"),
+    ("docker login -p", "docker login -u me -p Dock-Pass-64", "Dock-Pass-64"),
+    ("htpasswd -b", "htpasswd -b .htpasswd admin Htp-Pass-65", "Htp-Pass-65"),
+    ("password for X:", "password for github: Gh-Pass-66", "Gh-Pass-66"),
+    ("password on X is", "the root password on pantry-pi is Root-Pass-67", "Root-Pass-67"),
+    ("password is:", "the password is: Colon-Pass-68", "Colon-Pass-68"),
+    ("Password -", "Password - Dash-Pass-69", "Dash-Pass-69"),
+    ("zero-width", "pass\u200bword=Zw-Pass-70", "Zw-Pass-70"),
+    ("pw:", "pw: Pw-Short-71", "Pw-Short-71"),
+    ("creds:", "creds: admin:Creds-Pass-72", "Creds-Pass-72"),
+    ("wifi key", "wifi key: Wifi-Key-73", "Wifi-Key-73"),
+    ("YAML pass", "db:\n  user: admin\n  pass: Yaml-Pass-74", "Yaml-Pass-74"),
+    ("passphrase", "gpg passphrase: purple monkey dishwasher", "monkey dishwasher"),
+    ("seed phrase", "seed phrase: abandon ability able about above absent", "ability able"),
+    ("recovery codes", "recovery codes: 8h3k-2m9q 4x7t-9w2e", "4x7t-9w2e"),
+    ("api key hex", "api key 9f86d081884c7d659a2feaa0c55ad015", "9f86d081884c7d659a2f"),
+    ("card number", "card 4111 1111 1111 1111 exp 12/29", "4111 1111 1111 1111"),
+    ("card cvv", "cvv 739 on the back", "739"),
 ]
 
 # each format's message carries a marker word, to find it with a search
@@ -188,7 +210,7 @@ def _message(i: int, text: str) -> str:
 
 def test_the_table_has_every_format_once() -> None:
     names = [name for name, _, _ in SECRETS]
-    assert len(names) == len(set(names)) == 70
+    assert len(names) == len(set(names)) == 91
 
 
 @pytest.mark.parametrize("name,text,secret", SECRETS, ids=[n for n, _, _ in SECRETS])
@@ -209,6 +231,14 @@ def test_redaction_keeps_ordinary_words() -> None:
         "the token is expired, ask for a new one",
         "run mysql -u root -p and type it in",
         "the key-value store and the skeleton key",
+        # near misses of round 6's shapes
+        "I will pass: the exam is tomorrow",
+        "order 12345678901234 shipped on 1764400000123",
+        "the password for the wifi is on the fridge",
+        "we talked about the recovery plan",
+        "passwd root to change it",
+        "use --password-file to read it",
+        "the api key rotation is monthly",
     ):
         assert redact(plain) == plain, redact(plain)
 
