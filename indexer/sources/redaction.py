@@ -173,7 +173,9 @@ def _patterns() -> list[re.Pattern[str]]:
             r"\blogin\b[^\n|;&]*?\s-p\s*)[^\s]+"
         ),
         # htpasswd -b FILE USER PASSWORD (and -bc, -nb: the password is the last word)
-        re.compile(r"(?P<keep>\bhtpasswd\s+-[a-zA-Z]*b[a-zA-Z]*\s+(?:-\S+\s+)*(?:\S+\s+)?\S+\s+)\S+"),
+        re.compile(
+            r"(?P<keep>\bhtpasswd\s+-[a-zA-Z]*b[a-zA-Z]*\s+(?:-\S+\s+)*(?:\S+\s+)?\S+\s+)\S+"
+        ),
         # passwd with a password after it ("passwd hunter2" pasted in a chat)
         re.compile(r"(?P<keep>\bpasswd\s+)(?=\S*\d)(?=\S*[A-Za-z])[^\s-]\S{5,}"),
         # URLs: a password (user may be empty: redis://:pw@), a long token as the whole
