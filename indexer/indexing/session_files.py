@@ -93,10 +93,12 @@ def _due(cfg: Config, nbytes: int, nlines: int, quiet_s: float) -> bool:
 
 @dataclass(frozen=True)
 class _Listed:
-    """A listed transcript file, with when it was listed (monotonic)."""
+    """A listed transcript file, with when it was listed (monotonic) and the change
+    time the index holds of it (None: not indexed)."""
 
     file: TranscriptFile
     now: float
+    indexed_mtime_ns: int | None = None
 
 
 class TranscriptFiles:
@@ -138,7 +140,16 @@ class TranscriptFiles:
         run.quiet.forget({f.display for f in files})
         with store.transaction():
             _follow_renames(store, files, report)
-        return Listing([Transcript(f.display, _Listed(f, now)) for f in files])
+        states = store.file_states(SESSIONS_SOURCE)
+        return Listing(
+            [
+                Transcript(
+                    f.display,
+                    _Listed(f, now, st.mtime_ns if (st := states.get(f.display)) else None),
+                )
+                for f in files
+            ]
+        )
 
     def _kept(self, store: IndexStore) -> str:
         """What stays indexed of the folder while it cannot be listed, said so."""
@@ -153,6 +164,16 @@ class TranscriptFiles:
         listed = _listed(t)
         f = listed.file
         archive = is_archive_name(f.name)
+        if (
+            not archive
+            and cursor is not None
+            and f.size == cursor.committed
+            and listed.indexed_mtime_ns is not None
+            and f.mtime_ns != listed.indexed_mtime_ns
+        ):  # written since it was read to its end, not one byte longer: rewritten in
+            # place (a value masked), anywhere in it: read again from the start
+            log.info("transcript %s was rewritten in place: reading it again", f.display)
+            return Change.RESTART
         if run.due_only and not archive:  # an archive is complete: due
             try:
                 nbytes, nlines = pending_delta(f, cursor)
@@ -172,6 +193,7 @@ class TranscriptFiles:
         if cursor is not None and not same_file(cursor, f):
             log.info("transcript %s was truncated or replaced: reading it again", f.display)
             return Change.RESTART
+
         if archive and cursor is not None and cursor.committed >= f.size:
             return Change.NONE  # read to its end before
         return Change.READ
@@ -220,6 +242,7 @@ def _jsonl_pieces(
             raw_lines, end, head = read_complete_lines(fd, committed, STEP_BYTES)
             head_len = min(len(head), end)
             mark = cursor_mark(fd, head_len, end)
+            now = os.fstat(fd)  # its change time as read: a later one at this size is a rewrite
         finally:
             os.close(fd)
         if end == committed:
@@ -236,7 +259,7 @@ def _jsonl_pieces(
             head_len,
             0,  # malformed: the sync's
         )
-        state = FileState(f"{f.dev}:{f.ino}:{end}", f.mtime_ns, f.size)
+        state = FileState(f"{f.dev}:{f.ino}:{end}", now.st_mtime_ns, now.st_size)
         yield Piece(raw_lines, cursor, state, lines_done, cut)
         committed = end
         first = False

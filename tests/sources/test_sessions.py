@@ -446,3 +446,29 @@ def test_a_transcript_hit_carries_openclaws_provenance(sess: tuple[Config, Path]
         assert heron["observedAt"] == 1795168801000  # 2026-11-20T10:00:01Z, its message's
         md = idx.search("rye bread", min_score=0)["results"][0]
         assert md["source"] == "memory" and "provenance" not in md  # its file's: the plugin asks
+
+
+def test_a_transcript_rewritten_in_place_at_the_same_size_is_read_again(
+    sess: tuple[Config, Path],
+) -> None:
+    """A value masked in place (the same length, the same inode, anywhere in the
+    file): nothing grew, so nothing was read; the old value stayed searchable with
+    status clean. A change of the file's time at the size it was read to is a
+    rewrite: it is read again from the start."""
+    cfg, d = sess
+    f = d / "s.jsonl"
+    lines = [msg("user", f"filler line {i} about the weather") for i in range(40)]
+    lines[5] = msg("user", "the locker code is topsecretvalue3 ok")
+    append(f, *lines)
+    with AgentIndex(cfg) as idx:
+        idx.sync()
+        assert idx.search("topsecretvalue3")["results"]
+        time.sleep(0.01)
+        data = f.read_bytes().replace(b"topsecretvalue3", b"XXXXXXXXXXXXXXX")
+        with f.open("r+b") as fh:  # the same inode, the same size
+            fh.write(data)
+        rep = idx.sync_sessions(due_only=True)  # what the daemon runs on the event
+        assert rep.restarted == 1
+        assert idx.search("topsecretvalue3", min_score=0)["results"] == []
+        rep = idx.sync_sessions(due_only=True)  # and not again and again
+        assert rep.restarted == 0
