@@ -24,6 +24,7 @@ from indexer.sources import files as source_files
 from indexer.sources.chunking import CHUNKER_VERSION, chunk_markdown, split_lines
 from indexer.sources.curated import curated_chunks, is_curated_root, strip_annotations
 from indexer.sources.discovery import MEMORY_SOURCE, SourceFile, discover, shown
+from indexer.sources.safefs import HARD_LINK_REASON
 from indexer.sources.text import index_text
 from indexer.sources.tokenizer import TOKENIZER_NAME, TokenCounter, get_counter
 from indexer.sources.walk import UNLISTED
@@ -150,7 +151,9 @@ def sync(
     # Deletions first: one transaction. A folder that is there but cannot be listed
     # (its permissions) is not a folder emptied: what was indexed under it stays.
     held = [str(o["path"]) for o in odd if str(o["reason"]).startswith(UNLISTED)]
-    gone = [p for p in known if p not in present and not _held(p, held)]
+    # a file that became a hard link is not read, and what was read of it before stays
+    linked = {str(o["path"]) for o in odd if str(o["reason"]).startswith(HARD_LINK_REASON)}
+    gone = [p for p in known if p not in present and p not in linked and not _held(p, held)]
     if gone:
         with store.transaction():
             for path in gone:
@@ -329,7 +332,9 @@ def _sync_one(
         report.skipped.append({"path": f.path, "reason": exc.reason})
         skipped_now.add(f.path)
         store.record_skip(f.path, f.source, exc.reason)
-        if old is not None:  # what was indexed is no longer what the file holds
+        if old is not None and not exc.reason.startswith(HARD_LINK_REASON):
+            # what was indexed is no longer what the file holds (a hard link's is:
+            # it was read before it had another name, and it stays)
             report.chunksRemoved += store.delete_file(f.path)
             report.removed += 1
         return None

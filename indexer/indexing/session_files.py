@@ -55,6 +55,7 @@ from indexer.indexing.transcripts import (
 )
 from indexer.sources.archives import is_archive_name, session_ids_of
 from indexer.sources.messages import Messages
+from indexer.sources.safefs import HARD_LINK_REASON
 from indexer.sources.sessions import (
     SESSIONS_SOURCE,
     TranscriptFile,
@@ -141,6 +142,8 @@ class TranscriptFiles:
         with store.transaction():
             _follow_renames(store, files, report)
         states = store.file_states(SESSIONS_SOURCE)
+        # a transcript become a hard link is not read, and not taken for gone either
+        held = frozenset(path for path, why in odd[first:] if why.startswith(HARD_LINK_REASON))
         return Listing(
             [
                 Transcript(
@@ -148,7 +151,8 @@ class TranscriptFiles:
                     _Listed(f, now, st.mtime_ns if (st := states.get(f.display)) else None),
                 )
                 for f in files
-            ]
+            ],
+            held=held,
         )
 
     def _kept(self, store: IndexStore) -> str:

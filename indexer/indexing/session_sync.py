@@ -139,7 +139,7 @@ def sync_source(
     try:
         cursors = store.session_cursors()
         known = set(store.file_states(SESSIONS_SOURCE)) | set(cursors)
-        listed = {t.display for t in listing.transcripts}
+        listed = {t.display for t in listing.transcripts} | listing.held
         if listing.complete:
             _remove(store, sorted(p for p in known if p not in listed and source.owns(p)), report)
         for t in listing.transcripts:

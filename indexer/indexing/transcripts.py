@@ -157,6 +157,9 @@ class Listing:
     transcripts: list[Transcript]
     complete: bool = True
     close: Callable[[], None] = lambda: None
+    # transcripts there but not read now (a hard link): what the index holds of them
+    # stays (named in status), as for a folder that cannot be listed
+    held: frozenset[str] = frozenset()
 
 
 class Change(enum.Enum):

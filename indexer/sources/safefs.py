@@ -47,15 +47,18 @@ __all__ = [
     "opened",
     "path_bytes",
     "printable",
+    "HARD_LINK_REASON",
     "read_all",
     "step_dir",
     "valid_utf8",
 ]
 
 MAX_DEPTH = 64  # directory levels below a root that are walked
+HARD_LINK_REASON = "a hard link"  # how every refusal of a hard link begins
 HARD_LINK = (
-    "a hard link (the file has {n} names; it may be a file from outside the workspace): "
-    "not read; set limits.allowHardLinks = true to index hard-linked files"
+    HARD_LINK_REASON + " (the file has {n} names; it may be a file from outside the "
+    "workspace): not read, what was indexed of it kept; set limits.allowHardLinks = true "
+    "to index hard-linked files"
 )
 
 

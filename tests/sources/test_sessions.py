@@ -472,3 +472,30 @@ def test_a_transcript_rewritten_in_place_at_the_same_size_is_read_again(
         assert idx.search("topsecretvalue3", min_score=0)["results"] == []
         rep = idx.sync_sessions(due_only=True)  # and not again and again
         assert rep.restarted == 0
+
+
+def test_a_hard_link_to_an_indexed_file_keeps_what_was_indexed(
+    sess: tuple[Config, Path],
+) -> None:
+    """`ln s.jsonl copy.jsonl` (a backup made with hard links, `cp -al`): both names
+    are refused as hard links, as before, but what was indexed of the transcript was
+    dropped with status clean. It stays, and status names both."""
+    cfg, d = sess
+    f = d / "s.jsonl"
+    append(f, msg("user", "the delta1 marker about the heron"))
+    ws = cfg.workspace
+    assert ws is not None
+    note = ws / "memory" / "2026-11-03.md"
+    note.write_text("- the ibis nests by the weir\n")
+    with AgentIndex(cfg) as idx:
+        idx.sync()
+        assert idx.search("delta1")["results"] and idx.search("ibis")["results"]
+        os.link(f, d / "copy.jsonl")
+        os.link(note, ws / "memory" / "2026-11-04.md")
+        note.write_text("- the ibis nests by the weir, and a spoonbill\n")  # changed, a link
+        idx.sync()
+        assert idx.search("delta1")["results"] and idx.search("ibis")["results"]
+        skipped = {s["path"]: s["reason"] for s in idx.status()["skipped"]}
+        assert "a hard link" in skipped["sessions/s.jsonl"]
+        assert "a hard link" in skipped["sessions/copy.jsonl"]
+        assert "what was indexed of it kept" in skipped["memory/2026-11-03.md"]
