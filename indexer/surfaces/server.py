@@ -88,6 +88,10 @@ class SocketServer:
         # (the work done for it stops at its next checkpoint).
         self._asking: dict[socket.socket, threading.Event] = {}
         self.abandoned = 0  # requests whose client went away before the answer
+        self._bound: tuple[int, int] = (0, 0)  # the socket file made (device, inode)
+        self._path_check = 0.0  # when the socket file is next looked at
+        self._shadowed = False  # something else is at the path (said once)
+        self.rebound = 0  # times the socket file was made again
         self.refused = 0
         self.evicted = 0  # idle connections closed at the limit to make room
 
@@ -108,28 +112,71 @@ class SocketServer:
 
     def start(self) -> None:
         self.claim()
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old_umask = os.umask(0o177)
         try:
-            sock.bind(str(self.path))
+            self._sock = self._listen()
         except OSError as exc:
-            sock.close()
             self._release_lock()
             raise ConfigError(
                 f"cannot listen on {self.path}: {exc.strerror or exc} (a socket path is at "
                 "most ~107 bytes; set server.socket to a shorter one)"
             ) from exc
-        finally:
-            os.umask(old_umask)
-        os.chmod(self.path, 0o600)
-        sock.listen(128)
-        sock.setblocking(False)
-        self._sock = sock
         self._thread = threading.Thread(
             target=self._accept_loop, name="memindex-accept", daemon=True
         )
         self._thread.start()
         log.info("listening on %s", self.path)
+
+    def _listen(self) -> socket.socket:
+        """A listening socket bound at ``self.path`` (mode 0600); its identity kept."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)
+        try:
+            sock.bind(str(self.path))
+            os.chmod(self.path, 0o600)
+            st = os.lstat(self.path)
+        except OSError:
+            sock.close()
+            raise
+        finally:
+            os.umask(old_umask)
+        self._bound = (st.st_dev, st.st_ino)
+        sock.listen(128)
+        sock.setblocking(False)
+        return sock
+
+    def _keep_socket_file(self) -> None:
+        """The socket file removed under the daemon (a cleaned /run, a stray rm): no
+        client could reach it, status said "not running" and a new daemon refused to
+        start. Checked once a second; a path with nothing at it is bound again (one
+        another process put something at is left alone, and said so once)."""
+        now = time.monotonic()
+        if now < self._path_check:
+            return
+        self._path_check = now + 1.0
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            st = None
+        except OSError:
+            return
+        if st is not None:
+            if (st.st_dev, st.st_ino) != self._bound and not self._shadowed:
+                self._shadowed = True
+                log.warning(
+                    "%s is no longer this daemon's socket: something replaced it", self.path
+                )
+            return
+        try:
+            fresh = self._listen()
+        except OSError as exc:
+            log.warning("the socket %s was removed and cannot be made again: %s", self.path, exc)
+            return
+        old, self._sock = self._sock, fresh
+        if old is not None:
+            old.close()
+        self._shadowed = False
+        self.rebound += 1
+        log.warning("the socket %s was removed under the daemon: listening there again", self.path)
 
     def stop(self) -> None:
         self._stop.set()
@@ -138,8 +185,9 @@ class SocketServer:
         if self._sock is not None:
             self._sock.close()
             with contextlib.suppress(OSError):
-                if stat.S_ISSOCK(os.lstat(self.path).st_mode):
-                    os.unlink(self.path)
+                st = os.lstat(self.path)
+                if stat.S_ISSOCK(st.st_mode) and (st.st_dev, st.st_ino) == self._bound:
+                    os.unlink(self.path)  # ours (not one another daemon made since)
         with self._conns_lock:
             for c in list(self._conns):
                 with contextlib.suppress(OSError):
@@ -202,7 +250,8 @@ class SocketServer:
         while not self._stop.is_set():
             ready, _, _ = select.select([self._sock], [], [], 0.2)
             self._notice_gone_clients()
-            if not ready:
+            self._keep_socket_file()
+            if not ready or self._sock not in ready:  # bound again: the old one is closed
                 continue
             try:
                 conn, _ = self._sock.accept()

@@ -293,3 +293,17 @@ def test_an_entry_with_a_huge_trigger_list_costs_a_search_nothing(tmp_path: Path
     assert entry["triggers"].split("; ")[:2] == ["coffee", "w0"]
     assert len(entry["triggers"].split("; ")) == MAX_TRIGGERS
     assert MAX_STATEMENT_CHARS >= 1000  # a long sentence is still read whole
+
+
+def test_the_socket_file_removed_under_the_daemon_is_made_again(tmp_path: Path) -> None:
+    """`rm` of the socket under a live daemon: status said "not running", doctor ok,
+    a new `serve` refused ("already serving") and no client could reach it. The
+    daemon notices within a second and listens there again."""
+    d = _daemon(tmp_path)
+    try:
+        d.sock.unlink()
+        wait_for(lambda: _heron(d), timeout=10)
+        assert d.sock.is_socket()
+    finally:
+        d.stop()
+    assert not d.sock.exists()  # its own socket, removed when it stops
