@@ -24,7 +24,8 @@ from indexer.errors import FileUnreadable
 from indexer.indexing.session_tail import cursor_mark
 from indexer.indexing.transcripts import Piece, SessionReport
 from indexer.sources.archives import archive_blocks, archive_lines
-from indexer.sources.sessions import MAX_LINE_BYTES, TranscriptFile
+from indexer.sources.line_reads import MAX_LINE_BYTES
+from indexer.sources.sessions import TranscriptFile
 from indexer.store import FileState, SessionCursor
 
 __all__ = ["archive_pieces"]

@@ -54,13 +54,13 @@ from indexer.indexing.transcripts import (
     indexed_from,
 )
 from indexer.sources.archives import is_archive_name, session_ids_of
+from indexer.sources.line_reads import read_complete_lines
 from indexer.sources.messages import Messages
 from indexer.sources.safefs import HARD_LINK_REASON
 from indexer.sources.sessions import (
     SESSIONS_SOURCE,
     TranscriptFile,
     list_transcripts,
-    read_complete_lines,
 )
 from indexer.sources.text import index_text
 from indexer.store import FileState, IndexStore, SessionCursor

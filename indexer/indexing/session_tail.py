@@ -11,14 +11,13 @@ import os
 from indexer.config import Config
 from indexer.errors import FileUnreadable, FileVanished, MemindexError
 from indexer.indexing.transcripts import SessionReport, transcript_failed, transcript_rows
+from indexer.sources.line_reads import MAX_LINE_BYTES, read_complete_lines
 from indexer.sources.messages import Messages
 from indexer.sources.sessions import (
-    MAX_LINE_BYTES,
     SESSIONS_SOURCE,
     Malformed,
     TranscriptFile,
     parse_message,
-    read_complete_lines,
 )
 from indexer.sources.tokenizer import TokenCounter
 from indexer.store import STORE_ERRORS, FileState, IndexStore, SessionCursor

@@ -19,14 +19,12 @@ from indexer.sources.archives import (
 from indexer.sources.chunking import split_lines
 from indexer.sources.discovery import resolve_get_path
 from indexer.sources.files import read_text
+from indexer.sources.line_reads import MAX_LINE_BYTES, read_lines, read_lines_from
 from indexer.sources.openclaw_db import is_db_path, parse_db_path, render_events
 from indexer.sources.sessions import (
-    MAX_LINE_BYTES,
     SESSIONS_SOURCE,
     is_transcript_name,
     raw_event_line,
-    read_lines,
-    read_lines_from,
     rendered_line,
 )
 from indexer.store.openclaw_db import MAX_EVENT_BYTES, AgentDb, session_facts

@@ -31,12 +31,12 @@ from typing import Any
 
 from indexer.config import Config, state_dir
 from indexer.errors import InvalidParams
+from indexer.sources.line_reads import read_complete_lines
 from indexer.sources.sessions import (
     Malformed,
     list_transcripts,
     open_transcript,
     parse_message,
-    read_complete_lines,
 )
 
 __all__ = ["Distiller"]

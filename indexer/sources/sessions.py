@@ -8,9 +8,9 @@ one (``message: {role, content}``); content is a string or a list of
 the caller keeps the JSONL line number of every rendered line so citations point at
 real JSONL lines.
 
-Pure except ``list_transcripts``, ``read_complete_lines`` and ``read_lines`` (file
-access, all through ``safefs``: a symlink, FIFO or device named ``*.jsonl`` is
-never opened, and no read blocks).
+Pure except ``list_transcripts`` and ``open_transcript`` (file access, all through
+``safefs``: a symlink, FIFO or device named ``*.jsonl`` is never opened, and no read
+blocks); the lines are read by ``line_reads``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,24 +32,19 @@ from indexer.sources.origins import message_origin
 from indexer.sources.redaction import redact, redact_json
 
 __all__ = [
-    "LineRange",
     "Message",
     "TranscriptFile",
     "is_transcript_name",
     "list_transcripts",
     "open_transcript",
     "parse_message",
-    "read_complete_lines",
     "raw_event_line",
-    "read_lines",
-    "read_lines_from",
     "redact",
     "rendered_line",
 ]
 
 SESSIONS_SOURCE = "sessions"
 TRANSCRIPT_PATTERNS = ("*.jsonl", "*.jsonl.reset.*", "*.jsonl.deleted.*")
-MAX_LINE_BYTES = 4 * 1024 * 1024  # a longer line is skipped as malformed
 
 _ROLES = {"user": "User", "assistant": "Assistant"}
 _NOISE = re.compile(
@@ -272,130 +267,3 @@ def list_transcripts(
 def open_transcript(path: str, *, links: bool = False) -> int:
     """A descriptor of the transcript at ``path`` (see ``TranscriptFile.open``)."""
     return safefs.open_under(os.path.dirname(path), (os.path.basename(path),), links=links)
-
-
-def read_complete_lines(
-    fd: int, offset: int, max_bytes: int
-) -> tuple[list[bytes | None], int, bytes]:
-    """Complete lines from ``offset``: (lines without their newline, end offset, head).
-
-    Stops at the last newline within ``max_bytes`` (a partial last line waits for
-    its newline); a first line longer than ``max_bytes`` comes back alone, read to
-    its end. A line longer than ``MAX_LINE_BYTES`` comes back as None (to be counted
-    as malformed) so reading moves past it. ``head`` is the file's first 256 bytes,
-    which tell a rotated or replaced file from the one the cursor knew."""
-    head = os.pread(fd, 256, 0)
-    data = os.pread(fd, max_bytes, offset)
-    if b"\n" not in data and len(data) >= max_bytes:
-        # One line longer than a step: read to its end (kept up to MAX_LINE_BYTES,
-        # skipped as malformed past it, never held whole).
-        pos = offset + len(data)
-        line = bytearray(data) if len(data) <= MAX_LINE_BYTES else None
-        while True:
-            block = os.pread(fd, 1 << 20, pos)
-            if not block:
-                return [], offset, head  # its newline has not come yet
-            nl = block.find(b"\n")
-            piece = block if nl < 0 else block[:nl]
-            if line is not None:
-                line += piece
-                if len(line) > MAX_LINE_BYTES:
-                    line = None
-            if nl >= 0:
-                if line is not None and line.endswith(b"\r"):
-                    del line[-1:]
-                return [bytes(line) if line is not None else None], pos + nl + 1, head
-            pos += len(block)
-    last = data.rfind(b"\n")
-    if last < 0:
-        return [], offset, head
-    out: list[bytes | None] = []
-    for ln in data[:last].split(b"\n"):
-        if ln.endswith(b"\r"):
-            ln = ln[:-1]
-        out.append(ln if len(ln) <= MAX_LINE_BYTES else None)
-    return out, offset + last + 1, head
-
-
-@dataclass(frozen=True, slots=True)
-class LineRange:
-    lines: list[str]  # the lines asked for (or as many as fit in the byte limit)
-    total: int  # lines in the whole file, numbered as split_lines() numbers them
-    truncated: bool  # stopped early at the byte limit
-
-
-def read_lines(
-    fd: int, first: int, count: int | None, max_bytes: int, *, block_size: int = 1 << 20
-) -> LineRange:
-    """Lines ``first`` .. ``first + count - 1`` of a file, streamed in blocks.
-
-    Lines are decoded one by one (an invalid byte becomes U+FFFD, a NUL too), so one
-    bad line never makes the rest unreadable, and the file may be of any size: only
-    the lines asked for are kept, at most ``max_bytes`` of them (whole lines; a first
-    line longer than that alone is cut)."""
-
-    def blocks() -> Iterator[bytes]:
-        pos = 0
-        while block := os.pread(fd, block_size, pos):
-            pos += len(block)
-            yield block
-
-    return read_lines_from(blocks(), first, count, max_bytes)
-
-
-def read_lines_from(
-    blocks: Iterable[bytes], first: int, count: int | None, max_bytes: int
-) -> LineRange:
-    """``read_lines`` over any stream of blocks (an archive's decompressed text)."""
-    last = None if count is None else first - 1 + count
-    picked: list[str] = []
-    size = 0
-    truncated = False
-    cur = bytearray()  # the bytes of the line being read, when it is wanted
-    lineno = 1  # the number of the line being read
-    tail = False  # the file does not end with a newline
-
-    def wanted(n: int) -> bool:
-        return not truncated and n >= first and (last is None or n <= last)
-
-    def finish(n: int) -> None:
-        nonlocal size, truncated
-        if wanted(n):
-            if picked and size + len(cur) > max_bytes:
-                truncated = True
-            else:
-                picked.append(_decode_line(bytes(cur[:max_bytes])))
-                size += len(cur) + 1
-                truncated = len(cur) > max_bytes
-        cur.clear()
-
-    for block in blocks:
-        if not block:
-            continue
-        tail = not block.endswith(b"\n")
-        newlines = block.count(b"\n")
-        if (
-            truncated
-            or (last is not None and lineno > last)
-            or (lineno + newlines < first and not cur)
-        ):
-            lineno += newlines  # no wanted line here: count only
-            continue
-        for i, piece in enumerate(block.split(b"\n")):
-            if i:
-                finish(lineno)
-                lineno += 1
-            if wanted(lineno) and len(cur) <= max_bytes:
-                cur += piece
-    if tail:
-        finish(lineno)
-        total = lineno
-    else:
-        total = lineno - 1
-    return LineRange(picked, total, truncated)
-
-
-def _decode_line(raw: bytes) -> str:
-    if raw.endswith(b"\r"):
-        raw = raw[:-1]
-    return raw.decode("utf-8", "replace").replace("\x00", "\ufffd")

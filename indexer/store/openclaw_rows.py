@@ -9,7 +9,7 @@ from typing import Any
 
 __all__ = ["MAX_EVENT_BYTES", "automation_key", "decode_event"]
 
-MAX_EVENT_BYTES = 4 * 1024 * 1024  # one event, as one JSONL line (sessions.MAX_LINE_BYTES)
+MAX_EVENT_BYTES = 4 * 1024 * 1024  # one event, as one JSONL line (line_reads.MAX_LINE_BYTES)
 
 _CRON_RUN = re.compile(r"^agent:[^:]+:cron:[^:]+:run:[^:]+(?::|$)")
 

@@ -33,7 +33,7 @@ import threading
 import time
 from pathlib import Path
 
-from indexer.errors import ConfigError, DaemonRunning, abandoned_when
+from indexer.errors import ConfigError, abandoned_when
 from indexer.surfaces.client import peer_uid
 from indexer.surfaces.rpc import (
     BUSY,
@@ -44,6 +44,7 @@ from indexer.surfaces.rpc import (
     encode_line,
     error_reply,
 )
+from indexer.surfaces.socket_file import clear_stale, listen_at, take_lock
 
 __all__ = ["SOCKET_PATH_MAX", "SocketServer"]
 
@@ -127,21 +128,7 @@ class SocketServer:
         log.info("listening on %s", self.path)
 
     def _listen(self) -> socket.socket:
-        """A listening socket bound at ``self.path`` (mode 0600); its identity kept."""
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old_umask = os.umask(0o177)
-        try:
-            sock.bind(str(self.path))
-            os.chmod(self.path, 0o600)
-            st = os.lstat(self.path)
-        except OSError:
-            sock.close()
-            raise
-        finally:
-            os.umask(old_umask)
-        self._bound = (st.st_dev, st.st_ino)
-        sock.listen(128)
-        sock.setblocking(False)
+        sock, self._bound = listen_at(self.path)
         return sock
 
     def _keep_socket_file(self) -> None:
@@ -200,48 +187,10 @@ class SocketServer:
             self._lock_fd = None
 
     def _take_lock(self) -> None:
-        """One daemon per socket path: an exclusive lock on ``<socket>.lock``."""
-        import fcntl
-
-        lock_path = str(self.path) + ".lock"
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            raise DaemonRunning(f"a memindex daemon is already serving {self.path}") from exc
-        self._lock_fd = fd
+        self._lock_fd = take_lock(self.path)
 
     def _clear_stale(self) -> None:
-        """Remove a socket file left by a crashed daemon; never steal a live one."""
-        try:
-            st = os.lstat(self.path)
-        except FileNotFoundError:
-            return
-        if not stat.S_ISSOCK(st.st_mode):
-            raise DaemonRunning(
-                f"{self.path} exists and is not a socket; remove it or pick another server.socket"
-            )
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-            probe.settimeout(1.0)
-            try:
-                probe.connect(str(self.path))
-            except (ConnectionRefusedError, FileNotFoundError):
-                log.info("removing stale socket %s", self.path)
-                os.unlink(self.path)
-                return
-            except OSError as exc:
-                raise DaemonRunning(f"cannot check socket {self.path}: {exc}") from exc
-            try:
-                uid = peer_uid(probe)
-            except OSError:
-                uid = None
-        if uid is not None and uid != os.getuid():
-            raise DaemonRunning(
-                f"{self.path} is served by a process of uid {uid}, not yours ({os.getuid()}): "
-                "that is not your memindex; pick another server.socket (or --socket)"
-            )
-        raise DaemonRunning(f"a memindex daemon is already serving {self.path}")
+        clear_stale(self.path)
 
     # -- connections ---------------------------------------------------------------
 

@@ -57,12 +57,19 @@ def _vec_path() -> str:
     return os.path.join(next(iter(spec.submodule_search_locations)), "vec0")
 
 
+_BUSY_MS = 10_000  # how long a connection waits for another's lock
+
+
 def _open_readonly(path: Path) -> apsw.Connection:
     """A read-only connection. A WAL database needs its ``-shm`` file, which SQLite
     cannot make in a folder it may not write (a read-only file system, a backup
     mounted read-only): there, with nobody able to write the file either, it is
     opened ``immutable``."""
     db = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    # Waits, as every connection does, for another one closing the file (the last
+    # one out checkpoints the WAL): without it two MCP tool calls opening the index
+    # at once answered "database is locked" (CI, round 6).
+    db.set_busy_timeout(_BUSY_MS)
     try:
         db.execute("SELECT count(*) FROM sqlite_master").fetchone()  # opens the file
         return db
@@ -74,6 +81,7 @@ def _open_readonly(path: Path) -> apsw.Connection:
         uri = "file:" + urllib.parse.quote(os.path.realpath(path)) + "?immutable=1"
         try:
             db = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+            db.set_busy_timeout(_BUSY_MS)
             db.execute("SELECT count(*) FROM sqlite_master").fetchone()
             return db
         except apsw.Error:
@@ -130,7 +138,7 @@ class StoreBase:
                 self.db = apsw.Connection(str(self.file), flags=flags)
             st = os.stat(self.file)
             self._ident = (st.st_dev, st.st_ino)  # the file this connection has open
-            self.db.set_busy_timeout(10_000)
+            self.db.set_busy_timeout(_BUSY_MS)
             # Reads the header and the schema's pages: a damaged file says so here,
             # not as "Getting the FTS5 API failed" from the registration below.
             self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()
