@@ -12,36 +12,35 @@ import pytest
 from indexer.config import Config
 from indexer.surfaces.cli import main
 
-# The files whose tests start daemons, gateways, PostgreSQL or a model and take
-# seconds each (10-180 s a file here): marked ``slow``, left out by
-# ``scripts/test.sh --fast``.
-SLOW_FILES = frozenset(
-    ("test_openclaw_plugin.py", "test_openclaw_parity.py", "test_postgres.py", "test_crash.py")
-    + ("test_daemon.py", "test_hostile_clients.py", "test_transcripts_daemon.py")
-    + ("test_crash_pg.py", "test_keywords.py", "test_openai_provider.py", "test_rerank.py")
-    + ("test_faults.py", "test_fuzz.py", "test_local_provider.py", "test_hostile_files.py")
-    + ("test_one_writer.py", "test_openclaw_db_hostile.py", "test_gemini_provider.py")
-)
-
-
-# The files that drive the real OpenClaw gateway (Node, ~650 MB, installed once by
-# scripts/setup_openclaw.sh).
-E2E_FILES = frozenset(("test_openclaw_plugin.py", "test_openclaw_parity.py"))
+# Markers (``-m``), set where the tests are: ``slow`` (a module's ``pytestmark``:
+# its tests start daemons, gateways, PostgreSQL or a model; ``scripts/test.sh --fast``
+# leaves them out), ``e2e`` (the real OpenClaw gateway), ``pg`` (the suite's
+# PostgreSQL) and ``model`` (the local embedding model). A test that uses the
+# ``pg_url``/``model_path`` fixtures by name is marked here; one that reaches them
+# another way must say so, or the fixture fails it (``-m "not pg"`` would run it).
+SQLITE_AND_PG = [
+    "sqlite",
+    pytest.param("postgresql", marks=[pytest.mark.pg, pytest.mark.slow]),
+]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Markers (``-m``): ``slow`` by file (above); ``pg``: the test uses the suite's
-    PostgreSQL; ``model``: the local embedding model; ``e2e``: the OpenClaw gateway."""
     for item in items:
-        if item.path.name in SLOW_FILES:
-            item.add_marker(pytest.mark.slow)
         used = set(getattr(item, "fixturenames", ()))
         if used & {"pg_url", "pg_server"}:
             item.add_marker(pytest.mark.pg)
+            item.add_marker(pytest.mark.slow)
         if "model_path" in used:
             item.add_marker(pytest.mark.model)
-        if item.path.name in E2E_FILES:
-            item.add_marker(pytest.mark.e2e)
+
+
+def _lane_check(request: pytest.FixtureRequest, marker: str) -> None:
+    if request.node.get_closest_marker(marker) is None:
+        pytest.fail(
+            f"{request.node.nodeid} uses the suite's {marker} fixture but is not marked "
+            f"'{marker}': mark it (pytest.param(..., marks=pytest.mark.{marker}) or "
+            "pytestmark) so the lanes leave it out"
+        )
 
 
 REPO = Path(__file__).resolve().parent.parent
@@ -139,8 +138,9 @@ _PG_DBS = iter(range(1, 1_000_000))
 
 
 @pytest.fixture
-def pg_url(pg_server: Any) -> Any:
+def pg_url(pg_server: Any, request: pytest.FixtureRequest) -> Any:
     """The URL of a new, empty database on the suite's PostgreSQL."""
+    _lane_check(request, "pg")
     name = f"t{next(_PG_DBS)}"
     pg_server.psql(f"CREATE DATABASE {name};")
     yield pg_server.get_uri(name)

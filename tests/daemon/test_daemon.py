@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write
+from conftest import SQLITE_AND_PG, write
 from daemon_util import DaemonProc, child_env, daemon_config, rpc, rpc_raw, run_cli, wait_for
 
 from indexer.api import METHODS
 from indexer.surfaces.client import Client
+
+pytestmark = pytest.mark.slow
 
 
 def make_config(tmp_path: Path, ws: Path, sessions: Path, extra: str = "") -> Path:
@@ -29,7 +31,7 @@ def make_config(tmp_path: Path, ws: Path, sessions: Path, extra: str = "") -> Pa
     )
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=SQLITE_AND_PG)
 def daemon(tmp_path: Path, workspace: Path, request: pytest.FixtureRequest) -> Iterator[DaemonProc]:
     """A daemon on the test workspace, on each store: its own SQLite file, and the
     suite's PostgreSQL (conftest ``pg_url``)."""

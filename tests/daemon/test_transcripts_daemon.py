@@ -16,6 +16,8 @@ import pytest
 from conftest import write
 from daemon_util import DaemonProc, child_env, daemon_config, rpc, search_paths, wait_for
 
+pytestmark = pytest.mark.slow
+
 
 def _line(text: str, role: str = "user") -> str:
     return json.dumps({"type": "message", "message": {"role": role, "content": text}}) + "\n"

@@ -20,6 +20,8 @@ from indexer.engine import AgentIndex
 from indexer.errors import PathRefused, TranscriptDbError
 from indexer.store import openclaw_db
 
+pytestmark = pytest.mark.slow
+
 __all__ = ["gw", "state"]  # fixtures used here
 
 MiB = 1024 * 1024

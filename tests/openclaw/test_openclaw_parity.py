@@ -43,6 +43,8 @@ from daemon_util import wait_for
 from openclaw_home import PLUGIN, Home, require_openclaw
 from scripted_model import ScriptedModel
 
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]
+
 require_openclaw()
 
 MARKS = {

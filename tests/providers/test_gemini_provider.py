@@ -17,6 +17,8 @@ from providers.errors import MissingCredentials, PermanentError, RateLimited, Tr
 from providers.gemini_provider import GeminiProvider
 from providers.retry import call_with_retries
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def fake() -> Iterator[FakeOpenAI]:

@@ -25,6 +25,8 @@ from providers.base import line_windows, normalize
 from providers.errors import MissingCredentials, PermanentError, ProviderTimeout
 from providers.local_gguf import WINDOW_MODES, LocalGGUFProvider, resolve_model
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="session")
 def provider(model_path: Path) -> Iterator[LocalGGUFProvider]:

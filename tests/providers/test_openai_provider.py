@@ -27,6 +27,8 @@ from providers.errors import PermanentError, ProviderTimeout, RateLimited, Trans
 from providers.openai_provider import OpenAIProvider
 from providers.retry import RetryPolicy, call_with_retries
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def fake() -> Iterator[FakeOpenAI]:

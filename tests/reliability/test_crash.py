@@ -31,6 +31,8 @@ from indexer.errors import StoreError
 from indexer.store import Store
 from indexer.store.sqlite.generations import abandoned
 
+pytestmark = pytest.mark.slow
+
 N_FILES = 600
 SEED = int(os.environ.get("MEMINDEX_CRASH_SEED", "20261121"))
 

@@ -17,12 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 from daemon_util import DaemonProc, child_env, rpc, wait_for
 from test_crash import N_FILES, SEED, assert_every_message_found, config_file, write_round
 
 from indexer.config import Config, SessionsConfig, StoreConfig
 from indexer.engine import AgentIndex
 from indexer.store.postgres.backend import PostgresBackend
+
+pytestmark = [pytest.mark.slow, pytest.mark.pg]
 
 PUBLISHED = "agent=%s AND gen=(SELECT published FROM agents WHERE agent=%s)"
 

@@ -29,6 +29,8 @@ from indexer.config import Config
 from indexer.engine import AgentIndex
 from indexer.store import Store
 
+pytestmark = pytest.mark.slow
+
 
 def _many_files(ws: Path, n: int, tag: str = "") -> None:
     for i in range(n):

@@ -36,6 +36,8 @@ from indexer.sources.chunking import chunk_markdown, split_lines
 from indexer.sources.sessions import Malformed, parse_message
 from indexer.sources.tokenizer import get_counter
 
+pytestmark = pytest.mark.slow
+
 SCALE = int(os.environ.get("MEMINDEX_FUZZ_EXAMPLES", "1"))
 FAST = settings(
     max_examples=200 * SCALE,

@@ -26,6 +26,8 @@ from daemon_util import DaemonProc, child_env, daemon_config, rpc, rpc_raw, run_
 from indexer.config.file import load_config
 from indexer.errors import ConfigError
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:

@@ -30,6 +30,8 @@ from indexer.config import Config
 from indexer.engine import AgentIndex
 from indexer.errors import MemindexError, NotFound, PathRefused
 
+pytestmark = pytest.mark.slow
+
 SECRET = "OUTSIDE-SECRET-7731"
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write
+from conftest import SQLITE_AND_PG, write
 
 import indexer.indexing.session_tail as session_tail
 import indexer.sources.discovery as discovery
@@ -29,7 +29,7 @@ from indexer.errors import PathRefused, RowRejected
 from indexer.store import ChunkRow, FileState
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=SQLITE_AND_PG)
 def cfg(tmp_path: Path, request: pytest.FixtureRequest) -> Config:
     url = request.getfixturevalue("pg_url") if request.param == "postgresql" else ""
     return _config(tmp_path, url)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import write
+from conftest import SQLITE_AND_PG, write
 
 from indexer.config import Config, SessionsConfig, StoreConfig
 from indexer.engine import AgentIndex
@@ -24,6 +24,8 @@ from indexer.search.keywords import KeywordPart
 from indexer.search.live import LiveIndex
 from indexer.search.query import parse_query
 from providers.base import EmbeddingProvider, Vectors, normalize
+
+pytestmark = pytest.mark.slow
 
 VOCAB = [
     "heron",
@@ -86,7 +88,7 @@ def idx(tmp_path: Path) -> AgentIndex:
     return _index(tmp_path, StoreConfig())
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=SQLITE_AND_PG)
 def idx_any(
     tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> AgentIndex:

@@ -26,6 +26,8 @@ from providers.errors import MissingCredentials, PermanentError, RateLimited, Tr
 from providers.rerank import HttpReranker, make_reranker
 from providers.retry import call_with_retries
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def fake() -> Iterator[FakeRerank]:

@@ -13,6 +13,8 @@ import pytest
 from conftest import write
 from daemon_util import DaemonProc, child_env, daemon_config, rpc, run_cli, search_paths
 
+pytestmark = pytest.mark.slow
+
 
 def _two_workspaces(tmp_path: Path) -> tuple[Path, Path]:
     one, two = tmp_path / "one", tmp_path / "two"

@@ -23,6 +23,8 @@ from indexer.store import ChunkRow, FileState
 from indexer.store.postgres.backend import PostgresBackend
 from indexer.store.postgres.vectors import HNSW_MIN
 
+pytestmark = [pytest.mark.slow, pytest.mark.pg]
+
 
 def _with_user(url: str, user: str, password: str) -> str:
     """``url`` (postgresql://postgres:@/db?host=...) as another role."""

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write
+from conftest import SQLITE_AND_PG, write
 
 from indexer.config import Config, StoreConfig
 from indexer.engine import AgentIndex
@@ -42,7 +42,7 @@ def _config(
     return Config(workspace=ws, agentId=agent, store=StoreConfig(url=url))
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=SQLITE_AND_PG)
 def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -347,6 +347,8 @@ QUERIES = [
 ]
 
 
+@pytest.mark.pg
+@pytest.mark.slow
 def test_keyword_ranking_is_the_same_on_both_stores(
     tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
