@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from indexer.api import GetRequest, GetResponse, SearchRequest, SearchResponse, StatusResponse
 from indexer.config import Config
 from indexer.errors import StoreError
+from indexer.search.recall_tally import RecallTally, recalls_path
 from indexer.search.searcher import Searcher
 from indexer.store import STORE_ERRORS, IndexStore
 from indexer.store.backend import backend_for
@@ -149,6 +150,8 @@ class AgentIndex:
         from indexer.indexing.writer import Indexer
 
         self._pooled: queue.LifoQueue[Searcher] = queue.LifoQueue()
+        # a daemon's (pooled readers) searches are the agent's: their recalls counted
+        self.recalls = RecallTally(recalls_path(cfg)) if readers else None
         self.searcher: Searcher | None = None
         self._slots: threading.BoundedSemaphore | None = None
         self._idle_max = readers
@@ -208,6 +211,7 @@ class AgentIndex:
             provider_note=self.provider_note,
             provider_state=self.provider_state,
             live=self.live,
+            recalls=self.recalls,
         )
 
     def _after_write(self, store: IndexStore) -> None:
@@ -340,6 +344,8 @@ class AgentIndex:
     # -- the end --------------------------------------------------------------------
 
     def close(self) -> None:
+        if self.recalls is not None:
+            self.recalls.flush()
         self._close_idle()
         try:
             self.writer.close()

@@ -336,3 +336,25 @@ def load_openclaw(path: Path, base_cfg: Config | None = None) -> tuple[Config, .
             cfg = replace(cfg, extraPaths=cfg.extraPaths + tuple(_extras(qmd_paths, base)))
         out.append(cfg)
     return tuple(out)
+
+
+def bootstrap_caps() -> tuple[int, int, str]:
+    """OpenClaw's caps on the bootstrap files injected at session start: (per file,
+    all files, where they come from): ``agents.defaults.bootstrapMaxChars`` and
+    ``bootstrapTotalMaxChars`` of its ``openclaw.json`` when it has one that reads,
+    else its defaults (20,000 and 60,000)."""
+    given = os.environ.get("OPENCLAW_CONFIG_PATH", "").strip()
+    path = Path(given).expanduser() if given else openclaw_state_dir() / "openclaw.json"
+    per, total = 20_000, 60_000
+    try:
+        data = read_json5(path) if path.is_file() else None
+    except (ConfigError, OSError):
+        data = None
+    defaults = _get(data, "agents", "defaults") if isinstance(data, dict) else None
+    if not isinstance(defaults, dict):
+        return per, total, "OpenClaw's defaults"
+    got = defaults.get("bootstrapMaxChars"), defaults.get("bootstrapTotalMaxChars")
+    ok = [isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in got]
+    per = got[0] if ok[0] else per  # type: ignore[assignment]
+    total = got[1] if ok[1] else max(per, total)  # type: ignore[assignment]
+    return per, total, str(path) if any(ok) else "OpenClaw's defaults"

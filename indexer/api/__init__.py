@@ -15,9 +15,11 @@ from indexer.api.methods import (
     parse,
 )
 from indexer.api.requests import (
+    AUDIT_KINDS,
     MAX_RESULTS,
     MODES,
     SOURCES,
+    AuditRequest,
     CuratedRequest,
     GetRequest,
     Mode,
@@ -31,6 +33,8 @@ from indexer.api.requests import (
     agent_of,
 )
 from indexer.api.responses import (
+    AuditFinding,
+    AuditResponse,
     BatchJob,
     Citation,
     CuratedEntry,
@@ -55,6 +59,10 @@ from indexer.api.responses import (
 )
 
 __all__ = [
+    "AUDIT_KINDS",
+    "AuditFinding",
+    "AuditRequest",
+    "AuditResponse",
     "CuratedEntry",
     "CuratedRequest",
     "CuratedResponse",

@@ -19,6 +19,7 @@ from typing import Any, Protocol, TypeVar
 
 from indexer.api.requests import (
     AGENT,
+    AuditRequest,
     CuratedRequest,
     GetRequest,
     Param,
@@ -31,6 +32,7 @@ from indexer.api.requests import (
     agent_of,
 )
 from indexer.api.responses import (
+    AuditResponse,
     CuratedResponse,
     GetResponse,
     PingResponse,
@@ -50,6 +52,7 @@ class Reader(Protocol):
     def search(self, req: SearchRequest) -> SearchResponse: ...
     def get(self, req: GetRequest) -> GetResponse: ...
     def curated(self, req: CuratedRequest) -> CuratedResponse: ...
+    def audit(self, req: AuditRequest) -> AuditResponse: ...
 
 
 _T = TypeVar("_T")
@@ -128,6 +131,15 @@ METHODS: dict[str, Method] = {
             lambda svc, agent, req: svc.read(agent, lambda r: r.curated(req), embed=False),
             read=True,
             listed=False,  # OpenClaw's lane 1 (the plugin), not an agent's tool
+        ),
+        _method(
+            "memory_audit",
+            AuditRequest,
+            "What is wrong with the memory itself: MEMORY.md/USER.md past OpenClaw's "
+            "bootstrap caps, curated entries a later note changed, duplicates and "
+            "conflicts, entries no question finds, secrets in memory files. Reads only.",
+            lambda svc, agent, req: svc.read(agent, lambda r: r.audit(req), embed=True),
+            read=True,
         ),
         _method(
             "status",

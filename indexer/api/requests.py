@@ -306,6 +306,33 @@ class QmdSearchRequest:
         return cls(query, str(mode), int_value(params, "n", 1) or 5, tuple(names))
 
 
+AUDIT_KINDS = ("bootstrap", "stale", "duplicates", "conflicts", "unfindable", "secrets")
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRequest:
+    """memory_audit: what is wrong with the memory itself (``kinds``: the finding
+    kinds to look for; empty: all). It reads, never writes."""
+
+    kinds: tuple[str, ...] = ()
+
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param(
+            "kinds",
+            {"type": "array", "items": {"enum": list(AUDIT_KINDS)}, "maxItems": len(AUDIT_KINDS)},
+            "the finding kinds to look for (default: all)",
+        ),
+        AGENT,
+    )
+
+    @classmethod
+    def parse(cls, params: Mapping[str, Any]) -> AuditRequest:
+        kinds = params.get("kinds") or []
+        if not isinstance(kinds, list) or not all(k in AUDIT_KINDS for k in kinds):
+            raise InvalidParams(f"'kinds' must be a list of: {', '.join(AUDIT_KINDS)}")
+        return cls(tuple(dict.fromkeys(kinds)))
+
+
 Request = (
     SearchRequest
     | GetRequest
@@ -314,6 +341,7 @@ Request = (
     | ReindexRequest
     | PingRequest
     | QmdSearchRequest
+    | AuditRequest
 )
 
 

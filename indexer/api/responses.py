@@ -286,3 +286,28 @@ class ReindexResponse(TypedDict, total=False):
     sessions: dict[str, object] | None
     embedding: dict[str, object] | None
     providerState: ProviderState | None
+
+
+class AuditFinding(TypedDict):
+    """One thing wrong with the memory: where (a file's lines), what, and what to do."""
+
+    kind: str  # bootstrap | stale | duplicates | conflicts | unfindable | secrets
+    path: str
+    startLine: int
+    endLine: int
+    message: str
+    suggestion: str
+    snippet: NotRequired[str]  # the entry's text (a secret masked), at most 200 chars
+    # stale / duplicates / conflicts: the other place ("memory/2026-11-20.md#L4-L4")
+    other: NotRequired[str]
+    newer: NotRequired[str]  # stale: the value the later note gives
+    pattern: NotRequired[str]  # secrets: which of the redaction's patterns
+    query: NotRequired[str]  # unfindable: the question asked
+    recalled: NotRequired[int]  # bootstrap: times memory_search returned the entry
+
+
+class AuditResponse(TypedDict):
+    counts: dict[str, int]  # findings per kind (every kind looked for, 0 included)
+    findings: list[AuditFinding]  # the most important first
+    checked: dict[str, int]  # what was read: entries, notes, files
+    caps: dict[str, int]  # the bootstrap caps applied (MEMORY.md, USER.md, total)

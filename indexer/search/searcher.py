@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from indexer import __version__
 from indexer.api import (
     SOURCES,
+    AuditRequest,
+    AuditResponse,
     CuratedRequest,
     CuratedResponse,
     GetRequest,
@@ -30,6 +32,7 @@ from indexer.search.curated_entries import curated_entries
 from indexer.search.documents import get_lines
 from indexer.search.facts import IndexFacts
 from indexer.search.gating import skip_reason
+from indexer.search.recall_tally import RecallTally, load_recalls, recalls_path
 from indexer.selection import NO_PROVIDER, provider_state, ready_state
 from indexer.store import IndexStore
 from indexer.store.backend import backend_for
@@ -58,16 +61,19 @@ class Searcher:
         provider_note: str = "",
         live: LiveIndex | None = None,
         provider_state: ProviderState | None = None,
+        recalls: RecallTally | None = None,
     ) -> None:
         """``provider_note``: why ``provider`` is None (``selection.provider_note``);
         ``provider_state``: the configured provider's state as the process that built
-        ``provider`` saw it (else found without loading anything, when asked)."""
+        ``provider`` saw it (else found without loading anything, when asked);
+        ``recalls``: where its searches' curated lines are counted (the daemon's)."""
         self.cfg = cfg
         self.store = store
         self.provider = provider
         self.provider_note = provider_note
         self._state = provider_state
         self.live = live
+        self.recalls = recalls
         self._sources_seen: tuple[str | None, bool] | None = None
         self._workspace_ok: tuple[str, str | None] | None = None
         self._ready_seen: tuple[object, bool, Scale | None] | None = None
@@ -80,11 +86,29 @@ class Searcher:
     def curated(self, req: CuratedRequest) -> CuratedResponse:
         return curated_entries(self.cfg, req)
 
+    def audit(self, req: AuditRequest) -> AuditResponse:
+        from indexer.search.audit import audit
+
+        paths = list(self.store.file_states("memory"))
+        if self.recalls is not None:
+            recalled = self.recalls.counts()
+        else:
+            recalled = load_recalls(recalls_path(self.cfg))
+        # its own questions (unfindable) are not the agent's: not counted
+        return audit(self.cfg, req, paths, self._search, recalled)
+
     # -- search -----------------------------------------------------------------------
 
     def search(self, req: SearchRequest) -> SearchResponse:
         """``req.gate``: for auto-recall callers, answer small talk, slash commands and
-        emoji-only input with no results (``skipped`` says why) instead of searching."""
+        emoji-only input with no results (``skipped`` says why) instead of searching.
+        The curated lines returned are counted in ``recalls`` (the daemon's)."""
+        resp = self._search(req)
+        if self.recalls is not None and resp["results"]:
+            self.recalls.record(resp["results"])
+        return resp
+
+    def _search(self, req: SearchRequest) -> SearchResponse:
         if req.gate and (why := skip_reason(req.query)) is not None:
             return run.skipped(self.provider, why)
         versions = self.store.change_versions()

@@ -20,7 +20,7 @@ import functools
 import re
 from typing import Any
 
-__all__ = ["REDACTED", "redact", "redact_json"]
+__all__ = ["REDACTED", "find_secrets", "redact", "redact_json"]
 
 REDACTED = "[REDACTED]"
 
@@ -230,6 +230,35 @@ def redact(text: str) -> str:
     return text
 
 
+# What each of ``_patterns()`` finds, in its order (``find_secrets`` names them).
+_NAMES = (
+    "a private key block", "a PuTTY key file", "a secret after its key name",
+    "a password in a sentence", "a passphrase or recovery codes", "an API key after its name",
+    "a password in YAML", "a card's security code", "an Authorization header",
+    "a bearer token", "a mysql -p password", "a curl -u password", "an sshpass password",
+    "a --password option", "a registry login password", "an htpasswd password",
+    "a passwd argument", "a password in a URL", "a token in a URL", "a Slack webhook",
+    "a Discord webhook", "a URL's signature", "a vendor's token",
+)  # fmt: skip
+
+
+def find_secrets(text: str) -> list[tuple[str, str]]:
+    """(what it is, the secret) for each secret ``redact`` would take out of ``text``
+    (the memory audit names them; nothing is replaced)."""
+    text = _INVISIBLE.sub("", text)
+    found = [("a payment card number", m.group(0)) for m in _CARD.finditer(text)]
+    found = [f for f in found if _card(_CARD.match(f[1])) == REDACTED]  # type: ignore[arg-type]
+    found += [("an AWS secret key", m.group(0)) for m in _BARE_SECRET.finditer(text)]
+    found = [f for f in found if f[0] != "an AWS secret key" or _bare_mixed(f[1])]
+    if _AWS_ID.search(text) and _redact_aws_secrets(text) != text:
+        found += [("an AWS key pair", m.group(0)) for m in _AWS_ID.finditer(text)]
+    for name, pattern in zip(_NAMES, _patterns(), strict=True):
+        for m in pattern.finditer(text):
+            start = m.end("keep") if "keep" in m.re.groupindex else m.start()
+            found.append((name, text[start : m.end()]))
+    return found
+
+
 def _replacement(m: re.Match[str]) -> str:
     return (m.group("keep") if "keep" in m.re.groupindex else "") + REDACTED
 
@@ -241,9 +270,11 @@ _BARE_SECRET = re.compile(r"(?<![A-Za-z0-9/+=_\-.])[A-Za-z0-9/+]{40}(?![A-Za-z0-
 
 
 def _bare(m: re.Match[str]) -> str:
-    s = m.group(0)
-    mixed = any(c.isdigit() for c in s) and any(c.isupper() for c in s)
-    return REDACTED if mixed and any(c.islower() for c in s) else s
+    return REDACTED if _bare_mixed(m.group(0)) else m.group(0)
+
+
+def _bare_mixed(s: str) -> bool:
+    return any(c.isdigit() for c in s) and any(c.isupper() for c in s) and s.lower() != s
 
 
 def _redact_aws_secrets(text: str) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from indexer.errors import DAMAGED_HINT, MemindexError, index_damaged
-from indexer.surfaces import cli_admin, cli_model, cli_query, cli_status
+from indexer.surfaces import cli_admin, cli_audit, cli_model, cli_query, cli_status
 from indexer.surfaces.cli_parts import Call, parser
 
 # Each command imports what it needs when it runs: a search, get or status answered
@@ -28,6 +28,7 @@ COMMANDS: dict[str, Callable[[Call], int]] = {
     "search": cli_query.run_search,
     "get": cli_query.run_get,
     "status": cli_status.run_status,
+    "audit": cli_audit.run_audit,
     "doctor": cli_status.run_doctor,
     "serve": cli_admin.run_serve,
     "mcp": cli_admin.run_mcp,
@@ -39,7 +40,7 @@ COMMANDS: dict[str, Callable[[Call], int]] = {
 }
 
 # Commands that ask the daemon when one serves the index (they log only when not).
-_DAEMON_COMMANDS = frozenset({"index", "search", "get", "status"})
+_DAEMON_COMMANDS = frozenset({"index", "search", "get", "status", "audit"})
 
 
 def main(

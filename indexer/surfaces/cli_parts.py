@@ -285,6 +285,17 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("status", help="show what the index holds and its health")
     s.add_argument("--json", action="store_true", help="print the status object as JSON")
 
+    s = sub.add_parser(
+        "audit", help="what is wrong with the memory: cut, stale, duplicated, unfindable, secrets"
+    )
+    s.add_argument(
+        "--kind",
+        action="append",
+        choices=["bootstrap", "stale", "duplicates", "conflicts", "unfindable", "secrets"],
+        help="only this kind of finding (repeatable)",
+    )
+    s.add_argument("--json", action="store_true", help="print the memory_audit result as JSON")
+
     s = sub.add_parser("distill", help="transcript batches for a distiller (init | run | commit)")
     s.add_argument("action", choices=["init", "run", "commit"], help="what to do")
     s.add_argument("--batch-file", help="with commit: the batch file that was consumed")

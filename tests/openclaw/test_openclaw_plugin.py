@@ -24,6 +24,8 @@ import pytest
 from daemon_util import wait_for
 from openclaw_home import MEMINDEX, NODE, PLUGIN, Home, require_openclaw
 
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]
+
 require_openclaw()
 
 MEMORY_ID = "ZQX-48213-KAPPA"
@@ -36,7 +38,9 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Home]:
     ws, ws2 = h.root / "ws", h.root / "ws2"
     (ws / "memory").mkdir(parents=True)
     (ws2 / "memory").mkdir(parents=True)
-    (ws / "MEMORY.md").write_text("# Memory\n\n- The user prefers tea over coffee.\n")
+    (ws / "MEMORY.md").write_text(
+        "# Memory\n\n- The user prefers tea over coffee.\n- Router admin password is Hunter2Blue\n"
+    )
     (ws / "memory/2026-11-20.md").write_text(
         "# 2026-11-20\n\nMorning standup notes.\n\nDeployed the billing service.\n"
         f"The incident ticket is {MEMORY_ID} for the failed payment retries.\n"
@@ -225,6 +229,20 @@ def test_6b_forget_without_dreaming(home: Home) -> None:
     served = {f["id"]: f["servedBy"] for f in status[0]["status"]["custom"]["features"]}
     assert served["forget"] == "memindex" and served["dreaming"] == "nobody"
     assert served["curated-core"] == "memindex" and served["triggers"] == "memindex"
+
+
+def test_6c_audit_through_openclaw_is_the_clis(home: Home) -> None:
+    """`openclaw memindex audit` answers what `memindex audit` answers (the planted
+    router password among the findings, never printed)."""
+    conf = str(home.state / "openclaw.json")
+    mine = json.loads(home.memindex("--openclaw-config", conf, "audit", "--json").stdout)
+    got = home.json("memindex", "audit", "--json")
+    assert got["findings"] == mine["findings"] and got["counts"] == mine["counts"]
+    secret = [f for f in got["findings"] if f["kind"] == "secrets"]
+    assert [(f["path"], f["startLine"]) for f in secret] == [("MEMORY.md", 4)]
+    assert "Hunter2Blue" not in json.dumps(got)
+    human = home.openclaw("memindex", "audit")
+    assert human.returncode == 0 and "[secrets] MEMORY.md:4" in human.stdout, human.stdout
 
 
 def test_7_memindex_missing_fails_fast_naming_memindex(home: Home) -> None:

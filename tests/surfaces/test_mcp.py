@@ -57,7 +57,7 @@ def test_mcp_tools_and_results(cli: Runner, workspace: Path) -> None:
         ],
     )
     by_name = {t.name: t for t in tools.tools}
-    assert set(by_name) == {"memory_search", "memory_get", "status"}
+    assert set(by_name) == {"memory_search", "memory_get", "memory_audit", "status"}
     assert set(by_name["memory_get"].input_schema["properties"]) == {
         "path",
         "from",

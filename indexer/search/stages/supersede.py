@@ -41,6 +41,7 @@ place, and a note that mentions the subject without another value changes nothin
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING
@@ -65,6 +66,7 @@ __all__ = [
     "Supersession",
     "newer_value",
     "statement",
+    "values_in_order",
 ]
 
 # The first results whose facts are checked (OpenClaw's default maxResults; a fixed
@@ -132,18 +134,30 @@ class Statement:
 MAX_STATEMENT_CHARS = 2000
 
 
+def _values(line: str) -> Iterator[tuple[re.Match[str], str, str]]:
+    for m in _VALUE.finditer(line):
+        kind = m.lastgroup or "number"
+        kind = {"iso": "date", "digits": "number"}.get(kind, kind)
+        if kind == "number" and m.group(0).lower().endswith(("st", "nd", "rd", "th")):
+            kind = "date"
+        yield m, kind, re.sub(r"\s+", "", m.group(0).lower())
+
+
+def values_in_order(line: str) -> list[tuple[str, str]]:
+    """(kind, value) of each value in ``line`` as it comes ("moved from 09:30 to
+    10:15": the new value is the last of its kind); weekdays and months not
+    included."""
+    return [(kind, value) for _m, kind, value in _values(line[:MAX_STATEMENT_CHARS])]
+
+
 def statement(line: str) -> Statement:
     """``line`` read as a statement (module doc), its first ``MAX_STATEMENT_CHARS``."""
     line = line[:MAX_STATEMENT_CHARS]
     values: dict[str, set[str]] = {}
     rest = []
     last = 0
-    for m in _VALUE.finditer(line):
-        kind = m.lastgroup or "number"
-        kind = {"iso": "date", "digits": "number"}.get(kind, kind)
-        if kind == "number" and m.group(0).lower().endswith(("st", "nd", "rd", "th")):
-            kind = "date"
-        values.setdefault(kind, set()).add(re.sub(r"\s+", "", m.group(0).lower()))
+    for m, kind, value in _values(line):
+        values.setdefault(kind, set()).add(value)
         rest.append(line[last : m.start()])
         last = m.end()
     rest.append(line[last:])

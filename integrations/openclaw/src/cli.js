@@ -1,4 +1,4 @@
-// `openclaw memory status|search|index|get|forget` when memindex owns the memory slot.
+// `openclaw memory status|search|index|get|forget|audit` when memindex owns the memory slot.
 import { authorizeHits, configuredAgents } from "./agents.js";
 import { openclawStateDir } from "./daemon.js";
 import { featureLines, features } from "./features.js";
@@ -77,6 +77,20 @@ function humanHits(res) {
       .map((h) => `${h.score.toFixed(3)} ${h.citation}\n${h.snippet.replace(/^/gm, "  ")}`)
       .join("\n\n") + "\n"
   );
+}
+
+const AUDIT_KINDS = ["bootstrap", "stale", "duplicates", "conflicts", "unfindable", "secrets"];
+
+/** memindex's audit as a short report: counts, then each finding and what to do. */
+export function humanAudit(r) {
+  const counts = Object.entries(r.counts).map(([k, n]) => `${k} ${n}`).join(", ");
+  const total = Object.values(r.counts).reduce((a, b) => a + b, 0);
+  const lines = [`Memory audit: ${total} finding(s) in ${r.checked.files} files (${counts})`];
+  for (const f of r.findings) {
+    const span = f.endLine !== f.startLine ? `${f.startLine}-${f.endLine}` : `${f.startLine}`;
+    lines.push(`[${f.kind}] ${f.path}:${span}  ${f.message}`, `    -> ${f.suggestion}`);
+  }
+  return lines.join("\n") + "\n";
 }
 
 function humanForget(r) {
@@ -276,6 +290,26 @@ export function addMemoryCommands(mem, { pool, config, notice, dreaming = true, 
           report.reindexed = true;
         }
         print(opts.json, report, humanForget);
+      } catch (err) {
+        fail(opts.json, err, agentId);
+      }
+    });
+
+  if (want("audit"))
+  mem
+    .command("audit")
+    .description("What is wrong with the memory: past the bootstrap cap, stale, duplicated, unfindable, secrets")
+    .option("--agent <id>", "agent (default: the default agent)")
+    .option("--kind <kind...>", `only these kinds: ${AUDIT_KINDS.join(", ")}`)
+    .option("--json", "print JSON")
+    .action(async (opts) => {
+      const agentId = opts.agent ?? agents()[0];
+      try {
+        const kinds = opts.kind ?? [];
+        const bad = kinds.filter((k) => !AUDIT_KINDS.includes(k));
+        if (bad.length) throw new Error(`--kind must be among ${AUDIT_KINDS.join(", ")}`);
+        const m = await pool.get(agentId);
+        print(opts.json, await m.audit(kinds), humanAudit);
       } catch (err) {
         fail(opts.json, err, agentId);
       }

@@ -206,6 +206,13 @@ export class MemindexManager {
     return { ...res, results };
   }
 
+  /** memindex's memory audit (`memory_audit`): what is wrong with the memory itself.
+   * An operator's command, never on a request's path: it may take seconds. */
+  async audit(kinds) {
+    const params = Array.isArray(kinds) && kinds.length ? { kinds } : {};
+    return this.#call("memory_audit", params, { timeoutMs: 300_000 });
+  }
+
   /** Lane 1: MEMORY.md / USER.md entries with trigger phrases (OpenClaw's trigger recall). */
   async listTriggerCandidates(opts = {}) {
     return this.#curated("triggers", opts);

@@ -1,0 +1,150 @@
+"""``bootstrap``: the part of MEMORY.md and USER.md a session never sees.
+
+OpenClaw (2026.9.6, ``trimBootstrapContent``) injects each bootstrap file at session
+start, its end's whitespace trimmed; one longer than its cap keeps its head (75% of
+what the cap leaves after a truncation marker) and its tail (25%) and drops the
+middle. The caps: ``agents.defaults.bootstrapMaxChars`` (20,000) per file, USER.md
+at most 4,000, and ``bootstrapTotalMaxChars`` (60,000) for all of them. Lengths are
+JavaScript's: UTF-16 code units. Every entry that lies in the dropped middle is a
+finding, the most recalled first (the times the agent's searches returned it,
+``recall_tally``: what to move up first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from indexer.api import AuditFinding
+from indexer.search.audit.notes import Entry
+from indexer.search.recall_tally import line_key
+
+__all__ = ["Caps", "bootstrap_findings", "hidden_span"]
+
+USER_MAX = 4_000  # USER.md's own cap (USER_BOOTSTRAP_MAX_CHARS)
+HEAD_RATIO, TAIL_RATIO = 0.75, 0.25
+
+
+@dataclass(frozen=True)
+class Caps:
+    max_chars: int = 20_000
+    total_max_chars: int = 60_000
+    source: str = "OpenClaw's defaults"
+
+    def of(self, name: str) -> int:
+        cap = min(self.max_chars, USER_MAX) if name == "USER.md" else self.max_chars
+        return max(1, min(cap, self.total_max_chars))
+
+
+def _units(text: str) -> int:
+    """``text``'s length as JavaScript counts it (UTF-16 code units)."""
+    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
+
+
+def _marker(name: str, head: int, tail: int, total: int) -> str:
+    return (
+        f"\n[...truncated, read {name} for full content...]\n"
+        f"…(truncated {name}: kept {head}+{tail} chars of {total})…\n"
+    )
+
+
+def hidden_span(name: str, text: str, cap: int) -> tuple[int, int] | None:
+    """The (start, end) UTF-16 offsets of the part of ``text`` a session does not
+    see under ``cap``, None when all of it is seen (OpenClaw's head/tail split)."""
+    text = text.rstrip()
+    total = _units(text)
+    if total <= cap:
+        return None
+
+    def sep(head: int, tail: int) -> int:
+        return int(head > 0) + int(tail > 0)
+
+    head = tail = 0
+    marker = _marker(name, 0, 0, total)
+    for _ in range(3):  # the marker's numbers change its length: settle them
+        room = max(0, cap - len(marker) - sep(head, tail))
+        h, t = int(room * HEAD_RATIO), int(room * TAIL_RATIO)
+        m = _marker(name, h, t, total)
+        if (h, t, len(m)) == (head, tail, len(marker)):
+            break
+        head, tail, marker = h, t, m
+    while head + tail + len(marker) + sep(head, tail) > cap and (head or tail):
+        over = head + tail + len(marker) + sep(head, tail) - cap
+        if tail:
+            tail = max(0, tail - over)
+        else:
+            head = max(0, head - over)
+        marker = _marker(name, head, tail, total)
+    return head, total - tail
+
+
+def _line_starts(text: str) -> list[int]:
+    """The UTF-16 offset at which each line of ``text`` starts."""
+    starts, pos = [0], 0
+    for line in text.split("\n"):
+        pos += _units(line) + 1
+        starts.append(pos)
+    return starts
+
+
+def _times(e: Entry, lines: list[str], recalled: Mapping[str, int]) -> int:
+    """The times the agent's searches returned entry ``e`` (its most recalled line)."""
+    keys = (line_key(e.path, line) for line in lines[e.start - 1 : e.end])
+    return max((recalled.get(k, 0) for k in keys if k is not None), default=0)
+
+
+def bootstrap_findings(
+    texts: dict[str, str], entries: list[Entry], caps: Caps, recalled: Mapping[str, int]
+) -> list[AuditFinding]:
+    """One finding per curated file cut (its first unseen line, how many entries are
+    past it) and one per entry in the unseen part, wholly or in part, the most
+    recalled first."""
+    out: list[AuditFinding] = []
+    for name, text in texts.items():
+        cap = caps.of(name)
+        span = hidden_span(name, text, cap)
+        if span is None:
+            continue
+        starts = _line_starts(text)
+        lines = text.split("\n")
+        times = {e: _times(e, lines, recalled) for e in entries if e.path == name}
+
+        first = next(n for n in range(len(starts)) if starts[n + 1] > span[0]) + 1
+        last = max(first, next(n for n in range(len(starts)) if starts[n + 1] > span[1]))
+        hidden = [
+            e
+            for e in entries
+            if e.path == name and starts[e.start - 1] < span[1] and starts[e.end] - 1 > span[0]
+        ]
+        hidden.sort(key=lambda e: (-times[e], e.start))
+        out.append(
+            {
+                "kind": "bootstrap",
+                "path": name,
+                "startLine": first,
+                "endLine": last,
+                "message": (
+                    f"{name} is {_units(text.rstrip()):,} characters, over its "
+                    f"{cap:,}-character cap ({caps.source}): lines {first}-{last} "
+                    f"({len(hidden)} entries) are cut from every session's context"
+                ),
+                "suggestion": (
+                    "move what the agent must always know above line "
+                    f"{first}, and the rest to a note under memory/ (it stays searchable)"
+                ),
+            }
+        )
+        for e in hidden:
+            finding: AuditFinding = {
+                "kind": "bootstrap",
+                "path": e.path,
+                "startLine": e.start,
+                "endLine": e.end,
+                "message": "not in any session's context (past the bootstrap cap)",
+                "suggestion": "move it up if the agent needs it at every start, else out",
+                "snippet": e.text[:200],
+            }
+            if times[e]:
+                finding["recalled"] = times[e]
+            out.append(finding)
+    return out

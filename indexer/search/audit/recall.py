@@ -1,0 +1,87 @@
+"""``unfindable``: a recall self-test of the index. Each curated entry is asked for
+with a question made of its own rarest words (the fewest lines of memory hold them,
+at most ``WORDS``), searched as the agent searches (``memory_search``, its mode and
+ranking, the first ``TOP`` results); an entry none of the results cites — its file,
+a line range that overlaps it — is a finding: written in words nobody asks with, or
+buried under near-duplicates. Entries of fewer than two content words are not
+asked for (nothing to ask with), nor more than ``MAX_PROBES`` of them."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable
+
+from indexer.api import AuditFinding, SearchRequest, SearchResponse
+from indexer.errors import checkpoint
+from indexer.search.audit.notes import Entry
+from indexer.search.query import STOP_WORDS
+from indexer.sources.redaction import redact
+
+__all__ = ["MAX_PROBES", "TOP", "WORDS", "probe", "unfindable_findings"]
+
+TOP = 5
+WORDS = 4
+MAX_PROBES = 400
+_WORD = re.compile(r"[^\W\d_][\w'’-]*[^\W_]|[^\W\d_]{3,}")
+
+
+def _words(text: str) -> list[str]:
+    seen: dict[str, str] = {}
+    for w in _WORD.findall(text):
+        low = w.lower()
+        if len(low) >= 3 and low not in STOP_WORDS and low != "redacted" and low not in seen:
+            seen[low] = w
+    return list(seen)
+
+
+def probe(entry: Entry, df: Counter[str]) -> str | None:
+    """The question asked for ``entry``: its rarest content words, in its order (a
+    secret in it is not one of them)."""
+    words = _words(redact(entry.text))
+    if len(words) < 2:
+        return None
+    rare = set(sorted(words, key=lambda w: (df[w], words.index(w)))[:WORDS])
+    return " ".join(w for w in words if w in rare)
+
+
+def unfindable_findings(
+    entries: list[Entry],
+    files: dict[str, list[str]],
+    search: Callable[[SearchRequest], SearchResponse],
+) -> tuple[list[AuditFinding], int]:
+    """The entries their own question does not find, and how many were asked for."""
+    df: Counter[str] = Counter()  # lines holding each word (an entry is a line or two)
+    for lines in files.values():
+        for line in lines:
+            df.update(_words(line))
+    out: list[AuditFinding] = []
+    asked = 0
+    for e in entries:
+        if asked >= MAX_PROBES:
+            break
+        query = probe(e, df)
+        if query is None:
+            continue
+        checkpoint()
+        asked += 1
+        got = search(SearchRequest(query, max_results=TOP, sources=("memory",)))
+        if any(
+            r["path"] == e.path and r["startLine"] <= e.end and r["endLine"] >= e.start
+            for r in got["results"]
+        ):
+            continue
+        out.append(
+            {
+                "kind": "unfindable",
+                "path": e.path,
+                "startLine": e.start,
+                "endLine": e.end,
+                "message": f"not in the first {TOP} results for its own words: {query!r}",
+                "suggestion": "reword it with the words you would ask with, or merge it "
+                "with the entries that crowd it out",
+                "snippet": e.text[:200],
+                "query": query,
+            }
+        )
+    return out, asked
