@@ -34,6 +34,71 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.model)
 
 
+# The fast lane (every test not marked slow) checks itself: a test in it that starts
+# a daemon or a gateway, or spends more than FAST_CPU_S seconds of CPU (this process
+# and the children it waited for: not wall time, which a busy machine stretches),
+# fails, saying to mark it slow.
+FAST_LANE = "MEMINDEX_TEST_LANE"
+FAST_CPU_S = 2.0
+
+
+def _cpu() -> float:
+    import resource
+    import time
+
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + kids.ru_utime + kids.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    outcome = yield
+    report = outcome.get_result()
+    spent = getattr(item, "_lane_cpu", None)
+    if call.when == "call" and spent is not None and report.passed and spent > FAST_CPU_S:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid} is in the fast lane but took {spent:.1f} s of CPU "
+            f"(> {FAST_CPU_S} s): mark it slow (pytestmark = pytest.mark.slow)"
+        )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    if item.get_closest_marker("slow") is not None:
+        yield
+        return
+    before = _cpu()
+    yield
+    item._lane_cpu = _cpu() - before  # type: ignore[attr-defined]
+
+
+@pytest.fixture(autouse=True)
+def _fast_lane(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unmarked test may start no daemon (in this process or as a child) and no
+    gateway: ``daemon_util``/``openclaw_home`` refuse while the variable is set."""
+    if request.node.get_closest_marker("slow") is not None:
+        monkeypatch.delenv(FAST_LANE, raising=False)
+        return
+    monkeypatch.setenv(FAST_LANE, "fast")
+    from indexer.surfaces.server import SocketServer
+
+    def refuse(self: SocketServer) -> None:
+        raise AssertionError(
+            f"{request.node.nodeid} starts a daemon in the fast lane: mark it slow"
+        )
+
+    monkeypatch.setattr(SocketServer, "start", refuse)
+
+
+def fast_lane_refuses(what: str) -> None:
+    """Called where the tests start a daemon or a gateway process."""
+    import os
+
+    if os.environ.get(FAST_LANE) == "fast":
+        raise AssertionError(f"a test in the fast lane starts {what}: mark it slow")
+
+
 def _lane_check(request: pytest.FixtureRequest, marker: str) -> None:
     if request.node.get_closest_marker(marker) is None:
         pytest.fail(

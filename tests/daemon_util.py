@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from conftest import fast_lane_refuses
+
 
 def daemon_config(
     root: Path, ws: Path, sessions: Path, sessions_keys: str = "", extra: str = ""
@@ -83,6 +85,7 @@ class DaemonProc:
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self, wait: bool = True) -> DaemonProc:
+        fast_lane_refuses("a daemon")
         self.proc = subprocess.Popen(
             [
                 sys.executable,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conftest import fast_lane_refuses
 from daemon_util import rpc, wait_for
 from gateway_ws import GatewayWS, connect
 
@@ -135,6 +136,7 @@ class Home:
         return json.loads("\n".join(lines[starts[0] :]))
 
     def start_gateway(self) -> None:
+        fast_lane_refuses("the OpenClaw gateway")
         env = {
             **self.env,
             "OPENCLAW_SKIP_CHANNELS": "1",

@@ -15,6 +15,8 @@ from watchdog.observers import Observer
 from indexer.config import Config
 from indexer.sources.watcher import Watcher
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def two_agents(tmp_path: Path) -> Iterator[DaemonProc]:

@@ -8,8 +8,11 @@ import json
 import time
 from pathlib import Path
 
+import pytest
 from conftest import write
 from daemon_util import child_env, rpc, run_cli, wait_for
+
+pytestmark = pytest.mark.slow
 
 
 def _config(tmp_path: Path, workspace: Path, model_path: Path) -> Path:

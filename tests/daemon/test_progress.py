@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
 from conftest import Runner, write
 
 from indexer.api import ProgressState
@@ -14,6 +15,8 @@ from indexer.engine import AgentIndex
 from indexer.indexing.progress import WorkProgress
 from indexer.surfaces.cli_parts import ProgressBar, describe_progress
 from providers.local_gguf import LocalGGUFProvider
+
+pytestmark = pytest.mark.slow
 
 
 class _Tty(io.StringIO):

@@ -365,6 +365,7 @@ def test_a_jsonl_transcript_and_the_database_side_by_side(
         assert _found(idx, "KESTREL-5") and _found(idx, "FALCON-6")
 
 
+@pytest.mark.slow
 def test_the_daemon_indexes_what_the_gateway_writes_within_seconds(
     tmp_path: Path, state: Path, gw: AgentDbFixture
 ) -> None:

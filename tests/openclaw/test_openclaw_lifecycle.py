@@ -146,6 +146,7 @@ def test_a_deleted_session_is_found_in_its_archive(
         assert _found(idx, "VENUE-4477") == []
 
 
+@pytest.mark.slow  # ~2 s of CPU
 def test_an_archive_that_expands_without_end_is_read_to_a_bound(
     tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -17,6 +17,8 @@ from providers.calibration import calibrate, measure
 from providers.local_gguf import LocalGGUFProvider
 from providers.models import e5, pull
 
+pytestmark = [pytest.mark.slow, pytest.mark.model]
+
 H, HEADS, FF, LAYERS, POSITIONS, TYPES = 64, 2, 128, 2, 32, 2
 PIECES = ["<s>", "<pad>", "</s>", "<unk>", "▁", "▁hello", "▁world", "▁query", ":", "▁passage",
           "o", "l", "▁the", "<mask>"]  # fmt: skip

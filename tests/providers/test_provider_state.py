@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import Runner, cli_json, write
 from daemon_util import DaemonProc, child_env, rpc, run_cli
 
@@ -49,6 +50,7 @@ def test_index_says_a_failed_provider_once(tmp_path: Path, workspace: Path) -> N
     assert done.stderr.count("provider failed") == 1, done.stderr
 
 
+@pytest.mark.slow
 def test_the_daemon_logs_a_failed_provider_as_a_warning(tmp_path: Path, workspace: Path) -> None:
     conf = Path(_config(tmp_path, workspace, str(tmp_path / "gone.gguf")))
     d = DaemonProc(conf, tmp_path / "d.sock", child_env()).start()

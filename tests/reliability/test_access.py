@@ -8,8 +8,11 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from conftest import write
 from daemon_util import DaemonProc, child_env, daemon_config, rpc, wait_for
+
+pytestmark = pytest.mark.slow
 
 SECRETS = [
     "sk-proj-abcdefghijklmnop1234",

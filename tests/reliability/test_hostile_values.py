@@ -248,6 +248,7 @@ def test_memory_get_of_a_path_with_a_lone_surrogate_is_refused(cfg: Config) -> N
         assert "xed" in str(got.value)  # the bytes shown escaped
 
 
+@pytest.mark.slow
 def test_the_daemon_status_shows_a_transcript_it_could_not_index(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

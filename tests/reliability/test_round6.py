@@ -11,12 +11,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import write
 from daemon_util import DaemonProc, child_env, daemon_config, rpc, wait_for
 
 from indexer.errors import Abandoned, checkpoint
 from indexer.sources.curated import meta_of, strip_annotations
 from indexer.surfaces.server import SocketServer
+
+pytestmark = pytest.mark.slow
 
 # -- 4: every text scan is linear, and a request stops costing when its client is gone ----
 

@@ -358,6 +358,7 @@ def test_date_boost_is_checked_in_the_config_file(tmp_path: Path) -> None:
         load_config(f)
 
 
+@pytest.mark.slow
 def test_a_topic_in_a_named_time_is_found_when_its_words_are_common(
     tmp_path: Path, model_path: Path
 ) -> None:

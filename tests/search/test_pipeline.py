@@ -60,6 +60,7 @@ def _search(idx: AgentIndex, q: str, k: int, **kw: Any) -> dict[str, Any]:
     return idx.search(q, max_results=k, min_score=0.0, as_of="2026-11-27T09:00:00Z", **kw)
 
 
+@pytest.mark.slow
 def test_the_score_shown_is_the_order_and_the_first_results_do_not_depend_on_max_results(
     personal: AgentIndex,
 ) -> None:

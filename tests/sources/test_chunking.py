@@ -191,6 +191,7 @@ def test_setext_heading_and_lone_carriage_return() -> None:
     assert any(c.start_line == 3 for c in chunks), "the heading is a cut point"
 
 
+@pytest.mark.slow  # ~2 s of CPU
 def test_deep_nesting_is_read_as_text_in_bounded_time() -> None:
     text = "\n".join(">" * 5000 + f" line {i} " + _words(30) for i in range(300))
     text += "\n" + "\n".join("  " * i + "- item" for i in range(2000))

@@ -6,6 +6,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from conftest import Runner, write
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -192,7 +193,7 @@ class DistillMachine(RuleBasedStateMachine):
         )
 
 
-TestDistillProperty = DistillMachine.TestCase
+TestDistillProperty = pytest.mark.slow(DistillMachine.TestCase)  # hypothesis: ~3 s of CPU
 
 
 def test_an_agent_database_it_does_not_read_is_named(tmp_path: Path) -> None:

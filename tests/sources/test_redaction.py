@@ -280,6 +280,7 @@ def served(tmp_path: Path) -> Iterator[tuple[DaemonProc, Path]]:
         d.stop()
 
 
+@pytest.mark.slow
 def test_no_secret_leaves_through_any_output_path(served: tuple[DaemonProc, Path]) -> None:
     """The table of formats x output paths: every cell must hold no secret."""
     d, _ = served
@@ -367,6 +368,7 @@ def _get(d: DaemonProc, i: int, *, raw: bool) -> str:
     return str(got["text"])
 
 
+@pytest.mark.slow
 def test_memory_get_on_a_transcript_shows_messages_and_raw_on_request(
     served: tuple[DaemonProc, Path],
 ) -> None:

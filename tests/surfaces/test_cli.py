@@ -329,6 +329,7 @@ def test_a_missing_extra_names_the_command_that_adds_it(workspace: Path) -> None
     assert install_hint("local") == f"{sys.executable} -m pip install -e '{root}[local]'"
 
 
+@pytest.mark.slow
 def test_the_openclaw_bench_needs_no_test_tools() -> None:
     """`python bench/openclaw_bench.py --help` where pytest is not installed."""
     root = Path(__file__).resolve().parents[2]

@@ -59,6 +59,7 @@ def resolve(env: dict[str, str], docid: str) -> tuple[str, str] | None:
         db.close()
 
 
+@pytest.mark.slow
 def test_manager_argument_lists(qmd_env: dict[str, str], workspace: Path) -> None:
     ws = workspace
     r = qmd(qmd_env, ws, "collection", "list", "--json")
@@ -108,6 +109,7 @@ def test_manager_argument_lists(qmd_env: dict[str, str], workspace: Path) -> Non
     assert resolve(qmd_env, top["docid"]) is None
 
 
+@pytest.mark.slow
 def test_searches_go_through_a_warm_daemon(qmd_env: dict[str, str], workspace: Path) -> None:
     import signal
 
@@ -177,6 +179,7 @@ def test_collection_update_and_embed_say_what_they_did(
     assert rm.returncode == 0 and "Removed collection 'm'" in rm.stdout
 
 
+@pytest.mark.slow  # ~2 s of CPU
 def test_collections_that_overlap_and_what_add_refuses(
     qmd_env: dict[str, str], workspace: Path
 ) -> None:
@@ -227,6 +230,7 @@ def test_get_reads_a_large_document_whole_through_memory_get(
     ]
 
 
+@pytest.mark.slow
 def test_a_stuck_warm_daemon_is_neither_waited_on_nor_silent(
     qmd_env: dict[str, str], workspace: Path
 ) -> None:
@@ -279,6 +283,7 @@ def _running(pid: int) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_a_session_export_is_redacted_as_every_transcript(
     qmd_env: dict[str, str], workspace: Path
 ) -> None:
