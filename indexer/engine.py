@@ -33,6 +33,7 @@ from indexer.store import STORE_ERRORS, IndexStore
 from indexer.store.backend import backend_for
 
 if TYPE_CHECKING:
+    from indexer.indexing.transfer import TransferReport
     from indexer.indexing.writer import Indexer
     from indexer.search.live import LiveIndex
     from indexer.selection import SharedProviders
@@ -80,9 +81,10 @@ def provider_for_reading(cfg: Config, store: IndexStore) -> tuple[EmbeddingProvi
 def reading(cfg: Config, *, embed: bool) -> Iterator[Searcher]:
     """A read-only ``Searcher`` on the agent's index for one request, closed after;
     ``embed``: with the provider a search of its vectors needs."""
-    with backend_for(cfg).open(readonly=True) as store:
+    backend = backend_for(cfg)
+    with backend.open(readonly=True) as store:
         found, note = provider_for_reading(cfg, store) if embed else (None, "")
-        yield Searcher(cfg, store, provider=found, provider_note=note)
+        yield Searcher(cfg, store, provider=found, provider_note=note, where=backend.where)
 
 
 @contextlib.contextmanager
@@ -212,6 +214,7 @@ class AgentIndex:
             provider_state=self.provider_state,
             live=self.live,
             recalls=self.recalls,
+            where=self.writer.backend.where,
         )
 
     def _after_write(self, store: IndexStore) -> None:
@@ -368,3 +371,21 @@ class AgentIndex:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def migrate(
+    cfg: Config,
+    url: str,
+    *,
+    replace: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> TransferReport:
+    """``memindex migrate``: the agent's SQLite index copied into the PostgreSQL
+    database at ``url`` (``indexing.transfer.migrate_agent``)."""
+    from indexer.indexing.transfer import migrate_agent
+    from indexer.store.backend import SqliteBackend
+    from indexer.store.postgres.backend import PostgresBackend
+
+    source = SqliteBackend(cfg.resolved_index_path())
+    dest = PostgresBackend(url, cfg.agent_name, pool_size=cfg.store.poolSize)
+    return migrate_agent(cfg, source, dest, replace=replace, progress=progress)

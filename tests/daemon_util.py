@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conftest import fast_lane_refuses
+from lanes import fast_lane_refuses
 
 
 def daemon_config(

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conftest import fast_lane_refuses
 from daemon_util import rpc, wait_for
 from gateway_ws import GatewayWS, connect
+from lanes import fast_lane_refuses
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN = REPO / "integrations" / "openclaw"

@@ -27,6 +27,8 @@ from indexer.store.sqlite.store import Store
 
 if TYPE_CHECKING:
     from indexer.config import Config
+    from indexer.store.backend import SqliteBackend
+    from indexer.store.postgres.backend import PostgresBackend
 
 __all__ = ["TransferReport", "copy_cache", "copy_index", "migrate_agent"]
 
@@ -65,23 +67,20 @@ class TransferReport:
 
 def migrate_agent(
     cfg: Config,
-    url: str,
+    source: SqliteBackend,
+    dest: PostgresBackend,
     *,
     replace: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> TransferReport:
-    """Copy the agent's SQLite index into the PostgreSQL database at ``url`` and
-    publish it there. Holds the agent's writer lock in the database throughout, so a
-    daemon already writing the agent there makes this fail rather than race it."""
-    from indexer.store.backend import SqliteBackend
-    from indexer.store.postgres.backend import PostgresBackend
-
-    source = SqliteBackend(cfg.resolved_index_path())
+    """Copy the agent's SQLite index (``source``) into its PostgreSQL database
+    (``dest``; both made by the composition root, ``engine.migrate``) and publish it
+    there. Holds the agent's writer lock in the database throughout, so a daemon
+    already writing the agent there makes this fail rather than race it."""
     if not source.exists():
         raise InvalidParams(
             f"agent {cfg.agent_name} has no SQLite index at {source.where}: nothing to migrate"
         )
-    dest = PostgresBackend(url, cfg.agent_name, pool_size=cfg.store.poolSize)
     with Store(source.index_path, readonly=True) as src, dest.open() as live:
         held = len(live.file_states())
         if held and not replace:

@@ -23,7 +23,7 @@ from indexer.indexing.session_files import TranscriptFiles
 from indexer.indexing.session_sync import Quiet, SessionReport, sync_sessions
 from indexer.indexing.transcripts import indexed_from
 from indexer.store import STORE_ERRORS, IndexStore
-from indexer.store.backend import Backend, backend_for
+from indexer.store.backend import Backend
 from indexer.store.records import FORGOTTEN
 
 if TYPE_CHECKING:
@@ -55,10 +55,10 @@ class Indexer:
         provider: EmbeddingProvider | None = None,
         changed: Callable[[IndexStore], None] | None = None,
         *,
-        backend: Backend | None = None,
+        backend: Backend,
     ) -> None:
         self.cfg = cfg
-        self.backend = backend or backend_for(cfg)
+        self.backend = backend  # made by the composition root (engine.AgentIndex)
         self.store = store
         self.provider = provider
         self.changed = changed

@@ -35,7 +35,6 @@ from indexer.search.gating import skip_reason
 from indexer.search.recall_tally import RecallTally, load_recalls, recalls_path
 from indexer.selection import NO_PROVIDER, provider_state, ready_state
 from indexer.store import IndexStore
-from indexer.store.backend import backend_for
 from indexer.store.records import FORGOTTEN
 from providers.calibration import META_KEY, Scale
 
@@ -62,11 +61,13 @@ class Searcher:
         live: LiveIndex | None = None,
         provider_state: ProviderState | None = None,
         recalls: RecallTally | None = None,
+        where: str = "",
     ) -> None:
         """``provider_note``: why ``provider`` is None (``selection.provider_note``);
         ``provider_state``: the configured provider's state as the process that built
         ``provider`` saw it (else found without loading anything, when asked);
-        ``recalls``: where its searches' curated lines are counted (the daemon's)."""
+        ``recalls``: where its searches' curated lines are counted (the daemon's);
+        ``where``: the index as status names it (its file, or its database)."""
         self.cfg = cfg
         self.store = store
         self.provider = provider
@@ -74,6 +75,7 @@ class Searcher:
         self._state = provider_state
         self.live = live
         self.recalls = recalls
+        self.where = where or str(cfg.resolved_index_path())
         self._sources_seen: tuple[str | None, bool] | None = None
         self._workspace_ok: tuple[str, str | None] | None = None
         self._ready_seen: tuple[object, bool, Scale | None] | None = None
@@ -207,7 +209,7 @@ class Searcher:
         if indexed == current:
             return None
         return (
-            f"index {backend_for(self.cfg).where} holds workspace {indexed}, not {current}: "
+            f"index {self.where} holds workspace {indexed}, not {current}: "
             "run 'memindex index' to rebuild it for this workspace"
         )
 
@@ -237,7 +239,7 @@ class Searcher:
         versions = s.versions()
         out: StatusResponse = {
             "version": __version__,
-            "indexPath": backend_for(self.cfg).where,
+            "indexPath": self.where,
             "workspace": s.meta_get("workspace"),
             "sources": counts,
             "files": sum(c["files"] for c in counts.values()),

@@ -27,7 +27,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from indexer.config import Config, state_dir
 from indexer.errors import InvalidParams
@@ -44,6 +44,33 @@ __all__ = ["Distiller"]
 MAX_BATCH_MESSAGES = 200
 MAX_READ_BYTES = 256 * 1024
 _INJECTED = re.compile(r"<relevant-memories>.*?(?:</relevant-memories>|$)", re.S | re.I)
+
+
+class _Cursor(TypedDict):
+    """Where distill is in one transcript (cursor.json's ``files``, by dev:ino)."""
+
+    agent: str
+    path: str
+    committed: int  # delivered and committed up to this byte
+    pending: int | None  # delivered in the pending batch up to this byte
+    head: str  # the hash of its first headLen bytes: a replaced file is read anew
+    headLen: int
+
+
+class _State(TypedDict):
+    files: dict[str, _Cursor]
+    pendingBatch: str | None
+
+
+class _Message(TypedDict):
+    agent: str
+    role: str
+    text: str
+    timestamp: str | None
+    source: str
+
+
+Answer = dict[str, object]  # a command's JSON answer
 
 
 @dataclass
@@ -65,16 +92,23 @@ class Distiller:
 
     # -- state -------------------------------------------------------------------
 
-    def _load(self) -> dict[str, Any]:
+    def _load(self) -> _State:
         try:
             data = json.loads(self.cursor_file.read_text(encoding="utf-8"))
-            return data if isinstance(data, dict) else {"files": {}}
         except FileNotFoundError:
             return {"files": {}, "pendingBatch": None}
         except ValueError as exc:
             raise InvalidParams(f"{self.cursor_file} is not valid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            return {"files": {}, "pendingBatch": None}
+        files = data.get("files")
+        pending = data.get("pendingBatch")
+        return {
+            "files": files if isinstance(files, dict) else {},
+            "pendingBatch": pending if isinstance(pending, str) else None,
+        }
 
-    def _save(self, state: dict[str, Any]) -> None:
+    def _save(self, state: _State) -> None:
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         tmp = self.cursor_file.with_name(f".cursor.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(state, indent=1, sort_keys=True), encoding="utf-8")
@@ -97,7 +131,7 @@ class Distiller:
         finally:
             os.close(fd)
 
-    def _start(self, src: _Source, cur: dict[str, Any] | None) -> int:
+    def _start(self, src: _Source, cur: _Cursor | None) -> int:
         """Where to read this file from: its cursor, unless it was truncated or
         replaced (then from the beginning)."""
         if cur is None:
@@ -126,14 +160,14 @@ class Distiller:
                 )
         return out
 
-    def _said(self, answer: dict[str, Any]) -> dict[str, Any]:
+    def _said(self, answer: Answer) -> Answer:
         unread = self._unread()
         return {**answer, "unread": unread} if unread else answer
 
     # -- commands ----------------------------------------------------------------
 
-    def init(self) -> dict[str, Any]:
-        files: dict[str, Any] = {}
+    def init(self) -> Answer:
+        files: dict[str, _Cursor] = {}
         for s in self._sources():
             head_len = min(256, s.size)
             files[s.key] = {
@@ -147,17 +181,17 @@ class Distiller:
         self._save({"files": files, "pendingBatch": None})
         return self._said({"ok": True, "action": "initialized", "files": len(files)})
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> Answer:
         state = self._load()
-        pending = state.get("pendingBatch")
+        pending = state["pendingBatch"]
         if pending:
             return {"ok": True, "action": "pending", "batchFile": pending}
-        files: dict[str, Any] = state.get("files", {})
+        files = state["files"]
         present = self._sources()
         keys = {s.key for s in present}
         for gone in [k for k in files if k not in keys]:
             del files[gone]  # the file no longer exists: nothing left to deliver
-        messages: list[dict[str, Any]] = []
+        messages: list[_Message] = []
         advanced: dict[str, int] = {}
         for s in present:
             if len(messages) >= MAX_BATCH_MESSAGES:
@@ -260,16 +294,17 @@ class Distiller:
             ends.append(pos)
         return ends
 
-    def commit(self, batch_file: str) -> dict[str, Any]:
+    def commit(self, batch_file: str) -> Answer:
         state = self._load()
-        pending = state.get("pendingBatch")
+        pending = state["pendingBatch"]
         if not pending:
             raise InvalidParams("no batch is pending: nothing to commit")
         if os.path.abspath(batch_file) != os.path.abspath(pending):
             raise InvalidParams(f"the pending batch is {pending}, not {batch_file}")
-        for cur in state.get("files", {}).values():
-            if cur.get("pending") is not None:
-                cur["committed"] = cur["pending"]
+        for cur in state["files"].values():
+            done = cur.get("pending")
+            if done is not None:
+                cur["committed"] = done
                 cur["pending"] = None
         state["pendingBatch"] = None
         self._save(state)

@@ -75,7 +75,7 @@ def run_migrate(c: Call) -> int:
     """Copy each agent's SQLite index into the database (no re-embedding)."""
     args, out, err = c.args, c.out, c.err
     from indexer.config import is_database_url, redact_url
-    from indexer.indexing.transfer import migrate_agent
+    from indexer.engine import migrate
 
     url = args.to
     if not is_database_url(url):
@@ -86,7 +86,7 @@ def run_migrate(c: Call) -> int:
     for cfg in agents:
         bar = ProgressBar(err, f"copying {cfg.agent_name}")
         try:
-            report = migrate_agent(cfg, url, replace=args.replace, progress=bar)
+            report = migrate(cfg, url, replace=args.replace, progress=bar)
         finally:
             bar.close()
         copied[cfg.agent_name] = report.to_json()

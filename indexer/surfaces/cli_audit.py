@@ -4,8 +4,7 @@ on a terminal — or, with ``--json``, the method's answer as it is."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from indexer.api import AuditResponse
 from indexer.surfaces.cli_parts import Call
 from indexer.surfaces.reading import read_call
 
@@ -33,13 +32,13 @@ def run_audit(c: Call) -> int:
     return 0
 
 
-def report(result: dict[str, Any], *, colour: bool = False) -> str:
+def report(result: AuditResponse, *, colour: bool = False) -> str:
     """The audit as a person reads it."""
 
     def paint(text: str, code: str) -> str:
         return f"\033[{code}m{text}\033[0m" if colour else text
 
-    counts: dict[str, int] = result["counts"]
+    counts = result["counts"]
     checked = result["checked"]
     total = sum(counts.values())
     head = (

@@ -21,6 +21,7 @@ from indexer.errors import ConfigError, DaemonSilent, DaemonUnavailable, Foreign
 
 if TYPE_CHECKING:  # a client answered by the daemon loads no more than it needs
     from indexer.api import (
+        AuditResponse,
         CuratedResponse,
         GetResponse,
         PingResponse,
@@ -174,6 +175,11 @@ class Client:
         ``limit``."""
         found = self._call("memory_curated", {"kind": kind, **params}, timeout)
         return cast("CuratedResponse", found)
+
+    def audit(self, *kinds: str, timeout: float | None = 120.0) -> AuditResponse:
+        """The memory audit (``kinds``: the finding kinds; none: all)."""
+        params = {"kinds": list(kinds)} if kinds else {}
+        return cast("AuditResponse", self._call("memory_audit", params, timeout))
 
     def reindex(self, *, force: bool = False, timeout: float | None = None) -> ReindexResponse:
         return cast("ReindexResponse", self._call("reindex", {"force": force}, timeout))

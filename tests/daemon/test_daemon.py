@@ -64,7 +64,9 @@ def test_the_typed_client_speaks_every_method_a_client_sends(daemon: DaemonProc)
     """``Client`` has a method for each entry of the table a client sends (the
     qmd daemon's own aside), and each answers through a real daemon."""
     sent = {"ping", "status", "memory_search", "memory_get", "memory_curated", "reindex"}
+    sent |= {"memory_audit"}
     names = {"memory_search": "search", "memory_get": "get", "memory_curated": "curated"}
+    names |= {"memory_audit": "audit"}
     assert set(METHODS) - {"qmd_search"} == sent
     assert all(callable(getattr(Client, names.get(m, m))) for m in sent | {"qmd_search"})
     client = Client(daemon.sock, "main")
@@ -75,6 +77,7 @@ def test_the_typed_client_speaks_every_method_a_client_sends(daemon: DaemonProc)
     assert client.status()["sources"]["memory"]["files"] == 3
     assert isinstance(client.curated("triggers")["results"], list)
     assert client.reindex()["agent"] == "main"
+    assert client.audit("secrets")["counts"] == {"secrets": 0}
 
 
 def test_new_fact_becomes_searchable(daemon: DaemonProc, workspace: Path) -> None:

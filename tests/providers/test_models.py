@@ -76,6 +76,7 @@ def test_set_key_refuses_a_broken_file(tmp_path: Path) -> None:
     assert f.read_text() == "[provider\n"
 
 
+@pytest.mark.slow  # loads the model: ~2 s of CPU
 def test_model_by_name_pull_use_index_search(
     cli: Runner, tmp_path: Path, workspace: Path, model_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -96,7 +96,9 @@ def test_replacing_a_file_keeps_its_unchanged_chunks(backend: Backend) -> None:
         now = s.chunk_rows(range(1, 10_000))
         assert sorted(now)[:2] == ids[:2] and ids[2] not in now
         assert [r.text for _, r in sorted(now.items())] == ["x", "y", "Z", "w"]
-        assert s.pending_count() == 2 and set(s.vectors_for(ids[:2])) == set(ids[:2])
+        assert s.pending_count() == 2 and {i for i, _s, _v in s.vector_rows(ids[:2])} == set(
+            ids[:2]
+        )
         assert s.file_states()["a.md"] == FileState("2", 0, 0) and s.file_lines("a.md") == 4
         ch = s.changes_since(start)
         assert ch is not None and ch.deleted == [ids[2]]
@@ -242,7 +244,9 @@ def test_vectors_knn_cache_and_pending(backend: Backend) -> None:
         q = np.array([0.1, 0.9, 0.0, 0.0], "<f4")
         near = s.knn(q.tobytes(), 2)
         assert near[0][0] == ids[1] and near[0][1] < near[1][1]
-        assert s.vectors_for([ids[0]]) == {ids[0]: vecs[ids[0]].tobytes()}
+        assert [(i, v) for i, _s, v in s.vector_rows([ids[0]])] == [
+            (ids[0], vecs[ids[0]].tobytes())
+        ]
         assert [r[0] for r in s.vector_rows(ids)] == ids
         assert sorted(r[0] for r in s.all_vectors()) == ids
         s.cache_put("p/m", 4, [("h1", vecs[ids[0]].tobytes()), ("h2", vecs[ids[1]].tobytes())])

@@ -66,12 +66,6 @@ class PgVectors(PgBase):
     def pending_count(self) -> int:
         return int(self._q("SELECT count(*) FROM chunks WHERE {k} AND NOT embedded").fetchone()[0])
 
-    def vectors_for(self, ids: Sequence[int]) -> dict[int, bytes]:
-        rows = self._q(
-            "SELECT id, vec FROM chunk_vectors WHERE {k} AND id = ANY(%s)", list(ids), binary=True
-        )
-        return {int(i): bytes(v) for i, v in rows}
-
     def all_vectors(self) -> Iterator[tuple[int, str, str, bytes]]:
         """Every embedded chunk's (id, source, hash, vector), read 5,000 at a time."""
         after = -1

@@ -93,14 +93,6 @@ class VectorTables(StoreBase):
         row = self.db.execute("SELECT count(*) FROM chunks WHERE embedded=0").fetchone()
         return int(row[0]) if row else 0
 
-    def vectors_for(self, ids: Sequence[int]) -> dict[int, bytes]:
-        if not self.has_vectors():
-            return {}
-        rows = self._rows_in(
-            "SELECT rowid, embedding FROM chunks_vec WHERE rowid IN ({marks})", ids
-        )
-        return {int(r): bytes(v) for r, v in rows}
-
     def vector_rows(self, ids: Sequence[int]) -> list[tuple[int, str, bytes]]:
         """(chunk id, source, vector) of each of ``ids`` that has one, by id."""
         if not self.has_vectors():
