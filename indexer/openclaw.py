@@ -24,6 +24,7 @@ file, which has more settings than memory search.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 from dataclasses import replace
@@ -288,6 +289,7 @@ def load_openclaw(path: Path, base_cfg: Config | None = None) -> tuple[Config, .
     state = openclaw_state_dir()
     cfg0 = base_cfg or Config()
     cfg0 = replace(cfg0, sessions=replace(cfg0.sessions, enabled=False))  # OpenClaw's default
+    cfg0 = replace(cfg0, source=path)  # the agents come from this file
     ident = config_identity(path)
     if ident is not None:  # another OpenClaw than the default: its own index and daemon
         home = (cfg0.stateDir or state_dir()) / f"openclaw-{ident}"
@@ -338,23 +340,37 @@ def load_openclaw(path: Path, base_cfg: Config | None = None) -> tuple[Config, .
     return tuple(out)
 
 
-def bootstrap_caps() -> tuple[int, int, str]:
+def bootstrap_caps(path: Path | None = None) -> tuple[int, int, str]:
     """OpenClaw's caps on the bootstrap files injected at session start: (per file,
     all files, where they come from): ``agents.defaults.bootstrapMaxChars`` and
-    ``bootstrapTotalMaxChars`` of its ``openclaw.json`` when it has one that reads,
-    else its defaults (20,000 and 60,000)."""
-    given = os.environ.get("OPENCLAW_CONFIG_PATH", "").strip()
-    path = Path(given).expanduser() if given else openclaw_state_dir() / "openclaw.json"
+    ``bootstrapTotalMaxChars`` of the OpenClaw config ``path`` (an agent loaded with
+    ``--openclaw-config``), else of OpenClaw's own (``$OPENCLAW_CONFIG_PATH``, its
+    state dir's ``openclaw.json``), else its defaults (20,000 and 60,000). As
+    OpenClaw reads them: a finite number above 0, rounded down."""
+    if path is None or path.suffix not in (".json", ".json5"):
+        given = os.environ.get("OPENCLAW_CONFIG_PATH", "").strip()
+        path = Path(given).expanduser() if given else openclaw_state_dir() / "openclaw.json"
     per, total = 20_000, 60_000
-    try:
-        data = read_json5(path) if path.is_file() else None
-    except (ConfigError, OSError):
-        data = None
-    defaults = _get(data, "agents", "defaults") if isinstance(data, dict) else None
-    if not isinstance(defaults, dict):
+    if not path.is_file():
         return per, total, "OpenClaw's defaults"
-    got = defaults.get("bootstrapMaxChars"), defaults.get("bootstrapTotalMaxChars")
-    ok = [isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in got]
-    per = got[0] if ok[0] else per  # type: ignore[assignment]
-    total = got[1] if ok[1] else max(per, total)  # type: ignore[assignment]
-    return per, total, str(path) if any(ok) else "OpenClaw's defaults"
+    try:
+        data = read_json5(path)
+    except (ConfigError, OSError) as exc:
+        return per, total, f"OpenClaw's defaults: {exc}"
+    defaults = _get(data, "agents", "defaults")
+    if not isinstance(defaults, dict):
+        return per, total, f"OpenClaw's defaults ({path} sets none)"
+    got = [_chars(defaults.get(k)) for k in ("bootstrapMaxChars", "bootstrapTotalMaxChars")]
+    per = got[0] or per
+    total = got[1] or max(per, total)
+    return per, total, str(path) if any(got) else f"OpenClaw's defaults ({path} sets none)"
+
+
+def _chars(value: Any) -> int | None:
+    """A cap as OpenClaw takes it: a finite number above 0, rounded down (1e3 and
+    1234.7 too); anything else is not set."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or value < 1:
+        return None
+    return int(value)

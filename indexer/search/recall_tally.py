@@ -25,6 +25,8 @@ from pathlib import Path
 
 from indexer.api import SearchResult
 from indexer.config import Config
+from indexer.errors import FileUnreadable, FileVanished
+from indexer.sources import safefs
 from indexer.sources.curated import strip_annotations
 
 __all__ = ["FLUSH_S", "MAX_KEYS", "RecallTally", "line_key", "load_recalls", "recalls_path"]
@@ -32,6 +34,7 @@ __all__ = ["FLUSH_S", "MAX_KEYS", "RecallTally", "line_key", "load_recalls", "re
 FLUSH_S = 60.0
 MAX_KEYS = 5_000
 MAX_FILE_BYTES = 2 * 1024 * 1024
+_MAX_COUNT = 2**53
 _CURATED = ("MEMORY.md", "USER.md")
 _MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 
@@ -54,16 +57,23 @@ def recalls_path(cfg: Config) -> Path:
 
 
 def load_recalls(path: Path) -> dict[str, int]:
-    """The counts written at ``path`` ({} when there are none or they do not read)."""
+    """The counts written at ``path`` ({} when there are none or they do not read),
+    read as every source is: no symlink followed, a regular file only, never
+    blocking (a FIFO put there), bounded; nested too deep, or counts out of range
+    (not 1 .. 2**53), are not counts."""
     try:
-        with open(path, "rb") as f:
-            data = json.loads(f.read(MAX_FILE_BYTES + 1)[:MAX_FILE_BYTES])
-    except (OSError, ValueError):
+        raw, _stamp = safefs.read_file(path.parent, (path.name,), MAX_FILE_BYTES, exact=True)
+        data = json.loads(raw)
+    except (OSError, ValueError, RecursionError, FileUnreadable, FileVanished):
         return {}
     counts = data.get("lines") if isinstance(data, dict) else None
     if not isinstance(counts, dict):
         return {}
-    return {k: v for k, v in counts.items() if isinstance(k, str) and isinstance(v, int)}
+    return {
+        k: v
+        for k, v in counts.items()
+        if isinstance(k, str) and type(v) is int and 0 < v <= _MAX_COUNT
+    }
 
 
 class RecallTally:

@@ -97,7 +97,12 @@ class Searcher:
         else:
             recalled = load_recalls(recalls_path(self.cfg))
         # its own questions (unfindable) are not the agent's: not counted
-        return audit(self.cfg, req, paths, self._search, recalled)
+        found = audit(self.cfg, req, paths, self._search, recalled)
+        # the memory files the index could not read (a symlink, a FIFO, a hard link…)
+        found["checked"]["skipped"] = sum(
+            1 for s in self.store.skipped() if s["source"] == "memory"
+        )
+        return found
 
     # -- search -----------------------------------------------------------------------
 

@@ -43,7 +43,8 @@ _PROSE = (
     r"(?:a|an|the|not|no|now|also|still|just|very|too|so|set|stored|saved|kept|in|on|at"
     r"|for|from|of|to|with|here|there|that|this|what|which|wrong|right|correct|incorrect"
     r"|invalid|valid|expired|required|optional|missing|empty|blank|weak|strong|long"
-    r"|short|same|different|hidden|secret|unknown|case|[a-z]+(?:ed|ing|ly|able|ible))\b"
+    r"|short|same|different|hidden|secret|unknown|case|something|anything|one"
+    r"|[a-z]+(?:ed|ing|ly|able|ible))\b"
 )
 
 # Vendors' token shapes (prefix and alphabet), one alternation: (pattern, note)
@@ -134,8 +135,14 @@ def _patterns() -> list[re.Pattern[str]]:
             r"(?P<keep>\b(?i:password|passphrase|passcode|passwd|pwd|pw|api key|secret key"
             r"|access key|token|(?:wi-?fi|wpa2?|network|router) (?:key|code))s?"
             r"(?:\s+(?i:for|on|of|to)\s+[^\n:=.,;]{1,40}?)?"
-            r"\s*(?:\s(?i:is|was|will be)\b\s*[:=\-]?|[:=]|\s-)\s*(?!(?i:" + _PROSE + r"))"
+            r"\s*(?:\s(?i:is|was|will be)(?:\s+(?i:now|still|currently))?\b\s*[:=\-]?|[:=]|\s-"
+            r"|\s(?i:changed|set|updated|reset|rotated)\s+to\b)\s*(?!(?i:" + _PROSE + r"))"
             r"[\"'“‘`]?)[^\s\"'”’`]{3,}"
+        ),
+        # a password right after the word, letters and digits: "Mailbox password Tr0ub4dorQx9"
+        re.compile(
+            r"(?P<keep>\b(?i:password|passphrase|passcode|passwd|pwd)\s+)"
+            r"(?=[^\s\"'`]*\d)(?=[^\s\"'`]*[A-Za-z])[^\s\"'`]{8,}"
         ),
         # what is a secret to its end of line: a passphrase, recovery codes, a seed phrase
         re.compile(
@@ -179,9 +186,11 @@ def _patterns() -> list[re.Pattern[str]]:
         # passwd with a password after it ("passwd hunter2" pasted in a chat)
         re.compile(r"(?P<keep>\bpasswd\s+)(?=\S*\d)(?=\S*[A-Za-z])[^\s-]\S{5,}"),
         # URLs: a password (user may be empty: redis://:pw@), a long token as the whole
-        # userinfo (Sentry DSNs), Slack and Discord webhooks, Azure SAS signatures
-        re.compile(r"(?P<keep>\b[a-z][a-z0-9+.\-]*://[^\s:/@]*:)[^\s@/]+(?=@)"),
-        re.compile(r"(?P<keep>\b[a-z][a-z0-9+.\-]*://)[A-Za-z0-9_\-]{20,}(?=@)"),
+        # userinfo (Sentry DSNs), Slack and Discord webhooks, Azure SAS signatures. A
+        # scheme is at most 32 characters: unbounded, a run of "ab-ab-…" cost time
+        # quadratic in its length (a 40 KB one 1 s, a 4 MiB message hours)
+        re.compile(r"(?P<keep>\b[a-z][a-z0-9+.\-]{0,31}://[^\s:/@]*:)[^\s@/]+(?=@)"),
+        re.compile(r"(?P<keep>\b[a-z][a-z0-9+.\-]{0,31}://)[A-Za-z0-9_\-]{20,}(?=@)"),
         re.compile(r"(?P<keep>hooks\.slack\.com/(?:services|workflows|triggers)/)[\w/\-]+"),
         re.compile(r"(?P<keep>discord(?:app)?\.com/api/webhooks/\d+/)[\w\-]+"),
         re.compile(r"(?P<keep>[?&](?i:sig|signature|x-amz-signature)=)[A-Za-z0-9%/+=_\-]{16,}"),
@@ -233,7 +242,8 @@ def redact(text: str) -> str:
 # What each of ``_patterns()`` finds, in its order (``find_secrets`` names them).
 _NAMES = (
     "a private key block", "a PuTTY key file", "a secret after its key name",
-    "a password in a sentence", "a passphrase or recovery codes", "an API key after its name",
+    "a password in a sentence", "a password after the word",
+    "a passphrase or recovery codes", "an API key after its name",
     "a password in YAML", "a card's security code", "an Authorization header",
     "a bearer token", "a mysql -p password", "a curl -u password", "an sshpass password",
     "a --password option", "a registry login password", "an htpasswd password",
@@ -256,7 +266,13 @@ def find_secrets(text: str) -> list[tuple[str, str]]:
         for m in pattern.finditer(text):
             start = m.end("keep") if "keep" in m.re.groupindex else m.start()
             found.append((name, text[start : m.end()]))
-    return found
+    # the most telling name first: a vendor's token before "a password in a sentence"
+    return sorted(found, key=lambda f: f[0] in _GENERIC)
+
+
+_GENERIC = frozenset(
+    ("a secret after its key name", "a password in a sentence", "a password after the word")
+)
 
 
 def _replacement(m: re.Match[str]) -> str:

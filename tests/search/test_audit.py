@@ -280,3 +280,77 @@ def test_the_mcp_tool_answers_the_clis_findings(cli: Runner, healthy: Path) -> N
     replies = {r["id"]: r for r in map(json.loads, done.stdout.splitlines()) if r.get("id")}
     got = replies[2]["result"]["structuredContent"]
     assert got["findings"] == mine["findings"]
+
+
+def test_a_value_set_back_or_spelled_otherwise_is_not_stale(cli: Runner, healthy: Path) -> None:
+    """The latest note on the fact decides: one that puts the old value back ("back to
+    09:30 as before", "9:30 again") leaves the entry current (third outside attack)."""
+    write(
+        healthy, "memory/2026-11-24.md", "# 2026-11-24\n\n- Standup moved to 10:15 from now on.\n"
+    )
+    for back in ("Standup back to 09:30 as before.", "Standup at 9:30 again from now on."):
+        write(healthy, "memory/2026-11-26.md", f"# 2026-11-26\n\n- {back}\n")
+        assert _audit(cli, healthy, "stale")["findings"] == [], back
+
+
+def test_numbered_things_are_not_conflicts(cli: Runner, healthy: Path) -> None:
+    """Two places differ ("Flat 3 … 900", "Flat 4 … 950"): two things, not one fact
+    twice; one place differs: a conflict (third outside attack: 777 false ones)."""
+    extra = (
+        "- Flat 3 rent is 900 EUR a month.\n- Flat 4 rent is 950 EUR a month.\n"
+        "- Locker 101 code is 4411.\n- Locker 102 code is 9922.\n"
+        "- The value of item1 is 5.\n- The value of item2 is 7.\n"
+    )
+    write(healthy, "MEMORY.md", HEALTHY_MEMORY + extra)
+    assert _audit(cli, healthy, "conflicts", "duplicates")["findings"] == []
+
+
+def test_the_files_before_memory_md_share_the_total(cli: Runner, tmp_path: Path) -> None:
+    """OpenClaw injects AGENTS.md, SOUL.md, IDENTITY.md and USER.md before MEMORY.md,
+    all within bootstrapTotalMaxChars: a long SOUL.md leaves MEMORY.md less."""
+    ws = _ws_with_memory(tmp_path, 290)  # ~18,000 characters: under 20,000
+    assert _audit(cli, ws, "bootstrap")["findings"] == []
+    write(ws, "SOUL.md", "# Soul\n\n" + "Be kind and brief. " * 1400)  # ~25,000
+    write(ws, "AGENTS.md", "# Agents\n\n" + "Read the memory first. " * 900)  # ~20,700
+    write(ws, "USER.md", "# User\n\n" + "- Likes tea.\n" * 330)  # ~4,300: 4,000 of it
+    found = _audit(cli, ws, "bootstrap")
+    assert 15_000 < found["caps"]["MEMORY.md"] < 18_000
+    assert found["findings"] and found["findings"][0]["path"] == "MEMORY.md"
+
+
+def test_an_openclaw_config_given_sets_the_caps(cli: Runner, tmp_path: Path) -> None:
+    ws = _ws_with_memory(tmp_path, 100)  # ~6,000 characters
+    conf = tmp_path / "openclaw.json"
+    defaults = {"workspace": str(ws), "bootstrapMaxChars": 1000.7}
+    conf.write_text(json.dumps({"agents": {"defaults": defaults}}))
+    assert cli("--openclaw-config", str(conf), "index")[0] == 0
+    code, out, err = cli("--openclaw-config", str(conf), "audit", "--json", "--kind", "bootstrap")
+    assert code == 0, err
+    found = json.loads(out)
+    assert found["caps"]["MEMORY.md"] == 1000  # a number, rounded down, as OpenClaw
+    assert found["findings"] and str(conf) in found["findings"][0]["message"]
+
+
+def test_a_word_nobody_asks_with_is_not_asked(cli: Runner, healthy: Path) -> None:
+    """An entry of a 120,000-character token: the question leaves it out (it made the
+    audit quadratic and held the daemon's searches, third outside attack)."""
+    write(healthy, "MEMORY.md", HEALTHY_MEMORY + "- Build id " + "ab-" * 40_000 + "x blue.\n")
+    found = _audit(cli, healthy, "unfindable")
+    assert all(len(w) <= 40 for f in found["findings"] for w in f["query"].split())
+
+
+def test_a_hostile_recall_count_file_is_no_count(tmp_path: Path) -> None:
+    import os
+
+    from indexer.search.recall_tally import load_recalls
+
+    fifo = tmp_path / "a.recalls.json"
+    os.mkfifo(fifo)
+    deep = tmp_path / "b.recalls.json"
+    deep.write_text("[" * 200_000)
+    odd = tmp_path / "c.recalls.json"
+    odd.write_text(json.dumps({"lines": {"a": 3, "b": -1, "c": 10**40, "d": True, "e": 1.5}}))
+    link = tmp_path / "d.recalls.json"
+    link.symlink_to(odd)
+    assert load_recalls(fifo) == {} and load_recalls(deep) == {} and load_recalls(link) == {}
+    assert load_recalls(odd) == {"a": 3}

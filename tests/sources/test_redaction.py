@@ -198,6 +198,10 @@ SECRETS: list[tuple[str, str, str]] = [
     ("api key hex", "api key 9f86d081884c7d659a2feaa0c55ad015", "9f86d081884c7d659a2f"),
     ("card number", "card 4111 1111 1111 1111 exp 12/29", "4111 1111 1111 1111"),
     ("card cvv", "cvv 739 on the back", "739"),
+    # the third outside attack (memory audit)
+    ("password is now", "password is now Plaid-Marmot-77", "Plaid-Marmot-77"),
+    ("changed to", "passphrase changed to purple-monkey-dishwasher", "purple-monkey"),
+    ("password after the word", "Mailbox password Tr0ub4dorQx9", "Tr0ub4dorQx9"),
 ]
 
 # each format's message carries a marker word, to find it with a search
@@ -210,7 +214,7 @@ def _message(i: int, text: str) -> str:
 
 def test_the_table_has_every_format_once() -> None:
     names = [name for name, _, _ in SECRETS]
-    assert len(names) == len(set(names)) == 91
+    assert len(names) == len(set(names)) == 94
 
 
 @pytest.mark.parametrize("name,text,secret", SECRETS, ids=[n for n, _, _ in SECRETS])
@@ -218,6 +222,22 @@ def test_redact_removes_the_secret(name: str, text: str, secret: str) -> None:
     out = redact(f"the value is {text} ok")
     assert secret not in out, out
     assert "[REDACTED]" in out
+
+
+def test_redaction_is_linear_in_a_long_run() -> None:
+    """A run of "ab-ab-…" cost time quadratic in its length (a URL scheme unbounded:
+    40 KB 1 s, a 4 MiB message hours); ten times longer is now about ten times the
+    time, not a hundred (CPU time, both measured here)."""
+    import time
+
+    def cost(n: int) -> float:
+        text = "ab-" * n
+        t = time.process_time()
+        redact(text)
+        return time.process_time() - t
+
+    small, big = cost(10_000), cost(100_000)
+    assert big < 40 * max(small, 0.002), (small, big)
 
 
 def test_redaction_keeps_ordinary_words() -> None:
@@ -239,6 +259,11 @@ def test_redaction_keeps_ordinary_words() -> None:
         "passwd root to change it",
         "use --password-file to read it",
         "the api key rotation is monthly",
+        # near misses of the third attack's shapes
+        "the password was changed to something stronger",
+        "the password is now required at login",
+        "password rotation every 90 days",
+        "the token is now expired",
     ):
         assert redact(plain) == plain, redact(plain)
 

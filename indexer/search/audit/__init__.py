@@ -2,8 +2,9 @@
 file, lines and a one-line suggestion; it reads, never writes.
 
 * ``bootstrap`` (``bootstrap``): MEMORY.md and USER.md past OpenClaw's caps;
-* ``stale``, ``duplicates``, ``conflicts`` (``facts``): curated entries a later
-  dated note changed, that say the same thing, or the same thing with other values;
+* ``stale`` (``stale``): curated entries a later dated note changed;
+* ``duplicates``, ``conflicts`` (``pairs``): curated entries that say the same
+  thing, or the same thing with another value (``facts``: what both read);
 * ``unfindable`` (``recall``): curated entries their own words do not find;
 * ``secrets`` (``secrets``): memory files holding what transcript redaction removes.
 
@@ -25,11 +26,12 @@ from indexer.api import (
 )
 from indexer.config import Config
 from indexer.openclaw import bootstrap_caps
-from indexer.search.audit.bootstrap import Caps, bootstrap_findings
-from indexer.search.audit.facts import fact_findings, stale_findings
+from indexer.search.audit.bootstrap import Caps, bootstrap_findings, budgets
 from indexer.search.audit.notes import read_notes
+from indexer.search.audit.pairs import pair_findings
 from indexer.search.audit.recall import unfindable_findings
 from indexer.search.audit.secrets import secret_findings
+from indexer.search.audit.stale import stale_findings
 from indexer.sources.redaction import redact
 
 __all__ = ["ORDER", "audit"]
@@ -51,16 +53,19 @@ def audit(
     line (``recall_tally``), when known."""
     kinds = req.kinds or AUDIT_KINDS
     notes = read_notes(cfg, paths)
-    per, total, source = bootstrap_caps()
+    per, total, source = bootstrap_caps(cfg.source)  # an --openclaw-config file's caps
     caps = Caps(per, total, source)
+    given = budgets(caps, {**notes.bootstrap_text, **notes.curated_text}, str(cfg.workspace or ""))
     found: list[AuditFinding] = []
     asked = 0
     if "bootstrap" in kinds:
-        found += bootstrap_findings(notes.curated_text, notes.entries, caps, recalled or {})
+        found += bootstrap_findings(
+            notes.curated_text, notes.entries, given, recalled or {}, caps.source
+        )
     if "stale" in kinds:
         found += stale_findings(notes.entries, notes.dated)
     if "duplicates" in kinds or "conflicts" in kinds:
-        found += [f for f in fact_findings(notes.entries) if f["kind"] in kinds]
+        found += [f for f in pair_findings(notes.entries) if f["kind"] in kinds]
     if "unfindable" in kinds:
         more, asked = unfindable_findings(notes.entries, notes.files, search)
         found += more
@@ -83,5 +88,9 @@ def audit(
             "asked": asked,
             "unread": len(notes.unread),
         },
-        "caps": {"MEMORY.md": caps.of("MEMORY.md"), "USER.md": caps.of("USER.md"), "total": total},
+        "caps": {
+            "MEMORY.md": given.get("MEMORY.md", caps.of("MEMORY.md")),
+            "USER.md": given.get("USER.md", caps.of("USER.md")),
+            "total": total,
+        },
     }

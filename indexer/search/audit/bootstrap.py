@@ -4,7 +4,10 @@ OpenClaw (2026.9.6, ``trimBootstrapContent``) injects each bootstrap file at ses
 start, its end's whitespace trimmed; one longer than its cap keeps its head (75% of
 what the cap leaves after a truncation marker) and its tail (25%) and drops the
 middle. The caps: ``agents.defaults.bootstrapMaxChars`` (20,000) per file, USER.md
-at most 4,000, and ``bootstrapTotalMaxChars`` (60,000) for all of them. Lengths are
+at most 4,000, and ``bootstrapTotalMaxChars`` (60,000) for all of them, spent in
+OpenClaw's order (AGENTS.md, SOUL.md, IDENTITY.md, USER.md, BOOTSTRAP.md,
+MEMORY.md: ``budgets``), a required file that is missing spending its "[MISSING]"
+line; with under 64 characters left, a file is not injected at all. Lengths are
 JavaScript's: UTF-16 code units. Every entry that lies in the dropped middle is a
 finding, the most recalled first (the times the agent's searches returned it,
 ``recall_tally``: what to move up first).
@@ -19,9 +22,12 @@ from indexer.api import AuditFinding
 from indexer.search.audit.notes import Entry
 from indexer.search.recall_tally import line_key
 
-__all__ = ["Caps", "bootstrap_findings", "hidden_span"]
+__all__ = ["Caps", "bootstrap_findings", "budgets", "hidden_span"]
 
 USER_MAX = 4_000  # USER.md's own cap (USER_BOOTSTRAP_MAX_CHARS)
+MIN_FILE_BUDGET = 64  # less left of the total: the file is not injected
+ORDER = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "BOOTSTRAP.md", "MEMORY.md")
+REQUIRED = ("AGENTS.md", "SOUL.md", "IDENTITY.md")  # a "[MISSING]" line when absent
 HEAD_RATIO, TAIL_RATIO = 0.75, 0.25
 
 
@@ -48,13 +54,53 @@ def _marker(name: str, head: int, tail: int, total: int) -> str:
     )
 
 
+def budgets(caps: Caps, texts: Mapping[str, str], workspace: str) -> dict[str, int]:
+    """Each bootstrap file's cap once the files before it took their share of the
+    total (0: none left, the file is not injected). ``texts``: the files there."""
+    left = caps.total_max_chars
+    out: dict[str, int] = {}
+    for name in ORDER:
+        text = texts.get(name)
+        if text is None:
+            if name in REQUIRED:
+                left -= min(left, _units(f"[MISSING] Expected at: {workspace}/{name}"))
+            continue
+        if left < MIN_FILE_BUDGET:
+            out[name] = 0
+            continue
+        out[name] = cap = max(1, min(caps.of(name), left))
+        left -= _injected(name, text, cap)
+    return out
+
+
+def _injected(name: str, text: str, cap: int) -> int:
+    """How much of the total a file injected under ``cap`` takes. AGENTS.md cut is
+    taken at its cap: OpenClaw cuts it another way (head, a digest of its rules,
+    tail) that may leave some of the cap unused, so what MEMORY.md is found to be
+    given may be less than OpenClaw gives it (by up to a third of that cap)."""
+    total = _units(text.rstrip())
+    if total <= cap or name == "AGENTS.md":
+        return min(total, cap)
+    head, tail, marker = _split(name, total, cap)
+    return head + tail + marker + int(head > 0) + int(tail > 0)
+
+
 def hidden_span(name: str, text: str, cap: int) -> tuple[int, int] | None:
     """The (start, end) UTF-16 offsets of the part of ``text`` a session does not
-    see under ``cap``, None when all of it is seen (OpenClaw's head/tail split)."""
-    text = text.rstrip()
-    total = _units(text)
+    see under ``cap``, None when all of it is seen (OpenClaw's head/tail split; a
+    cap of 0: the file is not injected, all of it unseen)."""
+    total = _units(text.rstrip())
     if total <= cap:
         return None
+    if cap <= 0:
+        return 0, total
+    head, tail, _marker_len = _split(name, total, cap)
+    return head, total - tail
+
+
+def _split(name: str, total: int, cap: int) -> tuple[int, int, int]:
+    """(head, tail, the marker's length) of a ``total``-unit file cut to ``cap``, as
+    ``trimBootstrapContent`` settles them."""
 
     def sep(head: int, tail: int) -> int:
         return int(head > 0) + int(tail > 0)
@@ -75,7 +121,7 @@ def hidden_span(name: str, text: str, cap: int) -> tuple[int, int] | None:
         else:
             head = max(0, head - over)
         marker = _marker(name, head, tail, total)
-    return head, total - tail
+    return head, tail, len(marker)
 
 
 def _line_starts(text: str) -> list[int]:
@@ -94,14 +140,19 @@ def _times(e: Entry, lines: list[str], recalled: Mapping[str, int]) -> int:
 
 
 def bootstrap_findings(
-    texts: dict[str, str], entries: list[Entry], caps: Caps, recalled: Mapping[str, int]
+    texts: dict[str, str],
+    entries: list[Entry],
+    caps: dict[str, int],
+    recalled: Mapping[str, int],
+    source: str,
 ) -> list[AuditFinding]:
     """One finding per curated file cut (its first unseen line, how many entries are
     past it) and one per entry in the unseen part, wholly or in part, the most
-    recalled first."""
+    recalled first. ``caps``: each file's (``budgets``); ``source``: where they come
+    from."""
     out: list[AuditFinding] = []
     for name, text in texts.items():
-        cap = caps.of(name)
+        cap = caps.get(name, 0)
         span = hidden_span(name, text, cap)
         if span is None:
             continue
@@ -124,9 +175,10 @@ def bootstrap_findings(
                 "startLine": first,
                 "endLine": last,
                 "message": (
-                    f"{name} is {_units(text.rstrip()):,} characters, over its "
-                    f"{cap:,}-character cap ({caps.source}): lines {first}-{last} "
-                    f"({len(hidden)} entries) are cut from every session's context"
+                    f"{name} is {_units(text.rstrip()):,} characters, over the {cap:,} "
+                    f"it is given ({source}; the files OpenClaw loads before it share the "
+                    f"total): lines {first}-{last} ({len(hidden)} entries) are cut from "
+                    "every session's context"
                 ),
                 "suggestion": (
                     "move what the agent must always know above line "

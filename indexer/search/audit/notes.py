@@ -6,18 +6,20 @@ that cannot be read is named, never fatal."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, field
 from datetime import date
 
 from indexer.config import Config
-from indexer.errors import NotFound, PathRefused, checkpoint
+from indexer.errors import MemindexError, NotFound, PathRefused, checkpoint
 from indexer.search.documents import read_document
 from indexer.sources.chunking import split_lines
 from indexer.sources.curated import entry_spans, strip_annotations
+from indexer.sources.files import read_text
 from indexer.store.records import log_date
 
-__all__ = ["CURATED", "Entry", "Note", "Notes", "read_notes"]
+__all__ = ["CURATED", "OTHER_BOOTSTRAP", "Entry", "Note", "Notes", "read_notes"]
 
 CURATED = ("MEMORY.md", "USER.md")  # what OpenClaw loads at session start
 _HEADING = re.compile(r"#{1,6}(\s|$)")
@@ -60,15 +62,31 @@ class Notes:
     lines, every memory file's lines (for secrets), and the files it could not read."""
 
     curated_text: dict[str, str] = field(default_factory=dict)
+    # the other files OpenClaw injects before MEMORY.md: name -> their text (absent:
+    # not there, or not readable as memindex reads files)
+    bootstrap_text: dict[str, str] = field(default_factory=dict)
     entries: list[Entry] = field(default_factory=list)
     dated: list[Note] = field(default_factory=list)
     files: dict[str, list[str]] = field(default_factory=dict)
     unread: dict[str, str] = field(default_factory=dict)
 
 
+# What OpenClaw injects at session start besides MEMORY.md and USER.md, in its order
+# (WORKSPACE_BOOTSTRAP_FILENAMES of 2026.9.6): their share of the total cap.
+OTHER_BOOTSTRAP = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "BOOTSTRAP.md")
+
+
 def read_notes(cfg: Config, paths: list[str]) -> Notes:
-    """The memory files ``paths`` (as the index names them) and the curated files."""
+    """The memory files ``paths`` (as the index names them), the curated files and
+    the other bootstrap files."""
     out = Notes()
+    for name in OTHER_BOOTSTRAP:
+        if cfg.workspace is None:
+            break
+        with contextlib.suppress(OSError, MemindexError):
+            out.bootstrap_text[name] = read_text(
+                cfg.workspace, (name,), cfg.limits.maxFileBytes, exact=True
+            ).text
     for path in dict.fromkeys([*CURATED, *sorted(paths)]):
         checkpoint()  # the client still waits
         try:

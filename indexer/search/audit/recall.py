@@ -4,11 +4,13 @@ at most ``WORDS``), searched as the agent searches (``memory_search``, its mode 
 ranking, the first ``TOP`` results); an entry none of the results cites — its file,
 a line range that overlaps it — is a finding: written in words nobody asks with, or
 buried under near-duplicates. Entries of fewer than two content words are not
-asked for (nothing to ask with), nor more than ``MAX_PROBES`` of them."""
+asked for (nothing to ask with), nor more than ``MAX_PROBES`` of them, nor any
+after ``BUDGET_S`` seconds; an entry is read to its first ``MAX_TEXT`` characters."""
 
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 from collections.abc import Callable
 
@@ -23,15 +25,20 @@ __all__ = ["MAX_PROBES", "TOP", "WORDS", "probe", "unfindable_findings"]
 TOP = 5
 WORDS = 4
 MAX_PROBES = 400
+MAX_TEXT = 2_000  # an entry is read to here (a statement is a line or two)
+MAX_WORD = 40
+BUDGET_S = 20.0  # the questions stop after this long (``checked.asked`` says how many)
 _WORD = re.compile(r"[^\W\d_][\w'’-]*[^\W_]|[^\W\d_]{3,}")
 
 
 def _words(text: str) -> list[str]:
-    seen: dict[str, str] = {}
-    for w in _WORD.findall(text):
+    """Its content words, once each, in order; a "word" over ``MAX_WORD`` characters is
+    no word anybody asks with (and would make the question as long)."""
+    seen: dict[str, None] = {}
+    for w in _WORD.findall(text[:MAX_TEXT]):
         low = w.lower()
-        if len(low) >= 3 and low not in STOP_WORDS and low != "redacted" and low not in seen:
-            seen[low] = w
+        if 3 <= len(low) <= MAX_WORD and low not in STOP_WORDS and low != "redacted":
+            seen.setdefault(low)
     return list(seen)
 
 
@@ -41,7 +48,8 @@ def probe(entry: Entry, df: Counter[str]) -> str | None:
     words = _words(redact(entry.text))
     if len(words) < 2:
         return None
-    rare = set(sorted(words, key=lambda w: (df[w], words.index(w)))[:WORDS])
+    order = {w: n for n, w in enumerate(words)}
+    rare = set(sorted(words, key=lambda w: (df[w], order[w]))[:WORDS])
     return " ".join(w for w in words if w in rare)
 
 
@@ -55,10 +63,12 @@ def unfindable_findings(
     for lines in files.values():
         for line in lines:
             df.update(_words(line))
+            checkpoint()
     out: list[AuditFinding] = []
     asked = 0
+    until = time.monotonic() + BUDGET_S
     for e in entries:
-        if asked >= MAX_PROBES:
+        if asked >= MAX_PROBES or time.monotonic() > until:
             break
         query = probe(e, df)
         if query is None:
