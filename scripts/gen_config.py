@@ -1,7 +1,7 @@
 """Write config/memindex.toml and docs/CONFIG.md's table of config keys from the schema
 (indexer/config/sections.py; indexer/config/docs.py renders them), and the OpenClaw
 plugin's tool parameters from the protocol's table
-(integrations/openclaw/src/schemas.json; indexer/surfaces/openclaw_schemas.py).
+(integrations/openclaw/src/schemas.json; indexer/surfaces/openclaw/schemas.py).
 
     .venv/bin/python scripts/gen_config.py          # write all three
     .venv/bin/python scripts/gen_config.py --check  # exit 1 if one is stale
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from indexer.config.docs import TABLE_END, TABLE_START, render_table, render_toml  # noqa: E402
-from indexer.surfaces.openclaw_schemas import render as render_schemas  # noqa: E402
+from indexer.surfaces.openclaw.schemas import render as render_schemas  # noqa: E402
 
 EXAMPLE = ROOT / "config" / "memindex.toml"
 CONFIG_PAGE = ROOT / "docs" / "CONFIG.md"

@@ -46,7 +46,7 @@ def _answering(sock: Path) -> bool:
 def start_daemon(cfg: Config, global_args: list[str], err: TextIO) -> int | None:
     """Start ``memindex <global_args> serve --idle-exit …`` for ``cfg`` unless a daemon
     answers on its socket; its pid (None: not started)."""
-    from indexer.surfaces.openclaw_daemon import memindex_command
+    from indexer.surfaces.openclaw.daemon import memindex_command
 
     sock = cfg.socket_path()
     if _answering(sock):

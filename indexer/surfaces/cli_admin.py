@@ -160,7 +160,7 @@ def run_service(c: Call) -> int:
 
 def run_openclaw(c: Call) -> int:
     args, out, err = c.args, c.out, c.err
-    from indexer.surfaces import openclaw_setup as setup
+    from indexer.surfaces.openclaw import setup as setup
 
     if args.action == "uninstall":
         gone = setup.uninstall(args.openclaw_config, openclaw=args.openclaw, out=out, err=err)
@@ -213,7 +213,7 @@ def run_openclaw(c: Call) -> int:
         f"check: agent {chk['agent']}: {chk['files']} files, {chk['chunks']} chunks; a search "
         f"found {found}",
     ]
-    from indexer.surfaces.openclaw_features import served
+    from indexer.surfaces.openclaw.features import served
 
     by: dict[str, list[str]] = {}
     for who, feature in served(done["dreaming"]):

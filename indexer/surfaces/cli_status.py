@@ -197,8 +197,8 @@ def run_doctor(c: Call) -> int:
 
 def _openclaw_check(given: Path | None) -> tuple[str, bool, str]:
     """Which of OpenClaw's memory features memindex, memory-core or nobody serves."""
-    from indexer.surfaces.openclaw_features import features_report
-    from indexer.surfaces.openclaw_setup import config_path
+    from indexer.surfaces.openclaw.features import features_report
+    from indexer.surfaces.openclaw.setup import config_path
 
     try:
         return ("openclaw", True, features_report(config_path(given)))

@@ -609,7 +609,7 @@ def test_install_says_only_what_is_shown(memindex: dict[str, Any]) -> None:
     said = memindex["install"]
     assert "memindex is OpenClaw's memory engine now" in said
     # what install says the agent loses is the table's "nobody" rows, nothing else
-    from indexer.surfaces.openclaw_features import served
+    from indexer.surfaces.openclaw.features import served
 
     dreaming = memindex["name"] == "memindex"
     lost = [feature for who, feature in served(dreaming=dreaming) if who == "nobody"]

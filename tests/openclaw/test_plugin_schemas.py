@@ -1,5 +1,5 @@
 """The plugin's tool parameters are the protocol's: integrations/openclaw/src/schemas.json
-is what indexer/surfaces/openclaw_schemas.py makes from api.requests' table, and
+is what indexer/surfaces/openclaw/schemas.py makes from api.requests' table, and
 tools.js reads it (a parameter or range changed in the table reaches the agent's
 tool schema through scripts/gen_config.py, and this test fails until it does)."""
 
@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from indexer.api.requests import GetRequest, SearchRequest
-from indexer.surfaces.openclaw_schemas import PLUGIN_ONLY, render, tool_schemas
+from indexer.surfaces.openclaw.schemas import PLUGIN_ONLY, render, tool_schemas
 
 PLUGIN = Path(__file__).resolve().parents[2] / "integrations" / "openclaw"
 

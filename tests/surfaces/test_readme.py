@@ -111,7 +111,7 @@ def test_the_openclaw_feature_table_is_the_plugins() -> None:
     status` and `memindex doctor` print), and every test it names exists."""
     import re
 
-    from indexer.surfaces.openclaw_features import feature_table, markdown_table
+    from indexer.surfaces.openclaw.features import feature_table, markdown_table
 
     assert markdown_table() in (REPO / "docs" / "OPENCLAW.md").read_text(encoding="utf-8")
     for f in feature_table():

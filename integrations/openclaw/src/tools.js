@@ -18,7 +18,7 @@ const CORPUS = { memory: ["memory"], sessions: ["sessions"], all: undefined, wik
 
 // camelCase as memory-core's tools take them; the snake_case spellings OpenClaw's own
 // tool readers also accept (since 2026.10 models are prompted with them) are aliases.
-// Made from memindex's protocol table (indexer/surfaces/openclaw_schemas.py, written
+// Made from memindex's protocol table (indexer/surfaces/openclaw/schemas.py, written
 // by scripts/gen_config.py): each parameter as the socket checks it.
 const SCHEMAS = JSON.parse(fs.readFileSync(new URL("./schemas.json", import.meta.url), "utf8"));
 export const SEARCH_PARAMETERS = SCHEMAS.memory_search;

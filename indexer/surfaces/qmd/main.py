@@ -41,7 +41,7 @@ from indexer.engine import AgentIndex, index_location, provider
 from indexer.errors import InvalidParams, MemindexError
 from indexer.sources.discovery import roots_for
 from indexer.surfaces.client import Client, DaemonSilent, DaemonUnavailable, RemoteError
-from indexer.surfaces.qmd_collections import (
+from indexer.surfaces.qmd.collections import (
     QmdError,
     config_for,
     load_collections,
@@ -49,7 +49,7 @@ from indexer.surfaces.qmd_collections import (
     save_collections,
     search_items,
 )
-from indexer.surfaces.qmd_common import emit, qmd_socket
+from indexer.surfaces.qmd.common import emit, qmd_socket
 from indexer.surfaces.reading import FileService
 
 __all__ = ["main"]
@@ -341,7 +341,3 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
 
 def main() -> None:
     sys.exit(run(sys.argv[1:], sys.stdout, sys.stderr))
-
-
-if __name__ == "__main__":
-    main()

@@ -14,7 +14,7 @@ so OpenClaw records and validates everything as if the user had typed it):
 3. the daemon: started for this openclaw.json unless one answers (or a user service
    is installed and started with ``--service``); then a check search.
 
-What was changed is recorded per openclaw.json (``openclaw_records``), so that
+What was changed is recorded per openclaw.json (``records``), so that
 installing twice is installing once (the first install's ``previousSlot`` and what it
 added stay the record's) and ``uninstall`` restores exactly what install changed: the
 previous slot owner, ``tools.deny`` and ``plugins.allow`` as they were, the daemon
@@ -40,8 +40,8 @@ from typing import Any, TextIO, TypedDict
 import indexer
 from indexer.errors import MemindexError
 from indexer.openclaw import config_identity, openclaw_state_dir, read_json5
-from indexer.surfaces import openclaw_records as records
-from indexer.surfaces.openclaw_daemon import (
+from indexer.surfaces.openclaw import records as records
+from indexer.surfaces.openclaw.daemon import (
     SearchCheck,
     SetupError,
     check_search,
@@ -50,7 +50,7 @@ from indexer.surfaces.openclaw_daemon import (
     start_daemon,
     stop_daemon,
 )
-from indexer.surfaces.openclaw_records import DaemonStart, InstallRecord
+from indexer.surfaces.openclaw.records import DaemonStart, InstallRecord
 
 __all__ = ["install", "plugin_dir", "uninstall"]
 

@@ -17,7 +17,7 @@ WHO = ("memindex", "memory-core", "nobody")
 
 def feature_table() -> list[dict[str, Any]]:
     """The rows of the plugin's features.json."""
-    from indexer.surfaces.openclaw_setup import plugin_dir
+    from indexer.surfaces.openclaw.setup import plugin_dir
 
     data = json.loads((plugin_dir() / "features.json").read_text(encoding="utf-8"))
     rows: list[dict[str, Any]] = data["features"]

@@ -17,7 +17,7 @@ from indexer.sources.discovery import roots_for
 from indexer.sources.patterns import glob_match
 from indexer.store import IndexStore, private_dir, private_file
 from indexer.store.sqlite.qmd_catalogue import Catalogue
-from indexer.surfaces.qmd_common import MODES, cache_dir, config_dir
+from indexer.surfaces.qmd.common import MODES, cache_dir, config_dir
 
 __all__ = [
     "QmdError",

@@ -1,5 +1,5 @@
 """What both halves of ``memindex-qmd`` share: where its files live, its search
-commands, and how results are printed. Standard library only: ``qmd_entry`` (the
+commands, and how results are printed. Standard library only: ``entry`` (the
 fast path through a warm daemon) imports it without the index code."""
 
 from __future__ import annotations

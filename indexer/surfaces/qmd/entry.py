@@ -14,7 +14,7 @@ import sys
 
 from indexer.errors import DaemonSilent, DaemonUnavailable, ForeignSocket, RemoteError
 from indexer.surfaces.client import Client
-from indexer.surfaces.qmd_common import MODES, cache_dir, config_dir, emit, qmd_socket
+from indexer.surfaces.qmd.common import MODES, cache_dir, config_dir, emit, qmd_socket
 
 __all__ = ["main"]
 
@@ -103,6 +103,6 @@ def main() -> None:
         if rc is not None:
             sys.exit(rc)
         _spawn_daemon()
-    from indexer.surfaces.qmd import main as full
+    from indexer.surfaces.qmd.main import main as full
 
     full()

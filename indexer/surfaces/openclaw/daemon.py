@@ -15,7 +15,7 @@ from indexer.api import PingResponse
 from indexer.config import Settings
 from indexer.errors import DaemonUnavailable, MemindexError
 from indexer.surfaces.client import Client
-from indexer.surfaces.openclaw_records import DaemonStart
+from indexer.surfaces.openclaw.records import DaemonStart
 
 __all__ = ["SearchCheck", "SetupError", "check_search", "settings_of", "start_daemon",
            "stop_daemon"]  # fmt: skip
