@@ -17,7 +17,7 @@ from indexer.surfaces.cli import main
 # its tests start daemons, gateways, PostgreSQL or a model; ``scripts/test.sh --fast``
 # leaves them out), ``e2e`` (the real OpenClaw gateway), ``pg`` (the suite's
 # PostgreSQL) and ``model`` (the local embedding model). A test that uses the
-# ``pg_url``/``model_path`` fixtures by name is marked here; one that reaches them
+# ``pg_url``/``model_path`` fixtures by name is marked here (and slow); one that reaches them
 # another way must say so, or the fixture fails it (``-m "not pg"`` would run it).
 SQLITE_AND_PG = [
     "sqlite",
@@ -25,14 +25,16 @@ SQLITE_AND_PG = [
 ]
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by the markers set here
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         if used & {"pg_url", "pg_server"}:
             item.add_marker(pytest.mark.pg)
             item.add_marker(pytest.mark.slow)
-        if "model_path" in used:
+        if "model_path" in used:  # loading a model: seconds of CPU
             item.add_marker(pytest.mark.model)
+            item.add_marker(pytest.mark.slow)
 
 
 # The fast lane (every test not marked slow) checks itself: a test in it that starts

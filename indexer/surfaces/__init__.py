@@ -1,6 +1,6 @@
 """How memindex is reached: the daemon (``daemon`` with one ``agent`` runtime per agent,
 ``server`` on a Unix socket, ``client``, ``health``, ``service`` files), the CLI
-(``cli``, ``cli_parts``, ``doctor``, ``reading`` for answering from the file when no
+(the ``cli`` package, ``reading`` for answering from the file when no
 daemon runs), MCP (``mcp_server``), QMD's command line (the ``qmd`` package) and
 OpenClaw's installer, records and parity table (the ``openclaw`` package).
 

@@ -556,7 +556,7 @@ def test_status_names_a_daemon_that_serves_something_else(tmp_path: Path, worksp
         # The daemon serves this very agent but its status did not come (it was
         # starting): the line said it served "main (X), not agent main (X)".
         from indexer.config.file import load_config
-        from indexer.surfaces.cli_status import _other_daemon
+        from indexer.surfaces.cli.status import _other_daemon
 
         mine = make_config(tmp_path / "mine", workspace, sessions, f'[server]\nsocket = "{sock}"\n')
         same = _other_daemon(load_config(mine))

@@ -13,7 +13,7 @@ from indexer.api import ProgressState
 from indexer.config import Config
 from indexer.engine import AgentIndex
 from indexer.indexing.progress import WorkProgress
-from indexer.surfaces.cli_parts import ProgressBar, describe_progress
+from indexer.surfaces.cli.parts import ProgressBar, describe_progress
 from providers.local_gguf import LocalGGUFProvider
 
 pytestmark = pytest.mark.slow

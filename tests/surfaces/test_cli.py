@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import Runner, cli_json, write
 
-from indexer.surfaces.cli_parts import parser as _parser
+from indexer.surfaces.cli.parts import parser as _parser
 
 
 def test_index_search_get_status_json(cli: Runner, workspace: Path) -> None:
@@ -132,7 +132,7 @@ def test_console_script_runs_piped_without_progress(workspace: Path, tmp_path: P
 def test_progress_bar_on_a_terminal(workspace: Path) -> None:
     import io
 
-    from indexer.surfaces.cli_parts import ProgressBar as _ProgressBar
+    from indexer.surfaces.cli.parts import ProgressBar as _ProgressBar
 
     class Tty(io.StringIO):
         def isatty(self) -> bool:

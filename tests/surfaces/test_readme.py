@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conftest import Runner
 
-from indexer.surfaces.cli_parts import parser as _parser
+from indexer.surfaces.cli.parts import parser as _parser
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text(encoding="utf-8")

@@ -11,7 +11,7 @@ from indexer.api import StatusResponse
 from indexer.config import Config
 from indexer.config.file import socket_despite
 from indexer.errors import ConfigError, MemindexError
-from indexer.surfaces.cli_parts import Call, describe_progress
+from indexer.surfaces.cli.parts import Call, describe_progress
 from indexer.surfaces.client import Client
 from indexer.surfaces.reading import read_call
 
@@ -172,7 +172,7 @@ def _other_daemon(cfg: Config) -> str:
 
 def run_doctor(c: Call) -> int:
     args, out = c.args, c.out
-    from indexer.surfaces.doctor import TODO, checks, install_checks
+    from indexer.surfaces.cli.doctor import TODO, checks, install_checks
 
     try:
         got = checks(c.config())

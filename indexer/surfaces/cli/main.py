@@ -1,6 +1,6 @@
 """The ``memindex`` command line. ``main(argv)`` takes its arguments so tests call it.
 
-A command is one entry in ``COMMANDS`` (its parser in ``cli_parts.parser``); the
+A command is one entry in ``COMMANDS`` (its parser in ``parts.parser``); the
 commands that read the index go through the method table (``api.METHODS``) like
 every other surface, by way of ``reading.read_call``.
 """
@@ -14,8 +14,12 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from indexer.errors import DAMAGED_HINT, MemindexError, index_damaged
-from indexer.surfaces import cli_admin, cli_audit, cli_model, cli_query, cli_status
-from indexer.surfaces.cli_parts import Call, parser
+from indexer.surfaces.cli import admin as cli_admin
+from indexer.surfaces.cli import audit as cli_audit
+from indexer.surfaces.cli import model as cli_model
+from indexer.surfaces.cli import query as cli_query
+from indexer.surfaces.cli import status as cli_status
+from indexer.surfaces.cli.parts import Call, parser
 
 # Each command imports what it needs when it runs: a search, get or status answered
 # by the daemon needs neither the engine nor numpy (bench/process_bench.py), nor
@@ -82,7 +86,3 @@ def _quiet_stdout() -> None:
     with contextlib.suppress(OSError, ValueError):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from indexer.errors import ConfigError, InvalidParams, MemindexError
-from indexer.surfaces.cli_parts import Call, ProgressBar
+from indexer.surfaces.cli.parts import Call, ProgressBar
 from providers.errors import install_hint
 
 __all__ = ["run_distill", "run_mcp", "run_migrate", "run_openclaw", "run_serve", "run_service"]
@@ -19,7 +19,7 @@ def run_serve(c: Call) -> int:
     from indexer.surfaces.daemon import Daemon
 
     if c.args.stop:
-        from indexer.surfaces.autostart import stop_daemon
+        from indexer.surfaces.cli.autostart import stop_daemon
 
         cfg = c.config()
         if c.args.socket is not None:

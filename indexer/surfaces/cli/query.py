@@ -7,7 +7,7 @@ from typing import Any
 
 from indexer import api
 from indexer.errors import InvalidParams
-from indexer.surfaces.cli_parts import Call, ProgressBar
+from indexer.surfaces.cli.parts import Call, ProgressBar
 from indexer.surfaces.client import Client
 from indexer.surfaces.reading import FileService, daemon_socket, read_call
 
@@ -100,7 +100,7 @@ def run_search(c: Call) -> int:
 
     result = read_call(cfg, "memory_search", params, direct=from_the_file)
     if direct and result.get("mode") in ("hybrid", "vector"):  # a model was loaded for it
-        from indexer.surfaces.autostart import autostart_wanted, start_daemon
+        from indexer.surfaces.cli.autostart import autostart_wanted, start_daemon
 
         if autostart_wanted(args.no_daemon):
             start_daemon(cfg, c.global_args(), err)

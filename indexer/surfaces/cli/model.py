@@ -8,7 +8,7 @@ from pathlib import Path
 
 from indexer.config import Config, default_config_path
 from indexer.errors import ConfigError
-from indexer.surfaces.cli_parts import Call
+from indexer.surfaces.cli.parts import Call
 
 __all__ = ["run_model"]
 

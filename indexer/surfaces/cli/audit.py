@@ -5,7 +5,7 @@ on a terminal — or, with ``--json``, the method's answer as it is."""
 from __future__ import annotations
 
 from indexer.api import AuditResponse
-from indexer.surfaces.cli_parts import Call
+from indexer.surfaces.cli.parts import Call
 from indexer.surfaces.reading import read_call
 
 __all__ = ["run_audit"]
