@@ -153,12 +153,14 @@ class Daemon:
             a.close()
 
     def run(self) -> int:
-        """Serve until SIGTERM/SIGINT; SIGHUP reloads the config."""
-        self.start()
+        """Serve until SIGTERM/SIGINT; SIGHUP reloads the config. The handlers are
+        in place before the socket is there: a reload sent as soon as the socket
+        appeared killed the daemon (SIGHUP's default), leaving the socket file."""
         signal.signal(signal.SIGTERM, lambda *_: self._stop.set())
         signal.signal(signal.SIGINT, lambda *_: self._stop.set())
         if hasattr(signal, "SIGHUP"):
             signal.signal(signal.SIGHUP, lambda *_: self._request_reload())
+        self.start()
         log.info(
             "memindex %s serving %d agent(s) on %s", __version__, len(self.agents), self.socket_path
         )

@@ -310,3 +310,31 @@ def test_the_socket_file_removed_under_the_daemon_is_made_again(tmp_path: Path) 
     finally:
         d.stop()
     assert not d.sock.exists()  # its own socket, removed when it stops
+
+
+def test_a_reload_sent_as_soon_as_the_socket_appears_does_not_kill_the_daemon(
+    tmp_path: Path,
+) -> None:
+    """SIGHUP's default ends a process: sent the moment the socket appeared, before
+    the handler was in place, it killed the daemon 4 times in 5 and left its socket
+    (fourth outside attack). Five starts, each reloaded at once, all serve."""
+    import os
+    import signal
+
+    ws = tmp_path / "ws"
+    write(ws, "MEMORY.md", "# Memory\n\n- Dana likes rye bread.\n")
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    cfg = daemon_config(tmp_path, ws, sessions)
+    for n in range(5):
+        d = DaemonProc(cfg, tmp_path / f"r{n}.sock", child_env()).start(wait=False)
+        assert d.proc is not None
+        try:
+            until = time.monotonic() + 60
+            while not d.sock.exists() and time.monotonic() < until:
+                pass  # no sleep: the signal goes the moment the socket is there
+            os.kill(d.proc.pid, signal.SIGHUP)
+            wait_for(lambda d=d: rpc(d.sock, "ping")["ok"], timeout=30)
+            assert d.proc.poll() is None
+        finally:
+            d.stop()

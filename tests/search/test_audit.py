@@ -148,8 +148,8 @@ def test_secrets_are_named_never_shown(cli: Runner, healthy: Path) -> None:
     write(healthy, "memory/2026-11-25.md", f"# 2026-11-25\n\n- Set OPENAI_API_KEY={key} today.\n")
     write(healthy, "USER.md", "# User\n\n- Prefers short answers.\n- My bank PIN is 4921.\n")
     found = _audit(cli, healthy)
-    assert sorted(_where(found, "secrets")) == [("memory/2026-11-25.md", 3)]
-    assert key not in json.dumps(found)
+    assert sorted(_where(found, "secrets")) == [("USER.md", 4), ("memory/2026-11-25.md", 3)]
+    assert key not in json.dumps(found) and "4921" not in json.dumps(found)
     code, out, _ = cli("--workspace", str(healthy), "audit")
     assert code == 0 and key not in out and "memory/2026-11-25.md:3" in out
 
@@ -354,3 +354,18 @@ def test_a_hostile_recall_count_file_is_no_count(tmp_path: Path) -> None:
     link.symlink_to(odd)
     assert load_recalls(fifo) == {} and load_recalls(deep) == {} and load_recalls(link) == {}
     assert load_recalls(odd) == {"a": 3}
+
+
+def test_a_new_value_that_is_a_secret_is_never_shown(cli: Runner, healthy: Path) -> None:
+    """A password changed in a daily log: the stale finding names its first 4
+    characters, as the secrets check does (fourth outside attack: shown whole)."""
+    write(healthy, "MEMORY.md", HEALTHY_MEMORY + "- Home wifi password: kestrel-blue-42\n")
+    write(
+        healthy, "memory/2026-11-25.md", "# 2026-11-25\n\n- Wifi password is now orange-cat-77.\n"
+    )
+    found = _audit(cli, healthy)
+    text = json.dumps(found)
+    assert "orange-cat-77" not in text and "kestrel-blue-42" not in text
+    assert {f["kind"] for f in found["findings"]} >= {"secrets"}
+    code, out, _ = cli("--workspace", str(healthy), "audit")
+    assert code == 0 and "orange-cat-77" not in out and "kestrel-blue-42" not in out

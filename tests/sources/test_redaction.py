@@ -202,6 +202,62 @@ SECRETS: list[tuple[str, str, str]] = [
     ("password is now", "password is now Plaid-Marmot-77", "Plaid-Marmot-77"),
     ("changed to", "passphrase changed to purple-monkey-dishwasher", "purple-monkey"),
     ("password after the word", "Mailbox password Tr0ub4dorQx9", "Tr0ub4dorQx9"),
+    # the fourth outside attack's shapes
+    (
+        "az-sp",
+        "az login --service-principal -u 0b1c2d3e-app -p 'Qx8~AzSecretValue.abc123' --tenant x",
+        "Qx8~AzSecretValue",
+    ),
+    (
+        "kube-client-key",
+        "    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFb3dJQkFBS0NBUUVB",
+        "LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlF",
+    ),
+    (
+        "set-cookie-sid",
+        "Set-Cookie: connect.sid=s%3AqWeRtYuIoP1234567890asdfghjkl.ZXCVBNMzxcvbnm; Path=/",
+        "qWeRtYuIoP1234567890asdfghjkl",
+    ),
+    ("totp-prose", "the 2FA setup key for the bank is KRSXG5CTMVRXEZLU", "KRSXG5CTMVRXEZLU"),
+    (
+        "de-passwort",
+        "Mein Passwort für die Steuer-Software ist Sonnenblume2024!",
+        "Sonnenblume2024",
+    ),
+    ("fr-mdp", "mon mot de passe pour la banque est Chocolat#88x", "Chocolat#88x"),
+    ("es-contrasena", "la contraseña del router es GatoNegro*77", "GatoNegro*77"),
+    ("ru-parol", "пароль от почты: Medved2024pw", "Medved2024pw"),
+    ("zh-mima", "邮箱密码是lanmao888pw", "lanmao888pw"),
+    ("ja-pw", "パスワードは sakura2024pw です", "sakura2024pw"),
+    (
+        "docker-auths",
+        '{"auths":{"ghcr.io":{"auth":"dG9iaWFzOmdocF9hYmNkZWZnaGlqa2xtbm9wcXJzdHV2d3h5ejEyMzQ1Ng=="}}}',
+        "dG9iaWFzOmdocF9hYmNkZWZnaGlq",
+    ),
+    ("pgpass", "~/.pgpass: db.acme.io:5432:app:appuser:PgPassFile99x", "PgPassFile99x"),
+    (
+        "aws-session",
+        "aws configure set aws_session_token FwoGZXIvYXdzEBYaDHqa0AP1kE8Cp1aV4yLAAZ9x3example0Sess",
+        "FwoGZXIvYXdzEBYaDHqa0AP1kE8",
+    ),
+    ("ldap-w", "ldapsearch -x -D cn=admin,dc=acme -w 'LdapBindPw!9' -b dc=acme", "LdapBindPw!9"),
+    (
+        "openssl-pass",
+        "openssl enc -aes-256-cbc -pass pass:OpenSslPw42x -in a -out b",
+        "OpenSslPw42x",
+    ),
+    ("7z", "7z a -pArchivePw99x backup.7z ~/docs", "ArchivePw99x"),
+    ("zip-P", "zip -P ZipPw77x secret.zip taxes.pdf", "ZipPw77x"),
+    ("smbclient", "smbclient //nas/share -U tobias%SmbPass55x", "SmbPass55x"),
+    ("redis-cli", "redis-cli -h cache.acme -a RedisCliPw12x ping", "RedisCliPw12x"),
+    ("keytool", "keytool -list -keystore app.jks -storepass KeyStorePw1x", "KeyStorePw1x"),
+    ("pin", "my debit card PIN is 4471", "4471"),
+    ("phone-unlock", "the phone unlock code is 918273", "918273"),
+    ("sshpass-env", "SSHPASS='EnvSshPw77' sshpass -e ssh ops@host", "EnvSshPw77"),
+    ("wifi-qr", "WIFI:S:Kestrel5G;T:WPA;P:QrWifiPw2024;;", "QrWifiPw2024"),
+    ("env-lowercase", "export db_pass=LowerEnvPw55", "LowerEnvPw55"),
+    ("pwd-typo", "passwrod: TypoPw123x", "TypoPw123x"),
+    ("pw-colon-space-quote", "the vpn secret is 'VpnSharedKey!9'", "VpnSharedKey!9"),
 ]
 
 # each format's message carries a marker word, to find it with a search
@@ -214,7 +270,7 @@ def _message(i: int, text: str) -> str:
 
 def test_the_table_has_every_format_once() -> None:
     names = [name for name, _, _ in SECRETS]
-    assert len(names) == len(set(names)) == 94
+    assert len(names) == len(set(names)) == 121
 
 
 @pytest.mark.parametrize("name,text,secret", SECRETS, ids=[n for n, _, _ in SECRETS])
@@ -264,6 +320,14 @@ def test_redaction_keeps_ordinary_words() -> None:
         "the password is now required at login",
         "password rotation every 90 days",
         "the token is now expired",
+        # near misses of the fourth attack's shapes
+        "first_pass=True in the loop",
+        "the shared key is rotated weekly",
+        "Mein Passwort ist sicher",
+        "PIN code is required",
+        "2FA is enabled for the bank account",
+        "cookie: theme=dark; lang=en",
+        "zip -r out.zip docs",
     ):
         assert redact(plain) == plain, redact(plain)
 

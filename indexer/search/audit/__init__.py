@@ -71,9 +71,10 @@ def audit(
         found += more
     if "secrets" in kinds:
         found += secret_findings(notes.files)
-    for f in found:  # what the report shows of an entry never shows a secret in it
-        if "snippet" in f:
-            f["snippet"] = redact(f["snippet"])
+    for f in found:  # what the report shows never shows a secret it recognises
+        for key in ("snippet", "message", "suggestion", "query"):
+            if key in f:
+                f[key] = redact(f[key])
     found.sort(key=lambda f: ORDER.index(f["kind"]))  # stable: each kind's own order
     counts = {k: 0 for k in ORDER if k in kinds}
     for f in found:

@@ -27,6 +27,7 @@ from indexer.search.audit.facts import KINDS, MAX_KEY_SHARE, norm, owners_of, sa
 from indexer.search.audit.notes import Entry, Note
 from indexer.search.query import stem_prefix
 from indexer.search.stages.supersede import Statement, values_in_order
+from indexer.sources.redaction import find_secrets
 
 __all__ = ["MAX_NOTES", "stale_findings"]
 
@@ -104,15 +105,24 @@ def _stale(e: Entry, by_word: dict[str, list[tuple[Note, Statement]]]) -> AuditF
         if value in values_of(se, kind):
             return None  # restated, or set back: the entry holds the latest value
         if s.announces:
-            return {
-                "kind": "stale",
-                "path": e.path,
-                "startLine": e.start,
-                "endLine": e.end,
-                "message": f"{note.cite} ({note.day.isoformat()}) changed it: now {value}",
-                "suggestion": f"update the entry to {value} (or say why the old value holds)",
-                "snippet": e.text[:200],
-                "other": note.cite,
-                "newer": value,
-            }
+            return _finding(e, note, value)
     return None
+
+
+def _finding(e: Entry, note: Note, value: str) -> AuditFinding:
+    """The finding; a new value that is a secret in its note (a password changed)
+    is shown as a secret is, its first 4 characters (the secrets check names it)."""
+    secret = any(value in found.lower() for _kind, found in find_secrets(note.text))
+    shown = value[:4] + "…" if secret else value
+    advice = "a secret; move it out of memory" if secret else "or say why the old value holds"
+    return {
+        "kind": "stale",
+        "path": e.path,
+        "startLine": e.start,
+        "endLine": e.end,
+        "message": f"{note.cite} ({note.day.isoformat()}) changed it: now {shown}",
+        "suggestion": f"update the entry to {shown} ({advice})",
+        "snippet": e.text[:200],
+        "other": note.cite,
+        "newer": shown,
+    }
