@@ -270,6 +270,10 @@ class Watcher:
             if roots:
                 ws = str(roots[0].real)
                 add(ws, _Target(name, "root"))
+                # the folder above it: a workspace swapped (renamed away, another put in
+                # its place) is seen at once; the old watch followed the folder moved
+                # away, and the old notes were served for 20-40 s with status clean
+                add(os.path.dirname(ws), _Target(name, "parent", watch_for=ws))
                 trees = [os.path.join(ws, "memory")]
                 for r in roots[1:]:
                     if r.is_file:

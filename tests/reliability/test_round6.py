@@ -338,3 +338,28 @@ def test_a_reload_sent_as_soon_as_the_socket_appears_does_not_kill_the_daemon(
             assert d.proc.poll() is None
         finally:
             d.stop()
+
+
+def test_a_workspace_swapped_under_the_daemon_is_served_at_once(tmp_path: Path) -> None:
+    """The workspace renamed away and another folder put in its place (a deploy's
+    swap): the old notes were served for 20-40 s, edits to the new ones unseen, with
+    status clean (fourth outside attack). The folder above it is watched now."""
+    ws = tmp_path / "ws"
+    write(ws, "MEMORY.md", "# Memory\n\n- oldfact alpaca lives here\n")
+    write(tmp_path / "new", "MEMORY.md", "# Memory\n\n- newfact giraffe lives here\n")
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    cfg = daemon_config(tmp_path, ws, sessions, extra="[sync]\nwatchDebounceMs = 100\n")
+    d = DaemonProc(cfg, tmp_path / "run" / "mi.sock", child_env()).start()
+    try:
+        ws.rename(tmp_path / "ws.old")
+        (tmp_path / "new").rename(ws)
+
+        def hits(q: str) -> int:
+            return len(rpc(d.sock, "memory_search", {"query": q})["results"])
+
+        wait_for(lambda: hits("giraffe") == 1 and hits("alpaca") == 0, timeout=10)
+        write(ws, "MEMORY.md", "# Memory\n\n- newfact giraffe lives here\n- okapi added\n")
+        wait_for(lambda: hits("okapi") == 1, timeout=10)
+    finally:
+        d.stop()
