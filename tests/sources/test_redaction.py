@@ -328,6 +328,7 @@ def test_redaction_keeps_ordinary_words() -> None:
         "2FA is enabled for the bank account",
         "cookie: theme=dark; lang=en",
         "zip -r out.zip docs",
+        "addr fd00:1234:5678:9abc:def0 on eth0",
     ):
         assert redact(plain) == plain, redact(plain)
 
