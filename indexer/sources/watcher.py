@@ -271,8 +271,7 @@ class Watcher:
                 ws = str(roots[0].real)
                 add(ws, _Target(name, "root"))
                 # the folder above it: a workspace swapped (renamed away, another put in
-                # its place) is seen at once; the old watch followed the folder moved
-                # away, and the old notes were served for 20-40 s with status clean
+                # its place) is seen at once, not the old notes served for 20-40 s
                 add(os.path.dirname(ws), _Target(name, "parent", watch_for=ws))
                 trees = [os.path.join(ws, "memory")]
                 for r in roots[1:]:
@@ -326,7 +325,8 @@ class Watcher:
                 # its new directories matter (a refresh, above), and an extra path, or
                 # a folder on the way to it, moved, deleted or made: its notes changed
                 w = t.watch_for
-                if w and is_dir and (w == path or w.startswith(path + os.sep)):
+                moved = kind in _PATH_CHANGES and is_dir
+                if w and moved and (w == path or w.startswith(path + os.sep)):
                     self.on_change(t.agent, "memory", path)
             elif t.role == "root":
                 if name in ROOT_FILES or (is_dir and name == MEMORY_DIR):
@@ -336,6 +336,7 @@ class Watcher:
 
 
 _AGENTDB_WRITES = frozenset({"modified", "created", "moved", "deleted"})
+_PATH_CHANGES = frozenset({"created", "moved", "deleted"})  # not a folder's "modified"
 
 
 _EXTRA_LEVELS = 3  # the folders above an extra path watched for it to move
