@@ -45,6 +45,7 @@ from providers.names import ORDER
 
 __all__ = [
     "config_identity",
+    "dig",
     "load_openclaw",
     "openclaw_agent_of",
     "openclaw_state_dir",
@@ -70,7 +71,8 @@ def normalize_agent_id(value: str) -> str:
     return text or "main"
 
 
-def _get(d: Any, *keys: str) -> Any:
+def dig(d: Any, *keys: str) -> Any:
+    """``d[k1][k2]…`` of parsed JSON, None where a level is missing or not an object."""
     for k in keys:
         if not isinstance(d, dict):
             return None
@@ -101,7 +103,7 @@ def _apply(cfg: Config, ms: dict[str, Any], base: Path) -> Config:
     fb = ms.get("fallback")
     if isinstance(fb, str) and fb in _PROVIDERS - {"auto"}:
         prov = replace(prov, fallback=fb)
-    local = _get(ms, "local") or {}
+    local = dig(ms, "local") or {}
     if isinstance(local.get("modelPath"), str):
         mp = local["modelPath"]
         mp = mp if mp.startswith("hf:") else str(_path(mp, base))
@@ -110,15 +112,15 @@ def _apply(cfg: Config, ms: dict[str, Any], base: Path) -> Config:
         prov = replace(
             prov, local=replace(prov.local, modelCacheDir=str(_path(local["modelCacheDir"], base)))
         )
-    remote = _get(ms, "remote") or {}
+    remote = dig(ms, "remote") or {}
     r = prov.remote
     if isinstance(remote.get("baseUrl"), str):
         r = replace(r, baseUrl=remote["baseUrl"])
     if isinstance(remote.get("apiKey"), str):
         r = replace(r, apiKey=remote["apiKey"])
-    if isinstance(_get(remote, "batch", "enabled"), bool):
+    if isinstance(dig(remote, "batch", "enabled"), bool):
         r = replace(r, batch=remote["batch"]["enabled"])
-    minutes = _num(_get(remote, "batch", "timeoutMinutes"), float, 1, 10_000)
+    minutes = _num(dig(remote, "batch", "timeoutMinutes"), float, 1, 10_000)
     if minutes is not None:
         r = replace(r, batchTimeoutMs=int(minutes * 60_000))
     prov = replace(prov, remote=r)
@@ -131,7 +133,7 @@ def _apply(cfg: Config, ms: dict[str, Any], base: Path) -> Config:
     if isinstance(extra, list):
         cfg = replace(cfg, extraPaths=cfg.extraPaths + tuple(_extras(extra, base)))
 
-    ch = _get(ms, "chunking") or {}
+    ch = dig(ms, "chunking") or {}
     tokens = _num(ch.get("tokens"), int, 16, 100_000) or cfg.chunking.tokens
     overlap = _num(ch.get("overlap"), int, 0, tokens - 1)
     cfg = replace(
@@ -140,10 +142,10 @@ def _apply(cfg: Config, ms: dict[str, Any], base: Path) -> Config:
     if cfg.chunking.overlap >= cfg.chunking.tokens:
         cfg = replace(cfg, chunking=ChunkingConfig(tokens, tokens // 5))
 
-    debounce = _num(_get(ms, "sync", "watchDebounceMs"), int, 0, 3_600_000)
+    debounce = _num(dig(ms, "sync", "watchDebounceMs"), int, 0, 3_600_000)
     if debounce is not None:
         cfg = replace(cfg, sync=replace(cfg.sync, watchDebounceMs=debounce))
-    delta = _get(ms, "sync", "sessions") or {}
+    delta = dig(ms, "sync", "sessions") or {}
     db = _num(delta.get("deltaBytes"), int, 1, 10**10)
     dm = _num(delta.get("deltaMessages"), int, 1, 10**7)
     cfg = replace(
@@ -155,14 +157,14 @@ def _apply(cfg: Config, ms: dict[str, Any], base: Path) -> Config:
         ),
     )
 
-    q = _get(ms, "query") or {}
+    q = dig(ms, "query") or {}
     query = cfg.query
     mr = _num(q.get("maxResults"), int, 1, 200)
     ms_ = _num(q.get("minScore"), float, 0.0, 1.0)
     query = replace(
         query, maxResults=mr or query.maxResults, minScore=query.minScore if ms_ is None else ms_
     )
-    hy = _merge(_get(ms, "hybrid") or {}, _get(q, "hybrid") or {})
+    hy = _merge(dig(ms, "hybrid") or {}, dig(q, "hybrid") or {})
     hybrid = cfg.hybrid
     if isinstance(hy.get("enabled"), bool):
         hybrid = replace(hybrid, enabled=hy["enabled"])
@@ -177,18 +179,18 @@ def _apply(cfg: Config, ms: dict[str, Any], base: Path) -> Config:
     cm = _num(hy.get("candidateMultiplier"), int, 1, 20)
     if cm is not None:
         hybrid = replace(hybrid, candidateMultiplier=cm)
-    if isinstance(_get(hy, "mmr", "enabled"), bool):
+    if isinstance(dig(hy, "mmr", "enabled"), bool):
         query = replace(query, stages=replace(query.stages, mmr=hy["mmr"]["enabled"]))
-    lam = _num(_get(hy, "mmr", "lambda"), float, 0.0, 1.0)
+    lam = _num(dig(hy, "mmr", "lambda"), float, 0.0, 1.0)
     if lam is not None:
         query = replace(query, mmrLambda=lam)
-    if isinstance(_get(hy, "temporalDecay", "enabled"), bool):
+    if isinstance(dig(hy, "temporalDecay", "enabled"), bool):
         query = replace(query, stages=replace(query.stages, decay=hy["temporalDecay"]["enabled"]))
-    hl = _num(_get(hy, "temporalDecay", "halfLifeDays"), float, 0.01, 100_000)
+    hl = _num(dig(hy, "temporalDecay", "halfLifeDays"), float, 0.01, 100_000)
     if hl is not None:
         query = replace(query, halfLifeDays=hl)
     cache = cfg.cache
-    me = _num(_get(ms, "cache", "maxEntries"), int, 1, 10**9)
+    me = _num(dig(ms, "cache", "maxEntries"), int, 1, 10**9)
     if me is not None:
         cache = CacheConfig(maxEntries=me)
     return replace(cfg, query=query, hybrid=hybrid, cache=cache)
@@ -295,7 +297,7 @@ def load_openclaw(path: Path, base_cfg: Config | None = None) -> tuple[Config, .
         home = (cfg0.stateDir or state_dir()) / f"openclaw-{ident}"
         sock = cfg0.server.socket or str(socket_dir(home) / f"memindex-{ident}.sock")
         cfg0 = replace(cfg0, stateDir=home, server=replace(cfg0.server, socket=sock))
-    defaults = _get(data, "agents", "defaults") or {}
+    defaults = dig(data, "agents", "defaults") or {}
     zone = defaults.get("userTimezone")
     if isinstance(zone, str) and zone.strip() and not cfg0.query.timeZone:
         try:  # OpenClaw's own zone: what "yesterday" is (a name it cannot read: the host's)
@@ -303,15 +305,15 @@ def load_openclaw(path: Path, base_cfg: Config | None = None) -> tuple[Config, .
             cfg0 = replace(cfg0, query=replace(cfg0.query, timeZone=zone.strip()))
         except ValueError:
             pass
-    ms_default = _merge(_get(data, "memory", "search") or {}, defaults.get("memorySearch") or {})
-    qmd_paths = _get(data, "memory", "qmd", "paths")
+    ms_default = _merge(dig(data, "memory", "search") or {}, defaults.get("memorySearch") or {})
+    qmd_paths = dig(data, "memory", "qmd", "paths")
     ws_default = defaults.get("workspace") or "~/.openclaw/workspace"
 
     agents: list[tuple[str, dict[str, Any]]] = []
-    listed = _get(data, "agents", "list")
+    listed = dig(data, "agents", "list")
     if isinstance(listed, list):
         agents += [(str(a["id"]), a) for a in listed if isinstance(a, dict) and a.get("id")]
-    entries = _get(data, "agents", "entries")
+    entries = dig(data, "agents", "entries")
     if isinstance(entries, dict):
         agents += [(str(k), v) for k, v in entries.items() if isinstance(v, dict)]
     if not agents:
@@ -325,7 +327,7 @@ def load_openclaw(path: Path, base_cfg: Config | None = None) -> tuple[Config, .
         if aid in seen:
             continue
         seen.add(aid)
-        ms = _merge(ms_default, entry.get("memorySearch") or _get(entry, "memory", "search") or {})
+        ms = _merge(ms_default, entry.get("memorySearch") or dig(entry, "memory", "search") or {})
         ws = entry.get("workspace") or ws_default
         cfg = replace(
             cfg0,
@@ -357,7 +359,7 @@ def bootstrap_caps(path: Path | None = None) -> tuple[int, int, str]:
         data = read_json5(path)
     except (ConfigError, OSError) as exc:
         return per, total, f"OpenClaw's defaults: {exc}"
-    defaults = _get(data, "agents", "defaults")
+    defaults = dig(data, "agents", "defaults")
     if not isinstance(defaults, dict):
         return per, total, f"OpenClaw's defaults ({path} sets none)"
     got = [_chars(defaults.get(k)) for k in ("bootstrapMaxChars", "bootstrapTotalMaxChars")]

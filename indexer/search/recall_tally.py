@@ -17,7 +17,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -27,7 +26,7 @@ from indexer.api import SearchResult
 from indexer.config import Config
 from indexer.errors import FileUnreadable, FileVanished
 from indexer.sources import safefs
-from indexer.sources.curated import strip_annotations
+from indexer.sources.curated import LIST_MARK, strip_annotations
 
 __all__ = ["FLUSH_S", "MAX_KEYS", "RecallTally", "line_key", "load_recalls", "recalls_path"]
 
@@ -36,14 +35,13 @@ MAX_KEYS = 5_000
 MAX_FILE_BYTES = 2 * 1024 * 1024
 _MAX_COUNT = 2**53
 _CURATED = ("MEMORY.md", "USER.md")
-_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 
 log = logging.getLogger(__name__)
 
 
 def line_key(path: str, line: str) -> str | None:
     """The key a curated line is counted under (None: a blank line or a heading)."""
-    text = " ".join(_MARK.sub("", strip_annotations(line)).split())
+    text = " ".join(LIST_MARK.sub("", strip_annotations(line)).split())
     if not text or text.startswith("#"):
         return None
     return f"{path}\t{hashlib.sha256(text.encode()).hexdigest()[:16]}"

@@ -34,6 +34,8 @@ from indexer.sources.chunking import Chunk, chunk_markdown, split_lines
 from indexer.sources.tokenizer import TokenCounter
 
 __all__ = [
+    "HEADING",
+    "LIST_MARK",
     "CURATED_ROOTS",
     "INVALID_PROJECT",
     "EntryMeta",
@@ -50,7 +52,9 @@ CURATED_ROOTS = ("MEMORY.md", "memory.md", "USER.md")
 INVALID_PROJECT = "!invalid-project-annotation"
 _ANY = re.compile(r"<!--\s*(trigger|importance|project)\s*:", re.I)
 _PROJECT = re.compile(r"<!--\s*(project)\s*:", re.I)
-_HEADING = re.compile(r"#{1,6}(\s|$)")
+HEADING = re.compile(r"#{1,6}(\s|$)")  # a Markdown heading's start
+# a list item's mark: "- ", "* ", "1. ", a task box "- [x] "
+LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 _PHRASE = re.compile(r"[^,;]+")
 MAX_TRIGGERS = 256  # trigger phrases read of one entry (an agent-written entry held 700,000)
 _NEWLINE = re.compile(r"[\r\n]")
@@ -182,7 +186,7 @@ def entry_spans(lines: list[str]) -> list[tuple[int, int]]:
     """The (first, last) 0-based line spans of a curated file's entries and
     sections, in order; a span of only blank lines is left out."""
     starts = [
-        i for i, line in enumerate(lines) if i == 0 or line.startswith("- ") or _HEADING.match(line)
+        i for i, line in enumerate(lines) if i == 0 or line.startswith("- ") or HEADING.match(line)
     ]
     spans = []
     for n, first in enumerate(starts):
@@ -193,7 +197,7 @@ def entry_spans(lines: list[str]) -> list[tuple[int, int]]:
 
 
 def _heading_only(lines: list[str]) -> bool:
-    return all(not line.strip() or _HEADING.match(line) for line in lines) and not any(
+    return all(not line.strip() or HEADING.match(line) for line in lines) and not any(
         "<!--" in line for line in lines
     )
 
@@ -211,7 +215,7 @@ def curated_chunks(text: str, count: TokenCounter, *, tokens: int, overlap: int)
     paths: list[str] = []
     levels: list[int] = []
     for first, _last in spans:
-        m = _HEADING.match(lines[first])
+        m = HEADING.match(lines[first])
         level = 0
         if m:
             level = len(lines[first]) - len(lines[first].lstrip("#"))

@@ -7,7 +7,6 @@ that cannot be read is named, never fatal."""
 from __future__ import annotations
 
 import contextlib
-import re
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -15,15 +14,13 @@ from indexer.config import Config
 from indexer.errors import MemindexError, NotFound, PathRefused, checkpoint
 from indexer.search.documents import read_document
 from indexer.sources.chunking import split_lines
-from indexer.sources.curated import entry_spans, strip_annotations
+from indexer.sources.curated import HEADING, LIST_MARK, entry_spans, strip_annotations
 from indexer.sources.files import read_text
 from indexer.store.records import log_date
 
 __all__ = ["CURATED", "OTHER_BOOTSTRAP", "Entry", "Note", "Notes", "read_notes"]
 
 CURATED = ("MEMORY.md", "USER.md")  # what OpenClaw loads at session start
-_HEADING = re.compile(r"#{1,6}(\s|$)")
-_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 
 
 @dataclass(frozen=True)
@@ -107,7 +104,7 @@ def read_notes(cfg: Config, paths: list[str]) -> Notes:
             out.dated.extend(
                 Note(display, n + 1, line.strip(), day)
                 for n, line in enumerate(lines)
-                if line.strip() and not _HEADING.match(line)
+                if line.strip() and not HEADING.match(line)
             )
     return out
 
@@ -121,14 +118,14 @@ def curated_entries(path: str, lines: list[str]) -> list[Entry]:
         para: list[int] = []
         for n in range(first, last + 2):
             line = lines[n] if n <= last else ""
-            if _HEADING.match(line):
+            if HEADING.match(line):
                 heading = line.lstrip("#").strip()
                 line = ""
             if line.strip():
                 para.append(n)
                 continue
             if para:
-                text = " ".join(_BULLET.sub("", lines[k]).strip() for k in para)
+                text = " ".join(LIST_MARK.sub("", lines[k]).strip() for k in para)
                 text = strip_annotations(text).strip()
                 if text:
                     out.append(Entry(path, para[0] + 1, para[-1] + 1, text, heading))

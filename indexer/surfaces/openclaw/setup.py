@@ -39,7 +39,7 @@ from typing import Any, TextIO, TypedDict
 
 import indexer
 from indexer.errors import MemindexError
-from indexer.openclaw import config_identity, openclaw_state_dir, read_json5
+from indexer.openclaw import config_identity, dig, openclaw_state_dir, read_json5
 from indexer.surfaces.openclaw import records as records
 from indexer.surfaces.openclaw.daemon import (
     SearchCheck,
@@ -142,14 +142,6 @@ def _read_config(path: Path) -> dict[str, object]:
     return data if isinstance(data, dict) else {}
 
 
-def _get(d: object, *keys: str) -> object:
-    for k in keys:
-        if not isinstance(d, dict):
-            return None
-        d = d.get(k)
-    return d
-
-
 def install(
     config: Path | None,
     *,
@@ -166,7 +158,7 @@ def install(
     oc = _OpenClaw(_openclaw_command(openclaw), cfg_path, err)
     before = _read_config(cfg_path)
     earlier = records.load(cfg_path)
-    slot = _get(before, "plugins", "slots", "memory")
+    slot = dig(before, "plugins", "slots", "memory")
     previous = earlier["previousSlot"] if earlier else (slot if isinstance(slot, str) else None)
     if previous == "memindex":
         previous = None  # a slot memindex already had (installed by hand): memory-core's
@@ -222,8 +214,8 @@ def _mirror_patch(mirror: Mapping[str, object], daemon: DaemonStart) -> dict[str
 
 def _plugin_installed(cfg: dict[str, object]) -> bool:
     return (
-        _get(cfg, "plugins", "installs", "memindex") is not None
-        or _get(cfg, "plugins", "entries", "memindex") is not None
+        dig(cfg, "plugins", "installs", "memindex") is not None
+        or dig(cfg, "plugins", "entries", "memindex") is not None
     )
 
 
@@ -233,7 +225,7 @@ def _install_patch(
     """The config patch of an install, its inverse (for a rollback), and whether
     memory-core is in tools.deny and memindex in plugins.allow because of memindex
     (an earlier install's additions stay memindex's)."""
-    denied = _get(before, "tools", "deny")
+    denied = dig(before, "tools", "deny")
     deny = list(denied) if isinstance(denied, list) else []
     ours = bool(earlier and earlier["addedDeny"])
     entry: dict[str, object] = {"command": memindex_command(), "dreaming": {"enabled": dreaming}}
@@ -252,10 +244,10 @@ def _install_patch(
         },
     }
     inverse_plugins: dict[str, object] = {
-        "slots": {"memory": _get(before, "plugins", "slots", "memory")},
-        "entries": {"memindex": _get(before, "plugins", "entries", "memindex")},
+        "slots": {"memory": dig(before, "plugins", "slots", "memory")},
+        "entries": {"memindex": dig(before, "plugins", "entries", "memindex")},
     }
-    allow = _get(before, "plugins", "allow")
+    allow = dig(before, "plugins", "allow")
     added_allow = bool(earlier and earlier["addedAllow"])
     if isinstance(allow, list) and allow and "memindex" not in allow:
         plugins["allow"] = [*allow, "memindex"]
@@ -307,7 +299,7 @@ def uninstall(
         cfg_path = config_path(config)
     record = records.load(cfg_path)
     current = _read_config(cfg_path)
-    slot_now = _get(current, "plugins", "slots", "memory")
+    slot_now = dig(current, "plugins", "slots", "memory")
     if record is None and slot_now != "memindex" and not _plugin_installed(current):
         return UninstallReport(
             config=str(cfg_path),
@@ -317,7 +309,7 @@ def uninstall(
             leftToUndo=[],
         )
     # what install changed: memindex's record, else the copy in openclaw.json itself
-    mirrored = _get(current, "plugins", "entries", "memindex", "config", "install")
+    mirrored = dig(current, "plugins", "entries", "memindex", "config", "install")
     changes = _changes(record, mirrored)
     left: list[str] = []
     oc = _OpenClaw(_openclaw_command(openclaw), cfg_path, err)
@@ -327,11 +319,11 @@ def uninstall(
     back = changes.get("previousSlot") or "memory-core"
     plugins: dict[str, object] = {"slots": {"memory": back}, "entries": {"memindex": None}}
     patch: dict[str, object] = {"plugins": plugins}
-    deny = _get(current, "tools", "deny")
+    deny = dig(current, "tools", "deny")
     if isinstance(deny, list) and "memory-core" in deny:
         if changes.get("addedDeny"):
             rest = [d for d in deny if d != "memory-core"]
-            tools = _get(current, "tools")
+            tools = dig(current, "tools")
             alone = isinstance(tools, dict) and set(tools) == {"deny"}
             # null: the key goes, as before install (the whole table, if deny was all)
             patch["tools"] = {"deny": rest} if rest else None if alone else {"deny": None}
@@ -341,7 +333,7 @@ def uninstall(
                 "is gone): remove it to give memory-core its memory tools back, e.g. "
                 "openclaw config set tools.deny '[...]'"
             )
-    allow = _get(current, "plugins", "allow")
+    allow = dig(current, "plugins", "allow")
     if changes.get("addedAllow") and isinstance(allow, list) and "memindex" in allow:
         plugins["allow"] = [a for a in allow if a != "memindex"] or None
     oc.run("config", "patch", "--stdin", stdin=json.dumps(patch))
