@@ -168,3 +168,15 @@ def child_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+def heron_daemon(root: Path) -> DaemonProc:
+    """A started daemon on a small workspace under ``root`` (MEMORY.md, one daily log
+    about a heron), its sessions folder empty, watching with a 100 ms debounce."""
+    ws = root / "ws"
+    (ws / "memory").mkdir(parents=True, exist_ok=True)
+    (ws / "MEMORY.md").write_text("# Memory\n- first\n", encoding="utf-8")
+    (ws / "memory" / "2026-01-01.md").write_text("- heron sighting at the pond\n", encoding="utf-8")
+    (root / "sessions").mkdir()
+    cfg = daemon_config(root, ws, root / "sessions", extra="[sync]\nwatchDebounceMs = 100\n")
+    return DaemonProc(cfg, root / "run" / "mi.sock", child_env()).start()

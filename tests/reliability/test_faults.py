@@ -19,6 +19,7 @@ from daemon_util import (
     DaemonProc,
     child_env,
     daemon_config,
+    heron_daemon,
     rpc,
     run_cli,
     search_paths,
@@ -76,14 +77,7 @@ def test_disk_full_is_a_clear_error_and_corrupts_nothing(tmp_path: Path) -> None
 
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[DaemonProc]:
-    ws = tmp_path / "ws"
-    write(ws, "MEMORY.md", "# Memory\n- first\n")
-    write(ws, "memory/2026-01-01.md", "- heron sighting at the pond\n")
-    (tmp_path / "sessions").mkdir()
-    cfg = daemon_config(
-        tmp_path, ws, tmp_path / "sessions", extra="[sync]\nwatchDebounceMs = 100\n"
-    )
-    d = DaemonProc(cfg, tmp_path / "run" / "mi.sock", child_env()).start()
+    d = heron_daemon(tmp_path)
     yield d
     d.stop()
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import write
-from daemon_util import DaemonProc, child_env, daemon_config, rpc, wait_for
+from daemon_util import DaemonProc, child_env, daemon_config, heron_daemon, rpc, wait_for
 
 from indexer.errors import Abandoned, checkpoint
 from indexer.sources.curated import meta_of, strip_annotations
@@ -117,17 +117,6 @@ def test_a_huge_agent_written_entry_does_not_hold_memory_curated(tmp_path: Path)
 # -- 5: the index path is opened with the refusal of special files every path has --------
 
 
-def _daemon(tmp_path: Path) -> DaemonProc:
-    ws = tmp_path / "ws"
-    write(ws, "MEMORY.md", "# Memory\n- first\n")
-    write(ws, "memory/2026-01-01.md", "- heron sighting at the pond\n")
-    (tmp_path / "sessions").mkdir()
-    cfg = daemon_config(
-        tmp_path, ws, tmp_path / "sessions", extra="[sync]\nwatchDebounceMs = 100\n"
-    )
-    return DaemonProc(cfg, tmp_path / "run" / "mi.sock", child_env()).start()
-
-
 def _heron(d: DaemonProc) -> bool:
     try:
         return bool(rpc(d.sock, "memory_search", {"query": "heron"})["results"])
@@ -143,7 +132,7 @@ def test_a_fifo_at_the_index_path_is_set_aside_and_the_index_built_again(
     a damaged file (status names where) and builds the index again; nothing waits."""
     import os
 
-    d = _daemon(tmp_path)
+    d = heron_daemon(tmp_path)
     try:
         index = Path(rpc(d.sock, "status")["indexPath"])
         assert _heron(d)
@@ -164,7 +153,7 @@ def test_a_fifo_at_the_index_path_is_set_aside_and_the_index_built_again(
 def test_a_directory_at_the_index_path_is_set_aside_too(tmp_path: Path) -> None:
     import os
 
-    d = _daemon(tmp_path)
+    d = heron_daemon(tmp_path)
     try:
         index = Path(rpc(d.sock, "status")["indexPath"])
         target = Path(os.path.realpath(index))
@@ -186,7 +175,7 @@ def test_a_failed_sync_is_retried_as_soon_as_the_index_path_changes(tmp_path: Pa
     memory edit woke the writer)."""
     import shutil
 
-    d = _daemon(tmp_path)
+    d = heron_daemon(tmp_path)
     try:
         index = Path(rpc(d.sock, "status")["indexPath"])
         state = index.parent
@@ -216,7 +205,7 @@ def test_a_link_at_the_index_path_to_anything_else_is_never_followed(tmp_path: P
     victim.parent.mkdir()
     victim.write_text("mine\n")
     os.chmod(victim, 0o644)
-    d = _daemon(tmp_path)
+    d = heron_daemon(tmp_path)
     try:
         index = Path(rpc(d.sock, "status")["indexPath"])
         assert _heron(d)
@@ -302,7 +291,7 @@ def test_the_socket_file_removed_under_the_daemon_is_made_again(tmp_path: Path) 
     """`rm` of the socket under a live daemon: status said "not running", doctor ok,
     a new `serve` refused ("already serving") and no client could reach it. The
     daemon notices within a second and listens there again."""
-    d = _daemon(tmp_path)
+    d = heron_daemon(tmp_path)
     try:
         d.sock.unlink()
         wait_for(lambda: _heron(d), timeout=10)

@@ -53,6 +53,21 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _with_a_transcript(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(workspace, sessions folder, config file): MEMORY.md and one transcript about
+    a ptarmigan, the index at ``i.sqlite``."""
+    ws, sessions = tmp_path / "ws", tmp_path / "sessions"
+    write(ws, "MEMORY.md", "# Memory\n- first\n")
+    line = {"type": "message", "message": {"role": "user", "content": "the ptarmigan nests"}}
+    write(sessions, "s1.jsonl", json.dumps(line) + "\n")
+    cfg = write(
+        tmp_path,
+        "c.toml",
+        f'workspace = "{ws}"\nindexPath = "{tmp_path}/i.sqlite"\n[sessions]\ndir = "{sessions}"\n',
+    )
+    return ws, sessions, cfg
+
+
 def _index(cfg: Path) -> dict[str, object]:
     done = _run("--config", str(cfg), "index", "--json")
     assert done.returncode == 0, done.stderr
@@ -139,15 +154,7 @@ def test_a_sessions_folder_gone_or_replaced_keeps_its_transcripts(tmp_path: Path
 def test_a_sessions_folder_that_cannot_be_listed_is_an_error(
     tmp_path: Path, closed: list[Path]
 ) -> None:
-    ws, sessions = tmp_path / "ws", tmp_path / "sessions"
-    write(ws, "MEMORY.md", "# Memory\n- first\n")
-    line = {"type": "message", "message": {"role": "user", "content": "the ptarmigan nests"}}
-    write(sessions, "s1.jsonl", json.dumps(line) + "\n")
-    cfg = write(
-        tmp_path,
-        "c.toml",
-        f'workspace = "{ws}"\nindexPath = "{tmp_path}/i.sqlite"\n[sessions]\ndir = "{sessions}"\n',
-    )
+    ws, sessions, cfg = _with_a_transcript(tmp_path)
     _index(cfg)
     sessions.chmod(0)
     closed.append(sessions)
@@ -188,15 +195,7 @@ def test_index_force_with_the_sessions_folder_gone_names_what_it_dropped(
     """The sessions folder gone, its transcripts kept (and said so); `index --force`
     builds a new generation, which cannot read them again: it dropped them without
     naming the folder."""
-    ws, sessions = tmp_path / "ws", tmp_path / "sessions"
-    write(ws, "MEMORY.md", "# Memory\n- first\n")
-    line = {"type": "message", "message": {"role": "user", "content": "the ptarmigan nests"}}
-    write(sessions, "s1.jsonl", json.dumps(line) + "\n")
-    cfg = write(
-        tmp_path,
-        "c.toml",
-        f'workspace = "{ws}"\nindexPath = "{tmp_path}/i.sqlite"\n[sessions]\ndir = "{sessions}"\n',
-    )
+    ws, sessions, cfg = _with_a_transcript(tmp_path)
     _index(cfg)
     sessions.rename(tmp_path / "away")
     done = _run("--config", str(cfg), "index", "--force")
