@@ -56,8 +56,8 @@ from indexer.config import (  # noqa: E402
     StoreConfig,
 )
 from indexer.engine import AgentIndex  # noqa: E402
-from indexer.search import vector_memory  # noqa: E402
-from indexer.search.live import LiveIndex  # noqa: E402
+from indexer.search.snapshot import vector_memory  # noqa: E402
+from indexer.search.snapshot.live import LiveIndex  # noqa: E402
 from providers.local_gguf import WINDOW_MODES  # noqa: E402
 
 CACHE = Path(__file__).resolve().parent / ".cache"

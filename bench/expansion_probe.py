@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE.parent))
 import eval as bench_eval  # noqa: E402
 import personal_eval  # noqa: E402
 
-from indexer.search import query as query_module  # noqa: E402
+from indexer.search.query import parse as query_module  # noqa: E402
 
 _LETTERS = re.compile(r"[^\W\d_]+")
 

@@ -117,7 +117,7 @@ def measure(
 ) -> tuple[dict[str, float], npt.NDArray[np.float32]]:
     """(p50/p99 of hybrid search through the in-memory snapshot, p50 through the
     store's own vector search), and the snapshot's matrix."""
-    from indexer.search.live import LiveIndex
+    from indexer.search.snapshot.live import LiveIndex
 
     prov = FixedQuery()
     live = LiveIndex()

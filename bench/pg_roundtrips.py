@@ -30,7 +30,7 @@ from index_bench import make_daily_logs, real_sentences  # noqa: E402
 
 from indexer.api import parse  # noqa: E402
 from indexer.config import Config  # noqa: E402
-from indexer.search.live import LiveIndex  # noqa: E402
+from indexer.search.snapshot.live import LiveIndex  # noqa: E402
 from indexer.surfaces.agent import AgentRuntime  # noqa: E402
 
 

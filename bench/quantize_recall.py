@@ -2,7 +2,7 @@
 real vectors and real queries.
 
 The daemon quantizes an agent's vectors from ``QUANTIZE_AT`` of them
-(search/vector_memory.py): every row is ranked by the Hamming distance of its sign
+(search/snapshot/vector_memory.py): every row is ranked by the Hamming distance of its sign
 bits to the query's, and only the nearest share is scored by int8 · query. The dev
 sets are too small for ``bench/eval.py --quantize-at 0`` to see the prefilter (its
 pool covers most of them), so this measures it directly: SciFact-dev's chunk
@@ -25,7 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import REPO, local_model, shared  # noqa: E402
 
-from indexer.search.vector_memory import VectorPart, _distances  # noqa: E402
+from indexer.search.snapshot.vector_memory import VectorPart, _distances  # noqa: E402
 from indexer.store import Store  # noqa: E402
 
 

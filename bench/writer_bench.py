@@ -41,7 +41,7 @@ from index_bench import real_sentences  # noqa: E402
 
 from indexer.config import Config  # noqa: E402
 from indexer.engine import AgentIndex  # noqa: E402
-from indexer.search.live import LiveIndex  # noqa: E402
+from indexer.search.snapshot.live import LiveIndex  # noqa: E402
 from indexer.sources.text import index_text  # noqa: E402
 from indexer.store import ChunkRow, FileState, Store  # noqa: E402
 from providers.base import normalize  # noqa: E402

@@ -35,7 +35,7 @@ from indexer.store.backend import backend_for
 if TYPE_CHECKING:
     from indexer.indexing.transfer import TransferReport
     from indexer.indexing.writer import Indexer
-    from indexer.search.live import LiveIndex
+    from indexer.search.snapshot.live import LiveIndex
     from indexer.selection import SharedProviders
     from providers.auto import Selection
     from providers.base import EmbeddingProvider
@@ -137,7 +137,7 @@ class AgentIndex:
         socket)."""
         self.cfg = cfg
         if readers and live is None:  # pooled readers share one in-memory snapshot
-            from indexer.search.live import LiveIndex
+            from indexer.search.snapshot.live import LiveIndex
 
             live = LiveIndex()
         self.live = live

@@ -121,7 +121,7 @@ def main() -> int:
 
     from indexer.config.file import parse_config
     from indexer.engine import AgentIndex
-    from indexer.search.live import LiveIndex
+    from indexer.search.snapshot.live import LiveIndex
     from indexer.selection import select_provider
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -19,9 +19,9 @@ from indexer.config import Config
 from indexer.errors import MemindexError, index_damaged
 from indexer.indexing.pipeline import SyncReport, rebuild_reason, sync
 from indexer.indexing.progress import WorkProgress
-from indexer.indexing.session_files import TranscriptFiles
-from indexer.indexing.session_sync import Quiet, SessionReport, sync_sessions
-from indexer.indexing.transcripts import indexed_from
+from indexer.indexing.transcripts.session_files import TranscriptFiles
+from indexer.indexing.transcripts.session_sync import Quiet, SessionReport, sync_sessions
+from indexer.indexing.transcripts.source import indexed_from
 from indexer.store import STORE_ERRORS, IndexStore
 from indexer.store.backend import Backend
 from indexer.store.records import FORGOTTEN

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from indexer.search.live import Snapshot, Versions
+    from indexer.search.snapshot.live import Snapshot, Versions
     from providers.calibration import Scale
 
 __all__ = ["IndexFacts"]

@@ -23,7 +23,7 @@ from indexer.search.stages.words import EXACT_BOOST
 
 if TYPE_CHECKING:
     from indexer.config import Config
-    from indexer.search.live import LiveIndex
+    from indexer.search.snapshot.live import LiveIndex
     from indexer.store import IndexStore
     from providers.base import EmbeddingProvider
 

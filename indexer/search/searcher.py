@@ -31,7 +31,7 @@ from indexer.search import run
 from indexer.search.curated_entries import curated_entries
 from indexer.search.documents import get_lines
 from indexer.search.facts import IndexFacts
-from indexer.search.gating import skip_reason
+from indexer.search.query.gating import skip_reason
 from indexer.search.recall_tally import RecallTally, load_recalls, recalls_path
 from indexer.selection import NO_PROVIDER, provider_state, ready_state
 from indexer.store import IndexStore
@@ -39,7 +39,7 @@ from indexer.store.records import FORGOTTEN
 from providers.calibration import META_KEY, Scale
 
 if TYPE_CHECKING:  # the providers' base loads when first used
-    from indexer.search.live import LiveIndex, Versions
+    from indexer.search.snapshot.live import LiveIndex, Versions
     from providers.base import EmbeddingProvider
 
 __all__ = ["Searcher", "status_before_indexing"]

@@ -9,7 +9,7 @@ import math
 from bisect import bisect_right
 from collections.abc import Sequence
 
-from indexer.search.query import ParsedQuery
+from indexer.search.query.parse import ParsedQuery
 
 __all__ = ["has_word_with_prefix", "make_snippet"]
 

@@ -9,7 +9,7 @@ from datetime import date, tzinfo
 from typing import TYPE_CHECKING
 
 from indexer.search.candidates import ChunkRows
-from indexer.search.when import TimeQuery, Window, day_of, midnight
+from indexer.search.query.when import TimeQuery, Window, day_of, midnight
 from indexer.store import FileState, SearchRow
 from indexer.store.records import log_date
 

@@ -10,16 +10,26 @@ what ``memory_get`` returns. Other Markdown is the user's own and is read as wri
 from __future__ import annotations
 
 import codecs
+import contextlib
 import hashlib
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from indexer.errors import FileUnreadable
+from indexer.api import GetResponse
+from indexer.errors import FileUnreadable, FileVanished, NotFound, PathRefused
 from indexer.sources import safefs
 from indexer.sources.redaction import redact
 
-__all__ = ["SourceText", "decode_text", "is_session_export", "read_text"]
+__all__ = [
+    "SourceText",
+    "decode_text",
+    "is_session_export",
+    "lines_result",
+    "read_text",
+    "reading",
+]
 
 _SESSION_EXPORT = re.compile(r"\A\s*# Session \S")
 
@@ -89,3 +99,32 @@ def is_session_export(text: str) -> bool:
     """Whether Markdown ``text`` is a session transcript OpenClaw exported
     (``# Session <id>`` on its first line)."""
     return _SESSION_EXPORT.match(text) is not None
+
+
+@contextlib.contextmanager
+def reading(display: str) -> Iterator[None]:
+    """Errors of reading a file the caller named carry its display path."""
+    try:
+        yield
+    except FileVanished as exc:
+        raise NotFound(f"{display}: no such file") from exc
+    except FileUnreadable as exc:
+        raise PathRefused(f"{display}: {exc.reason}") from exc
+
+
+def lines_result(
+    path: str, picked: list[str], first: int, total: int, truncated: bool
+) -> GetResponse:
+    """The memory_get result: ``picked`` are lines ``first``.. of a ``total``-line file.
+    ``truncated``: the byte limit stopped it early; ``nextFrom`` says where to go on."""
+    out: GetResponse = {
+        "path": path,
+        "text": "\n".join(picked),
+        "from": first,
+        "lines": len(picked),
+        "totalLines": total,
+        "truncated": truncated,
+    }
+    if truncated:
+        out["nextFrom"] = first + len(picked)
+    return out

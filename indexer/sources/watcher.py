@@ -51,7 +51,7 @@ from indexer.sources.discovery import MEMORY_DIR, ROOT_FILES, roots_for
 from indexer.sources.patterns import is_ignored
 from indexer.sources.poller import Poller
 from indexer.sources.safefs import MAX_DEPTH
-from indexer.sources.sessions import is_transcript_name
+from indexer.sources.transcripts.sessions import is_transcript_name
 
 __all__ = ["Watcher"]
 

@@ -1,4 +1,6 @@
-"""Where the index lives: the only package that imports a database driver or runs SQL.
+"""Where the index lives: the only package that runs the index's SQL (OpenClaw's own
+agent database, a foreign file read only, is read by its transcript source,
+``sources.transcripts.agent_db``).
 
 ``base`` is the interface the write and read paths are written against: the
 ``IndexStore`` protocol, made of small parts (files and chunks, the change feed,
@@ -6,7 +8,7 @@ cursors and skips, keyword search, vectors, the embedding cache and batch jobs,
 upkeep). ``sqlite`` implements it in one file per agent, ``postgres`` in one shared
 database; ``backend`` is the factory (``backend_for``: which one an agent's config
 names, its generations and its one-writer lock, ``writer_lock``). ``records`` holds
-the row types every caller uses; ``openclaw_db`` reads OpenClaw's own agent database.
+the row types every caller uses.
 
 Writes happen inside ``transaction()``: a file's rows are replaced in one
 transaction, so a crash leaves its old or its new version.

@@ -1,5 +1,5 @@
 """FTS5's tokenizer (``FTS_TOKENIZER``: porter, unicode61, diacritics removed) called
-from Python: the in-memory BM25 (search/keywords.py) and the PostgreSQL store's
+from Python: the in-memory BM25 (search/snapshot/keywords.py) and the PostgreSQL store's
 postings make exactly the tokens SQLite's FTS5 index holds."""
 
 from __future__ import annotations

@@ -285,7 +285,7 @@ from indexer.surfaces.cli import main
 out = io.StringIO()
 code = main(sys.argv[1:], out=out)
 heavy = sorted(m for m in ("numpy", "tiktoken", "tenacity", "indexer.search.searcher",
-                           "indexer.indexing.writer", "indexer.store", "indexer.search.query",
+                           "indexer.indexing.writer", "indexer.store", "indexer.search.query.parse",
                            "indexer.search.pipeline", "logging", "shutil")
                if m in sys.modules)
 logs = "logging" in sys.modules and bool(sys.modules["logging"].getLogger().handlers)

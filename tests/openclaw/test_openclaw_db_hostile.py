@@ -18,7 +18,7 @@ from test_openclaw_db import AgentDbFixture, _cfg, _found, gw, message, state
 
 from indexer.engine import AgentIndex
 from indexer.errors import PathRefused, TranscriptDbError
-from indexer.store import openclaw_db
+from indexer.sources.transcripts import agent_db as openclaw_db
 
 pytestmark = pytest.mark.slow
 

@@ -22,7 +22,7 @@ from test_openclaw_db import AgentDbFixture, _cfg, _found, gw, message, state
 
 from indexer.engine import AgentIndex
 from indexer.errors import NotFound, PathRefused, TranscriptDbError
-from indexer.sources import archives
+from indexer.sources.transcripts import archives
 
 __all__ = ["gw", "state"]  # fixtures used here
 

@@ -33,8 +33,8 @@ from indexer.config.file import parse_config
 from indexer.engine import AgentIndex
 from indexer.errors import ConfigError
 from indexer.sources.chunking import chunk_markdown, split_lines
-from indexer.sources.sessions import Malformed, parse_message
 from indexer.sources.tokenizer import get_counter
+from indexer.sources.transcripts.sessions import Malformed, parse_message
 
 pytestmark = pytest.mark.slow
 

@@ -200,7 +200,7 @@ def test_transcript_replaced_by_a_fifo_mid_sync(tmp_path: Path, workspace: Path)
         idx.sync()
         with open(t, "a") as fh:
             fh.write('{"type":"message","role":"user","content":"second line"}\n')
-        import indexer.indexing.session_files as ss
+        import indexer.indexing.transcripts.session_files as ss
 
         real = ss.list_transcripts
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from conftest import SQLITE_AND_PG, write
 
-import indexer.indexing.session_tail as session_tail
+import indexer.indexing.transcripts.session_tail as session_tail
 import indexer.sources.discovery as discovery
 from indexer.config import Config, SessionsConfig, StoreConfig
 from indexer.engine import AgentIndex

@@ -1,4 +1,4 @@
-"""Time a query names: which windows of days are read from it (search/when.py),
+"""Time a query names: which windows of days are read from it (search/query/when.py),
 against the question's date, and what is dated inside them: listed when the query
 is only time, ranked first when it has other words."""
 
@@ -17,8 +17,8 @@ from indexer.config.file import ConfigError, load_config
 from indexer.engine import AgentIndex
 from indexer.errors import InvalidParams
 from indexer.search.candidates import Candidate
+from indexer.search.query.when import read_time, today_of
 from indexer.search.stages.time import window_order
-from indexer.search.when import read_time, today_of
 
 TODAY = date(2026, 11, 27)  # a Friday
 AS_OF = "2026-11-27T09:00:00+00:00"

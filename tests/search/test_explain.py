@@ -197,7 +197,7 @@ def test_cli_explain_and_abstain(chat: Config, cli: Runner, tmp_path: Path) -> N
 
 
 def test_the_names_a_question_asks_about() -> None:
-    from indexer.search.names import names_in
+    from indexer.search.query.names import names_in
 
     assert names_in("What did Caroline's sister say? Then Tim left.") == ["caroline", "tim"]
     # A sentence's first word, stop words, months, weekdays and CamelCase are no names.

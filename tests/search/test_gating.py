@@ -8,7 +8,7 @@ from conftest import write
 from indexer.config import Config
 from indexer.engine import AgentIndex
 from indexer.errors import InvalidParams
-from indexer.search.gating import skip_reason
+from indexer.search.query.gating import skip_reason
 
 
 @pytest.mark.parametrize(

@@ -19,10 +19,10 @@ from conftest import SQLITE_AND_PG, write
 
 from indexer.config import Config, SessionsConfig, StoreConfig
 from indexer.engine import AgentIndex
-from indexer.search import keywords
-from indexer.search.keywords import KeywordPart
-from indexer.search.live import LiveIndex
-from indexer.search.query import parse_query
+from indexer.search.query.parse import parse_query
+from indexer.search.snapshot import keywords
+from indexer.search.snapshot.keywords import KeywordPart
+from indexer.search.snapshot.live import LiveIndex
 from providers.base import EmbeddingProvider, Vectors, normalize
 
 pytestmark = pytest.mark.slow

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from indexer.config import Config
 from indexer.engine import AgentIndex
 from indexer.errors import InvalidParams
-from indexer.search.query import parse_query
+from indexer.search.query.parse import parse_query
 from indexer.search.snippets import make_snippet
 from indexer.search.stages.base import bm25_to_score
 

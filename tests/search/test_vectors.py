@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer.search.live import LiveIndex
-from indexer.search.vector_memory import VectorPart, stored_neighbours
+from indexer.search.snapshot.live import LiveIndex
+from indexer.search.snapshot.vector_memory import VectorPart, stored_neighbours
 from indexer.store import ChunkRow, FileState, Store
 from providers.base import normalize
 
@@ -192,7 +192,7 @@ def test_the_bits_bring_a_vectors_own_chunk_into_a_small_pool(
 ) -> None:
     """Only the rows nearest by their sign bits are scored: a query near a stored
     vector finds that vector's chunk first even when 64 of 2,000 rows are scored."""
-    import indexer.search.vector_memory as vm
+    import indexer.search.snapshot.vector_memory as vm
 
     dims = 384
     rng = np.random.default_rng(8)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
 from indexer.config import Config, SessionsConfig
-from indexer.sources.distill import MAX_BATCH_MESSAGES, Distiller
+from indexer.sources.transcripts.distill import MAX_BATCH_MESSAGES, Distiller
 
 
 def msg(text: str, role: str = "user") -> str:

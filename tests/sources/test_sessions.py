@@ -12,10 +12,10 @@ from daemon_util import wait_for
 
 from indexer.config import Config, SessionsConfig
 from indexer.engine import AgentIndex
-from indexer.indexing import session_sync
-from indexer.indexing.transcripts import Change, Listing, Piece, SyncRun, Transcript
-from indexer.sources.messages import Messages
-from indexer.sources.sessions import parse_message, redact
+from indexer.indexing.transcripts import session_sync
+from indexer.indexing.transcripts.source import Change, Listing, Piece, SyncRun, Transcript
+from indexer.sources.transcripts.messages import Messages
+from indexer.sources.transcripts.sessions import parse_message, redact
 from indexer.store import FileState, SessionCursor
 
 

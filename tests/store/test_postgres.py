@@ -392,7 +392,7 @@ def test_keyword_rows_of_an_older_database_move_to_chunk_terms(
 
     from indexer.config import Config, ExtraPath, StoreConfig
     from indexer.engine import AgentIndex
-    from indexer.search.query import parse_query
+    from indexer.search.query.parse import parse_query
     from indexer.store.postgres.schema import PG_MIGRATIONS
 
     for rel, text in KEYWORD_DOCS.items():

@@ -22,7 +22,7 @@ from conftest import SQLITE_AND_PG, write
 from indexer.config import Config, StoreConfig
 from indexer.engine import AgentIndex
 from indexer.errors import IndexBusy, StoreError
-from indexer.search.query import parse_query
+from indexer.search.query.parse import parse_query
 from indexer.sources.text import index_text
 from indexer.store import ChunkRow, FileState, NewFile
 from indexer.store.backend import Backend, backend_for

@@ -10,6 +10,9 @@ file, lines and a one-line suggestion; it reads, never writes.
 
 ``notes`` reads the files, under memory_get's rules. The package imports the
 search layer's pieces and lower layers only; the searcher hands it its ``search``.
+
+Siblings it may import: ``search.documents``, ``search.query``, ``search.recall_tally``,
+``search.stages.supersede``.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from indexer.search.query import STOP_WORDS, stem_prefix
+from indexer.search.query.parse import STOP_WORDS, stem_prefix
 from indexer.search.stages.supersede import MAX_STATEMENT_CHARS, Statement, statement
 
 __all__ = ["KINDS", "MAX_KEY_SHARE", "norm", "owners_of", "said", "values_of"]

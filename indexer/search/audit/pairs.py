@@ -27,7 +27,7 @@ from indexer.api import AuditFinding
 from indexer.errors import checkpoint
 from indexer.search.audit.facts import KINDS, MAX_KEY_SHARE, owners_of, said, values_of
 from indexer.search.audit.notes import Entry
-from indexer.search.query import STOP_WORDS
+from indexer.search.query.parse import STOP_WORDS
 from indexer.search.stages.supersede import MAX_STATEMENT_CHARS, Statement
 
 __all__ = ["SAME", "SHARED", "pair_findings"]

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from indexer.api import AuditFinding, SearchRequest, SearchResponse
 from indexer.errors import checkpoint
 from indexer.search.audit.notes import Entry
-from indexer.search.query import STOP_WORDS
+from indexer.search.query.parse import STOP_WORDS
 from indexer.sources.redaction import redact
 
 __all__ = ["MAX_PROBES", "TOP", "WORDS", "probe", "unfindable_findings"]

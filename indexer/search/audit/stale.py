@@ -25,7 +25,7 @@ from indexer.api import AuditFinding
 from indexer.errors import checkpoint
 from indexer.search.audit.facts import KINDS, MAX_KEY_SHARE, norm, owners_of, said, values_of
 from indexer.search.audit.notes import Entry, Note
-from indexer.search.query import stem_prefix
+from indexer.search.query.parse import stem_prefix
 from indexer.search.stages.supersede import Statement, values_in_order
 from indexer.sources.redaction import find_secrets
 

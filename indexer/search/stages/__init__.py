@@ -13,4 +13,7 @@ of sources, diversity) and ``final`` (the floor, the cut, abstention).
 A stage module imports ``base``, ``context`` and the query-understanding and
 snapshot modules of ``search/``; never ``pipeline``, ``run`` or ``results``, and
 no other stage module but ``retrieve`` (its helpers) and ``time`` (its score).
+
+Siblings it may import: ``search.candidates``, ``search.facts``, ``search.query``,
+``search.snapshot``, ``search.snippets``, ``search.time_scope``.
 """

@@ -23,7 +23,7 @@ from indexer.search.snippets import has_word_with_prefix
 from indexer.store import SearchRow
 
 if TYPE_CHECKING:
-    from indexer.search.query import ParsedQuery
+    from indexer.search.query.parse import ParsedQuery
     from indexer.search.stages.context import RunContext
 
 __all__ = ["Stage", "bm25_to_score", "by_score", "classify", "is_sorted", "pool", "rescored"]

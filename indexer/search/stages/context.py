@@ -11,17 +11,17 @@ from typing import TYPE_CHECKING, Any
 
 from indexer.api import MAX_RESULTS, SearchRequest
 from indexer.search.candidates import Candidate, ChunkRows, Notes
-from indexer.search.query import ParsedQuery, parse_query
+from indexer.search.query.parse import ParsedQuery, parse_query
+from indexer.search.query.when import TIME_FILLER, asked
 from indexer.search.snippets import has_word_with_prefix, make_snippet
 from indexer.search.time_scope import TimeScope
-from indexer.search.when import TIME_FILLER, asked
 from indexer.sources.curated import strip_annotations
 from indexer.store import SearchRow
 
 if TYPE_CHECKING:
     from indexer.config import Config
     from indexer.search.facts import IndexFacts
-    from indexer.search.live import LiveIndex
+    from indexer.search.snapshot.live import LiveIndex
     from indexer.store import IndexStore
     from providers.base import EmbeddingProvider
 

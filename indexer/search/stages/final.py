@@ -22,8 +22,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from indexer.search.candidates import Candidate, ChunkRows, own_relevance
-from indexer.search.names import ABSENT_NAME_RELEVANCE, all_names_absent
-from indexer.search.query import stem_prefix
+from indexer.search.query.names import ABSENT_NAME_RELEVANCE, all_names_absent
+from indexer.search.query.parse import stem_prefix
 from indexer.search.snippets import has_word_with_prefix
 from indexer.search.stages.base import Stage, classify
 from indexer.search.stages.time import WINDOW_SCORE

@@ -22,7 +22,7 @@ from datetime import date
 from typing import TYPE_CHECKING
 
 from indexer.search.candidates import Candidate
-from indexer.search.query import stem_prefix
+from indexer.search.query.parse import stem_prefix
 from indexer.search.snippets import has_word_with_prefix
 from indexer.search.stages.base import Stage, rescored
 from indexer.search.time_scope import hit_day

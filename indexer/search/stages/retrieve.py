@@ -168,7 +168,7 @@ class Vector(Stage):
             ctx.fallback = f"query embedding failed ({exc.message}): keyword search only"
             # vector mode did not search the keywords: they are searched now, in its place
             return Keyword()(ctx, hits) if vector_only and not ctx.q.empty else hits
-        from indexer.search.vector_memory import stored_neighbours
+        from indexer.search.snapshot.vector_memory import stored_neighbours
 
         parts, deep, rows = ctx.parts(), ctx.pool * ctx.deeper, ctx.rows
         snap = ctx.facts.snapshot

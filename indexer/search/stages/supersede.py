@@ -47,12 +47,12 @@ from datetime import date
 from typing import TYPE_CHECKING
 
 from indexer.search.candidates import Candidate
-from indexer.search.query import STOP_WORDS, stem_prefix
+from indexer.search.query.parse import STOP_WORDS, stem_prefix
+from indexer.search.query.when_rules import MONTH_NAMES, WEEKDAYS
 from indexer.search.snippets import has_word_with_prefix
 from indexer.search.stages.base import Stage, rescored
 from indexer.search.stages.dedup import citation
 from indexer.search.time_scope import hit_day
-from indexer.search.when_rules import MONTH_NAMES, WEEKDAYS
 from indexer.sources.curated import is_curated_root
 
 if TYPE_CHECKING:

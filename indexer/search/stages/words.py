@@ -27,7 +27,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from indexer.search.candidates import Candidate
-from indexer.search.query import stem_prefix
+from indexer.search.query.parse import stem_prefix
 from indexer.search.snippets import has_word_with_prefix
 from indexer.search.stages.base import Stage, bm25_to_score, by_score, classify
 

@@ -8,4 +8,7 @@ cache, batch jobs). ``connect`` holds the pools, ``schema`` the migrations.
 
 Nothing here is imported until an agent's index lives in PostgreSQL: psycopg is an
 optional dependency.
+
+Siblings it may import: ``store.base``, ``store.bm25``, ``store.file_sync``,
+``store.records``, ``store.tokens``, ``store.writer_lock``.
 """

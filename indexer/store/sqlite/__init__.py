@@ -11,6 +11,9 @@ documents table for ``memindex-qmd``.
 
 sqlite-vec is loaded when it can be; when it cannot, keyword search keeps working
 and ``vector_error`` says why.
+
+Siblings it may import: ``store.base``, ``store.bm25``, ``store.file_sync``,
+``store.records``, ``store.tokens``, ``store.writer_lock``.
 """
 
 from indexer.store.sqlite.connection import private_dir, private_file

@@ -148,7 +148,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         "0008_chunk_at",
         """
         -- Transcript chunks: their newest message's time (records.ChunkRow.at, epoch
-        -- seconds), so "what did I say yesterday" finds them (search/when.py).
+        -- seconds), so "what did I say yesterday" finds them (search/query/when.py).
         ALTER TABLE chunks ADD COLUMN at REAL;
         CREATE INDEX chunks_by_at ON chunks(at) WHERE at IS NOT NULL;
         """,

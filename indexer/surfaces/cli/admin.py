@@ -51,7 +51,7 @@ def run_mcp(c: Call) -> int:
 def run_distill(c: Call) -> int:
     """jsonl_distill's protocol: one JSON object on stdout, exit 1 on an error."""
     args, out = c.args, c.out
-    from indexer.sources.distill import Distiller
+    from indexer.sources.transcripts.distill import Distiller
 
     settings = c.settings()
     d = Distiller(list(settings.agents))

@@ -41,7 +41,7 @@ What it reads is not trusted:
 * a row whose ``seq`` (or an archive's ``last_seq``) is not an integer is passed
   over and named in ``problems``: the other rows and sessions are read.
 
-Cold archive files are read by ``sources.archives`` (safe open, bounded
+Cold archive files are read by ``archives`` (safe open, bounded
 decompression); this module gives their rows and, for archives kept in the
 database, their blob (bounded too).
 """
@@ -61,7 +61,7 @@ from typing import Any, Self
 import apsw
 
 from indexer.errors import TranscriptDbError
-from indexer.store.openclaw_rows import MAX_EVENT_BYTES, automation_key, decode_event
+from indexer.sources.transcripts.agent_db_rows import MAX_EVENT_BYTES, automation_key, decode_event
 
 __all__ = [
     "MAX_EVENT_BYTES",

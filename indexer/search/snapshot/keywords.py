@@ -28,14 +28,14 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
-from indexer.search.keyword_segments import (
+from indexer.search.query.parse import ParsedQuery
+from indexer.search.snapshot.keyword_segments import (
     KeywordSegment,
     Occurrences,
     build_segment,
     merge_segments,
 )
-from indexer.search.query import ParsedQuery
-from indexer.search.segments import kill_rows, settle, with_codes
+from indexer.search.snapshot.segments import kill_rows, settle, with_codes
 from indexer.sources.text import index_text
 from indexer.store import FTS_WEIGHTS, KeywordPostings, NewChunk, bm25
 from indexer.store.records import ChunkTokens

@@ -1,15 +1,15 @@
 """Transcripts of OpenClaw's agent database as memindex names and renders them: the
 path a session's transcript has in the index (``sessions/<agent>/<session id>.jsonl``)
 and its events rendered as messages. Reading the database itself is
-``store.openclaw_db`` (the only code that opens it)."""
+``agent_db`` (the only code that opens it)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
 
-from indexer.sources.messages import Messages
-from indexer.sources.sessions import SESSIONS_SOURCE, Malformed, parse_message
+from indexer.sources.transcripts.messages import Messages
+from indexer.sources.transcripts.sessions import SESSIONS_SOURCE, Malformed, parse_message
 
 __all__ = ["db_path", "is_db_path", "parse_db_path", "render_events"]
 

@@ -17,8 +17,8 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from indexer.search.query import STOP_WORDS
-from indexer.search.when_rules import MONTH_NAMES, WEEKDAYS
+from indexer.search.query.parse import STOP_WORDS
+from indexer.search.query.when_rules import MONTH_NAMES, WEEKDAYS
 from indexer.store.records import KeywordQuery
 
 if TYPE_CHECKING:

@@ -31,8 +31,8 @@ from typing import TypedDict
 
 from indexer.config import Config, state_dir
 from indexer.errors import InvalidParams
-from indexer.sources.line_reads import read_complete_lines
-from indexer.sources.sessions import (
+from indexer.sources.transcripts.line_reads import read_complete_lines
+from indexer.sources.transcripts.sessions import (
     Malformed,
     list_transcripts,
     open_transcript,

@@ -22,9 +22,9 @@ from collections.abc import Callable
 
 from indexer.config import Config
 from indexer.errors import FileUnreadable, FileVanished, RowRejected, TranscriptDbError
-from indexer.indexing.db_sessions import AgentDatabase
-from indexer.indexing.session_files import TranscriptFiles
-from indexer.indexing.transcripts import (
+from indexer.indexing.transcripts.db_sessions import AgentDatabase
+from indexer.indexing.transcripts.session_files import TranscriptFiles
+from indexer.indexing.transcripts.source import (
     Change,
     Forgotten,
     Quiet,
@@ -35,8 +35,8 @@ from indexer.indexing.transcripts import (
     transcript_failed,
     transcript_rows,
 )
-from indexer.sources.sessions import SESSIONS_SOURCE
 from indexer.sources.tokenizer import TokenCounter, get_counter
+from indexer.sources.transcripts.sessions import SESSIONS_SOURCE
 from indexer.store import STORE_ERRORS, IndexStore, SessionCursor
 
 __all__ = [

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 
 from indexer.api import MemoryState
 from indexer.errors import MemindexError
-from indexer.search.keywords import MIN_CHUNKS, KeywordPart
-from indexer.search.refresher import Refresher
-from indexer.search.vector_memory import QUANTIZE_AT, VectorPart, release_freed_memory
+from indexer.search.snapshot.keywords import MIN_CHUNKS, KeywordPart
+from indexer.search.snapshot.refresher import Refresher
+from indexer.search.snapshot.vector_memory import QUANTIZE_AT, VectorPart, release_freed_memory
 from indexer.store import STORE_ERRORS, IndexStore
 from indexer.store.tokens import Tokenizer
 

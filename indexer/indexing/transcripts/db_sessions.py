@@ -1,4 +1,4 @@
-"""Sync for the transcripts in OpenClaw's agent database (``sources.openclaw_db``).
+"""Sync for the transcripts in OpenClaw's agent database (``sources.transcripts.agent_db``).
 
 Each session window is one transcript, shown as ``sessions/<agent>/<sessionId>.jsonl``
 (the name OpenClaw's own memory index gives it) with line ``seq + 1`` for event
@@ -47,7 +47,7 @@ from pathlib import Path
 
 from indexer.config import Config
 from indexer.errors import FileUnreadable, FileVanished, TranscriptDbError
-from indexer.indexing.transcripts import (
+from indexer.indexing.transcripts.source import (
     Change,
     Forgotten,
     Listing,
@@ -57,18 +57,23 @@ from indexer.indexing.transcripts import (
     Transcript,
     indexed_from,
 )
-from indexer.sources.archives import cold_events
-from indexer.sources.messages import Messages
-from indexer.sources.openclaw_db import db_path, is_db_path, parse_db_path, render_events
 from indexer.sources.redaction import redact
-from indexer.store import FileState, IndexStore, SessionCursor
-from indexer.store.openclaw_db import (
+from indexer.sources.transcripts.agent_db import (
     MAX_EVENT_BYTES,
     AgentDb,
     DbSession,
     check_database_file,
     session_facts,
 )
+from indexer.sources.transcripts.agent_db_render import (
+    db_path,
+    is_db_path,
+    parse_db_path,
+    render_events,
+)
+from indexer.sources.transcripts.archives import cold_events
+from indexer.sources.transcripts.messages import Messages
+from indexer.store import FileState, IndexStore, SessionCursor
 from indexer.store.records import FORGOTTEN
 
 __all__ = ["AgentDatabase", "db_facts", "is_db_path"]

@@ -1,4 +1,4 @@
-"""Indexing a compressed transcript archive (``sources.archives``): a deleted
+"""Indexing a compressed transcript archive (``sources.transcripts.archives``): a deleted
 session's transcript that OpenClaw keeps as a zstd file in the sessions folder.
 
 An archive never grows, so it is read once, in slices of about ``_STEP_BYTES`` of
@@ -21,11 +21,11 @@ import os
 from collections.abc import Callable, Generator
 
 from indexer.errors import FileUnreadable
-from indexer.indexing.session_tail import cursor_mark
-from indexer.indexing.transcripts import Piece, SessionReport
-from indexer.sources.archives import archive_blocks, archive_lines
-from indexer.sources.line_reads import MAX_LINE_BYTES
-from indexer.sources.sessions import TranscriptFile
+from indexer.indexing.transcripts.session_tail import cursor_mark
+from indexer.indexing.transcripts.source import Piece, SessionReport
+from indexer.sources.transcripts.archives import archive_blocks, archive_lines
+from indexer.sources.transcripts.line_reads import MAX_LINE_BYTES
+from indexer.sources.transcripts.sessions import TranscriptFile
 from indexer.store import FileState, SessionCursor
 
 __all__ = ["archive_pieces"]

@@ -10,16 +10,16 @@ import os
 
 from indexer.config import Config
 from indexer.errors import FileUnreadable, FileVanished, MemindexError
-from indexer.indexing.transcripts import SessionReport, transcript_failed, transcript_rows
-from indexer.sources.line_reads import MAX_LINE_BYTES, read_complete_lines
-from indexer.sources.messages import Messages
-from indexer.sources.sessions import (
+from indexer.indexing.transcripts.source import SessionReport, transcript_failed, transcript_rows
+from indexer.sources.tokenizer import TokenCounter
+from indexer.sources.transcripts.line_reads import MAX_LINE_BYTES, read_complete_lines
+from indexer.sources.transcripts.messages import Messages
+from indexer.sources.transcripts.sessions import (
     SESSIONS_SOURCE,
     Malformed,
     TranscriptFile,
     parse_message,
 )
-from indexer.sources.tokenizer import TokenCounter
 from indexer.store import STORE_ERRORS, FileState, IndexStore, SessionCursor
 
 __all__ = [

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, tzinfo
 
 from indexer.config.sections import time_zone
-from indexer.search.when_rules import FUTURE, RECENT_DAYS, TABLE
+from indexer.search.query.when_rules import FUTURE, RECENT_DAYS, TABLE
 
 __all__ = [
     "TIME_FILLER",

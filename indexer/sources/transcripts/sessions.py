@@ -27,9 +27,9 @@ from typing import Any
 
 from indexer.errors import FileUnreadable, FileVanished, TranscriptsUnavailable, file_kind
 from indexer.sources import safefs
-from indexer.sources.archives import is_archive_name
 from indexer.sources.origins import message_origin
 from indexer.sources.redaction import redact, redact_json
+from indexer.sources.transcripts.archives import is_archive_name
 
 __all__ = [
     "Message",

@@ -1,12 +1,12 @@
 """A transcript's messages as they are read: rendered, each with its transcript line
-and its time (``timestamp``, ISO 8601), for ``indexing.transcripts.transcript_rows``."""
+and its time (``timestamp``, ISO 8601), for ``indexing.transcripts.source.transcript_rows``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from indexer.sources.sessions import Message
+from indexer.sources.transcripts.sessions import Message
 
 __all__ = ["Messages", "message_time"]
 

@@ -36,7 +36,14 @@ import numpy as np
 import numpy.typing as npt
 
 from indexer.search.candidates import ChunkRows
-from indexer.search.segments import Rows, group_rows, kill_rows, merged_rows, settle, with_codes
+from indexer.search.snapshot.segments import (
+    Rows,
+    group_rows,
+    kill_rows,
+    merged_rows,
+    settle,
+    with_codes,
+)
 from indexer.store import IndexStore
 
 __all__ = ["POOL", "QUANTIZE_AT", "VectorPart", "release_freed_memory", "stored_neighbours"]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from indexer.search.segments import Rows, group_rows, merged_rows
+from indexer.search.snapshot.segments import Rows, group_rows, merged_rows
 
 __all__ = ["KeywordSegment", "Occurrences", "build_segment", "csr", "merge_segments"]
 

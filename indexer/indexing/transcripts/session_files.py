@@ -35,16 +35,16 @@ from typing import cast
 
 from indexer.config import Config
 from indexer.errors import MemindexError, TranscriptsUnavailable
-from indexer.indexing.archive_sync import archive_pieces
-from indexer.indexing.db_sessions import db_facts
-from indexer.indexing.session_tail import (
+from indexer.indexing.transcripts.archive_sync import archive_pieces
+from indexer.indexing.transcripts.db_sessions import db_facts
+from indexer.indexing.transcripts.session_tail import (
     STEP_BYTES,
     cursor_mark,
     messages_of,
     same_file,
     tail_or_skip,
 )
-from indexer.indexing.transcripts import (
+from indexer.indexing.transcripts.source import (
     Change,
     Listing,
     Piece,
@@ -53,16 +53,16 @@ from indexer.indexing.transcripts import (
     Transcript,
     indexed_from,
 )
-from indexer.sources.archives import is_archive_name, session_ids_of
-from indexer.sources.line_reads import read_complete_lines
-from indexer.sources.messages import Messages
 from indexer.sources.safefs import HARD_LINK_REASON
-from indexer.sources.sessions import (
+from indexer.sources.text import index_text
+from indexer.sources.transcripts.archives import is_archive_name, session_ids_of
+from indexer.sources.transcripts.line_reads import read_complete_lines
+from indexer.sources.transcripts.messages import Messages
+from indexer.sources.transcripts.sessions import (
     SESSIONS_SOURCE,
     TranscriptFile,
     list_transcripts,
 )
-from indexer.sources.text import index_text
 from indexer.store import FileState, IndexStore, SessionCursor
 
 __all__ = ["TranscriptFiles", "pending_delta"]

@@ -31,11 +31,11 @@ from indexer.config import Config
 from indexer.config.sections import time_zone
 from indexer.errors import RowRejected, TranscriptDbError
 from indexer.sources.chunking import chunk_markdown
-from indexer.sources.messages import Messages
 from indexer.sources.origins import least_trusted, session_kind
-from indexer.sources.sessions import SESSIONS_SOURCE, TranscriptFile
 from indexer.sources.text import index_text
 from indexer.sources.tokenizer import TokenCounter
+from indexer.sources.transcripts.messages import Messages
+from indexer.sources.transcripts.sessions import SESSIONS_SOURCE, TranscriptFile
 from indexer.store import ChunkRow, FileState, IndexStore, SessionCursor
 
 __all__ = [
