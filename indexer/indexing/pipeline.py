@@ -24,10 +24,9 @@ from indexer.sources import files as source_files
 from indexer.sources.chunking import CHUNKER_VERSION, chunk_markdown, split_lines
 from indexer.sources.curated import curated_chunks, is_curated_root, strip_annotations
 from indexer.sources.discovery import MEMORY_SOURCE, SourceFile, discover, shown
-from indexer.sources.safefs import HARD_LINK_REASON
+from indexer.sources.safefs import HARD_LINK_REASON, UNLISTED
 from indexer.sources.text import index_text
 from indexer.sources.tokenizer import TOKENIZER_NAME, TokenCounter, get_counter
-from indexer.sources.walk import UNLISTED
 from indexer.store import STORE_ERRORS, ChunkRow, FileState, IndexStore, NewFile
 
 __all__ = [

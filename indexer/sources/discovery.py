@@ -16,6 +16,7 @@ the workspace and ``extra/<name>/<rel>`` for extra roots outside it.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -24,7 +25,7 @@ from indexer.config import Config, ExtraPath
 from indexer.errors import FileUnreadable, FileVanished, PathRefused, WorkspaceError
 from indexer.sources import safefs
 from indexer.sources.patterns import Wanted, glob_match, is_ignored
-from indexer.sources.walk import Skip, walk
+from indexer.sources.safefs import Skip, walk
 
 # The workspace's root memory files; everything else of the memory source is under
 # ``memory/``. (The watcher watches the same names.)
@@ -161,11 +162,12 @@ def discover(
     roots = roots_for(cfg, workspace)
     ws = roots[0].real
     try:  # a workspace that cannot be listed is an error of the sync, not an empty one
-        os.close(safefs.open_dir(ws))
+        at_top = Wanted(names=frozenset(ROOT_FILES))
+        top = list(walk(ws, (), at_top, skip=skipper(""), must_list=True))
     except (OSError, FileUnreadable, FileVanished) as exc:
         why = exc.strerror if isinstance(exc, OSError) else str(exc)
         raise WorkspaceError(f"cannot list the workspace {ws}: {why}") from exc
-    for e in walk(ws, (), Wanted(names=frozenset(ROOT_FILES)), skip=skipper("")):
+    for e in top:
         add(ws, e, e.parts[0])
     in_memory = Wanted(ignore=ignore, under=f"{MEMORY_DIR}/")
     for e in walk(ws, (MEMORY_DIR,), in_memory, skip=skipper("")):
@@ -174,7 +176,7 @@ def discover(
         _unusable_extras(cfg, on_skip)
     for root in roots[1:]:
         if root.is_file:
-            one = safefs.file_entry(root.real.parent, root.real.name)
+            one = _file_entry(root.real.parent, root.real.name)
             if one is not None:
                 add(root.real.parent, one, root.display)
             continue
@@ -319,3 +321,13 @@ def _display_for_absolute(roots: list[Root], raw: str) -> str:
     if best is None:
         raise PathRefused(f"refused path {raw!r}: outside the workspace and extra paths")
     return best[1]
+
+
+def _file_entry(directory: str | os.PathLike[str], name: str) -> safefs.Entry | None:
+    """The file ``name`` in ``directory`` as ``walk`` would yield it (not followed if
+    a symlink), or None when it is not there or not a regular file."""
+    try:
+        st = os.lstat(os.path.join(directory, name))
+    except OSError:
+        return None
+    return safefs.Entry((name,), st, safefs.change_stamp(st)) if stat.S_ISREG(st.st_mode) else None

@@ -1,5 +1,5 @@
 """Which names a walk keeps: the ignore rules and globs of the memory source, as data
-``walk.walk`` applies (no callback into the code that asked for the walk)."""
+``safefs.walk`` applies (no callback into the code that asked for the walk)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def is_ignored(name: str, rel: str, ignore: Collection[str]) -> bool:
 @dataclass(frozen=True, slots=True)
 class Wanted:
     """What a walk keeps. With ``names``: those files in the folder it starts in,
-    looked up by name (``walk.walk``), nothing else. Otherwise files ending in
+    looked up by name (``safefs.walk``), nothing else. Otherwise files ending in
     ``suffix`` (any case) and, with a ``pattern``, matching it, and the directories it
     enters; either left out when ``ignore``d (by name, or by path with ``under``
     before it: the walk's paths are relative to where it starts) (``keeps``)."""

@@ -1,28 +1,21 @@
 """The one way memindex opens a file under a root: never outside it, never blocking.
 
 Every read of a workspace, extra-path or transcript file (discovery, sync, transcript
-deltas, ``memory_get``, ``memindex-qmd get``) goes through ``open_under``:
+deltas, ``memory_get``, ``memindex-qmd get``) goes through ``open_under``: the root is
+opened as a directory, then each component below it with ``openat(dir_fd, name,
+O_DIRECTORY | O_NOFOLLOW)`` (a component swapped for a symlink fails with ELOOP, so
+no path-string check is ever followed by an open by name); the leaf is looked at with
+``fstatat`` (no open of a FIFO or a device at all), opened with ``O_NOFOLLOW |
+O_NONBLOCK | O_NOCTTY`` and checked again with ``fstat`` (a regular file, the inode
+the look saw); a hard link is refused unless the caller allows it
+(``limits.allowHardLinks``: a link to a file outside the workspace would otherwise be
+served as a memory); reads are bounded. Names are bytes on Linux: ``valid_utf8`` says
+whether one can be stored and shown, ``printable`` gives the text to show otherwise.
 
-* the root is opened as a directory, then each component below it with
-  ``openat(dir_fd, name, O_DIRECTORY | O_NOFOLLOW)``: a component swapped for a
-  symlink between a check and the open fails with ELOOP instead of being followed,
-  so no path-string check is ever followed by an open by name;
-* the leaf is looked at with ``fstatat`` (no open of a FIFO or a device at all), then
-  opened with ``O_NOFOLLOW | O_NONBLOCK | O_NOCTTY`` and checked again with ``fstat``
-  (a regular file, and the same inode the look saw): a file replaced by a FIFO
-  mid-sync can neither hang the writer nor be read;
-* a regular file with more than one name (a hard link) is refused unless the caller
-  allows it (``limits.allowHardLinks``): a link made in the workspace to a file
-  outside it would otherwise be indexed and served as if it were a memory;
-* reads are bounded by a byte limit.
-
-File names are bytes on Linux. Python hands a name that is not valid UTF-8 over with
-surrogate escapes; ``valid_utf8`` says whether a name can be stored and shown, and
-``printable`` gives the text to show for one that cannot.
-
-Directory walks (``walk.walk``) hold one descriptor per level, are iterative and stop
-at ``MAX_DEPTH`` levels, so a tree 1,000 levels deep costs neither recursion nor
-thousands of descriptors.
+Directory walks (``walk``: the regular files below a root, what was passed over and
+why told to a ``Skip``) go through descriptors only, one per level, iteratively, and
+stop at ``MAX_DEPTH`` levels. A pass over a workspace enters this module once (the
+walk): each file's checks run inside it.
 """
 
 from __future__ import annotations
@@ -31,10 +24,11 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from indexer.errors import FileUnreadable, FileVanished, file_kind
+from indexer.sources.patterns import Wanted
 
 __all__ = [
     "HARD_LINK",
@@ -49,8 +43,11 @@ __all__ = [
     "printable",
     "HARD_LINK_REASON",
     "read_all",
+    "Skip",
     "step_dir",
+    "UNLISTED",
     "valid_utf8",
+    "walk",
 ]
 
 MAX_DEPTH = 64  # directory levels below a root that are walked
@@ -239,16 +236,6 @@ def change_stamp(st: os.stat_result) -> int:
     return st.st_mtime_ns + st.st_ctime_ns
 
 
-def file_entry(directory: str | os.PathLike[str], name: str) -> Entry | None:
-    """The file ``name`` in ``directory`` as ``walk`` would yield it (not followed if
-    a symlink), or None when it is not there or not a regular file."""
-    try:
-        st = os.lstat(os.path.join(directory, name))
-    except OSError:
-        return None
-    return Entry((name,), st, change_stamp(st)) if stat.S_ISREG(st.st_mode) else None
-
-
 def refusal(st: os.stat_result, path: str, *, links: bool, max_path_bytes: int) -> str | None:
     """Why a regular file found at ``path`` is not read, or None: a hard link (unless
     ``links``), or a path of more than ``max_path_bytes`` bytes."""
@@ -270,3 +257,142 @@ def read_file(
     ``max_bytes`` (``read_all``), and the change stamp of what was read."""
     with opened(root, parts, exact=exact, links=links) as (fd, st):
         return read_all(fd, max_bytes), change_stamp(st)
+
+
+Skip = Callable[[tuple[str, ...], str], None]  # (components, reason)
+# How a skip's reason starts for a folder that is there but cannot be listed.
+UNLISTED = "cannot list this folder"
+
+
+def _named(
+    fd: int, base: tuple[str, ...], names: frozenset[str], skip: Skip | None
+) -> Iterator[Entry]:
+    """The regular files of ``names`` in the directory ``fd``, in name order, by the
+    names the directory lists (their case on a case-insensitive disk); ``skip``
+    hears of a name that is something else (a symlink, a folder, a FIFO...)."""
+    try:
+        present = set(os.listdir(fd))
+    except OSError:
+        return
+    for name in sorted(names & present):
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            yield Entry((*base, name), st, change_stamp(st))
+        elif skip is not None:
+            skip((*base, name), file_kind(st.st_mode))
+
+
+def walk(
+    root: str | os.PathLike[str],
+    start: Sequence[str],
+    wanted: Wanted,
+    *,
+    skip: Skip | None = None,
+    max_depth: int = MAX_DEPTH,
+    must_list: bool = False,
+) -> Iterator[Entry]:
+    """Regular files below ``root/start…`` in name order; ``wanted.keeps(name, rel,
+    is_dir)`` says which folders are entered and which files kept (``rel``: the path
+    below ``root/start``). No symlink is followed, not even one swapped in mid-walk.
+    ``skip`` hears of names that are not UTF-8, trees deeper than ``max_depth``, a
+    folder that cannot be listed (reason ``UNLISTED…``: what was found under it
+    before is not gone), a symlink, FIFO, device or socket under a name kept.
+    ``must_list``: a root that cannot be opened raises (FileVanished, FileUnreadable,
+    OSError) instead."""
+
+    def unlisted(parts: tuple[str, ...], exc: BaseException) -> None:
+        if skip is not None:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            skip(parts, f"{UNLISTED}: {why}")
+
+    try:
+        fds = [open_dir(root)]
+    except (FileVanished, FileUnreadable, OSError) as exc:
+        if must_list:
+            raise
+        if not isinstance(exc, FileVanished):
+            unlisted((), exc)
+        return
+    stack: list[tuple[int, Iterator[os.DirEntry[str]], tuple[str, ...]]] = []
+    try:
+        for n, part in enumerate(start):
+            try:
+                fds.append(step_dir(fds[-1], part, exact=False))
+            except FileVanished:
+                return
+            except (FileUnreadable, OSError) as exc:
+                unlisted(tuple(start[: n + 1]), exc)
+                return
+        base = tuple(start)
+        if wanted.names is not None:  # these names here only: looked up, not walked
+            yield from _named(fds[-1], base, wanted.names, skip)
+            return
+
+        def enter(fd: int, rel: tuple[str, ...]) -> None:
+            try:
+                with os.scandir(fd) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError as exc:
+                entries = []
+                unlisted((*base, *rel), exc)
+            stack.append((fd, iter(entries), rel))
+
+        enter(fds[-1], ())
+        while stack:
+            fd, it, rel = stack[-1]
+            entry = next(it, None)
+            if entry is None:
+                stack.pop()
+                if fd != fds[-1]:
+                    os.close(fd)
+                continue
+            parts = (*rel, entry.name)
+            rel_text = "/".join(parts)
+            try:  # the entry's type as the directory lists it: no stat of every name
+                is_dir = entry.is_dir(follow_symlinks=False)
+                is_file = not is_dir and entry.is_file(follow_symlinks=False)
+            except OSError:
+                continue
+            if is_dir:
+                if not wanted.keeps(entry.name, rel_text, True):
+                    continue
+                if not valid_utf8(entry.name) or len(parts) > max_depth:
+                    if skip:
+                        deep = f"deeper than {max_depth} directory levels"
+                        bad = "directory name is not valid UTF-8"
+                        skip((*base, *parts), bad if not valid_utf8(entry.name) else deep)
+                    continue
+                try:
+                    child = os.open(entry.name, DIR_FLAGS, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+                        unlisted((*base, *parts), exc)  # else gone, or now a symlink
+                    continue
+                enter(child, parts)
+            elif not is_file:
+                if skip and wanted.keeps(entry.name, rel_text, False):
+                    try:  # a symlink, FIFO, device or socket under a memory file's name
+                        kind_of = file_kind(entry.stat(follow_symlinks=False).st_mode)
+                    except OSError:
+                        continue
+                    skip((*base, *parts), kind_of)
+            elif wanted.keeps(entry.name, rel_text, False):
+                if not valid_utf8(entry.name):
+                    if skip:
+                        skip((*base, *parts), "file name is not valid UTF-8")
+                    continue
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue  # gone meanwhile
+                if stat.S_ISREG(st.st_mode):  # not swapped for something else since
+                    yield Entry((*base, *parts), st, change_stamp(st))
+    finally:
+        for fd, _, _ in stack:
+            if fd not in fds:
+                os.close(fd)
+        for fd in fds:
+            os.close(fd)

@@ -95,7 +95,7 @@ def test_what_a_walk_keeps_is_data(tmp_path: Path) -> None:
     an extra root's pattern the path below the root, and a names-only walk (the
     workspace's root files) keeps those names and enters no directory."""
     from indexer.sources.patterns import Wanted
-    from indexer.sources.walk import walk
+    from indexer.sources.safefs import walk
 
     memory = Wanted(ignore=("memory/private/**", "*.tmp.md"), under="memory/")
     assert memory.keeps("a.md", "a.md", False) and memory.keeps("B.MD", "x/B.MD", False)
