@@ -1,3 +1,4 @@
+// @ts-check
 // memindex as OpenClaw's memory engine: the plugin entry.
 //
 // Owns OpenClaw's memory slot (plugins.slots.memory = "memindex") and registers the
@@ -15,15 +16,20 @@
 // install` sets). The plugin says so at start when neither holds.
 import { listArtifacts } from "./src/artifacts.js";
 import { addMemoryCommands, dreamingOff, registerMemoryCli } from "./src/cli.js";
+import { recordRecalls, warmUp } from "./src/dreaming.js";
 import { memoryFlushPlan } from "./src/flush.js";
 import { setHostLogger } from "./src/host.js";
 import { registerIntents } from "./src/intents.js";
-import { recordRecalls, warmUp } from "./src/internals.js";
 import { ManagerPool } from "./src/manager.js";
 import { classifierState, classifyWorkspaceMemoryPaths } from "./src/provenance.js";
 import { resolveSettings } from "./src/settings.js";
 import { createGetTool, createSearchTool } from "./src/tools.js";
 import { filterHits } from "./src/visibility.js";
+
+/**
+ * @import { MemoryPluginRuntime, MemoryPromptSectionParams, OpenClawConfig, PluginApi } from "./types/host.js"
+ * @import { OnRecall } from "./src/tools.js"
+ */
 
 export const DREAMING_NOTICE =
   "memindex: OpenClaw's dreaming is on for the memory slot, so OpenClaw also loads" +
@@ -36,9 +42,11 @@ export const DREAMING_NOTICE =
  * The "## Memory Recall" section of the system prompt, when the tools are there: the
  * guidance memory-core gives, sentence for sentence (the parity suite compares the
  * two prompts through the gateway), for the tools the turn has.
+ * @param {MemoryPromptSectionParams} [params]
+ * @returns {string[]}
  */
 export function recallPrompt({ availableTools, citationsMode } = {}) {
-  const has = (name) => Boolean(availableTools?.has?.(name));
+  const has = (/** @type {string} */ name) => Boolean(availableTools?.has?.(name));
   const search = has("memory_search");
   const get = has("memory_get");
   if (!search && !get) return [];
@@ -88,7 +96,10 @@ export function recallPrompt({ availableTools, citationsMode } = {}) {
   return lines;
 }
 
-/** Whether memory-core's tools are denied by the tool policy (dreaming may stay on). */
+/**
+ * Whether memory-core's tools are denied by the tool policy (dreaming may stay on).
+ * @param {OpenClawConfig | undefined} config
+ */
 function memoryCoreToolsDenied(config) {
   const deny = config?.tools?.deny;
   return Array.isArray(deny) && deny.includes("memory-core");
@@ -98,6 +109,7 @@ export default {
   id: "memindex",
   name: "memindex",
   description: "memindex as the memory engine: hybrid search over memory files and transcripts",
+  /** @param {PluginApi} api */
   register(api) {
     setHostLogger(api.logger);
     const settings = resolveSettings(api.pluginConfig);
@@ -105,6 +117,7 @@ export default {
     const zone = api.config?.agents?.defaults?.userTimezone;
     if (typeof zone === "string" && zone.trim()) settings.userTimezone = zone.trim();
     const pool = new ManagerPool(settings);
+    /** @type {MemoryPluginRuntime} */
     const runtime = {
       async getMemorySearchManager({ agentId, purpose }) {
         const started = Date.now();
@@ -165,6 +178,7 @@ export default {
         );
       });
     });
+    /** @type {OnRecall} */
     const onRecall = (ctx, query, hits, workspaceDir) =>
       recordRecalls({
         cfg: ctx.getRuntimeConfig?.() ?? ctx.runtimeConfig ?? ctx.config ?? api.config,
@@ -186,6 +200,10 @@ export default {
     // not loaded), and with dreaming off the matcher and sweep memory-core would run
     registerIntents(api, { withHooks: !dreaming });
     const describe = "Search, inspect and reindex memory (engine: memindex)";
+    /**
+     * @param {string} name
+     * @param {string} [notice]
+     */
     const cli = (name, notice) =>
       api.registerCli(
         ({ program, config }) => registerMemoryCli(program, { pool, config, name, notice, dreaming }),

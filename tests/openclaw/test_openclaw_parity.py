@@ -288,11 +288,22 @@ def _run(c: Conversation) -> dict[str, Any]:
     o["a turn searchable after (s)"] = (
         round(time.monotonic() - said, 2) if c.wait_found(FACT, timeout=15) else None
     )
-    # the transcript hit's provenance: who said it, the session's kind, when
-    res = c.home.invoke(
-        "memory_search", {"query": FACT, "corpus": "sessions"}, session_key="agent:main:main"
-    )
-    hit = next((h for h in res.get("results") or [] if FACT in h["snippet"]), {})
+    # the transcript hit's provenance: who said it, the session's kind, when. A chunk's
+    # class is its least trusted message's: asked before the turn's reply is indexed
+    # (memindex indexes a transcript's tail at once), the chunk holds the user's
+    # message alone; so first wait (15 s at most) for the reply to be in the hit
+    hit: dict[str, Any] = {}
+
+    def replied() -> bool:
+        nonlocal hit
+        res = c.home.invoke(
+            "memory_search", {"query": FACT, "corpus": "sessions"}, session_key="agent:main:main"
+        )
+        hit = next((h for h in res.get("results") or [] if FACT in h["snippet"]), {})
+        return "assistant" in str(hit.get("snippet", "")).lower()
+
+    with contextlib.suppress(AssertionError):
+        wait_for(replied, timeout=15, interval=0.5)
     p = hit.get("provenance") or {}
     o["transcript hit provenance"] = (
         p.get("originClass"), p.get("sessionKind"), bool(p.get("observedAt"))

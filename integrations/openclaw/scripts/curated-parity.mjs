@@ -1,3 +1,4 @@
+// @ts-check
 // OpenClaw's own curated-entry annotation parsing, for tests/test_curated.py to
 // compare indexer/sources/curated.py with: reads [{path, text}] as JSON on stdin,
 // prints [{importance, triggers, projectKey, stripped}] as OpenClaw's SDK gives them.
@@ -10,7 +11,8 @@ const sdk = await import(pathToFileURL(path.join(sdkDir, "memory-core-host-engin
 const indexing = await import(pathToFileURL(path.join(sdkDir, "memory-core-host-engine-indexing.js")).href);
 let input = "";
 for await (const chunk of process.stdin) input += chunk;
-const out = JSON.parse(input).map(({ path, text }) => {
+const files = /** @type {{ path: string, text: string }[]} */ (JSON.parse(input));
+const out = files.map(({ path, text }) => {
   const curatedRoot = ["MEMORY.md", "memory.md", "USER.md"].includes(path);
   const meta = sdk.extractCuratedEntryRecallMetadata({
     curatedRoot,

@@ -1,10 +1,14 @@
+// @ts-check
 // Compares memindex's pre-compaction flush plan with memory-core's own, for a table of
 // settings, times and zones: node scripts/flush-parity.mjs <openclaw>/dist/extensions/memory-core/index.js
 // memory-core is loaded with a stand-in plugin API that keeps only its capability.
 // Prints "N/N equal" (and each difference); tests/test_openclaw_plugin.py runs it.
 import { memoryFlushPlan } from "../src/flush.js";
 
+/** @import { MemoryFlushPlanParams, MemoryPluginCapability } from "../types/host.js" */
+
 const mod = await import(process.argv[2]);
+/** @type {MemoryPluginCapability | undefined} */
 let capability;
 const noop = () => {};
 const inert = new Proxy(noop, { get: () => inert, apply: () => undefined });
@@ -12,7 +16,7 @@ const api = new Proxy(
   {},
   {
     get(_t, key) {
-      if (key === "registerMemoryCapability") return (c) => (capability = c);
+      if (key === "registerMemoryCapability") return (/** @type {MemoryPluginCapability} */ c) => (capability = c);
       if (key === "logger") return { info: noop, warn: noop, error: noop, debug: noop };
       if (key === "config" || key === "pluginConfig") return {};
       if (key === "runtime") return inert;
@@ -23,8 +27,9 @@ const api = new Proxy(
 mod.default.register(api);
 
 const t = Date.UTC(2026, 10, 21, 14, 5, 0);
-const zone = (tz) => ({ agents: { defaults: { userTimezone: tz } } });
-const flush = (m) => ({ agents: { defaults: { compaction: { memoryFlush: m } } } });
+const zone = (/** @type {string} */ tz) => ({ agents: { defaults: { userTimezone: tz } } });
+const flush = (/** @type {Record<string, unknown>} */ m) => ({ agents: { defaults: { compaction: { memoryFlush: m } } } });
+/** @type {MemoryFlushPlanParams[]} */
 const cases = [
   { nowMs: t },
   { nowMs: t, cfg: zone("Europe/Berlin") },
@@ -36,11 +41,13 @@ const cases = [
   { nowMs: t, cfg: flush({ softThresholdTokens: -3, forceFlushTranscriptBytes: "12 parsecs" }) },
   { nowMs: t, contextWindowTokens: 4000, cfg: flush({ forceFlushTranscriptBytes: 0 }) },
 ];
+const core = capability;
+if (!core?.flushPlanResolver) throw new Error(`${process.argv[2]} registered no memory flush plan resolver`);
 let same = 0;
 for (const c of cases) {
-  const core = JSON.stringify(capability.flushPlanResolver(c));
+  const theirs = JSON.stringify(core.flushPlanResolver(c));
   const ours = JSON.stringify(memoryFlushPlan(c));
-  if (core === ours) same++;
-  else console.log("differs:", JSON.stringify(c), "\n core:", core, "\n ours:", ours);
+  if (theirs === ours) same++;
+  else console.log("differs:", JSON.stringify(c), "\n core:", theirs, "\n ours:", ours);
 }
 console.log(`${same}/${cases.length} equal`);

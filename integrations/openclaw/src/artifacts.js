@@ -1,3 +1,4 @@
+// @ts-check
 // The memory files the slot owner lists for OpenClaw's public-artifact consumers
 // (memory-wiki's bridge mode): each agent's MEMORY.md and memory/**/*.md, as
 // memory-core lists them.
@@ -8,18 +9,27 @@ import path from "node:path";
 import { configuredAgents, normalizeAgentId } from "./agents.js";
 import { importHostSdk } from "./host.js";
 
+/** @import { AgentEntry, HostSdk, MemoryPluginPublicArtifact, OpenClawConfig } from "../types/host.js" */
+
 const MAX_FILES = 5000;
 
+/**
+ * @param {OpenClawConfig | undefined} cfg
+ * @returns {Map<string, string[]>} workspace -> agent ids
+ */
 function agentWorkspaces(cfg) {
   const agents = cfg?.agents ?? {};
+  /** @type {Map<string, AgentEntry>} */
   const byId = new Map();
+  /** @type {[string | undefined, AgentEntry][]} */
   const entries =
     agents.entries && typeof agents.entries === "object" && !Array.isArray(agents.entries)
       ? Object.entries(agents.entries)
       : (Array.isArray(agents.list) ? agents.list : []).map((a) => [a?.id, a]);
   for (const [id, a] of entries) if (typeof id === "string") byId.set(normalizeAgentId(id), a ?? {});
   const fallback = agents.defaults?.workspace ?? "~/.openclaw/workspace";
-  const out = new Map(); // workspace -> agent ids
+  /** @type {Map<string, string[]>} workspace -> agent ids */
+  const out = new Map();
   for (const id of configuredAgents(cfg)) {
     let ws = byId.get(id)?.workspace ?? fallback;
     if (typeof ws !== "string") continue;
@@ -29,6 +39,11 @@ function agentWorkspaces(cfg) {
   return out;
 }
 
+/**
+ * @param {string} dir
+ * @param {string} rel
+ * @param {string[]} found
+ */
 function markdownUnder(dir, rel, found) {
   let entries;
   try {
@@ -48,6 +63,9 @@ function markdownUnder(dir, rel, found) {
  * OpenClaw's MemoryPluginPublicArtifactsProvider.listArtifacts: the host's own list
  * (the SDK's listMemoryHostPublicArtifacts, as memory-core gives it: MEMORY.md, the
  * daily notes, dream reports and the memory host's event log), else memindex's.
+ * @param {{ cfg?: OpenClawConfig }} [params]
+ * @param {() => Promise<{ mod: Partial<HostSdk["memory-host-core"]> | null }>} [load]
+ * @returns {Promise<MemoryPluginPublicArtifact[]>}
  */
 export async function listArtifacts(params = {}, load = () => importHostSdk("memory-host-core")) {
   const { mod } = await load();
@@ -57,8 +75,13 @@ export async function listArtifacts(params = {}, load = () => importHostSdk("mem
   return ownArtifacts(params);
 }
 
-/** MEMORY.md and memory/**\/*.md of each agent's workspace, when the host's list is not there. */
+/**
+ * MEMORY.md and memory/**\/*.md of each agent's workspace, when the host's list is not there.
+ * @param {{ cfg?: OpenClawConfig }} [params]
+ * @returns {Promise<MemoryPluginPublicArtifact[]>}
+ */
 export async function ownArtifacts({ cfg } = {}) {
+  /** @type {MemoryPluginPublicArtifact[]} */
   const out = [];
   for (const [workspaceDir, agentIds] of agentWorkspaces(cfg)) {
     const files = [];

@@ -1,13 +1,35 @@
+// @ts-check
 // `openclaw memory status|search|index|get|forget|audit` when memindex owns the memory slot.
 import { authorizeHits, configuredAgents } from "./agents.js";
 import { openclawStateDir } from "./daemon.js";
 import { featureLines, features } from "./features.js";
 import { forgetSessions } from "./forget.js";
 
+/**
+ * @import { CliCommand, MemorySearchResult, OpenClawConfig } from "../types/host.js"
+ * @import { ForgetReport } from "./forget.js"
+ * @import { OpenClawStatus as Status } from "./answers.js"
+ * @import { ManagerPool } from "./manager.js"
+ * @typedef {{ agentId: string, status?: Status, error?: string }} StatusRow
+ * @typedef {{ agentId: string, result?: any, error?: string }} IndexRow
+ * @typedef {{ pool: ManagerPool, config: OpenClawConfig, notice?: string, dreaming?: boolean, only?: string[] }} CliOptions
+ */
+
+/**
+ * @template T
+ * @param {boolean | undefined} json
+ * @param {T} value
+ * @param {(value: T) => string} human
+ */
 function print(json, value, human) {
   process.stdout.write(json ? JSON.stringify(value, null, 2) + "\n" : human(value));
 }
 
+/**
+ * @param {boolean | undefined} json
+ * @param {Error} err
+ * @param {string} agentId
+ */
 function fail(json, err, agentId) {
   const message = `memindex: ${err.message}`;
   if (json) {
@@ -20,6 +42,7 @@ function fail(json, err, agentId) {
   process.exitCode = 1;
 }
 
+/** @param {string} question */
 async function confirm(question) {
   if (!process.stdin.isTTY || !process.stdout.isTTY) {
     process.stderr.write("memindex: memory reset needs confirmation; re-run with --yes when not at a terminal\n");
@@ -38,6 +61,10 @@ async function confirm(question) {
   }
 }
 
+/**
+ * @param {unknown} value
+ * @param {string} name
+ */
 function int(value, name) {
   if (value === undefined) return undefined;
   const n = Number(value);
@@ -45,6 +72,7 @@ function int(value, name) {
   return n;
 }
 
+/** @param {StatusRow[]} rows */
 function humanStatus(rows) {
   const lines = [];
   for (const { agentId, status: s, error } of rows) {
@@ -54,6 +82,7 @@ function humanStatus(rows) {
       lines.push(`Error: ${error}`, "");
       continue;
     }
+    if (!s) continue;
     const counts = (s.sourceCounts ?? []).map((c) => `${c.source} ${c.files}/${c.chunks}`);
     lines.push(
       `Workspace: ${s.workspaceDir ?? "-"}`,
@@ -70,6 +99,7 @@ function humanStatus(rows) {
   return lines.join("\n");
 }
 
+/** @param {{ results: MemorySearchResult[], engine: string, provider?: string, model?: string, mode?: string }} res */
 function humanHits(res) {
   if (!res.results.length) return "No matches.\n";
   return (
@@ -81,7 +111,14 @@ function humanHits(res) {
 
 const AUDIT_KINDS = ["bootstrap", "stale", "duplicates", "conflicts", "unfindable", "secrets"];
 
-/** memindex's audit as a short report: counts, then each finding and what to do. */
+/**
+ * memindex's audit as a short report: counts, then each finding and what to do.
+ * @param {{
+ *   counts: Record<string, number>,
+ *   checked: { files: number },
+ *   findings: Array<{ kind: string, path: string, startLine: number, endLine: number, message: string, suggestion: string }>,
+ * }} r
+ */
 export function humanAudit(r) {
   const counts = Object.entries(r.counts).map(([k, n]) => `${k} ${n}`).join(", ");
   const total = Object.values(r.counts).reduce((a, b) => a + b, 0);
@@ -93,6 +130,7 @@ export function humanAudit(r) {
   return lines.join("\n") + "\n";
 }
 
+/** @param {ForgetReport} r */
 function humanForget(r) {
   const verb = r.dryRun ? "Would forget" : "Forgot";
   const rows = r.sessionResolutions.map(
@@ -102,7 +140,11 @@ function humanForget(r) {
   return `${verb} ${r.sessionIds.length} session(s) of agent ${r.agentId}:\n${rows.join("\n")}\n${after}`;
 }
 
-/** `<agent>: <what>: N files (M chunks written)`, or the agent's error. */
+/**
+ * `<agent>: <what>: N files (M chunks written)`, or the agent's error.
+ * @param {IndexRow} r
+ * @param {string} what
+ */
 function indexedLine(r, what) {
   if (r.error) return `${r.agentId}: ${r.error}\n`;
   const x = r.result ?? {};
@@ -115,7 +157,10 @@ function indexedLine(r, what) {
 // without dreaming: memory-core is not loaded then)
 export const DREAMING_COMMANDS = ["promote", "promote-explain", "rem-harness", "rem-backfill", "session-backfill"];
 
-/** Why a dreaming command or method is not there, in one line. */
+/**
+ * Why a dreaming command or method is not there, in one line.
+ * @param {string} what
+ */
 export function dreamingOff(what) {
   return (
     `${what} is dreaming's (OpenClaw's memory-core), which is off: memindex was installed with` +
@@ -123,6 +168,10 @@ export function dreamingOff(what) {
   );
 }
 
+/**
+ * @param {CliCommand} program
+ * @param {CliOptions & { name?: string }} opts
+ */
 export function registerMemoryCli(program, opts) {
   const mem = program
     .command(opts.name ?? "memory")
@@ -134,10 +183,12 @@ export function registerMemoryCli(program, opts) {
  * The subcommands on ``mem`` (``only``: these alone, e.g. status/search/index put
  * in place of memory-core's under `openclaw memory` when dreaming keeps memory-core
  * loaded: those report on the index the agent searches, which is memindex's).
+ * @param {CliCommand} mem
+ * @param {CliOptions} opts
  */
 export function addMemoryCommands(mem, { pool, config, notice, dreaming = true, only }) {
   const agents = () => configuredAgents(config);
-  const want = (name) => !only || only.includes(name);
+  const want = (/** @type {string} */ name) => !only || only.includes(name);
 
   if (want("status"))
   mem
@@ -148,6 +199,7 @@ export function addMemoryCommands(mem, { pool, config, notice, dreaming = true, 
     .option("--deep", "accepted for compatibility; memindex status is always complete")
     .option("--index", "reindex first when the index is dirty")
     .action(async (opts) => {
+      /** @type {StatusRow[]} */
       const rows = [];
       let failed = false;
       for (const agentId of opts.agent ? [opts.agent] : agents()) {
@@ -155,14 +207,14 @@ export function addMemoryCommands(mem, { pool, config, notice, dreaming = true, 
           const m = await pool.get(agentId);
           await m.refresh();
           if (opts.index && m.status().dirty) await m.sync({ reason: "cli" });
-          rows.push({ agentId, status: m.status() });
+          rows.push({ agentId, status: /** @type {Status} */ (m.status()) }); // refreshed: the daemon's
         } catch (err) {
           failed = true;
           rows.push({ agentId, error: `memindex: ${err.message}` });
         }
       }
       const served = features({ dreaming });
-      for (const row of rows) if (row.status?.custom) row.status.custom.features = served;
+      for (const row of rows) if (row.status?.custom) Object.assign(row.status.custom, { features: served });
       print(opts.json, rows, (r) => `${humanStatus(r)}${featureLines(served).join("\n")}\n`);
       if (notice && !opts.json) process.stderr.write(`${notice}\n`);
       if (failed) process.exitCode = 1;
@@ -181,6 +233,7 @@ export function addMemoryCommands(mem, { pool, config, notice, dreaming = true, 
     .action(async (query, opts) => {
       const agentId = opts.agent ?? agents()[0];
       try {
+        /** @type {Record<string, unknown>} */
         const req = {};
         const n = int(opts.maxResults, "--max-results");
         if (n) req.maxResults = n;
@@ -209,6 +262,7 @@ export function addMemoryCommands(mem, { pool, config, notice, dreaming = true, 
     .option("--force", "rebuild the whole index")
     .option("--json", "print JSON")
     .action(async (opts) => {
+      /** @type {IndexRow[]} */
       const out = [];
       for (const agentId of opts.agent ? [opts.agent] : agents()) {
         try {
@@ -238,6 +292,7 @@ export function addMemoryCommands(mem, { pool, config, notice, dreaming = true, 
       if (!opts.yes && !(await confirm(`Reset the memory index for ${ids.join(", ")}? Files and sessions are kept.`))) {
         return;
       }
+      /** @type {IndexRow[]} */
       const out = [];
       for (const agentId of ids) {
         try {
@@ -271,7 +326,7 @@ export function addMemoryCommands(mem, { pool, config, notice, dreaming = true, 
     .command("forget")
     .description("Forget sessions: never index them again, and drop them from the index")
     .option("--agent <id>", "agent (default: the default agent)")
-    .option("--session <id-or-key>", "a session id or key (repeatable)", (v, acc) => [...acc, v], [])
+    .option("--session <id-or-key>", "a session id or key (repeatable)", (/** @type {string} */ v, /** @type {string[]} */ acc) => [...acc, v], [])
     .option("--dry-run", "show what would be forgotten")
     .option("--json", "print JSON")
     .action(async (opts) => {
@@ -306,7 +361,7 @@ export function addMemoryCommands(mem, { pool, config, notice, dreaming = true, 
       const agentId = opts.agent ?? agents()[0];
       try {
         const kinds = opts.kind ?? [];
-        const bad = kinds.filter((k) => !AUDIT_KINDS.includes(k));
+        const bad = kinds.filter((/** @type {string} */ k) => !AUDIT_KINDS.includes(k));
         if (bad.length) throw new Error(`--kind must be among ${AUDIT_KINDS.join(", ")}`);
         const m = await pool.get(agentId);
         print(opts.json, await m.audit(kinds), humanAudit);

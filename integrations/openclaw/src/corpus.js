@@ -1,3 +1,4 @@
+// @ts-check
 // The corpora memory_search and memory_get answer from besides memindex's own: the
 // wiki (OpenClaw's memory corpus supplements, registered by memory-wiki and other
 // plugins), as memory-core's tools answer it: `corpus=wiki` searches the supplements
@@ -5,6 +6,11 @@
 // And how a result is presented to the model: its corpus, and its citation when
 // citations are on (memory.citations: on, off, or auto: direct chats only).
 import { importHostSdk } from "./host.js";
+
+/**
+ * @import { MemoryCitationsMode, MemoryCorpusSupplement, MemorySearchResult, OpenClawConfig } from "../types/host.js"
+ * @typedef {{ corpus: string, outcome: string, error?: string }} Attempt what one corpus answered
+ */
 
 /** The registered memory corpus supplements, or null when the host has none to give. */
 async function supplements() {
@@ -14,11 +20,18 @@ async function supplements() {
   return [...list()].sort((a, b) => String(a.pluginId).localeCompare(String(b.pluginId)));
 }
 
-/** Each supplement's answer (four at a time), failures named by plugin. */
+/**
+ * Each supplement's answer (four at a time), failures named by plugin.
+ * @template T
+ * @param {(supplement: MemoryCorpusSupplement) => Promise<T>} run
+ * @returns {Promise<Attempt & { values: T[] }>}
+ */
 async function settle(run) {
   const all = await supplements();
   if (!all?.length) return { corpus: "wiki", outcome: "not-registered", values: [] };
+  /** @type {T[]} */
   const values = [];
+  /** @type {string[]} */
   const failures = [];
   for (let i = 0; i < all.length; i += 4) {
     const batch = all.slice(i, i + 4);
@@ -32,7 +45,10 @@ async function settle(run) {
   return { corpus: "wiki", outcome: "unavailable", values, error: failures.join("; ") };
 }
 
-/** The wiki's hits for a search, best first, at most maxResults (default 10). */
+/**
+ * The wiki's hits for a search, best first, at most maxResults (default 10).
+ * @param {{ query: string, maxResults?: number, agentId?: string, agentSessionKey?: string, sandboxed?: boolean }} params
+ */
 export async function searchWiki({ query, maxResults, agentId, agentSessionKey, sandboxed }) {
   const done = await settle((s) => s.search({ query, maxResults, agentId, agentSessionKey, sandboxed }));
   const results = done.values
@@ -43,10 +59,21 @@ export async function searchWiki({ query, maxResults, agentId, agentSessionKey, 
   return { ...done, results };
 }
 
-/** A wiki page's lines, as memory_get answers them; null when no supplement has it. */
+/**
+ * A wiki page's lines, as memory_get answers them; null when no supplement has it.
+ * @param {{ relPath: string, from?: unknown, lines?: unknown, agentId?: string, agentSessionKey?: string, sandboxed?: boolean }} params
+ *   `from` and `lines` as the tool was given them, for the supplement to read
+ */
 export async function readWiki({ relPath, from, lines, agentId, agentSessionKey, sandboxed }) {
   const done = await settle(async (s) => {
-    const got = await s.get({ lookup: relPath, fromLine: from, lineCount: lines, agentId, agentSessionKey, sandboxed });
+    const got = await s.get({
+      lookup: relPath,
+      fromLine: /** @type {number | undefined} */ (from),
+      lineCount: /** @type {number | undefined} */ (lines),
+      agentId,
+      agentSessionKey,
+      sandboxed,
+    });
     if (!got) return null;
     const { content, ...details } = got;
     return { ...details, status: "ok", text: content };
@@ -55,9 +82,22 @@ export async function readWiki({ relPath, from, lines, agentId, agentSessionKey,
 }
 
 /** Two ranked lists as one, by score; with `balance` (both corpora asked for and both
- * holding hits) each keeps up to half of the places, the rest by score. */
+ * holding hits) each keeps up to half of the places, the rest by score.
+ * @template {{ score: number }} M
+ * @template {{ score: number }} W
+ * @param {M[]} memory
+ * @param {W[]} wiki
+ * @param {number} maxResults
+ * @param {boolean} balance
+ * @returns {(M | W)[]}
+ */
 export function mergeCorpora(memory, wiki, maxResults, balance) {
+  /**
+   * @param {M[]} a
+   * @param {W[]} b
+   */
   const byScore = (a, b) => {
+    /** @type {(M | W)[]} */
     const out = [];
     let i = 0;
     let j = 0;
@@ -75,7 +115,10 @@ export function mergeCorpora(memory, wiki, maxResults, balance) {
   return byScore(memory.slice(0, m), wiki.slice(0, w)).slice(0, maxResults);
 }
 
-/** What the answer says of the corpora asked (memory-core's corpora/warning/error). */
+/**
+ * What the answer says of the corpora asked (memory-core's corpora/warning/error).
+ * @param {Attempt[]} attempts
+ */
 export function corpusMetadata(attempts) {
   const ordered = [...attempts].sort((a, b) => Number(a.corpus === "wiki") - Number(b.corpus === "wiki"));
   const warnings = ordered.flatMap((a) => {
@@ -93,13 +136,21 @@ export function corpusMetadata(attempts) {
   };
 }
 
-/** memory.citations: "on", "off" or "auto" (the default). */
+/**
+ * memory.citations: "on", "off" or "auto" (the default).
+ * @param {OpenClawConfig | undefined} cfg
+ * @returns {MemoryCitationsMode}
+ */
 export function citationsMode(cfg) {
   const mode = cfg?.memory?.citations;
   return mode === "on" || mode === "off" || mode === "auto" ? mode : "auto";
 }
 
-/** Whether results carry their citation: on; off; auto in a direct chat only. */
+/**
+ * Whether results carry their citation: on; off; auto in a direct chat only.
+ * @param {MemoryCitationsMode} mode
+ * @param {string | undefined} sessionKey
+ */
 export function withCitations(mode, sessionKey) {
   if (mode === "on") return true;
   if (mode === "off") return false;
@@ -109,8 +160,13 @@ export function withCitations(mode, sessionKey) {
   return !(words.has("channel") || words.has("group"));
 }
 
-/** A memory hit as the model sees it: its corpus, and its citation when shown. */
+/**
+ * A memory hit as the model sees it: its corpus, and its citation when shown.
+ * @param {MemorySearchResult} hit
+ * @param {boolean} cite
+ */
 export function present(hit, cite) {
+  /** @type {MemorySearchResult & { corpus: string }} */
   const out = { ...hit, corpus: hit.source };
   if (cite) {
     out.citation = hit.citation ?? `${hit.path}#L${hit.startLine}-L${hit.endLine}`;

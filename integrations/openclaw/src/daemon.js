@@ -1,3 +1,4 @@
+// @ts-check
 // Finding the memindex daemon, and starting it for this gateway when none answers.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
@@ -6,20 +7,31 @@ import path from "node:path";
 
 import { MemindexError, call } from "./rpc.js";
 
-/** OpenClaw's state dir, as OpenClaw resolves it. */
+/** @import { Settings } from "./settings.js" */
+
+/**
+ * OpenClaw's state dir, as OpenClaw resolves it.
+ * @param {NodeJS.ProcessEnv} [env]
+ */
 export function openclawStateDir(env = process.env) {
   if (env.OPENCLAW_STATE_DIR?.trim()) return env.OPENCLAW_STATE_DIR;
   const home = env.OPENCLAW_HOME?.trim() || env.HOME || os.homedir();
   return path.join(home, ".openclaw");
 }
 
-/** The gateway's openclaw.json, as OpenClaw resolves it. */
+/**
+ * The gateway's openclaw.json, as OpenClaw resolves it.
+ * @param {NodeJS.ProcessEnv} [env]
+ */
 export function openclawConfigPath(env = process.env) {
   if (env.OPENCLAW_CONFIG_PATH?.trim()) return env.OPENCLAW_CONFIG_PATH;
   return path.join(openclawStateDir(env), "openclaw.json");
 }
 
-/** memindex's default socket: $XDG_RUNTIME_DIR/memindex.sock, else in its state dir. */
+/**
+ * memindex's default socket: $XDG_RUNTIME_DIR/memindex.sock, else in its state dir.
+ * @param {NodeJS.ProcessEnv} [env]
+ */
 export function defaultSocket(env = process.env) {
   if (env.XDG_RUNTIME_DIR?.trim()) return path.join(env.XDG_RUNTIME_DIR, "memindex.sock");
   const home = env.HOME || os.homedir();
@@ -31,6 +43,10 @@ export function defaultSocket(env = process.env) {
   return path.join(state, "memindex.sock");
 }
 
+/**
+ * @param {unknown} command
+ * @returns {string[]}
+ */
 function commandWords(command) {
   if (Array.isArray(command) && command.length && command.every((w) => typeof w === "string"))
     return command;
@@ -38,6 +54,10 @@ function commandWords(command) {
   return ["memindex"];
 }
 
+/**
+ * @param {string} file
+ * @param {number} [max]
+ */
 function tail(file, max = 1200) {
   try {
     const text = fs.readFileSync(file, "utf8");
@@ -47,21 +67,25 @@ function tail(file, max = 1200) {
   }
 }
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const starting = new Map(); // socket -> Promise, so one process starts one daemon
+const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
+/** @typedef {{ started: boolean, version?: string, pid?: number }} DaemonStart */
+/** @type {Map<string, Promise<DaemonStart>>} socket -> its start, so one process starts one daemon */
+const starting = new Map();
 
 /**
  * Make sure a daemon answers on `settings.socket`; start `memindex serve` for the
  * gateway's openclaw.json when none does (unless autoStart is off). Resolves to
  * {started, version}; rejects within `startTimeoutMs` with a MemindexError naming
  * memindex and what to do.
+ * @param {Settings} settings
+ * @returns {Promise<DaemonStart>}
  */
 export async function ensureDaemon(settings) {
   try {
     const pong = await call(settings.socket, "ping", {}, { timeoutMs: settings.pingTimeoutMs });
     return { started: false, version: pong?.version };
   } catch (err) {
-    if (err.code !== "daemon_unavailable") throw err;
+    if (!(err instanceof MemindexError) || err.code !== "daemon_unavailable") throw err;
   }
   if (!settings.autoStart) {
     throw new MemindexError(
@@ -78,12 +102,19 @@ export async function ensureDaemon(settings) {
   return pending;
 }
 
-/** A path on /proc, /sys or /dev: never a place for a log or a socket. */
+/**
+ * A path on /proc, /sys or /dev: never a place for a log or a socket.
+ * @param {unknown} p
+ */
 export function onKernelFs(p) {
   const abs = path.resolve(String(p ?? ""));
   return ["/proc", "/sys", "/dev"].some((root) => abs === root || abs.startsWith(`${root}/`));
 }
 
+/**
+ * @param {Settings} settings
+ * @returns {Promise<DaemonStart>}
+ */
 async function start(settings) {
   const words = commandWords(settings.command);
   const args = [
@@ -103,7 +134,9 @@ async function start(settings) {
   await fs.promises.mkdir(path.dirname(settings.logFile), { recursive: true });
   await fs.promises.mkdir(path.dirname(settings.socket), { recursive: true });
   const log = fs.openSync(settings.logFile, "a");
+  /** @type {MemindexError | null} */
   let failure = null;
+  /** @type {import("node:child_process").ChildProcess} */
   let child;
   try {
     child = spawn(words[0], args, {
@@ -114,7 +147,7 @@ async function start(settings) {
   } finally {
     fs.closeSync(log);
   }
-  child.on("error", (err) => {
+  child.on("error", (/** @type {NodeJS.ErrnoException} */ err) => {
     failure =
       err.code === "ENOENT"
         ? new MemindexError(
@@ -141,7 +174,7 @@ async function start(settings) {
       const pong = await call(settings.socket, "ping", {}, { timeoutMs: left });
       return { started: true, version: pong?.version, pid: child.pid };
     } catch (err) {
-      if (err.code !== "daemon_unavailable" && err.code !== "timeout") throw err;
+      if (!(err instanceof MemindexError) || (err.code !== "daemon_unavailable" && err.code !== "timeout")) throw err;
     }
     await sleep(100);
   }

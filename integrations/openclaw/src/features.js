@@ -1,11 +1,20 @@
+// @ts-check
 // Which of OpenClaw's memory features memindex serves, which memory-core does, and
 // which nobody does, in this setup (features.json: one table for this status, for
 // `memindex doctor` and for docs/OPENCLAW.md).
 import fs from "node:fs";
 
+/**
+ * @typedef {{ id: string, feature: string, servedBy: string, note?: string }} Feature
+ * @type {{ features: Array<Omit<Feature, "servedBy"> & { servedBy: string | { dreaming: string, noDreaming: string } }> }}
+ */
 const TABLE = JSON.parse(fs.readFileSync(new URL("../features.json", import.meta.url), "utf8"));
 
-/** [{id, feature, servedBy, note?}] with servedBy resolved for the dreaming mode. */
+/**
+ * [{id, feature, servedBy, note?}] with servedBy resolved for the dreaming mode.
+ * @param {{ dreaming: boolean }} opts
+ * @returns {Feature[]}
+ */
 export function features({ dreaming }) {
   return TABLE.features.map((f) => {
     const by = typeof f.servedBy === "string" ? f.servedBy : f.servedBy[dreaming ? "dreaming" : "noDreaming"];
@@ -13,7 +22,10 @@ export function features({ dreaming }) {
   });
 }
 
-/** The lines `openclaw memindex status` prints. */
+/**
+ * The lines `openclaw memindex status` prints.
+ * @param {Feature[]} list
+ */
 export function featureLines(list) {
   const lines = ["OpenClaw memory features:"];
   for (const who of ["memindex", "memory-core", "nobody"]) {

@@ -1,3 +1,4 @@
+// @ts-check
 // The pre-compaction memory flush plan. OpenClaw asks the memory-slot owner for it
 // (capability.flushPlanResolver) before it compacts a session, and skips the flush,
 // without a word, when the owner gives none: the agent would stop writing what it
@@ -5,6 +6,8 @@
 // this is memindex's own, giving the plan memory-core gives (OpenClaw 2026.9.6): the
 // same target file, prompts, thresholds and agents.defaults.compaction.memoryFlush
 // settings (enabled, model, softThresholdTokens, forceFlushTranscriptBytes).
+
+/** @import { MemoryFlushPlan, MemoryFlushPlanParams, OpenClawConfig } from "../types/host.js" */
 
 const SOFT_TOKENS = 4000;
 const FORCE_BYTES = 2 * 1024 * 1024;
@@ -33,14 +36,20 @@ const SYSTEM = [
   "You may reply, but usually NO_REPLY is correct.",
 ].join(" ");
 
+/** @param {unknown} value */
 function nonNegInt(value) {
   if (typeof value !== "number" || !Number.isFinite(value) || value < 0) return null;
   return Math.floor(value);
 }
 
+/** @type {Record<string, number>} */
 const UNITS = { b: 1, k: 1024, kb: 1024, m: 1024 ** 2, mb: 1024 ** 2, g: 1024 ** 3, gb: 1024 ** 3, t: 1024 ** 4, tb: 1024 ** 4 };
 
-/** A byte size as OpenClaw's config takes it: a number, or "512kb", "2mb", "1.5g". */
+/**
+ * A byte size as OpenClaw's config takes it: a number, or "512kb", "2mb", "1.5g".
+ * @param {unknown} value
+ * @returns {number | null}
+ */
 export function byteSize(value) {
   if (typeof value === "number") {
     return Number.isSafeInteger(Math.floor(value)) && value >= 0 ? Math.floor(value) : null;
@@ -54,6 +63,7 @@ export function byteSize(value) {
   return Number.isSafeInteger(n) ? n : null;
 }
 
+/** @param {OpenClawConfig | undefined} cfg */
 function timezone(cfg) {
   const tz = cfg?.agents?.defaults?.userTimezone;
   if (typeof tz === "string" && tz.trim()) {
@@ -67,20 +77,31 @@ function timezone(cfg) {
   return Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
 }
 
+/**
+ * @param {Date} date
+ * @param {string} tz
+ * @param {Intl.DateTimeFormatOptions} options
+ */
 function parts(date, tz, options) {
+  /** @type {Partial<Record<Intl.DateTimeFormatPartTypes, string>>} */
   const out = {};
   for (const p of new Intl.DateTimeFormat("en-US", { timeZone: tz, ...options }).formatToParts(date))
     out[p.type] = p.value;
   return out;
 }
 
+/** @param {string | undefined} day */
 function ordinal(day) {
   const n = Number(day);
   if (n % 100 >= 11 && n % 100 <= 13) return `${n}th`;
-  return `${n}${{ 1: "st", 2: "nd", 3: "rd" }[n % 10] ?? "th"}`;
+  return `${n}${(/** @type {Record<number, string>} */ ({ 1: "st", 2: "nd", 3: "rd" }))[n % 10] ?? "th"}`;
 }
 
-/** The day (YYYY-MM-DD) and a readable "Current time" line in the user's zone. */
+/**
+ * The day (YYYY-MM-DD) and a readable "Current time" line in the user's zone.
+ * @param {number} nowMs
+ * @param {string} tz
+ */
 function clock(nowMs, tz) {
   const date = new Date(nowMs);
   const d = parts(date, tz, { year: "numeric", month: "2-digit", day: "2-digit" });
@@ -95,7 +116,7 @@ function clock(nowMs, tz) {
     minute: "2-digit",
     hour12: h12,
   });
-  const time = h12 ? `${w.hour}:${w.minute} ${w.dayPeriod}` : `${w.hour.padStart(2, "0")}:${w.minute}`;
+  const time = h12 ? `${w.hour}:${w.minute} ${w.dayPeriod}` : `${/** @type {string} */ (w.hour).padStart(2, "0")}:${w.minute}`;
   const when = `${w.weekday}, ${w.month} ${ordinal(w.day)}, ${w.year} - ${time}`;
   const utc = date.toISOString().replace("T", " ").slice(0, 16);
   return { day, line: `Current time: ${when} (${tz})\nReference UTC: ${utc} UTC` };
@@ -104,11 +125,13 @@ function clock(nowMs, tz) {
 /**
  * OpenClaw's MemoryFlushPlanResolver: ({cfg, nowMs, contextWindowTokens}) => plan or
  * null (the flush is off: agents.defaults.compaction.memoryFlush.enabled = false).
+ * @param {MemoryFlushPlanParams} [params]
+ * @returns {MemoryFlushPlan | null}
  */
 export function memoryFlushPlan({ cfg, nowMs, contextWindowTokens } = {}) {
   const settings = cfg?.agents?.defaults?.compaction?.memoryFlush;
   if (settings?.enabled === false) return null;
-  const now = Number.isFinite(nowMs) ? nowMs : Date.now();
+  const now = typeof nowMs === "number" && Number.isFinite(nowMs) ? nowMs : Date.now();
   let soft = nonNegInt(settings?.softThresholdTokens) ?? SOFT_TOKENS;
   const force = byteSize(settings?.forceFlushTranscriptBytes) ?? FORCE_BYTES;
   let reserve = RESERVE_FLOOR;

@@ -1,3 +1,4 @@
+// @ts-check
 // `openclaw memory forget` when memindex owns the memory slot with dreaming off (with
 // dreaming on, memory-core's own command runs; memindex honours what it records).
 //
@@ -13,6 +14,15 @@ import path from "node:path";
 
 import { normalizeAgentId } from "./agents.js";
 
+/**
+ * @import { DatabaseSync } from "node:sqlite"
+ * @typedef {{ sessionId: string, sessionKey?: string, source: "live" | "archived" | "unresolved" }} SessionResolution
+ * @typedef {{
+ *   agentId: string, dryRun: boolean, engine: "memindex", sessionIds: string[],
+ *   sessionResolutions: SessionResolution[], recorded: number, reindexed?: boolean,
+ * }} ForgetReport
+ */
+
 const TOMBSTONES = `CREATE TABLE IF NOT EXISTS memory_session_tombstones (
   session_id TEXT NOT NULL PRIMARY KEY,
   agent_id TEXT NOT NULL,
@@ -20,11 +30,19 @@ const TOMBSTONES = `CREATE TABLE IF NOT EXISTS memory_session_tombstones (
   created_at INTEGER NOT NULL
 ) STRICT`;
 
+/**
+ * @param {DatabaseSync} db
+ * @param {string} name
+ */
 function hasTable(db, name) {
   return Boolean(db.prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?").get(name));
 }
 
-/** The agent's database file, or an error naming where it was looked for. */
+/**
+ * The agent's database file, or an error naming where it was looked for.
+ * @param {string} stateDir
+ * @param {string} agentId
+ */
 export function agentDatabase(stateDir, agentId) {
   const file = path.join(stateDir, "agents", normalizeAgentId(agentId), "agent", "openclaw-agent.sqlite");
   let st;
@@ -37,9 +55,20 @@ export function agentDatabase(stateDir, agentId) {
   return file;
 }
 
-/** [{sessionId, sessionKey?, source: "live" | "archived" | "unresolved"}] per selector. */
+/**
+ * [{sessionId, sessionKey?, source: "live" | "archived" | "unresolved"}] per selector.
+ * @param {DatabaseSync} db
+ * @param {string[]} selectors
+ * @returns {SessionResolution[]}
+ */
 export function resolveSessions(db, selectors) {
+  /** @type {Map<string, SessionResolution>} */
   const out = new Map();
+  /**
+   * @param {string} sessionId
+   * @param {string | null | undefined} sessionKey
+   * @param {SessionResolution["source"]} source
+   */
   const add = (sessionId, sessionKey, source) => {
     if (!out.has(sessionId)) out.set(sessionId, { sessionId, ...(sessionKey ? { sessionKey } : {}), source });
   };
@@ -51,13 +80,14 @@ export function resolveSessions(db, selectors) {
         "SELECT session_id, session_key FROM session_transcript_archives WHERE session_id = ? OR session_key = ?",
       )
     : null;
+  /** @typedef {{ session_id: string, session_key: string | null }} Row */
   for (const sel of selectors) {
     let found = false;
-    for (const r of windows?.all(sel, sel) ?? []) {
+    for (const r of /** @type {Row[]} */ (windows?.all(sel, sel) ?? [])) {
       add(r.session_id, r.session_key, "live");
       found = true;
     }
-    for (const r of archives?.all(sel, sel) ?? []) {
+    for (const r of /** @type {Row[]} */ (archives?.all(sel, sel) ?? [])) {
       add(r.session_id, r.session_key, "archived");
       found = true;
     }
@@ -66,7 +96,11 @@ export function resolveSessions(db, selectors) {
   return [...out.values()];
 }
 
-/** Record the sessions as forgotten (unless dryRun); the report memory-core prints, in part. */
+/**
+ * Record the sessions as forgotten (unless dryRun); the report memory-core prints, in part.
+ * @param {{ stateDir: string, agentId: string, selectors?: unknown[], dryRun?: boolean, now?: number }} params
+ * @returns {Promise<ForgetReport>}
+ */
 export async function forgetSessions({ stateDir, agentId, selectors, dryRun = false, now = Date.now() }) {
   const id = normalizeAgentId(agentId);
   const wanted = [...new Set((selectors ?? []).map((s) => String(s).trim()).filter(Boolean))];

@@ -1,13 +1,20 @@
+// @ts-check
 // Standing intents with memindex in the memory slot: the agent's `intent` tool
 // (create / list / cancel event-conditioned intents) and, when memory-core is not
 // loaded (dreaming off), the matcher that injects an armed intent into a user turn
 // and the sweep on heartbeat and cron turns. Both are memory-core's own code
-// (src/internals.js: loaded only on the OpenClaw release memindex was tested with);
+// (src/host.js: loaded only on an OpenClaw release memindex was checked against);
 // with dreaming on, memory-core's matcher and sweep run as they always do, and only
 // its tool, denied with the rest of memory-core's tools, is given back.
 import { normalizeAgentId, sessionKeyAgent, configuredAgents } from "./agents.js";
-import { openclawInternals } from "./internals.js";
+import { openclawInternals } from "./host.js";
 
+/** @import { HookAgentContext, HostInternals, OpenClawConfig, PluginApi, ToolContext } from "../types/host.js" */
+
+/**
+ * @param {ToolContext | HookAgentContext} ctx
+ * @param {OpenClawConfig} cfg
+ */
 function agentOf(ctx, cfg) {
   return normalizeAgentId(ctx.agentId ?? sessionKeyAgent(ctx.sessionKey) ?? configuredAgents(cfg)[0]);
 }
@@ -33,12 +40,20 @@ const INTENT_PARAMETERS = {
   additionalProperties: false,
 };
 
-/** Register the intent tool (and, ``withHooks``, the matcher and sweep). */
+/**
+ * Register the intent tool (and, ``withHooks``, the matcher and sweep).
+ * @param {PluginApi} api
+ * @param {{ withHooks: boolean }} opts
+ */
 export function registerIntents(api, { withHooks }) {
+  /** @type {Promise<HostInternals | null> | null} */
   let loading = null;
   const load = () =>
     (loading ??= openclawInternals().then((got) => {
-      if (!got.modules) api.logger.warn(`memindex: standing intents are not served: ${got.problem}`);
+      if (!got.modules) {
+        api.logger.warn(`memindex: standing intents are not served: ${got.problem}`);
+        if (got.late) loading = null; // still loading: the next turn looks again
+      }
       return got.modules;
     }));
   api.registerTool(

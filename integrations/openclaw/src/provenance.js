@@ -1,3 +1,4 @@
+// @ts-check
 // Provenance classification of workspace memory files: the runtime's
 // classifyWorkspaceMemoryPaths. OpenClaw 2026.9 loads MEMORY.md and USER.md into a
 // session's context only when the memory slot owner classifies them as `owner` or
@@ -28,31 +29,47 @@ import path from "node:path";
 
 import { importHostSdk } from "./host.js";
 
+/**
+ * @import { ClassifyWorkspaceMemoryPathsParams, MemoryArtifactProvenance, MemoryOriginClass } from "../types/host.js"
+ * @typedef {ClassifyWorkspaceMemoryPathsParams["readSources"]} ReadSources
+ * @typedef {Array<{ relativePath: string, provenance: MemoryArtifactProvenance }>} ProvenanceList
+ * @typedef {((params: { workspaceDir: string, relativePath: string }) => Promise<MemoryArtifactProvenance | undefined>)
+ *   & { list?: (params: { workspaceDir: string }) => Promise<ProvenanceList | undefined> }} RecordReader
+ * @typedef {() => Promise<RecordReader | { problem: string }>} ReadRecord
+ */
+
 const CURATED_ROOTS = new Set(["MEMORY.md", "memory.md", "USER.md"]);
 const DREAM_FILES = new Set(["DREAMS.md", "dreams.md"]);
 const DREAM_DIRS = new Set(["dreaming", ".dreams"]);
 const PERSONAL_USER = /^users\/[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}\/USER\.md$/;
 
+/** @type {{ problem: string | null, logged?: boolean }} */
 export const classifierState = { problem: null };
 
 /** The host's recorded-provenance reader (with `.list`, the workspace's records, when
- * the host exports it), or { problem }. */
+ * the host exports it), or { problem }.
+ * @type {ReadRecord} */
 export async function defaultRecordReader() {
   const { mod, problem } = await importHostSdk("memory-core-host-runtime-core");
-  const reader = mod?.readMemoryArtifactProvenance;
-  if (typeof reader !== "function") {
+  if (typeof mod?.readMemoryArtifactProvenance !== "function") {
     return { problem: problem ?? "the host SDK has no readMemoryArtifactProvenance" };
   }
-  const read = (params) => reader(params);
-  if (typeof mod.listMemoryArtifactProvenance === "function") {
-    read.list = (params) => mod.listMemoryArtifactProvenance(params);
-  }
+  const host = mod;
+  /** @type {RecordReader} */
+  const read = (params) => host.readMemoryArtifactProvenance(params);
+  const list = host.listMemoryArtifactProvenance;
+  if (typeof list === "function") read.list = (params) => list(params);
   return read;
 }
 
 /** Whether a record downgraded this same file under another name: a hard link to
  * it, or a symlink through which a flush wrote it (memory-core looks records up
  * under the real path only; stricter here, as a downgraded file must not come back). */
+/**
+ * @param {string} workspaceDir
+ * @param {string} rel
+ * @param {NonNullable<RecordReader["list"]>} list
+ */
 async function downgradedElsewhere(workspaceDir, rel, list) {
   const ws = await fs.realpath(workspaceDir);
   const mine = await fs.stat(path.join(ws, rel));
@@ -70,6 +87,10 @@ async function downgradedElsewhere(workspaceDir, rel, list) {
   return false;
 }
 
+/**
+ * @param {unknown} p
+ * @returns {p is string}
+ */
 function isCleanRelative(p) {
   return (
     typeof p === "string" &&
@@ -85,7 +106,12 @@ function isCleanRelative(p) {
   );
 }
 
-/** The workspace-relative path a classification is about, or null (untrusted). */
+/**
+ * The workspace-relative path a classification is about, or null (untrusted).
+ * @param {string} workspaceDir
+ * @param {string} relativePath
+ * @param {ReadSources} readSources
+ */
 async function locate(workspaceDir, relativePath, readSources) {
   if (readSources !== undefined) {
     const pinned = readSources.find((s) => s?.relativePath === relativePath);
@@ -107,7 +133,11 @@ async function locate(workspaceDir, relativePath, readSources) {
   return rel.split(path.sep).join("/");
 }
 
-/** `system`, `agent`, `untrusted` (or a recorded class) for one workspace path. */
+/**
+ * `system`, `agent`, `untrusted` (or a recorded class) for one workspace path.
+ * @param {{ workspaceDir: string, relativePath: string, readSources?: ReadSources, readRecord: ReadRecord }} params
+ * @returns {Promise<MemoryOriginClass>}
+ */
 export async function classifyPath({ workspaceDir, relativePath, readSources, readRecord }) {
   const rel = await locate(workspaceDir, relativePath, readSources);
   if (rel === null) return "untrusted";
@@ -117,7 +147,7 @@ export async function classifyPath({ workspaceDir, relativePath, readSources, re
   const workspaceMemory =
     (parts.length === 1 && CURATED_ROOTS.has(parts[0])) ||
     PERSONAL_USER.test(rel) ||
-    (parts[0] === "memory" && parts.at(-1).endsWith(".md"));
+    (parts[0] === "memory" && (parts.at(-1) ?? "").endsWith(".md"));
   if (!workspaceMemory) return "untrusted";
   const reader = await readRecord();
   if (typeof reader !== "function") {
@@ -132,12 +162,17 @@ export async function classifyPath({ workspaceDir, relativePath, readSources, re
   return "agent";
 }
 
-/** MemoryPluginRuntime.classifyWorkspaceMemoryPaths. */
+/**
+ * MemoryPluginRuntime.classifyWorkspaceMemoryPaths.
+ * @param {ClassifyWorkspaceMemoryPathsParams} params
+ * @param {ReadRecord} [readRecord]
+ */
 export async function classifyWorkspaceMemoryPaths(params, readRecord = defaultRecordReader) {
   const { workspaceDir, relativePaths, readSources } = params ?? {};
   if (typeof workspaceDir !== "string" || !Array.isArray(relativePaths)) return [];
   return Promise.all(
     relativePaths.map(async (relativePath) => {
+      /** @type {MemoryOriginClass} */
       let originClass = "untrusted";
       try {
         originClass = await classifyPath({ workspaceDir, relativePath, readSources, readRecord });

@@ -1,3 +1,4 @@
+// @ts-check
 // memindex's socket protocol: JSON-RPC 2.0, one JSON object per line, over a Unix
 // stream socket. One connection per call: a call that times out is torn down with
 // its connection, so a stuck daemon can never wedge a later call.
@@ -13,6 +14,10 @@ import path from "node:path";
 
 /** An error a caller can show as it is: `code` is memindex's stable code or ours. */
 export class MemindexError extends Error {
+  /**
+   * @param {string} message
+   * @param {string} [code]
+   */
   constructor(message, code = "error") {
     super(message);
     this.name = "MemindexError";
@@ -27,6 +32,9 @@ let nextId = 1;
  * Why `socketPath` must not be talked to, or null: it is not a socket, another user
  * owns it, or it sits in a folder others can swap it in. A socket that is not there
  * is null (nothing listens: the caller may start the daemon).
+ * @param {string} socketPath
+ * @param {number | undefined} [uid]
+ * @returns {string | null}
  */
 export function socketProblem(socketPath, uid = process.getuid?.()) {
   if (uid === undefined) return null; // no uids on this platform
@@ -55,7 +63,13 @@ export function socketProblem(socketPath, uid = process.getuid?.()) {
 /**
  * Call `method` on the daemon at `socketPath`.
  * Rejects with MemindexError: code "daemon_unavailable" when nothing listens,
- * "timeout" past `timeoutMs`, else the daemon's own error code.
+ * "timeout" past `timeoutMs`, else the daemon's own error code. Resolves to the
+ * daemon's JSON answer (its shapes are memindex's protocol: indexer/api).
+ * @param {string} socketPath
+ * @param {string} method
+ * @param {Record<string, unknown>} [params]
+ * @param {{ timeoutMs?: number, signal?: AbortSignal }} [opts]
+ * @returns {Promise<any>}
  */
 export function call(socketPath, method, params = {}, { timeoutMs = 10_000, signal } = {}) {
   const problem = socketProblem(socketPath);
@@ -73,6 +87,10 @@ export function call(socketPath, method, params = {}, { timeoutMs = 10_000, sign
     let buf = "";
     let done = false;
     const conn = net.createConnection({ path: socketPath });
+    /**
+     * @param {MemindexError | null} err
+     * @param {unknown} [value]
+     */
     const finish = (err, value) => {
       if (done) return;
       done = true;
@@ -124,7 +142,7 @@ export function call(socketPath, method, params = {}, { timeoutMs = 10_000, sign
         return finish(null, msg.result);
       }
     });
-    conn.on("error", (err) => {
+    conn.on("error", (/** @type {NodeJS.ErrnoException} */ err) => {
       const down = err.code === "ENOENT" || err.code === "ECONNREFUSED" || err.code === "ENOTSOCK";
       finish(
         down

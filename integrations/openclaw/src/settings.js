@@ -1,20 +1,52 @@
+// @ts-check
 // The plugin's settings: plugins.entries.memindex.config, with defaults.
 import path from "node:path";
 
 import { defaultSocket, openclawConfigPath, openclawStateDir } from "./daemon.js";
 
+/** @import { PluginConfig } from "../types/host.js" */
+
+/**
+ * @typedef {object} Settings
+ * @property {string | string[]} command the memindex executable (or its words)
+ * @property {string} socket
+ * @property {string} openclawConfig
+ * @property {boolean} autoStart
+ * @property {number} timeoutMs
+ * @property {number} startTimeoutMs
+ * @property {number} reindexTimeoutMs
+ * @property {number} pingTimeoutMs
+ * @property {string} logFile
+ * @property {string} [userTimezone] OpenClaw's agents.defaults.userTimezone, when set
+ */
+
+/**
+ * @param {unknown} value
+ * @param {number} fallback
+ * @param {number} max
+ */
 function posInt(value, fallback, max) {
-  return Number.isInteger(value) && value > 0 && value <= max ? value : fallback;
+  return typeof value === "number" && Number.isInteger(value) && value > 0 && value <= max ? value : fallback;
 }
 
+/**
+ * @param {unknown} p
+ * @param {NodeJS.ProcessEnv} env
+ */
 function expand(p, env) {
   if (typeof p !== "string" || !p.trim()) return undefined;
   const home = env.HOME ?? "";
   return p.startsWith("~/") ? path.join(home, p.slice(2)) : p;
 }
 
-/** Settings from the plugin's config object (may be undefined) and the environment. */
+/**
+ * Settings from the plugin's config object (may be undefined) and the environment.
+ * @param {PluginConfig | undefined} pluginConfig
+ * @param {NodeJS.ProcessEnv} [env]
+ * @returns {Settings}
+ */
 export function resolveSettings(pluginConfig, env = process.env) {
+  /** @type {PluginConfig} */
   const c = pluginConfig && typeof pluginConfig === "object" ? pluginConfig : {};
   const stateDir = openclawStateDir(env);
   return {

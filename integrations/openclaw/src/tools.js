@@ -1,3 +1,4 @@
+// @ts-check
 // The agent's memory_search / memory_get tools, answered by memindex.
 import fs from "node:fs";
 
@@ -13,7 +14,16 @@ import {
 } from "./corpus.js";
 import { filterHits } from "./visibility.js";
 
+/**
+ * @import { AgentTool, MemorySearchResult, OpenClawConfig, ToolContext, ToolResult } from "../types/host.js"
+ * @import { Attempt } from "./corpus.js"
+ * @import { ManagerPool, MemindexManager } from "./manager.js"
+ * @typedef {Awaited<ReturnType<MemindexManager["searchFull"]>>} SearchAnswer
+ * @typedef {(ctx: ToolContext, query: string, hits: MemorySearchResult[], workspaceDir: string | undefined) => Promise<unknown> | undefined} OnRecall
+ */
+
 // memindex's sources per corpus (the wiki is OpenClaw's supplements: src/corpus.js)
+/** @type {Record<string, string[] | undefined>} */
 const CORPUS = { memory: ["memory"], sessions: ["sessions"], all: undefined, wiki: undefined };
 
 // camelCase as memory-core's tools take them; the snake_case spellings OpenClaw's own
@@ -24,7 +34,11 @@ const SCHEMAS = JSON.parse(fs.readFileSync(new URL("./schemas.json", import.meta
 export const SEARCH_PARAMETERS = SCHEMAS.memory_search;
 export const GET_PARAMETERS = SCHEMAS.memory_get;
 
-/** A parameter by its camelCase name, else its snake_case one; numeric strings too. */
+/**
+ * A parameter by its camelCase name, else its snake_case one; numeric strings too.
+ * @param {Record<string, unknown> | undefined} params
+ * @param {string} name
+ */
 export function param(params, name) {
   const snake = name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
   const value = params?.[name] ?? params?.[snake];
@@ -32,20 +46,41 @@ export function param(params, name) {
   return value;
 }
 
+/**
+ * @param {unknown} payload
+ * @returns {ToolResult}
+ */
 export function jsonResult(payload) {
   return { content: [{ type: "text", text: JSON.stringify(payload, null, 2) }], details: payload };
 }
 
+/**
+ * @param {unknown} value
+ * @returns {number | undefined}
+ */
+function integer(value) {
+  return Number.isInteger(value) ? /** @type {number} */ (value) : undefined;
+}
+
+/**
+ * @param {ToolContext} ctx
+ * @returns {OpenClawConfig}
+ */
 function toolConfig(ctx) {
   return ctx.getRuntimeConfig?.() ?? ctx.runtimeConfig ?? ctx.config ?? {};
 }
 
+/** @param {ToolContext} ctx */
 function toolAgent(ctx) {
   const cfg = toolConfig(ctx);
   const id = ctx.agentId ?? sessionKeyAgent(ctx.sessionKey) ?? configuredAgents(cfg)[0];
   return normalizeAgentId(id);
 }
 
+/**
+ * @param {Error} err
+ * @param {string} agentId
+ */
 function unavailable(err, agentId) {
   return {
     results: [],
@@ -59,6 +94,12 @@ function unavailable(err, agentId) {
   };
 }
 
+/**
+ * @param {ToolContext} ctx
+ * @param {ManagerPool} pool
+ * @param {{ onRecall?: OnRecall }} [opts]
+ * @returns {AgentTool}
+ */
 export function createSearchTool(ctx, pool, { onRecall } = {}) {
   const agentId = toolAgent(ctx);
   return {
@@ -92,10 +133,11 @@ export function createSearchTool(ctx, pool, { onRecall } = {}) {
       }
       const searchesMemory = corpus !== "wiki";
       const searchesWiki = corpus === "wiki" || corpus === "all";
+      /** @type {Record<string, unknown>} */
       const req = {};
-      const maxResults = param(params, "maxResults");
+      const maxResults = integer(param(params, "maxResults"));
       const minScore = param(params, "minScore");
-      if (Number.isInteger(maxResults)) req.maxResults = maxResults;
+      if (maxResults !== undefined) req.maxResults = maxResults;
       if (typeof minScore === "number" && Number.isFinite(minScore)) req.minScore = minScore;
       if (CORPUS[corpus]) req.sources = CORPUS[corpus];
       // the session's active repositories: their memory entries rank first
@@ -112,13 +154,15 @@ export function createSearchTool(ctx, pool, { onRecall } = {}) {
       const wiki = searchesWiki
         ? searchWiki({
             query,
-            maxResults: Number.isInteger(maxResults) ? maxResults : undefined,
+            maxResults,
             agentId,
             agentSessionKey: ctx.sessionKey,
             sandboxed: Boolean(ctx.sandboxed),
           }).catch((err) => ({ corpus: "wiki", outcome: "unavailable", error: err.message, results: [] }))
         : null;
+      /** @type {(Attempt & { res?: SearchAnswer, results: MemorySearchResult[] }) | null} */
       let memory = null;
+      /** @type {MemindexManager | null} */
       let manager = null;
       if (searchesMemory) {
         try {
@@ -142,7 +186,7 @@ export function createSearchTool(ctx, pool, { onRecall } = {}) {
       const memoryHits = memory?.results ?? [];
       const wikiHits = w?.outcome === "not-registered" ? [] : (w?.results ?? []);
       const results = searchesWiki
-        ? mergeCorpora(memoryHits, wikiHits, Number.isInteger(maxResults) ? maxResults : 10, corpus === "all")
+        ? mergeCorpora(memoryHits, wikiHits, maxResults ?? 10, corpus === "all")
         : memoryHits;
       const shown = new Set(results);
       const recalled = memoryHits.filter((h) => shown.has(h));
@@ -154,9 +198,12 @@ export function createSearchTool(ctx, pool, { onRecall } = {}) {
       const mode = citationsMode(cfg);
       const cite = withCitations(mode, ctx.sessionKey);
       const attempts = [...(corpus === "all" && memory ? [memory] : []), ...(w ? [w] : [])];
+      /** @type {Partial<SearchAnswer>} */
       const res = memory?.res ?? {};
+      /** @type {Set<unknown>} */
+      const fromMemory = new Set(memoryHits);
       return jsonResult({
-        results: results.map((h) => (memoryHits.includes(h) ? present(h, cite) : h)),
+        results: results.map((h) => (fromMemory.has(h) ? present(/** @type {MemorySearchResult} */ (h), cite) : h)),
         engine: "memindex",
         provider: res.provider,
         model: res.model,
@@ -170,6 +217,11 @@ export function createSearchTool(ctx, pool, { onRecall } = {}) {
   };
 }
 
+/**
+ * @param {ToolContext} ctx
+ * @param {ManagerPool} pool
+ * @returns {AgentTool}
+ */
 export function createGetTool(ctx, pool) {
   const agentId = toolAgent(ctx);
   return {

@@ -1,3 +1,4 @@
+// @ts-check
 // Who may see a session-transcript hit: OpenClaw's session visibility, and the
 // protected private recall of Active Memory ("remember across conversations").
 //
@@ -31,30 +32,64 @@
 import { authorizeHits, normalizeAgentId } from "./agents.js";
 import { importHostSdk } from "./host.js";
 
+/**
+ * @import {
+ *   AuthorizeSearchHitsParams, ConversationRecall, MemoryCoreHostEngineSessionsModule,
+ *   MemoryCoreHostRuntimeCoreModule, MemorySearchResult, OpenClawConfig, SessionEntry,
+ *   SessionStoreRuntimeModule, SessionTranscriptHitModule, SessionVisibilityModule,
+ * } from "../types/host.js"
+ * @typedef {{
+ *   visibility: SessionVisibilityModule,
+ *   hit: SessionTranscriptHitModule,
+ *   store: Partial<SessionStoreRuntimeModule>,
+ *   core: Pick<MemoryCoreHostRuntimeCoreModule, "parseAgentSessionKey" | "resolveDefaultAgentId" | "resolveCanonicalMainSessionKey">,
+ *   sessions: MemoryCoreHostEngineSessionsModule,
+ * }} Host the SDK functions used here
+ * @typedef {() => Promise<{ host: Host | null, problem?: string | null }>} HostLoader
+ */
+
 const RECALL_SUFFIX = /^:active-memory:[a-f0-9]{12}$/i;
 const AUTOMATION = /:(?:active-memory|cron|heartbeat|hook|node|subagent)(?::|$)/;
 
-/** The SDK functions this module uses, or null with the reason. */
+/**
+ * The SDK functions this module uses, or null with the reason (a module lacking one
+ * of the functions called here is as good as missing: the host's rules are not there).
+ * @type {HostLoader}
+ */
 async function loadHost() {
-  const names = {
-    visibility: "session-visibility",
-    hit: "session-transcript-hit",
-    store: "session-store-runtime",
-    core: "memory-core-host-runtime-core",
-    sessions: "memory-core-host-engine-sessions",
+  const visibility = await importHostSdk("session-visibility", [
+    "resolveEffectiveSessionToolsVisibility",
+    "resolveSandboxSessionToolsVisibility",
+    "createSessionVisibilityGuard",
+    "createAgentToAgentPolicy",
+  ]);
+  if (!visibility.mod) return { host: null, problem: visibility.problem };
+  const hit = await importHostSdk("session-transcript-hit", [
+    "loadCombinedSessionStoreForGateway",
+    "extractTranscriptIdentityFromSessionsMemoryHit",
+    "resolveTranscriptStemToSessionKeys",
+  ]);
+  if (!hit.mod) return { host: null, problem: hit.problem };
+  const store = await importHostSdk("session-store-runtime");
+  if (!store.mod) return { host: null, problem: store.problem };
+  const core = await importHostSdk("memory-core-host-runtime-core", ["resolveCanonicalMainSessionKey"]);
+  if (!core.mod) return { host: null, problem: core.problem };
+  const sessions = await importHostSdk("memory-core-host-engine-sessions", ["loadArchivedSessions"]);
+  if (!sessions.mod) return { host: null, problem: sessions.problem };
+  return {
+    host: { visibility: visibility.mod, hit: hit.mod, store: store.mod, core: core.mod, sessions: sessions.mod },
+    problem: null,
   };
-  const host = {};
-  for (const [key, name] of Object.entries(names)) {
-    const { mod, problem } = await importHostSdk(name);
-    if (!mod) return { host: null, problem };
-    host[key] = mod;
-  }
-  return { host, problem: null };
 }
 
-const lower = (s) => (typeof s === "string" ? s.trim().toLowerCase() : "");
+const lower = (/** @type {unknown} */ s) => (typeof s === "string" ? s.trim().toLowerCase() : "");
 
-/** The agent a session key belongs to (`agent:<id>:…`), else the default agent. */
+/**
+ * The agent a session key belongs to (`agent:<id>:…`), else the default agent.
+ * @param {Host} host
+ * @param {OpenClawConfig} cfg
+ * @param {string} key
+ */
 function keyAgent(host, cfg, key) {
   const parsed = host.core.parseAgentSessionKey?.(key);
   if (parsed?.agentId) return normalizeAgentId(parsed.agentId);
@@ -65,6 +100,10 @@ function keyAgent(host, cfg, key) {
   }
 }
 
+/**
+ * @param {SessionEntry | undefined} a
+ * @param {SessionEntry | undefined} b
+ */
 function sameTranscript(a, b) {
   if (!a || !b) return false;
   const id = typeof a.sessionId === "string" ? a.sessionId.trim() : "";
@@ -72,7 +111,10 @@ function sameTranscript(a, b) {
   return Boolean((id && b.sessionId?.trim?.() === id) || (file && b.sessionFile?.trim?.() === file));
 }
 
-/** A private conversation of `agentId`: a direct or explicit chat, nothing shared. */
+/**
+ * A private conversation of `agentId`: a direct or explicit chat, nothing shared.
+ * @param {{ host: Pick<Host, "store"> | null, agentId: string, key: string, entry?: SessionEntry }} params
+ */
 export function isPrivateConversation({ host, agentId, key, entry }) {
   if (!entry) return false;
   const k = lower(key);
@@ -88,13 +130,26 @@ export function isPrivateConversation({ host, agentId, key, entry }) {
   return k.includes(":direct:") || k.includes(":dm:");
 }
 
+/**
+ * A hit path's file name.
+ * @param {string} path
+ */
+function fileName(path) {
+  return path.replace(/\\/g, "/").split("/").at(-1) ?? "";
+}
+
+/** @param {string} path */
 function isDeletedArchive(path) {
-  return /\.jsonl\.deleted\./.test(path.replace(/\\/g, "/").split("/").at(-1) ?? "");
+  return /\.jsonl\.deleted\./.test(fileName(path));
 }
 
 /**
  * The hits the requester may see. `hits` are OpenClaw-shaped (source "memory" |
  * "sessions"); `agentId` is the manager's agent (memindex keeps one index per agent).
+ * @template {MemorySearchResult | { path: string, source: string }} H
+ * @param {Omit<AuthorizeSearchHitsParams, "hits"> & { hits: H[] }} params
+ * @param {HostLoader} [loader]
+ * @returns {Promise<H[]>}
  */
 export async function filterHits(params, loader = loadHost) {
   const { cfg = {}, agentId, requesterSessionKey, sandboxed, conversationRecall, trustedAgentScope } =
@@ -159,7 +214,7 @@ export async function filterHits(params, loader = loadHost) {
     ...new Set(
       sessionHits.flatMap((h) => {
         const id = host.hit.extractTranscriptIdentityFromSessionsMemoryHit(h.path);
-        return id?.archived ? [h.path.replace(/\\/g, "/").split("/").at(-1)] : [];
+        return id?.archived ? [fileName(h.path)] : [];
       }),
     ),
   ];
@@ -169,7 +224,7 @@ export async function filterHits(params, loader = loadHost) {
       : []
     ).map((a) => [a.archiveName, a]),
   );
-  const allowedKey = (key) => {
+  const allowedKey = (/** @type {string} */ key) => {
     if (!recall) {
       const shared = cfg.session?.scope === "global" && lower(key) === "global";
       return guard?.check(shared ? `agent:${owner}:global` : key).allowed === true;
@@ -179,7 +234,7 @@ export async function filterHits(params, loader = loadHost) {
     if (keyAgent(host, cfg, key) !== owner) return false;
     return isPrivateConversation({ host, agentId: owner, key, entry });
   };
-  const withAliases = (keys) => {
+  const withAliases = (/** @type {string[]} */ keys) => {
     const all = new Set(keys);
     for (const key of keys) {
       const entry = store[key];
@@ -199,7 +254,7 @@ export async function filterHits(params, loader = loadHost) {
       kept.push(hit);
       continue;
     }
-    const archive = id.archived ? archives.get(hit.path.replace(/\\/g, "/").split("/").at(-1)) : undefined;
+    const archive = id.archived ? archives.get(fileName(hit.path)) : undefined;
     const keys = (
       archive?.sessionKey
         ? [archive.sessionKey]

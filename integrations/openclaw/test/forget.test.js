@@ -1,3 +1,4 @@
+// @ts-check
 // forgetSessions: memory-core's tombstones, written where memory-core writes them
 // (memindex honouring them: tests/openclaw/test_openclaw_lifecycle.py; the real gateway:
 // tests/openclaw/test_openclaw_parity.py).

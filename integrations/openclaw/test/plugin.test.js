@@ -1,3 +1,4 @@
+// @ts-check
 // Unit tests of the plugin's own logic (node --test); the real-OpenClaw tests are
 // tests/openclaw/test_openclaw_plugin.py.
 import assert from "node:assert/strict";
@@ -8,17 +9,24 @@ import path from "node:path";
 import { test } from "node:test";
 
 import { authorizeHits, configuredAgents, normalizeAgentId, sessionKeyAgent } from "../src/agents.js";
+import { toOpenClawHit, withProvenance } from "../src/answers.js";
 import { byteSize, memoryFlushPlan } from "../src/flush.js";
 import { ensureDaemon } from "../src/daemon.js";
-import { ManagerPool, toOpenClawHit, withProvenance } from "../src/manager.js";
+import { ManagerPool } from "../src/manager.js";
 import { call, socketProblem } from "../src/rpc.js";
 import { resolveSettings } from "../src/settings.js";
 import { SEARCH_PARAMETERS, createSearchTool, param } from "../src/tools.js";
 import { recallPrompt } from "../index.js";
 
+/** @import { MemindexError } from "../src/rpc.js" */
+
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "mi-plugin-"));
 
-/** A socket that accepts and never answers: a stuck daemon. */
+/**
+ * A socket that accepts and never answers: a stuck daemon.
+ * @param {string} name
+ * @returns {Promise<{ sock: string, server: net.Server }>}
+ */
 function stuckServer(name) {
   const sock = path.join(tmp, name);
   const server = net.createServer(() => {});
@@ -28,7 +36,7 @@ function stuckServer(name) {
 test("a call to a stuck daemon fails at its timeout, naming memindex", async () => {
   const { sock, server } = await stuckServer("stuck.sock");
   const t0 = Date.now();
-  await assert.rejects(call(sock, "memory_search", { query: "x" }, { timeoutMs: 300 }), (err) => {
+  await assert.rejects(call(sock, "memory_search", { query: "x" }, { timeoutMs: 300 }), (/** @type {MemindexError} */ err) => {
     assert.equal(err.code, "timeout");
     assert.match(err.message, /memindex did not answer memory_search within 0\.3 s/);
     return true;
@@ -45,9 +53,10 @@ test("the search tool turns a timeout into a result the agent can read", async (
   const t0 = Date.now();
   const out = await tool.execute("call-1", { query: "anything" });
   assert.ok(Date.now() - t0 < 3000);
-  assert.deepEqual(out.details.results, []);
-  assert.equal(out.details.unavailable, true);
-  assert.match(out.details.error, /did not answer/);
+  const details = /** @type {{ results: unknown[], unavailable: boolean, error: string }} */ (out.details);
+  assert.deepEqual(details.results, []);
+  assert.equal(details.unavailable, true);
+  assert.match(details.error, /did not answer/);
   assert.match(out.content[0].text, /Memory search is unavailable/);
   server.close();
 });
@@ -59,7 +68,7 @@ test("nothing listening and memindex not installed: a clear error at once", asyn
     logFile: path.join(tmp, "log", "memindex.log"),
   });
   const t0 = Date.now();
-  await assert.rejects(ensureDaemon(settings), (err) => {
+  await assert.rejects(ensureDaemon(settings), (/** @type {MemindexError} */ err) => {
     assert.equal(err.code, "not_installed");
     assert.match(err.message, /memindex is not installed/);
     return true;
@@ -117,13 +126,14 @@ test("a socket another user owns gets nothing sent, and no daemon is started", a
   const sock = path.join(dir, "memindex.sock");
   let received = "";
   const server = net.createServer((c) => c.on("data", (d) => (received += d)));
-  await new Promise((resolve) => server.listen(sock, resolve));
+  await new Promise((resolve) => server.listen(sock, () => resolve(undefined)));
   try {
+    assert.ok(process.getuid, "a platform with uids");
     const me = process.getuid();
     assert.equal(socketProblem(sock, me), null);
-    assert.match(socketProblem(sock, me + 1), /belongs to uid \d+, not to this gateway's user/);
+    assert.match(socketProblem(sock, me + 1) ?? "", /belongs to uid \d+, not to this gateway's user/);
     fs.chmodSync(dir, 0o777); // others may swap the socket in a folder like this
-    assert.match(socketProblem(sock, me), /can be written by other users \(no sticky bit\)/);
+    assert.match(socketProblem(sock, me) ?? "", /can be written by other users \(no sticky bit\)/);
     fs.chmodSync(dir, 0o1777); // /tmp's mode: only the owner may replace its file
     assert.equal(socketProblem(sock, me), null);
     fs.chmodSync(dir, 0o777);
@@ -132,7 +142,7 @@ test("a socket another user owns gets nothing sent, and no daemon is started", a
       command: path.join(tmp, "must-not-run"),
       startTimeoutMs: 500,
     });
-    await assert.rejects(ensureDaemon(settings), (err) => {
+    await assert.rejects(ensureDaemon(settings), (/** @type {MemindexError} */ err) => {
       assert.equal(err.code, "foreign_socket");
       assert.match(err.message, /nothing was sent/);
       return true;
@@ -155,6 +165,7 @@ test("the flush plan: memory-core's target, prompts and thresholds; off when dis
   const nowMs = Date.UTC(2026, 10, 21, 14, 5, 0);
   const cfg = { agents: { defaults: { userTimezone: "Europe/Berlin" } } };
   const plan = memoryFlushPlan({ cfg, nowMs });
+  assert.ok(plan);
   assert.equal(plan.relativePath, "memory/2026-11-21.md");
   assert.equal(plan.softThresholdTokens, 4000);
   assert.equal(plan.forceFlushTranscriptBytes, 2 * 1024 * 1024);
@@ -164,6 +175,7 @@ test("the flush plan: memory-core's target, prompts and thresholds; off when dis
   assert.match(plan.systemPrompt, /^Pre-compaction memory flush turn\./);
   assert.ok(!("model" in plan));
   const small = memoryFlushPlan({ cfg, nowMs, contextWindowTokens: 16000 });
+  assert.ok(small);
   assert.equal(small.reserveTokensFloor, 4000);
   assert.equal(small.softThresholdTokens, 4000);
   const tuned = memoryFlushPlan({
@@ -172,6 +184,7 @@ test("the flush plan: memory-core's target, prompts and thresholds; off when dis
     cfg: { agents: { defaults: { compaction: { memoryFlush: {
       softThresholdTokens: 9000, forceFlushTranscriptBytes: "1mb", model: " ollama/qwen3:8b " } } } } },
   });
+  assert.ok(tuned);
   assert.deepEqual(
     [tuned.softThresholdTokens, tuned.forceFlushTranscriptBytes, tuned.model],
     [9000, 1024 * 1024, "ollama/qwen3:8b"],
@@ -224,9 +237,9 @@ test("the feature lines say who serves what, per dreaming mode", async () => {
   const { featureLines, features } = await import("../src/features.js");
   const on = features({ dreaming: true });
   const off = features({ dreaming: false });
-  assert.equal(on.find((f) => f.id === "forget").servedBy, "memory-core");
-  assert.equal(off.find((f) => f.id === "forget").servedBy, "memindex");
-  assert.equal(off.find((f) => f.id === "dreaming").servedBy, "nobody");
+  assert.equal(on.find((f) => f.id === "forget")?.servedBy, "memory-core");
+  assert.equal(off.find((f) => f.id === "forget")?.servedBy, "memindex");
+  assert.equal(off.find((f) => f.id === "dreaming")?.servedBy, "nobody");
   const text = featureLines(on).join("\n");
   assert.match(text, /served by memindex:\n    - MEMORY.md and USER.md/);
   assert.match(text, /served by memory-core:\n    - openclaw memory forget/);
@@ -245,8 +258,14 @@ test("a transcript hit carries the provenance memindex read from its messages", 
     path: "sessions/main/s2.jsonl", startLine: 1, endLine: 1, score: 0.4, snippet: "User: z",
     source: "sessions", provenance: { originClass: "root", sessionKind: "interactive", observedAt: 1 },
   });
-  await withProvenance([said, old, forged], undefined);
+  const oddKind = toOpenClawHit({
+    path: "sessions/main/s3.jsonl", startLine: 1, endLine: 1, score: 0.3, snippet: "User: w",
+    source: "sessions", provenance: { originClass: "agent", sessionKind: "dreaming", observedAt: 5 },
+  });
+  await withProvenance([said, old, forged, oddKind], undefined);
   assert.deepEqual(said.provenance, { originClass: "owner", sessionKind: "interactive", observedAt: 1764400000000 });
+  // a session kind OpenClaw's provenance does not have is `unknown`
+  assert.deepEqual(oddKind.provenance, { originClass: "agent", sessionKind: "unknown", observedAt: 5 });
   // indexed before memindex kept it, or a class OpenClaw does not have: untrusted, never upwards
   assert.deepEqual(old.provenance, { originClass: "untrusted", sessionKind: "unknown", observedAt: 0 });
   assert.deepEqual(forged.provenance, { originClass: "untrusted", sessionKind: "unknown", observedAt: 0 });

@@ -1,3 +1,4 @@
+// @ts-check
 // classifyWorkspaceMemoryPaths: memory-core's rules (the real-gateway check is
 // tests/openclaw/test_openclaw_parity.py: MEMORY.md and USER.md in the first turn's prompt).
 import assert from "node:assert/strict";
@@ -7,6 +8,8 @@ import path from "node:path";
 import { test } from "node:test";
 
 import { classifierState, classifyWorkspaceMemoryPaths } from "../src/provenance.js";
+
+/** @import { ReadRecord, RecordReader } from "../src/provenance.js" */
 
 const tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "mi-prov-")));
 const ws = path.join(tmp, "ws");
@@ -18,8 +21,14 @@ for (const f of ["MEMORY.md", "USER.md", "DREAMS.md", "memory/2026-11-01.md",
   fs.writeFileSync(path.join(ws, f), "- a note\n");
 fs.writeFileSync(path.join(outside, "MEMORY.md"), "- planted\n");
 
+/** @type {ReadRecord} */
 const noRecords = async () => async () => undefined;
 
+/**
+ * @param {string[]} paths
+ * @param {ReadRecord} [readRecord]
+ * @param {object} [extra]
+ */
 async function classes(paths, readRecord = noRecords, extra = {}) {
   const out = await classifyWorkspaceMemoryPaths(
     { cfg: {}, agentId: "main", workspaceDir: ws, relativePaths: paths, ...extra },
@@ -48,7 +57,9 @@ test("workspace memory files are agent, dreaming output system, the rest untrust
 });
 
 test("a recorded provenance wins: a flush-downgraded file stays untrusted", async () => {
+  /** @type {string[][]} */
   const seen = [];
+  /** @type {ReadRecord} */
   const reader = async () => async ({ workspaceDir, relativePath }) => {
     seen.push([workspaceDir, relativePath]);
     return relativePath === "MEMORY.md" ? { originClass: "untrusted" } : undefined;
@@ -94,18 +105,20 @@ test("pinned read sources: the canonical path decides; a missing or unclean one 
 
 test("no provenance reader: workspace memory fails closed, and the reason is kept", async () => {
   classifierState.problem = null;
+  /** @type {ReadRecord} */
   const missing = async () => ({ problem: "openclaw/plugin-sdk/x: not found" });
   assert.deepEqual(await classes(["MEMORY.md", "DREAMS.md"], missing), {
     "MEMORY.md": "untrusted",
     "DREAMS.md": "system",
   });
-  assert.match(classifierState.problem, /not found/);
+  assert.match(classifierState.problem ?? "", /not found/);
   classifierState.problem = null;
+  /** @type {ReadRecord} */
   const broken = async () => async () => {
     throw new Error("store locked");
   };
   assert.deepEqual(await classes(["USER.md"], broken), { "USER.md": "untrusted" });
-  assert.match(classifierState.problem, /store locked/);
+  assert.match(classifierState.problem ?? "", /store locked/);
   classifierState.problem = null;
 });
 
@@ -117,12 +130,15 @@ test("a file downgraded under another name (a hard link, a symlinked log) stays 
   fs.writeFileSync(path.join(w, "USER.md"), "- user\n");
   fs.linkSync(path.join(w, "memory/2026-11-02.md"), path.join(w, "memory/hard.md"));
   fs.symlinkSync("../MEMORY.md", path.join(w, "memory/2026-11-03.md")); // a flush wrote through it
+  /** @type {{ relativePath: string, provenance: { originClass: "untrusted" | "agent" } }[]} */
   const records = [
     { relativePath: "memory/hard.md", provenance: { originClass: "untrusted" } },
     { relativePath: "memory/2026-11-03.md", provenance: { originClass: "untrusted" } },
     { relativePath: "USER.md", provenance: { originClass: "agent" } },
   ];
+  /** @type {ReadRecord} */
   const reader = async () => {
+    /** @type {RecordReader} */
     const read = async ({ relativePath }) =>
       records.find((r) => r.relativePath === relativePath)?.provenance;
     read.list = async ({ workspaceDir }) => {

@@ -1,3 +1,4 @@
+// @ts-check
 // filterHits: session visibility and Active Memory's private recall, on a host whose
 // session store is given here (the real gateway: tests/openclaw/test_openclaw_parity.py).
 import assert from "node:assert/strict";
@@ -5,6 +6,12 @@ import { test } from "node:test";
 
 import { filterHits, isPrivateConversation } from "../src/visibility.js";
 
+/**
+ * @import { ConversationRecall, SessionEntry, SessionStore } from "../types/host.js"
+ * @import { HostLoader } from "../src/visibility.js"
+ */
+
+/** @type {SessionStore} */
 const STORE = {
   "agent:main:telegram:direct:111": { sessionId: "dm-a", chatType: "direct" },
   "agent:main:telegram:direct:333": { sessionId: "dm-b", chatType: "direct" },
@@ -15,21 +22,34 @@ const STORE = {
   "agent:main:explicit:portal-1": { sessionId: "portal", chatType: "direct" },
 };
 
+/**
+ * A host whose session store is `store` (the SDK's shapes: types/host.d.ts).
+ * @param {SessionStore} [store]
+ * @returns {HostLoader}
+ */
 function fakeHost(store = STORE, { visibility = "all" } = {}) {
-  const agentOf = (key) => /^agent:([^:]+):/.exec(key)?.[1];
+  const agentOf = (/** @type {string} */ key) => /^agent:([^:]+):/.exec(key)?.[1];
   return async () => ({
     host: {
       core: {
-        parseAgentSessionKey: (key) => (agentOf(key) ? { agentId: agentOf(key) } : null),
+        parseAgentSessionKey: (key) => {
+          const agentId = agentOf(key);
+          return agentId ? { agentId } : null;
+        },
         resolveDefaultAgentId: () => "main",
         resolveCanonicalMainSessionKey: ({ agentId }) => `agent:${agentId}:main`,
       },
-      store: { sessionDeliveryOrigin: (e) => (e?.delivery?.kind === "external" ? e.delivery.origin : undefined) },
+      store: {
+        sessionDeliveryOrigin: (e) => {
+          const delivery = /** @type {{ kind?: string, origin?: { chatType?: string } } | undefined} */ (e?.delivery);
+          return delivery?.kind === "external" ? delivery.origin : undefined;
+        },
+      },
       hit: {
         loadCombinedSessionStoreForGateway: () => ({ store, storePath: "/x" }),
         extractTranscriptIdentityFromSessionsMemoryHit: (p) => {
           const parts = p.split("/");
-          const base = parts.at(-1);
+          const base = parts.at(-1) ?? "";
           const stem = base.replace(/\.jsonl(\..*)?$/, "");
           return { stem, ownerAgentId: parts.length === 3 ? parts[1] : undefined, archived: !base.endsWith(".jsonl") };
         },
@@ -51,10 +71,19 @@ function fakeHost(store = STORE, { visibility = "all" } = {}) {
   });
 }
 
+/**
+ * @param {string} id
+ * @param {string} [source]
+ */
 const hit = (id, source = "sessions") =>
   source === "sessions" ? { path: `sessions/main/${id}.jsonl`, source } : { path: id, source };
 const HITS = [hit("MEMORY.md", "memory"), hit("dm-a"), hit("grp"), hit("dm-b"), hit("cron-1"), hit("main-1")];
-const paths = (hits) => hits.map((h) => h.path);
+const paths = (/** @type {{ path: string }[]} */ hits) => hits.map((h) => h.path);
+/**
+ * @param {string} anchor
+ * @param {string} [corpus]
+ * @returns {{ conversationRecall: ConversationRecall, requesterSessionKey: string }}
+ */
 const recall = (anchor, corpus = "configured") => ({
   conversationRecall: { anchorSessionKey: anchor, scope: "same-agent-private", corpus },
   requesterSessionKey: `${anchor}:active-memory:0123456789ab`,
@@ -135,6 +164,10 @@ test("no host SDK: fail closed wherever the host's rules are needed", async () =
 
 test("private conversations by key and chat type", () => {
   const host = { store: { sessionDeliveryOrigin: () => undefined } };
+  /**
+   * @param {string} key
+   * @param {SessionEntry} [entry]
+   */
   const p = (key, entry = {}) => isPrivateConversation({ host, agentId: "main", key, entry });
   assert.equal(p("agent:main:telegram:direct:1"), true);
   assert.equal(p("agent:main:whatsapp:dm:1"), true);
