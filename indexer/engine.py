@@ -148,22 +148,32 @@ class AgentIndex:
             provider, provider_note = selection.provider, self._described(selection, quiet)
         self.provider = provider
         self.provider_note = provider_note
-        # Imported only here: a read (``reading``) does not load the write path.
-        from indexer.indexing.writer import Indexer
-
         self._pooled: queue.LifoQueue[Searcher] = queue.LifoQueue()
         # a daemon's (pooled readers) searches are the agent's: their recalls counted
         self.recalls = RecallTally(recalls_path(cfg)) if readers else None
         self.searcher: Searcher | None = None
         self._slots: threading.BoundedSemaphore | None = None
         self._idle_max = readers
+        self.writer: Indexer = self._open(store, readonly, readers, note)
+        # The writer's tasks, as this index's own.
+        self.sync = self.writer.sync
+        self.sync_memory = self.writer.sync_memory
+        self.sync_sessions = self.writer.sync_sessions
+        self.embed = self.writer.embed
+
+    def _open(self, store: IndexStore | None, readonly: bool, readers: int, note: str) -> Indexer:
+        """The agent's writer on ``store`` (else on the store its backend opens), and
+        the searcher or the readers' bounds; on a failure nothing is kept open."""
+        # Imported only here: a read (``reading``) does not load the write path.
+        from indexer.indexing.writer import Indexer
+
         opened: IndexStore | None = None  # closed here if what follows fails
         try:
-            backend = backend_for(cfg, note=note)  # the writer creates and migrates it
+            backend = backend_for(self.cfg, note=note)  # the writer creates and migrates it
             if store is None:
                 store = opened = backend.open(readonly=readonly)
-            self.writer: Indexer = Indexer(
-                cfg, store, provider, changed=self._after_write, backend=backend
+            writer = self.writer = Indexer(  # the searcher names its store
+                self.cfg, store, self.provider, changed=self._after_write, backend=backend
             )
             if readers:
                 # Open read-only stores (idle or in use): bounded on a database, whose
@@ -179,11 +189,7 @@ class AgentIndex:
                     opened.close()
             self._let_go()
             raise
-        # The writer's tasks, as this index's own.
-        self.sync = self.writer.sync
-        self.sync_memory = self.writer.sync_memory
-        self.sync_sessions = self.writer.sync_sessions
-        self.embed = self.writer.embed
+        return writer
 
     def _described(self, sel: Selection, quiet: bool) -> str:
         """The selected provider's state (``status``), logged once (unless ``quiet``);

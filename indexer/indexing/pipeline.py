@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import TypeVar
@@ -144,21 +144,9 @@ def sync(
         cfg, workspace, on_skip=lambda path, why: odd.append({"path": path, "reason": why})
     )
     report.files = len(files)
-    present = {f.path for f in files}
     count = counter or get_counter()
 
-    # Deletions first: one transaction. A folder that is there but cannot be listed
-    # (its permissions) is not a folder emptied: what was indexed under it stays.
-    held = [str(o["path"]) for o in odd if str(o["reason"]).startswith(UNLISTED)]
-    # a file that became a hard link is not read, and what was read of it before stays
-    linked = {str(o["path"]) for o in odd if str(o["reason"]).startswith(HARD_LINK_REASON)}
-    gone = [p for p in known if p not in present and p not in linked and not _held(p, held)]
-    if gone:
-        with store.transaction():
-            for path in gone:
-                report.chunksRemoved += store.delete_file(path)
-                report.removed += 1
-
+    _remove_gone(store, report, known, {f.path for f in files}, odd)  # first: one transaction
     pending: list[SourceFile] = []
     for f in files:
         old = known.get(f.path)
@@ -170,13 +158,7 @@ def sync(
     skipped_now: set[str] = set()
     told = {(str(s["path"]), str(s["reason"])) for s in start.skipped}  # logged before
     was_skipped = {path for path, _ in told}
-    if odd:
-        with store.transaction():
-            for item in odd:
-                _log_skip(told, "skipped", item["path"], item["reason"])
-                store.record_skip(item["path"], MEMORY_SOURCE, item["reason"])
-                skipped_now.add(item["path"])
-        report.skipped.extend(odd)
+    _record_skips(store, report, odd, told, skipped_now)
     done = report.unchanged
     total = len(files)
     if progress:
@@ -218,6 +200,44 @@ def sync(
         progress(total, total)
     report.seconds = round(time.monotonic() - t0, 3)
     return report
+
+
+def _remove_gone(
+    store: IndexStore,
+    report: SyncReport,
+    known: Mapping[str, FileState],
+    present: set[str],
+    odd: list[dict[str, str]],
+) -> None:
+    """Drop the files no longer there. A folder that is there but cannot be listed
+    (its permissions) is not a folder emptied: what was indexed under it stays; a
+    file that became a hard link is not read, and what was read of it before stays."""
+    held = [str(o["path"]) for o in odd if str(o["reason"]).startswith(UNLISTED)]
+    linked = {str(o["path"]) for o in odd if str(o["reason"]).startswith(HARD_LINK_REASON)}
+    gone = [p for p in known if p not in present and p not in linked and not _held(p, held)]
+    if gone:
+        with store.transaction():
+            for path in gone:
+                report.chunksRemoved += store.delete_file(path)
+                report.removed += 1
+
+
+def _record_skips(
+    store: IndexStore,
+    report: SyncReport,
+    odd: list[dict[str, str]],
+    told: set[tuple[str, str]],
+    skipped_now: set[str],
+) -> None:
+    """Record what the walk passed over (logged once per path and reason)."""
+    if not odd:
+        return
+    with store.transaction():
+        for item in odd:
+            _log_skip(told, "skipped", item["path"], item["reason"])
+            store.record_skip(item["path"], MEMORY_SOURCE, item["reason"])
+            skipped_now.add(item["path"])
+    report.skipped.extend(odd)
 
 
 class _Guard:
@@ -303,6 +323,21 @@ def _last_sync(r: SyncReport) -> LastSync:
     )
 
 
+def _chunk_rows(f: SourceFile, text: str, cfg: Config, count: TokenCounter) -> list[ChunkRow]:
+    """The file's chunks as rows: MEMORY.md and USER.md by their entries, the rest by
+    the chunker; annotations (<!-- trigger: … -->) stay in the text, out of the
+    keyword index."""
+    tokens, overlap = cfg.chunking.tokens, cfg.chunking.overlap
+    if f.source == MEMORY_SOURCE and is_curated_root(f.path):
+        chunks = curated_chunks(text, count, tokens=tokens, overlap=overlap)
+    else:
+        chunks = chunk_markdown(text, count, tokens=tokens, overlap=overlap)
+    return [
+        ChunkRow(c.start_line, c.end_line, c.heading, c.hash, c.text, _index_text(c.text))
+        for c in chunks
+    ]
+
+
 def _sync_one(
     store: IndexStore,
     cfg: Config,
@@ -350,16 +385,7 @@ def _sync_one(
         store.touch_file(f.path, state.mtime_ns, state.size)
         report.unchanged += 1
         return None
-    tokens, overlap = cfg.chunking.tokens, cfg.chunking.overlap
-    if f.source == MEMORY_SOURCE and is_curated_root(f.path):  # MEMORY.md, USER.md: entries
-        chunks = curated_chunks(text, count, tokens=tokens, overlap=overlap)
-    else:
-        chunks = chunk_markdown(text, count, tokens=tokens, overlap=overlap)
-    # annotations (<!-- trigger: … -->) stay in the text, out of the keyword index
-    rows = [
-        ChunkRow(c.start_line, c.end_line, c.heading, c.hash, c.text, _index_text(c.text))
-        for c in chunks
-    ]
+    rows = _chunk_rows(f, text, cfg, count)
     lines = len(split_lines(text))
     if old is None:  # a new file: nothing of it to remove first
         return NewFile(f.path, f.source, state, lines, rows)

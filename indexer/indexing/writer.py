@@ -196,22 +196,7 @@ class Indexer:
         dropped = _gone_folder_transcripts(self.store, self.cfg)
         fresh = backend.create()
         try:
-            try:
-                fresh.copy_carryover(self.store.generation)
-                # what the new generation cannot read again from the files: the note
-                # status shows of a recovery, the sessions forgotten (a restored
-                # database must not bring one back)
-                with fresh.transaction():
-                    for key in ("recovered", FORGOTTEN):
-                        value = self.store.meta_get(key)
-                        if value:
-                            fresh.meta_set(key, value)
-            except STORE_ERRORS as exc:
-                if not index_damaged(exc):
-                    raise
-                # A damaged generation: rebuild without its cache (vectors are made
-                # again) rather than not at all.
-                log.warning("not keeping the embedding cache of a damaged index: %s", exc)
+            self._carry_over(fresh)
             builder = Indexer(self.cfg, fresh, self.provider, backend=backend)
             # Vectors too, whatever the caller asked: a generation is published
             # complete, so searches keep the old one (and its vectors) until then.
@@ -238,6 +223,24 @@ class Indexer:
             log.warning("%s: %s", backend.where, dropped["reason"])
             report.errors.append(dropped)
         return report
+
+    def _carry_over(self, fresh: IndexStore) -> None:
+        """What the new generation ``fresh`` cannot read again from the files: the
+        embedding cache and batch jobs, the note status shows of a recovery, the
+        sessions forgotten (a restored database must not bring one back)."""
+        try:
+            fresh.copy_carryover(self.store.generation)
+            with fresh.transaction():
+                for key in ("recovered", FORGOTTEN):
+                    value = self.store.meta_get(key)
+                    if value:
+                        fresh.meta_set(key, value)
+        except STORE_ERRORS as exc:
+            if not index_damaged(exc):
+                raise
+            # A damaged generation: rebuild without its cache (vectors are made
+            # again) rather than not at all.
+            log.warning("not keeping the embedding cache of a damaged index: %s", exc)
 
     def sync_memory(self, *, should_stop: Callable[[], bool] | None = None) -> SyncReport:
         """Memory files only (what the watcher triggers)."""

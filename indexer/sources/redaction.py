@@ -164,6 +164,14 @@ def _patterns() -> list[re.Pattern[str]]:
             r"(?P<keep>(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?:[A-Za-z]+\s+)?)[^\s\"']{6,}"
         ),
         re.compile(r"(?P<keep>\b(?i:basic|bearer|token)\s+)[A-Za-z0-9._~+/\-]{16,}=*"),
+        *_command_and_url_patterns(),
+        *_MORE,
+    ]
+
+
+def _command_and_url_patterns() -> list[re.Pattern[str]]:
+    """Secrets on command lines, in URLs and in well-known token shapes."""
+    return [
         # command lines: mysql -pSECRET, curl -u user:SECRET, sshpass -p SECRET
         re.compile(
             r"(?P<keep>\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*?\s-p)"
@@ -196,7 +204,6 @@ def _patterns() -> list[re.Pattern[str]]:
         re.compile(r"(?P<keep>discord(?:app)?\.com/api/webhooks/\d+/)[\w\-]+"),
         re.compile(r"(?P<keep>[?&](?i:sig|signature|x-amz-signature)=)[A-Za-z0-9%/+=_\-]{16,}"),
         re.compile(r"(?<![A-Za-z0-9_\-])(?:" + "|".join(_TOKENS) + ")"),
-        *_MORE,
     ]
 
 

@@ -186,17 +186,21 @@ def bootstrap_findings(
                 ),
             }
         )
-        for e in hidden:
-            finding: AuditFinding = {
-                "kind": "bootstrap",
-                "path": e.path,
-                "startLine": e.start,
-                "endLine": e.end,
-                "message": "not in any session's context (past the bootstrap cap)",
-                "suggestion": "move it up if the agent needs it at every start, else out",
-                "snippet": e.text[:200],
-            }
-            if times[e]:
-                finding["recalled"] = times[e]
-            out.append(finding)
+        out += [_hidden_entry(e, times[e]) for e in hidden]
     return out
+
+
+def _hidden_entry(e: Entry, recalled: int) -> AuditFinding:
+    """The finding for an entry past the cap (``recalled``: times searches found it)."""
+    finding: AuditFinding = {
+        "kind": "bootstrap",
+        "path": e.path,
+        "startLine": e.start,
+        "endLine": e.end,
+        "message": "not in any session's context (past the bootstrap cap)",
+        "suggestion": "move it up if the agent needs it at every start, else out",
+        "snippet": e.text[:200],
+    }
+    if recalled:
+        finding["recalled"] = recalled
+    return finding

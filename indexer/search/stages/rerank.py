@@ -180,9 +180,22 @@ def rerank(
             return RerankOutcome(list(hits), f"rerank failed ({exc.message}): fused order", info)
         for i, s in zip(todo, got, strict=True):
             known[i] = s
+    ranked = _blend(cfg, head, known, hits)
+    info["ms"] = round(1000 * (time.monotonic() - t0), 1)
+    return RerankOutcome(ranked, None, info)
+
+
+def _blend(
+    cfg: RerankConfig,
+    head: list[Candidate],
+    scores: Sequence[float | None],
+    hits: Sequence[Candidate],
+) -> list[Candidate]:
+    """``head`` re-ordered by the blend of its scores and the reranker's ``scores``,
+    then the rest of ``hits`` in their order, below the pool."""
     top = max((h.score for h in head), default=0.0) or 1.0
     blended = []
-    for pos, (h, r) in enumerate(zip(head, known, strict=True)):
+    for pos, (h, r) in enumerate(zip(head, scores, strict=True)):
         assert r is not None
         f = max(0.0, h.score) / top
         w = _weight(pos) if cfg.blend == "rank" else 1.0 - cfg.weight
@@ -196,8 +209,7 @@ def rerank(
     floor = min(h.score for h in blended) * 0.999
     first = max((h.score for h in rest), default=0.0) or 1.0
     rest = [replace(h, score=floor * max(0.0, h.score) / first) for h in rest]
-    info["ms"] = round(1000 * (time.monotonic() - t0), 1)
-    return RerankOutcome(blended + rest, None, info)
+    return blended + rest
 
 
 class Rerank(Stage):

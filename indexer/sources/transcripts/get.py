@@ -133,9 +133,22 @@ def _db_transcript_lines(cfg: Config, req: GetRequest, kept: frozenset[str]) -> 
     end = min(total, first + want)
     if got and sum(len(t) if t else 64 for t in got.values()) >= budget:
         end = min(end, max(got) + 1)
+    return _db_lines(cfg, req, got, range(first, end), total, first + want)
+
+
+def _db_lines(
+    cfg: Config,
+    req: GetRequest,
+    got: dict[int, str | None],
+    seqs: range,
+    total: int,
+    want_end: int,
+) -> GetResponse:
+    """The events ``got`` of ``seqs`` as memory_get's lines (rendered, or raw), within
+    ``limits.maxGetBytes``; ``want_end``: where the request wanted to stop."""
     picked: list[str] = []
     size = 0
-    for seq in range(first, end):
+    for seq in seqs:
         text = got.get(seq)
         if req.raw:
             line = raw_event_line(text) if text is not None else ""
@@ -144,13 +157,13 @@ def _db_transcript_lines(cfg: Config, req: GetRequest, kept: frozenset[str]) -> 
             line = rendered[0] if rendered else ""
         raw = line.encode("utf-8")
         if picked and size + len(raw) + 1 > cfg.limits.maxGetBytes:
-            return lines_result(path, picked, req.start, total, True)
+            return lines_result(req.path, picked, req.start, total, True)
         if len(raw) > cfg.limits.maxGetBytes:  # one line alone over the limit: cut
             picked.append(raw[: cfg.limits.maxGetBytes].decode("utf-8", "ignore"))
-            return lines_result(path, picked, req.start, total, True)
+            return lines_result(req.path, picked, req.start, total, True)
         picked.append(line)
         size += len(raw) + 1
-    if end < min(total, first + want):
-        return lines_result(path, picked, req.start, total, True)
-    more = req.lines is None and first + len(picked) < total
-    return lines_result(path, picked, req.start, total, more)
+    if seqs.stop < min(total, want_end):
+        return lines_result(req.path, picked, req.start, total, True)
+    more = req.lines is None and seqs.start + len(picked) < total
+    return lines_result(req.path, picked, req.start, total, more)

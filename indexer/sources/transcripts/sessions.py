@@ -234,19 +234,10 @@ def list_transcripts(
                 st = e.stat(follow_symlinks=False)
             except OSError:
                 continue
-            display = f"{SESSIONS_SOURCE}/{safefs.printable(e.name)}"
-            if not stat.S_ISREG(st.st_mode):
-                if on_skip is not None:
-                    on_skip(display, file_kind(st.st_mode))
-                continue
-            if not safefs.valid_utf8(e.name):
-                if on_skip is not None:
-                    on_skip(display, "file name is not valid UTF-8")
-                continue
-            why = safefs.hard_link(st, links)
+            why = _not_a_transcript(e.name, st, links)
             if why is not None:
                 if on_skip is not None:
-                    on_skip(display, why)
+                    on_skip(f"{SESSIONS_SOURCE}/{safefs.printable(e.name)}", why)
                 continue
             path = os.path.join(directory, e.name)
             out.append(
@@ -262,6 +253,15 @@ def list_transcripts(
         os.close(fd)
     out.sort(key=lambda t: t.name)
     return out
+
+
+def _not_a_transcript(name: str, st: os.stat_result, links: bool) -> str | None:
+    """Why the entry ``name`` with a transcript's name is passed over, or None."""
+    if not stat.S_ISREG(st.st_mode):
+        return file_kind(st.st_mode)
+    if not safefs.valid_utf8(name):
+        return "file name is not valid UTF-8"
+    return safefs.hard_link(st, links)
 
 
 def open_transcript(path: str, *, links: bool = False) -> int:

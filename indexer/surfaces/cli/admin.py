@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, TextIO
 
 from indexer.errors import ConfigError, InvalidParams, MemindexError
 from indexer.surfaces.cli.parts import Call, ProgressBar
@@ -166,26 +168,7 @@ def run_openclaw(c: Call) -> int:
         gone = setup.uninstall(args.openclaw_config, openclaw=args.openclaw, out=out, err=err)
         if args.json:
             return c.json(gone)
-        if not gone["changed"]:
-            out.write(
-                f"memindex is not installed in {gone['config']} (its memory slot is "
-                f"{gone['slot']}'s): nothing changed.\n"
-            )
-            return 0
-        whole = not gone["leftToUndo"]
-        lines = [
-            f"memindex is out of OpenClaw's memory slot ({gone['config']}): {gone['slot']} "
-            "has it again"
-            + (", with its memory tools." if gone["slot"] == "memory-core" and whole else ".")
-        ]
-        if gone["daemonStopped"]:
-            lines.append(f"stopped the memindex daemon (pid {gone['daemonStopped']}).")
-        if not whole:
-            lines.append("Not put back (memindex's install record is gone), to do by hand:")
-            lines += [f"  - {item}" for item in gone["leftToUndo"]]
-        lines.append("The index files are kept; `memindex status` names them.")
-        out.write("\n".join(lines) + "\n")
-        return 0
+        return _uninstalled(gone, out)
     done = setup.install(
         args.openclaw_config,
         openclaw=args.openclaw,
@@ -197,6 +180,35 @@ def run_openclaw(c: Call) -> int:
     )
     if args.json:
         return c.json(done)
+    return _installed(done, out)
+
+
+def _uninstalled(gone: Mapping[str, Any], out: TextIO) -> int:
+    """What ``openclaw uninstall`` did, for a person."""
+    if not gone["changed"]:
+        out.write(
+            f"memindex is not installed in {gone['config']} (its memory slot is "
+            f"{gone['slot']}'s): nothing changed.\n"
+        )
+        return 0
+    whole = not gone["leftToUndo"]
+    lines = [
+        f"memindex is out of OpenClaw's memory slot ({gone['config']}): {gone['slot']} "
+        "has it again"
+        + (", with its memory tools." if gone["slot"] == "memory-core" and whole else ".")
+    ]
+    if gone["daemonStopped"]:
+        lines.append(f"stopped the memindex daemon (pid {gone['daemonStopped']}).")
+    if not whole:
+        lines.append("Not put back (memindex's install record is gone), to do by hand:")
+        lines += [f"  - {item}" for item in gone["leftToUndo"]]
+    lines.append("The index files are kept; `memindex status` names them.")
+    out.write("\n".join(lines) + "\n")
+    return 0
+
+
+def _installed(done: Mapping[str, Any], out: TextIO) -> int:
+    """What ``openclaw install`` did and what serves each memory feature now."""
     d, chk = done["daemonNow"], done["check"]
     dreaming = (
         "dreaming kept (memory-core runs it); memory-core's own memory tools denied "

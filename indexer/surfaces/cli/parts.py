@@ -11,7 +11,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeAlias
 
 from indexer import __version__
 from indexer.api.responses import ProgressState
@@ -201,6 +201,9 @@ def _unit(text: str) -> float:
     return value
 
 
+_Sub: TypeAlias = "argparse._SubParsersAction[_Parser]"
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="memindex",
@@ -221,11 +224,47 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"memindex {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    _read_commands(sub)
+    _admin_commands(sub)
+    _daemon_commands(sub)
+    return p
 
+
+def _read_commands(sub: _Sub) -> None:
+    """index, search, get, status, audit."""
     s = sub.add_parser("index", help="index new and changed files, drop deleted ones")
     s.add_argument("--force", action="store_true", help="rebuild the whole index")
     s.add_argument("--json", action="store_true", help="print the sync report as JSON")
 
+    _search_command(sub)
+
+    s = sub.add_parser("get", help="print lines of a memory file")
+    s.add_argument("path", help="path as shown in search results, e.g. memory/2026-11-21.md")
+    s.add_argument(
+        "--from", dest="start", type=_positive, default=None, help="first line (1-based)"
+    )
+    s.add_argument("--lines", type=_positive, default=None, help="number of lines (default: all)")
+    s.add_argument(
+        "--raw", action="store_true", help="a transcript's JSON events, not its messages"
+    )
+    s.add_argument("--json", action="store_true", help="print the memory_get result as JSON")
+
+    s = sub.add_parser("status", help="show what the index holds and its health")
+    s.add_argument("--json", action="store_true", help="print the status object as JSON")
+
+    s = sub.add_parser(
+        "audit", help="what is wrong with the memory: cut, stale, duplicated, unfindable, secrets"
+    )
+    s.add_argument(
+        "--kind",
+        action="append",
+        choices=["bootstrap", "stale", "duplicates", "conflicts", "unfindable", "secrets"],
+        help="only this kind of finding (repeatable)",
+    )
+    s.add_argument("--json", action="store_true", help="print the memory_audit result as JSON")
+
+
+def _search_command(sub: _Sub) -> None:
     s = sub.add_parser("search", help="search the index")
     s.add_argument("query", help='words, "quoted phrases", IDs, paths')
     s.add_argument(
@@ -271,31 +310,9 @@ def parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--json", action="store_true", help="print the memory_search result as JSON")
 
-    s = sub.add_parser("get", help="print lines of a memory file")
-    s.add_argument("path", help="path as shown in search results, e.g. memory/2026-11-21.md")
-    s.add_argument(
-        "--from", dest="start", type=_positive, default=None, help="first line (1-based)"
-    )
-    s.add_argument("--lines", type=_positive, default=None, help="number of lines (default: all)")
-    s.add_argument(
-        "--raw", action="store_true", help="a transcript's JSON events, not its messages"
-    )
-    s.add_argument("--json", action="store_true", help="print the memory_get result as JSON")
 
-    s = sub.add_parser("status", help="show what the index holds and its health")
-    s.add_argument("--json", action="store_true", help="print the status object as JSON")
-
-    s = sub.add_parser(
-        "audit", help="what is wrong with the memory: cut, stale, duplicated, unfindable, secrets"
-    )
-    s.add_argument(
-        "--kind",
-        action="append",
-        choices=["bootstrap", "stale", "duplicates", "conflicts", "unfindable", "secrets"],
-        help="only this kind of finding (repeatable)",
-    )
-    s.add_argument("--json", action="store_true", help="print the memory_audit result as JSON")
-
+def _admin_commands(sub: _Sub) -> None:
+    """distill, mcp, doctor, migrate, model."""
     s = sub.add_parser("distill", help="transcript batches for a distiller (init | run | commit)")
     s.add_argument("action", choices=["init", "run", "commit"], help="what to do")
     s.add_argument("--batch-file", help="with commit: the batch file that was consumed")
@@ -323,6 +340,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--force", action="store_true", help="with pull: fetch and convert again")
     s.add_argument("--json", action="store_true", help="print the result as JSON")
 
+
+def _daemon_commands(sub: _Sub) -> None:
+    """serve, service, openclaw."""
     s = sub.add_parser("serve", help="run the daemon: watch files, answer on the Unix socket")
     s.add_argument("--socket", type=Path, default=None, help="socket path (default from config)")
     s.add_argument(
@@ -362,4 +382,3 @@ def parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--plugin", type=Path, default=None, help="install this plugin (dir or .tgz)")
     s.add_argument("--json", action="store_true", help="print what was done as JSON")
-    return p

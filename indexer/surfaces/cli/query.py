@@ -3,7 +3,9 @@ Each asks the daemon when one serves the index, else does the work itself."""
 
 from __future__ import annotations
 
-from typing import Any
+import argparse
+from collections.abc import Mapping
+from typing import Any, TextIO
 
 from indexer import api
 from indexer.errors import InvalidParams
@@ -73,25 +75,7 @@ def run_index(c: Call) -> int:
 
 def run_search(c: Call) -> int:
     cfg, args, out, err = c.config(), c.args, c.out, c.err
-    params: dict[str, object] = {"query": args.query}
-    if args.max_results is not None:
-        params["maxResults"] = args.max_results
-    if args.min_score is not None:
-        params["minScore"] = args.min_score
-    if args.source != "all":
-        params["sources"] = [args.source]
-    if args.gate:
-        params["gate"] = True
-    if args.mode is not None:
-        params["mode"] = args.mode
-    if args.explain:
-        params["explain"] = True
-    if args.abstain:
-        params["abstain"] = True
-    if args.as_of is not None:
-        params["asOf"] = args.as_of
-    if args.time_zone is not None:
-        params["timeZone"] = args.time_zone
+    params = _search_params(args)
     direct: list[bool] = []
 
     def from_the_file() -> None:  # no daemon answered: this process reads the index
@@ -131,21 +115,51 @@ def run_search(c: Call) -> int:
         out.write("No results.\n")
         return 0
     for r in result["results"]:
-        # the lines the snippet shows (what a citation points a reader at); the
-        # chunk's range too when it is wider
-        a, b = r.get("snippetStartLine", r["startLine"]), r.get("snippetEndLine", r["endLine"])
-        where = f"{r['path']}:{a}" + (f"-{b}" if b != a else "")
-        if (a, b) != (r["startLine"], r["endLine"]):
-            where += f"  (in lines {r['startLine']}-{r['endLine']})"
-        out.write(f"{r['score']:.3f} {where}\n")
-        for also in r.get("also", []):
-            out.write(f"      also {also['citation']}\n")
-        if "explain" in r:
-            out.write(f"      {_parts(r['explain'])}\n")
-        for line in r["snippet"].split("\n"):
-            out.write(f"    {line}\n")
-        out.write("\n")
+        _print_hit(r, out)
     return 0
+
+
+def _search_params(args: argparse.Namespace) -> dict[str, object]:
+    """The memory_search request the command line asks for."""
+    params: dict[str, object] = {"query": args.query}
+    if args.max_results is not None:
+        params["maxResults"] = args.max_results
+    if args.min_score is not None:
+        params["minScore"] = args.min_score
+    if args.source != "all":
+        params["sources"] = [args.source]
+    if args.gate:
+        params["gate"] = True
+    if args.mode is not None:
+        params["mode"] = args.mode
+    if args.explain:
+        params["explain"] = True
+    if args.abstain:
+        params["abstain"] = True
+    if args.as_of is not None:
+        params["asOf"] = args.as_of
+    if args.time_zone is not None:
+        params["timeZone"] = args.time_zone
+    return params
+
+
+def _print_hit(r: Mapping[str, Any], out: TextIO) -> None:
+    """One result: score and citation, the wider chunk, its other places, its parts,
+    its snippet."""
+    # the lines the snippet shows (what a citation points a reader at); the
+    # chunk's range too when it is wider
+    a, b = r.get("snippetStartLine", r["startLine"]), r.get("snippetEndLine", r["endLine"])
+    where = f"{r['path']}:{a}" + (f"-{b}" if b != a else "")
+    if (a, b) != (r["startLine"], r["endLine"]):
+        where += f"  (in lines {r['startLine']}-{r['endLine']})"
+    out.write(f"{r['score']:.3f} {where}\n")
+    for also in r.get("also", []):
+        out.write(f"      also {also['citation']}\n")
+    if "explain" in r:
+        out.write(f"      {_parts(r['explain'])}\n")
+    for line in r["snippet"].split("\n"):
+        out.write(f"    {line}\n")
+    out.write("\n")
 
 
 def _stages(trace: object) -> str:

@@ -63,6 +63,13 @@ def _print_status(st: StatusResponse, out: TextIO, cfg: Config | None = None) ->
             f"store:     PostgreSQL {pg['postgresql']}, pgvector {pg['pgvector']}, "
             f"HNSW index {pg['hnsw']}\n"
         )
+    _print_health(st, out)
+    _print_daemon(st, out, cfg)
+    return 0
+
+
+def _print_health(st: StatusResponse, out: TextIO) -> None:
+    """Work under way, the last sync, what was skipped, errors, a recovery."""
     work = st.get("progress")
     if work:
         out.write(f"working:   {describe_progress(work)}\n")
@@ -91,6 +98,10 @@ def _print_status(st: StatusResponse, out: TextIO, cfg: Config | None = None) ->
             f"recovered: {when}: the index file was damaged ({rec['reason']}); "
             f"rebuilt, the old file kept as {rec['keptAs']}\n"
         )
+
+
+def _print_daemon(st: StatusResponse, out: TextIO, cfg: Config | None) -> None:
+    """The daemon answering (its watcher, memory, reload errors), or why none."""
     d = st.get("daemon")
     if d:
         w = d["watcher"]
@@ -119,7 +130,6 @@ def _print_status(st: StatusResponse, out: TextIO, cfg: Config | None = None) ->
             out.write(f"config:    does not load (the daemon keeps its own): {d['configError']}\n")
     elif cfg is not None:
         out.write(f"daemon:    {_other_daemon(cfg)}\n")
-    return 0
 
 
 def _status_despite(exc: ConfigError, c: Call) -> int:

@@ -158,10 +158,7 @@ def install(
     oc = _OpenClaw(_openclaw_command(openclaw), cfg_path, err)
     before = _read_config(cfg_path)
     earlier = records.load(cfg_path)
-    slot = dig(before, "plugins", "slots", "memory")
-    previous = earlier["previousSlot"] if earlier else (slot if isinstance(slot, str) else None)
-    if previous == "memindex":
-        previous = None  # a slot memindex already had (installed by hand): memory-core's
+    previous = _previous_slot(before, earlier)
     source = plugin or plugin_dir()
     undo: list[tuple[str, Callable[[], object]]] = []
     try:
@@ -286,17 +283,7 @@ def uninstall(
     tools.deny and plugins.allow as they were, the plugin removed, the daemon install
     started stopped. Nothing installed there: nothing is changed. Without
     ``config``: the one config memindex is installed into (several: SetupError)."""
-    if config is None:
-        known = records.all_records()
-        if len(known) > 1:
-            names = ", ".join(r["config"] for r in known)
-            raise SetupError(
-                f"memindex is installed into {len(known)} OpenClaw configs ({names}): say "
-                "which with --openclaw-config FILE"
-            )
-        cfg_path = Path(known[0]["config"]) if known else config_path(None)
-    else:
-        cfg_path = config_path(config)
+    cfg_path = _installed_config(config)
     record = records.load(cfg_path)
     current = _read_config(cfg_path)
     slot_now = dig(current, "plugins", "slots", "memory")
@@ -317,6 +304,52 @@ def uninstall(
         oc.run("plugins", "uninstall", "memindex", "--force")
     current = _read_config(cfg_path)
     back = changes.get("previousSlot") or "memory-core"
+    patch = _uninstall_patch(current, changes, back, left)
+    oc.run("config", "patch", "--stdin", stdin=json.dumps(patch))
+    stopped = None
+    daemon = changes.get("daemon") or {}
+    sock = daemon.get("socket") if isinstance(daemon, dict) else None
+    if isinstance(daemon, dict) and daemon.get("started") and sock:
+        stopped = stop_daemon(Path(str(sock)))
+    elif not changes and Path(str(settings_of(cfg_path).agents[0].socket_path())).exists():
+        left.append(
+            "a memindex daemon may still run (who started it is not known): "
+            "memindex serve --stop, or leave it for memindex's own use"
+        )
+    records.drop(cfg_path)
+    return UninstallReport(
+        config=str(cfg_path), slot=back, daemonStopped=stopped, changed=True, leftToUndo=left
+    )
+
+
+def _previous_slot(before: dict[str, object], earlier: InstallRecord | None) -> str | None:
+    """Whose the memory slot was before memindex's first install."""
+    slot = dig(before, "plugins", "slots", "memory")
+    previous = earlier["previousSlot"] if earlier else (slot if isinstance(slot, str) else None)
+    # a slot memindex already had (installed by hand): memory-core's
+    return None if previous == "memindex" else previous
+
+
+def _installed_config(config: Path | None) -> Path:
+    """The openclaw.json to uninstall from: ``config``, else the one memindex is
+    installed into (several: SetupError)."""
+    if config is not None:
+        return config_path(config)
+    known = records.all_records()
+    if len(known) > 1:
+        names = ", ".join(r["config"] for r in known)
+        raise SetupError(
+            f"memindex is installed into {len(known)} OpenClaw configs ({names}): say "
+            "which with --openclaw-config FILE"
+        )
+    return Path(known[0]["config"]) if known else config_path(None)
+
+
+def _uninstall_patch(
+    current: dict[str, object], changes: Mapping[str, Any], back: str, left: list[str]
+) -> dict[str, object]:
+    """The config patch of an uninstall: the slot back, tools.deny and plugins.allow
+    as install found them; what cannot be told is added to ``left``."""
     plugins: dict[str, object] = {"slots": {"memory": back}, "entries": {"memindex": None}}
     patch: dict[str, object] = {"plugins": plugins}
     deny = dig(current, "tools", "deny")
@@ -336,21 +369,7 @@ def uninstall(
     allow = dig(current, "plugins", "allow")
     if changes.get("addedAllow") and isinstance(allow, list) and "memindex" in allow:
         plugins["allow"] = [a for a in allow if a != "memindex"] or None
-    oc.run("config", "patch", "--stdin", stdin=json.dumps(patch))
-    stopped = None
-    daemon = changes.get("daemon") or {}
-    sock = daemon.get("socket") if isinstance(daemon, dict) else None
-    if isinstance(daemon, dict) and daemon.get("started") and sock:
-        stopped = stop_daemon(Path(str(sock)))
-    elif not changes and Path(str(settings_of(cfg_path).agents[0].socket_path())).exists():
-        left.append(
-            "a memindex daemon may still run (who started it is not known): "
-            "memindex serve --stop, or leave it for memindex's own use"
-        )
-    records.drop(cfg_path)
-    return UninstallReport(
-        config=str(cfg_path), slot=back, daemonStopped=stopped, changed=True, leftToUndo=left
-    )
+    return patch
 
 
 def _changes(record: InstallRecord | None, mirrored: object) -> dict[str, Any]:

@@ -275,57 +275,13 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
         args = _parser().parse_args(list(argv))
         base = load_config(None)
         if args.cmd == "collection":
-            cols = load_collections()
-            if args.action == "list":
-                listing = [
-                    {"name": c["name"], "path": c["path"], "pattern": c.get("pattern") or "**/*.md"}
-                    for c in cols
-                ]
-                if args.json:
-                    out.write(json.dumps(listing) + "\n")
-                else:
-                    out.writelines(f"{c['name']}\t{c['path']}\t{c['pattern']}\n" for c in listing)
-            elif args.action == "add":
-                path = str(Path(args.path).expanduser().resolve())
-                new = {"name": args.name, "path": path, "pattern": args.mask}
-                _check_new(new, cols)
-                if new not in cols:
-                    save_collections([c for c in cols if c["name"] != args.name] + [new])
-                    _stop_daemon()
-                    out.write(f"Added collection '{args.name}': {path} ({args.mask})\n")
-                else:
-                    out.write(f"Collection '{args.name}' is already {path} ({args.mask})\n")
-            else:
-                if args.name not in {c["name"] for c in cols}:
-                    raise QmdError(f"Collection not found: {args.name}")
-                save_collections([c for c in cols if c["name"] != args.name])
-                _stop_daemon()
-                out.write(f"Removed collection '{args.name}'\n")
-            return 0
+            return _collection(args, out)
         if args.cmd == "daemon":
             return _daemon(base)
         if args.cmd == "update" and _update_through_daemon(base, out):
             return 0
         if args.cmd in ("update", "embed"):
-            _stop_daemon(wait_s=30.0)  # it holds the writer lock (a search started it)
-            cols = load_collections()
-            cfg = config_for(base, cols)
-            sel = provider(cfg) if args.cmd == "embed" else None
-            with AgentIndex(cfg, selection=sel) as idx:  # owns the provider: closed
-                if args.cmd == "update":
-                    rep = idx.sync(embed=False)
-                    docs = refresh_catalogue(cfg, cols, idx.store)
-                    out.write(_updated(len(cols), docs, rep.added, rep.updated, rep.removed))
-                else:
-                    emb = idx.embed()
-                    if emb is None:
-                        out.write("No embedding provider configured: keyword search only\n")
-                    else:
-                        out.write(
-                            f"Embedded {emb.embedded} chunks ({emb.cacheHits} from cache, "
-                            f"{emb.pending} pending)\n"
-                        )
-            return 0
+            return _update_or_embed(base, args.cmd, out)
         if args.cmd in ("search", "vsearch", "query"):
             _search(base, args.cmd, args.query, max(1, args.n), args.collection, out, args.json)
             return 0
@@ -337,6 +293,60 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
     except (MemindexError, OSError, ValueError) as exc:
         err.write(f"Error: {getattr(exc, 'message', exc)}\n")
         return 1
+
+
+def _collection(args: argparse.Namespace, out: TextIO) -> int:
+    """``collection list|add|remove``."""
+    cols = load_collections()
+    if args.action == "list":
+        listing = [
+            {"name": c["name"], "path": c["path"], "pattern": c.get("pattern") or "**/*.md"}
+            for c in cols
+        ]
+        if args.json:
+            out.write(json.dumps(listing) + "\n")
+        else:
+            out.writelines(f"{c['name']}\t{c['path']}\t{c['pattern']}\n" for c in listing)
+    elif args.action == "add":
+        path = str(Path(args.path).expanduser().resolve())
+        new = {"name": args.name, "path": path, "pattern": args.mask}
+        _check_new(new, cols)
+        if new not in cols:
+            save_collections([c for c in cols if c["name"] != args.name] + [new])
+            _stop_daemon()
+            out.write(f"Added collection '{args.name}': {path} ({args.mask})\n")
+        else:
+            out.write(f"Collection '{args.name}' is already {path} ({args.mask})\n")
+    else:
+        if args.name not in {c["name"] for c in cols}:
+            raise QmdError(f"Collection not found: {args.name}")
+        save_collections([c for c in cols if c["name"] != args.name])
+        _stop_daemon()
+        out.write(f"Removed collection '{args.name}'\n")
+    return 0
+
+
+def _update_or_embed(base: Config, cmd: str, out: TextIO) -> int:
+    """``update`` (index the collections, refresh QMD's catalogue) or ``embed``."""
+    _stop_daemon(wait_s=30.0)  # it holds the writer lock (a search started it)
+    cols = load_collections()
+    cfg = config_for(base, cols)
+    sel = provider(cfg) if cmd == "embed" else None
+    with AgentIndex(cfg, selection=sel) as idx:  # owns the provider: closed
+        if cmd == "update":
+            rep = idx.sync(embed=False)
+            docs = refresh_catalogue(cfg, cols, idx.store)
+            out.write(_updated(len(cols), docs, rep.added, rep.updated, rep.removed))
+        else:
+            emb = idx.embed()
+            if emb is None:
+                out.write("No embedding provider configured: keyword search only\n")
+            else:
+                out.write(
+                    f"Embedded {emb.embedded} chunks ({emb.cacheHits} from cache, "
+                    f"{emb.pending} pending)\n"
+                )
+    return 0
 
 
 def main() -> None:
