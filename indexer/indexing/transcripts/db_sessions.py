@@ -54,6 +54,7 @@ from indexer.indexing.transcripts.source import (
     Piece,
     SessionReport,
     SyncRun,
+    Tail,
     Transcript,
     indexed_from,
 )
@@ -219,6 +220,12 @@ class AgentDatabase:
         if bad and warn:
             log.warning("%s: %d event(s) could not be decoded and were skipped", t.display, bad)
         return msgs, bad
+
+    def tail(self, run: SyncRun, t: Transcript, cursor: SessionCursor | None) -> Tail | None:
+        return None  # ``changed`` never says TAIL: a database row is whole once written
+
+    def tailed(self, run: SyncRun, t: Transcript, tail: Tail) -> None:
+        return None
 
 
 def _session(t: Transcript) -> _Session:

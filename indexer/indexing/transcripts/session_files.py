@@ -41,8 +41,8 @@ from indexer.indexing.transcripts.session_tail import (
     STEP_BYTES,
     cursor_mark,
     messages_of,
+    read_tail,
     same_file,
-    tail_or_skip,
 )
 from indexer.indexing.transcripts.source import (
     Change,
@@ -50,6 +50,7 @@ from indexer.indexing.transcripts.source import (
     Piece,
     SessionReport,
     SyncRun,
+    Tail,
     Transcript,
     indexed_from,
 )
@@ -190,10 +191,8 @@ class TranscriptFiles:
                 emptied = (
                     not nbytes and cursor is None and run.store.file_lines(f.display) is not None
                 )
-                tail = run.quiet.new_tail(f, nbytes) or emptied
-                if tail and tail_or_skip(run.store, run.cfg, f, cursor, run.report, run.count):
-                    run.quiet.tail_done(f, nbytes)  # a failed one is tried again next pass
-                return Change.NONE
+                # a tail to index (the driver writes it; a failed one is tried again)
+                return Change.TAIL if run.quiet.new_tail(f, nbytes) or emptied else Change.NONE
         if cursor is not None and not same_file(cursor, f):
             log.info("transcript %s was truncated or replaced: reading it again", f.display)
             return Change.RESTART
@@ -219,6 +218,12 @@ class TranscriptFiles:
         """A JSONL slice's or an archive's lines (the last is line ``piece.lines``)."""
         raw = cast("list[bytes | None]", list(piece.records))
         return messages_of(raw, piece.lines - len(raw), t.display, warn=warn)
+
+    def tail(self, run: SyncRun, t: Transcript, cursor: SessionCursor | None) -> Tail | None:
+        return read_tail(_file(t), cursor)
+
+    def tailed(self, run: SyncRun, t: Transcript, tail: Tail) -> None:
+        run.quiet.tail_done(_file(t), tail.seen)
 
 
 def _listed(t: Transcript) -> _Listed:

@@ -162,6 +162,9 @@ def _sync_one(
     store, report = run.store, run.report
     try:
         change = source.changed(run, t, cur)
+        if change is Change.TAIL:
+            _write_tail(source, run, t, cur)
+            return
         if change is Change.NONE:
             return
         if change is Change.RESTART:
@@ -204,6 +207,32 @@ def _sync_one(
         raise  # the index itself is in trouble: the sync fails
     except Exception as exc:  # this transcript's trouble only: the others go on
         transcript_failed(t.display, exc, report)
+
+
+def _write_tail(
+    source: TranscriptSource, run: SyncRun, t: Transcript, cur: SessionCursor | None
+) -> None:
+    """A transcript's uncommitted lines indexed in place of the tail indexed before
+    them; the cursor stays where it is (the next commit cuts them again)."""
+    store = run.store
+    try:
+        tail = source.tail(run, t, cur)
+    except (FileVanished, FileUnreadable, OSError):
+        return  # the next sync sees what became of it
+    if tail is None:
+        return  # truncated or replaced: read again from the start when due
+    with store.transaction():
+        if tail.msgs is None and cur is None:  # nothing committed: the path leaves the index
+            store.delete_session(t.display)
+        else:
+            store.drop_chunks_after(t.display, tail.cut)
+        if tail.msgs is not None and tail.state is not None:
+            rows = transcript_rows(tail.msgs, run.cfg, run.count, heading=t.heading)
+            run.report.chunksWritten += store.append_chunks(
+                t.display, SESSIONS_SOURCE, tail.state, tail.cut, rows
+            )
+            run.report.tails += 1
+    source.tailed(run, t, tail)
 
 
 def _remove(store: IndexStore, paths: list[str], report: SessionReport) -> None:

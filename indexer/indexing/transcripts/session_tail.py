@@ -1,6 +1,7 @@
-"""A transcript's uncommitted delta (its *tail*): indexed at once, replaced as it
-grows, cut again when the delta is committed (``session_files``); and the helpers
-both read a transcript's lines with."""
+"""A transcript's uncommitted delta (its *tail*): read and rendered here, indexed at
+once by the sync driver (``session_sync``), replaced as it grows, cut again when the
+delta is committed (``session_files``); and the helpers both read a transcript's
+lines with."""
 
 from __future__ import annotations
 
@@ -8,27 +9,23 @@ import hashlib
 import logging
 import os
 
-from indexer.config import Config
-from indexer.errors import FileUnreadable, FileVanished, MemindexError
-from indexer.indexing.transcripts.source import SessionReport, transcript_failed, transcript_rows
-from indexer.sources.tokenizer import TokenCounter
+from indexer.errors import MemindexError
+from indexer.indexing.transcripts.source import Tail
 from indexer.sources.transcripts.line_reads import MAX_LINE_BYTES, read_complete_lines
 from indexer.sources.transcripts.messages import Messages
 from indexer.sources.transcripts.sessions import (
-    SESSIONS_SOURCE,
     Malformed,
     TranscriptFile,
     parse_message,
 )
-from indexer.store import STORE_ERRORS, FileState, IndexStore, SessionCursor
+from indexer.store import FileState, SessionCursor
 
 __all__ = [
     "STEP_BYTES",
     "cursor_mark",
-    "index_tail",
     "messages_of",
+    "read_tail",
     "same_file",
-    "tail_or_skip",
 ]
 
 log = logging.getLogger(__name__)
@@ -68,40 +65,13 @@ def same_file(c: SessionCursor, f: TranscriptFile) -> bool:
         return False
 
 
-def tail_or_skip(
-    store: IndexStore,
-    cfg: Config,
-    f: TranscriptFile,
-    cur: SessionCursor | None,
-    report: SessionReport,
-    count: TokenCounter,
-) -> bool:
-    """``index_tail`` with the errors of a file kept to it (as the sync keeps them);
-    whether it was indexed."""
-    try:
-        index_tail(store, cfg, f, cur, report, count)
-        return True
-    except (FileVanished, FileUnreadable, OSError):
-        return False  # the next sync sees what became of it
-    except STORE_ERRORS:
-        raise
-    except Exception as exc:  # this transcript's trouble only: the others go on
-        transcript_failed(f.display, exc, report)
-        return False
-
-
-def index_tail(
-    store: IndexStore,
-    cfg: Config,
-    f: TranscriptFile,
-    cur: SessionCursor | None,
-    report: SessionReport,
-    count: TokenCounter,
-) -> None:
-    """The complete lines past the cursor, indexed in place of the tail indexed
-    before them; the cursor stays where it is (the next commit cuts them again)."""
+def read_tail(f: TranscriptFile, cur: SessionCursor | None) -> Tail | None:
+    """The complete lines past the cursor, rendered, to be indexed in place of the
+    tail indexed before them (the cursor stays where it is: the next commit cuts them
+    again); None when the file was truncated or replaced (read again from the start
+    when due)."""
     if cur is not None and not same_file(cur, f):
-        return  # truncated or replaced: read again from the start when due
+        return None
     committed = cur.committed if cur else 0
     lines_done = cur.lines if cur else 0
     fd = f.open()
@@ -109,22 +79,12 @@ def index_tail(
         raw_lines, end, _head = read_complete_lines(fd, committed, STEP_BYTES)
     finally:
         os.close(fd)
+    seen = f.size - committed
     if end == committed:  # nothing past the cursor (emptied): no tail either
-        with store.transaction():
-            if cur is None:  # nothing committed: the path leaves the index
-                store.delete_session(f.display)
-            else:
-                store.drop_chunks_after(f.display, lines_done)
-        return
+        return Tail(None, None, lines_done, seen)
     msgs, _bad = messages_of(raw_lines, lines_done, f.display, warn=False)
-    rows = transcript_rows(msgs, cfg, count)
     state = FileState(f"{f.dev}:{f.ino}:{committed}", f.mtime_ns, committed)
-    with store.transaction():
-        store.drop_chunks_after(f.display, lines_done)
-        report.chunksWritten += store.append_chunks(
-            f.display, SESSIONS_SOURCE, state, lines_done, rows
-        )
-    report.tails += 1
+    return Tail(msgs, state, lines_done, seen)
 
 
 def messages_of(

@@ -46,6 +46,7 @@ __all__ = [
     "Quiet",
     "SessionReport",
     "SyncRun",
+    "Tail",
     "Transcript",
     "TranscriptSource",
     "indexed_from",
@@ -166,6 +167,20 @@ class Change(enum.Enum):
     NONE = "nothing to read"
     READ = "read past the cursor"
     RESTART = "read again from the start"  # what was indexed of it is not what it holds
+    TAIL = "index its uncommitted lines in place; the cursor stays"  # ``tail``
+
+
+@dataclass(frozen=True)
+class Tail:
+    """A transcript's complete lines past its cursor, not yet due to be committed:
+    indexed at once in place of the chunks past line ``cut`` (the cursor's), cut again
+    when they are committed. ``msgs`` None: nothing is past the cursor now (the tail
+    indexed before goes)."""
+
+    msgs: Messages | None
+    state: FileState | None
+    cut: int
+    seen: int  # how much was past the cursor when read (the source's own measure)
 
 
 @dataclass(frozen=True)
@@ -197,7 +212,9 @@ class TranscriptSource(Protocol):
     cursor (None: nothing indexed). ``read``: the pieces past ``cursor``, as many as
     ``should_stop`` lets it (past it, ``run.report.more``); a piece is written before
     the next is read. ``render``: a piece's messages and how many of its records
-    could not be read (``warn``: log the first)."""
+    could not be read (``warn``: log the first). ``tail`` (when ``changed`` said
+    ``TAIL``): the lines past the cursor, rendered, or None when the transcript was
+    replaced meanwhile; ``tailed``: the sync wrote it."""
 
     name: str
 
@@ -216,6 +233,10 @@ class TranscriptSource(Protocol):
     ) -> Generator[Piece, None, None]: ...
 
     def render(self, t: Transcript, piece: Piece, *, warn: bool) -> tuple[Messages, int]: ...
+
+    def tail(self, run: SyncRun, t: Transcript, cursor: SessionCursor | None) -> Tail | None: ...
+
+    def tailed(self, run: SyncRun, t: Transcript, tail: Tail) -> None: ...
 
 
 def indexed_from(store: IndexStore, source: TranscriptSource) -> int:
