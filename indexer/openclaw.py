@@ -36,6 +36,9 @@ from indexer.config import (
     ChunkingConfig,
     Config,
     ExtraPath,
+    HybridConfig,
+    ProviderConfig,
+    QueryConfig,
     socket_dir,
     state_dir,
 )
@@ -94,7 +97,28 @@ def _num(value: Any, kind: type, lo: float, hi: float) -> Any:
 
 def _apply(cfg: Config, ms: dict[str, Any], base: Path) -> Config:
     """memorySearch settings onto a Config; anything unusable keeps memindex's value."""
-    prov = cfg.provider
+    cfg = replace(cfg, provider=_provider(cfg.provider, ms, base))
+    sources = ms.get("sources")
+    if isinstance(sources, list):
+        cfg = replace(cfg, sessions=replace(cfg.sessions, enabled="sessions" in sources))
+    extra = ms.get("extraPaths")
+    if isinstance(extra, list):
+        cfg = replace(cfg, extraPaths=cfg.extraPaths + tuple(_extras(extra, base)))
+    cfg = replace(cfg, chunking=_chunking(cfg.chunking, dig(ms, "chunking") or {}))
+    cfg = _sync(cfg, ms)
+    q = dig(ms, "query") or {}
+    hy = _merge(dig(ms, "hybrid") or {}, dig(q, "hybrid") or {})
+    query = _query(cfg.query, q, hy)
+    hybrid = _hybrid(cfg.hybrid, hy)
+    cache = cfg.cache
+    me = _num(dig(ms, "cache", "maxEntries"), int, 1, 10**9)
+    if me is not None:
+        cache = CacheConfig(maxEntries=me)
+    return replace(cfg, query=query, hybrid=hybrid, cache=cache)
+
+
+def _provider(prov: ProviderConfig, ms: dict[str, Any], base: Path) -> ProviderConfig:
+    """memorySearch's provider, model and fallback, its local model and its remote endpoint."""
     name = ms.get("provider")
     if isinstance(name, str) and name in _PROVIDERS:
         prov = replace(prov, name=name)
@@ -123,32 +147,28 @@ def _apply(cfg: Config, ms: dict[str, Any], base: Path) -> Config:
     minutes = _num(dig(remote, "batch", "timeoutMinutes"), float, 1, 10_000)
     if minutes is not None:
         r = replace(r, batchTimeoutMs=int(minutes * 60_000))
-    prov = replace(prov, remote=r)
-    cfg = replace(cfg, provider=prov)
+    return replace(prov, remote=r)
 
-    sources = ms.get("sources")
-    if isinstance(sources, list):
-        cfg = replace(cfg, sessions=replace(cfg.sessions, enabled="sessions" in sources))
-    extra = ms.get("extraPaths")
-    if isinstance(extra, list):
-        cfg = replace(cfg, extraPaths=cfg.extraPaths + tuple(_extras(extra, base)))
 
-    ch = dig(ms, "chunking") or {}
-    tokens = _num(ch.get("tokens"), int, 16, 100_000) or cfg.chunking.tokens
+def _chunking(old: ChunkingConfig, ch: dict[str, Any]) -> ChunkingConfig:
+    """memorySearch.chunking; an overlap that does not fit the chunk size becomes a fifth of it."""
+    tokens = _num(ch.get("tokens"), int, 16, 100_000) or old.tokens
     overlap = _num(ch.get("overlap"), int, 0, tokens - 1)
-    cfg = replace(
-        cfg, chunking=ChunkingConfig(tokens, cfg.chunking.overlap if overlap is None else overlap)
-    )
-    if cfg.chunking.overlap >= cfg.chunking.tokens:
-        cfg = replace(cfg, chunking=ChunkingConfig(tokens, tokens // 5))
+    chunking = ChunkingConfig(tokens, old.overlap if overlap is None else overlap)
+    if chunking.overlap >= chunking.tokens:
+        chunking = ChunkingConfig(tokens, tokens // 5)
+    return chunking
 
+
+def _sync(cfg: Config, ms: dict[str, Any]) -> Config:
+    """memorySearch.sync: the watcher's debounce and the transcripts' reindex thresholds."""
     debounce = _num(dig(ms, "sync", "watchDebounceMs"), int, 0, 3_600_000)
     if debounce is not None:
         cfg = replace(cfg, sync=replace(cfg.sync, watchDebounceMs=debounce))
     delta = dig(ms, "sync", "sessions") or {}
     db = _num(delta.get("deltaBytes"), int, 1, 10**10)
     dm = _num(delta.get("deltaMessages"), int, 1, 10**7)
-    cfg = replace(
+    return replace(
         cfg,
         sessions=replace(
             cfg.sessions,
@@ -157,15 +177,30 @@ def _apply(cfg: Config, ms: dict[str, Any], base: Path) -> Config:
         ),
     )
 
-    q = dig(ms, "query") or {}
-    query = cfg.query
+
+def _query(query: QueryConfig, q: dict[str, Any], hy: dict[str, Any]) -> QueryConfig:
+    """memorySearch.query's result count and score floor, and the hybrid settings of
+    the ranking stages after it (MMR, temporal decay)."""
     mr = _num(q.get("maxResults"), int, 1, 200)
     ms_ = _num(q.get("minScore"), float, 0.0, 1.0)
     query = replace(
         query, maxResults=mr or query.maxResults, minScore=query.minScore if ms_ is None else ms_
     )
-    hy = _merge(dig(ms, "hybrid") or {}, dig(q, "hybrid") or {})
-    hybrid = cfg.hybrid
+    if isinstance(dig(hy, "mmr", "enabled"), bool):
+        query = replace(query, stages=replace(query.stages, mmr=hy["mmr"]["enabled"]))
+    lam = _num(dig(hy, "mmr", "lambda"), float, 0.0, 1.0)
+    if lam is not None:
+        query = replace(query, mmrLambda=lam)
+    if isinstance(dig(hy, "temporalDecay", "enabled"), bool):
+        query = replace(query, stages=replace(query.stages, decay=hy["temporalDecay"]["enabled"]))
+    hl = _num(dig(hy, "temporalDecay", "halfLifeDays"), float, 0.01, 100_000)
+    if hl is not None:
+        query = replace(query, halfLifeDays=hl)
+    return query
+
+
+def _hybrid(hybrid: HybridConfig, hy: dict[str, Any]) -> HybridConfig:
+    """memorySearch's hybrid settings: on or off, the weights, the candidate pool."""
     if isinstance(hy.get("enabled"), bool):
         hybrid = replace(hybrid, enabled=hy["enabled"])
     vw = _num(hy.get("vectorWeight"), float, 0.0, 1.0)
@@ -179,21 +214,7 @@ def _apply(cfg: Config, ms: dict[str, Any], base: Path) -> Config:
     cm = _num(hy.get("candidateMultiplier"), int, 1, 20)
     if cm is not None:
         hybrid = replace(hybrid, candidateMultiplier=cm)
-    if isinstance(dig(hy, "mmr", "enabled"), bool):
-        query = replace(query, stages=replace(query.stages, mmr=hy["mmr"]["enabled"]))
-    lam = _num(dig(hy, "mmr", "lambda"), float, 0.0, 1.0)
-    if lam is not None:
-        query = replace(query, mmrLambda=lam)
-    if isinstance(dig(hy, "temporalDecay", "enabled"), bool):
-        query = replace(query, stages=replace(query.stages, decay=hy["temporalDecay"]["enabled"]))
-    hl = _num(dig(hy, "temporalDecay", "halfLifeDays"), float, 0.01, 100_000)
-    if hl is not None:
-        query = replace(query, halfLifeDays=hl)
-    cache = cfg.cache
-    me = _num(dig(ms, "cache", "maxEntries"), int, 1, 10**9)
-    if me is not None:
-        cache = CacheConfig(maxEntries=me)
-    return replace(cfg, query=query, hybrid=hybrid, cache=cache)
+    return hybrid
 
 
 def _extras(items: list[Any], base: Path) -> list[ExtraPath]:

@@ -141,65 +141,7 @@ def parse_config(
     where = str(source) if source else "config"
     data = dict(data)
     base = source.parent if source else Path.cwd()
-    chunking = _section(data, "chunking", ChunkingConfig, where)
-    query = _query(data, where)
-    limits = _section(data, "limits", LimitsConfig, where)
-    sessions = _section(data, "sessions", SessionsConfig, where)
-    if sessions.dir:
-        sessions = replace(sessions, dir=str(_expand(sessions.dir, base)))
-    if sessions.database:
-        sessions = replace(sessions, database=str(_expand(sessions.database, base)))
-    sync = _section(data, "sync", SyncConfig, where)
-    server = _section(data, "server", ServerConfig, where)
-    provider_raw = data.pop("provider", {})
-    if not isinstance(provider_raw, dict):
-        raise ConfigError(f"{where}: [provider] must be a table")
-    provider_raw = dict(provider_raw)
-    local = _section(provider_raw, "local", LocalProviderConfig, where)
-    if local.modelPath and not local.modelPath.startswith("hf:"):
-        local = replace(local, modelPath=str(_expand(local.modelPath, base)))
-    if local.model and local.modelPath:
-        raise ConfigError(
-            f"{where}: set provider.local.model (a model by name) or provider.local.modelPath "
-            "(a file), not both"
-        )
-    if local.modelCacheDir:
-        local = replace(local, modelCacheDir=str(_expand(local.modelCacheDir, base)))
-    remote = _section(provider_raw, "remote", RemoteProviderConfig, where)
-    provider = replace(
-        _section({"provider": provider_raw}, "provider", ProviderConfig, where),
-        local=local,
-        remote=remote,
-    )
-    hybrid = _section(data, "hybrid", HybridConfig, where)
-    rerank = _section(data, "rerank", RerankConfig, where)
-    check_values(rerank, "rerank.", where)  # its provider, before what it needs
-    if rerank.provider == "http" and not rerank.baseUrl:
-        raise ConfigError(f"{where}: rerank.provider http needs rerank.baseUrl")
-    if rerank.provider == "local" and not rerank.model:
-        raise ConfigError(f"{where}: rerank.provider local needs rerank.model (a .gguf file)")
-    if rerank.provider == "local" and not rerank.model.startswith("hf:"):
-        rerank = replace(rerank, model=str(_expand(rerank.model, base)))
-    cache = _section(data, "cache", CacheConfig, where)
-    store = _section(data, "store", StoreConfig, where)
-    for key, value in (("url", store.url), ("readUrl", store.readUrl)):
-        if value and not is_database_url(value):
-            raise ConfigError(f"{where}: store.{key} must be a postgresql:// URL")
-    if server.socket:
-        server = replace(server, socket=str(_expand(server.socket, base)))
-    kwargs: dict[str, Any] = {
-        "chunking": chunking,
-        "query": query,
-        "limits": limits,
-        "sessions": sessions,
-        "sync": sync,
-        "server": server,
-        "provider": provider,
-        "hybrid": hybrid,
-        "rerank": rerank,
-        "cache": cache,
-        "store": store,
-    }
+    kwargs = _sections(data, base, where)
     for key in ("workspace", "stateDir", "indexPath"):
         if key in data:
             value = data.pop(key)
@@ -225,6 +167,73 @@ def parse_config(
     cfg = Config(source=source, **kwargs)
     _validate(cfg, where)
     return cfg, _agents(cfg, agents_raw, base, where)
+
+
+def _sections(data: dict[str, Any], base: Path, where: str) -> dict[str, Any]:
+    """Every section, taken out of ``data`` by name, its paths made absolute."""
+    chunking = _section(data, "chunking", ChunkingConfig, where)
+    query = _query(data, where)
+    limits = _section(data, "limits", LimitsConfig, where)
+    sessions = _section(data, "sessions", SessionsConfig, where)
+    if sessions.dir:
+        sessions = replace(sessions, dir=str(_expand(sessions.dir, base)))
+    if sessions.database:
+        sessions = replace(sessions, database=str(_expand(sessions.database, base)))
+    sync = _section(data, "sync", SyncConfig, where)
+    server = _section(data, "server", ServerConfig, where)
+    provider = _provider(data, base, where)
+    hybrid = _section(data, "hybrid", HybridConfig, where)
+    rerank = _section(data, "rerank", RerankConfig, where)
+    check_values(rerank, "rerank.", where)  # its provider, before what it needs
+    if rerank.provider == "http" and not rerank.baseUrl:
+        raise ConfigError(f"{where}: rerank.provider http needs rerank.baseUrl")
+    if rerank.provider == "local" and not rerank.model:
+        raise ConfigError(f"{where}: rerank.provider local needs rerank.model (a .gguf file)")
+    if rerank.provider == "local" and not rerank.model.startswith("hf:"):
+        rerank = replace(rerank, model=str(_expand(rerank.model, base)))
+    cache = _section(data, "cache", CacheConfig, where)
+    store = _section(data, "store", StoreConfig, where)
+    for key, value in (("url", store.url), ("readUrl", store.readUrl)):
+        if value and not is_database_url(value):
+            raise ConfigError(f"{where}: store.{key} must be a postgresql:// URL")
+    if server.socket:
+        server = replace(server, socket=str(_expand(server.socket, base)))
+    return {
+        "chunking": chunking,
+        "query": query,
+        "limits": limits,
+        "sessions": sessions,
+        "sync": sync,
+        "server": server,
+        "provider": provider,
+        "hybrid": hybrid,
+        "rerank": rerank,
+        "cache": cache,
+        "store": store,
+    }
+
+
+def _provider(data: dict[str, Any], base: Path, where: str) -> ProviderConfig:
+    """``[provider]`` with its ``[provider.local]`` and ``[provider.remote]`` tables."""
+    provider_raw = data.pop("provider", {})
+    if not isinstance(provider_raw, dict):
+        raise ConfigError(f"{where}: [provider] must be a table")
+    provider_raw = dict(provider_raw)
+    local = _section(provider_raw, "local", LocalProviderConfig, where)
+    if local.modelPath and not local.modelPath.startswith("hf:"):
+        local = replace(local, modelPath=str(_expand(local.modelPath, base)))
+    if local.model and local.modelPath:
+        raise ConfigError(
+            f"{where}: set provider.local.model (a model by name) or provider.local.modelPath "
+            "(a file), not both"
+        )
+    if local.modelCacheDir:
+        local = replace(local, modelCacheDir=str(_expand(local.modelCacheDir, base)))
+    remote = _section(provider_raw, "remote", RemoteProviderConfig, where)
+    provider: ProviderConfig = _section(
+        {"provider": provider_raw}, "provider", ProviderConfig, where
+    )
+    return replace(provider, local=local, remote=remote)
 
 
 _AGENT_KEYS = {"id", "workspace", "indexPath", "extraPaths", "ignore", "sessionsDir"}

@@ -19,6 +19,7 @@ from indexer.indexing.progress import WorkProgress
 from indexer.store import IndexStore
 from providers.backoff import Backoff
 from providers.base import EmbeddingProvider
+from providers.batch import BatchState
 from providers.calibration import META_KEY, Scale, measure
 from providers.errors import ProviderError
 from providers.retry import RetryPolicy, call_with_retries
@@ -45,6 +46,21 @@ class EmbedReport:
     seconds: float = 0.0
 
 
+@dataclass
+class _Pass:
+    """What one pass embeds with and reports to."""
+
+    store: IndexStore
+    provider: EmbeddingProvider
+    key: str  # the provider's (``provider.key()``): what the cache and jobs are keyed by
+    rep: EmbedReport
+    should_stop: Callable[[], bool] | None
+
+    def stopped(self) -> bool:
+        """Whether the caller asked the pass to stop."""
+        return bool(self.should_stop and self.should_stop())
+
+
 def embed_pending(
     store: IndexStore,
     provider: EmbeddingProvider,
@@ -68,6 +84,31 @@ def embed_pending(
     t0 = time.monotonic()
     rep = EmbedReport()
     key = provider.key()
+    _prepare_vectors(store, provider, key)
+    run = _Pass(store, provider, key, rep, should_stop)
+    in_jobs: set[str] = set()
+    if use_batch and provider.supports_batch_jobs:
+        try:
+            in_jobs = _run_batches(run, wait, batch_timeout, sleep)
+        except ProviderError as exc:
+            rep.error = f"{provider.id} batch: {exc.message}"
+            log.warning("batch embedding stopped: %s", rep.error)
+            in_jobs = {h for hs in store.batch_jobs(key).values() for h in hs}
+    _embed_direct(run, in_jobs, progress)
+    with store.transaction():
+        store.cache_prune(max_cache_entries)
+    if rep.error is None and not run.stopped() and store.any_embedded():
+        _keep_scale(store, provider, key)
+    rep.pending = store.pending_count()
+    if progress is not None and rep.pending == 0:
+        progress.finished()
+    rep.batchJobs = len(store.batch_jobs(key))
+    rep.seconds = round(time.monotonic() - t0, 3)
+    return rep
+
+
+def _prepare_vectors(store: IndexStore, provider: EmbeddingProvider, key: str) -> None:
+    """Make the store's vector table this provider's, dropping another's vectors."""
     if store.meta_get("vectorKey") != key or store.vector_dims() not in (None, provider.dims):
         # Another provider's or model's vectors: every chunk is pending again; the
         # cache still holds what this provider embedded before.
@@ -77,19 +118,16 @@ def embed_pending(
             store.meta_set("vectorModel", f"{provider.id}:{provider.model}:{provider.dims}")
     with store.transaction():
         store.ensure_vector_table(provider.dims)
-    in_jobs: set[str] = set()
-    if use_batch and provider.supports_batch_jobs:
-        try:
-            in_jobs = _run_batches(
-                store, provider, key, rep, wait, batch_timeout, sleep, should_stop
-            )
-        except ProviderError as exc:
-            rep.error = f"{provider.id} batch: {exc.message}"
-            log.warning("batch embedding stopped: %s", rep.error)
-            in_jobs = {h for hs in store.batch_jobs(key).values() for h in hs}
+
+
+def _embed_direct(run: _Pass, in_jobs: set[str], progress: WorkProgress | None) -> None:
+    """Give the pending chunks not waiting in batch jobs a vector, from the cache or
+    the provider, in steps of ``_STEP_MIN`` to ``_STEP_MAX`` chunks; a provider
+    failure ends it (``rep.error``)."""
+    store, provider, key, rep = run.store, run.provider, run.key, run.rep
     after = 0
     step = _STEP_MIN
-    while not (should_stop and should_stop()):
+    while not run.stopped():
         t_step = time.monotonic()
         batch = store.pending_chunks(step, after)
         if not batch:
@@ -126,16 +164,6 @@ def embed_pending(
             progress.embedded(len(batch))
         fast = time.monotonic() - t_step < 1.0
         step = min(_STEP_MAX, step * 2) if fast else max(_STEP_MIN, step // 2)
-    with store.transaction():
-        store.cache_prune(max_cache_entries)
-    if rep.error is None and not (should_stop and should_stop()) and store.any_embedded():
-        _keep_scale(store, provider, key)
-    rep.pending = store.pending_count()
-    if progress is not None and rep.pending == 0:
-        progress.finished()
-    rep.batchJobs = len(store.batch_jobs(key))
-    rep.seconds = round(time.monotonic() - t0, 3)
-    return rep
 
 
 _POLLS = Backoff(initial=1.0, maximum=60.0)  # a batch job polled: 1 s, 2 s, 4 s …
@@ -158,17 +186,11 @@ def _keep_scale(store: IndexStore, provider: EmbeddingProvider, key: str) -> Non
 
 
 def _run_batches(
-    store: IndexStore,
-    provider: EmbeddingProvider,
-    key: str,
-    rep: EmbedReport,
-    wait: bool,
-    timeout: float,
-    sleep: Callable[[float], None],
-    should_stop: Callable[[], bool] | None,
+    run: _Pass, wait: bool, timeout: float, sleep: Callable[[float], None]
 ) -> set[str]:
     """Submit jobs for uncached pending chunks, collect finished jobs; return the
     hashes still waiting in open jobs."""
+    store, provider, key, rep = run.store, run.provider, run.key, run.rep
     jobs = store.batch_jobs(key)
     waiting = {h for hs in jobs.values() for h in hs}
     todo: dict[str, str] = {}
@@ -198,40 +220,42 @@ def _run_batches(
             state = call_with_retries(partial(provider.poll_batch, job_id))
             if state.state == "running":
                 continue
-            hashes = jobs.pop(job_id)
-            if state.ordered is not None:  # results in submission order, no ids
-                state.vectors.update(
-                    (h, v) for h, v in zip(hashes, state.ordered, strict=False) if v is not None
-                )
-            wanted = set(hashes)
-            vectors = {
-                h: v.astype("<f4").tobytes()
-                for h, v in state.vectors.items()
-                if h in wanted and v.shape == (provider.dims,)
-            }
-            redo = [h for h in hashes if h not in vectors]
-            if state.state == "failed":
-                log.warning(
-                    "batch job %s %s: embedding its chunks directly",
-                    job_id,
-                    state.reason or "failed",
-                )
-            if redo:
-                texts = store.texts_for_hashes(redo)
-                direct = [h for h in redo if h in texts]
-                if direct:
-                    vecs = call_with_retries(
-                        partial(provider.embed_all, [texts[h] for h in direct])
-                    )
-                    vectors.update(
-                        (h, vecs[n].astype("<f4").tobytes()) for n, h in enumerate(direct)
-                    )
-                    rep.embedded += len(direct)
-            with store.transaction():
-                store.cache_put(key, provider.dims, vectors.items())
-                store.delete_batch_job(job_id)
-            rep.batchCollected += 1
-        if not jobs or not wait or time.monotonic() > deadline or (should_stop and should_stop()):
+            _collect(run, job_id, jobs.pop(job_id), state)
+        if not jobs or not wait or time.monotonic() > deadline or run.stopped():
             break
         sleep(polls.next())
     return {h for hs in jobs.values() for h in hs}
+
+
+def _collect(run: _Pass, job_id: str, hashes: list[str], state: BatchState) -> None:
+    """Cache a finished job's vectors, embedding directly the chunks it has none for
+    (all of them when it failed), and forget the job."""
+    store, provider, key, rep = run.store, run.provider, run.key, run.rep
+    if state.ordered is not None:  # results in submission order, no ids
+        state.vectors.update(
+            (h, v) for h, v in zip(hashes, state.ordered, strict=False) if v is not None
+        )
+    wanted = set(hashes)
+    vectors = {
+        h: v.astype("<f4").tobytes()
+        for h, v in state.vectors.items()
+        if h in wanted and v.shape == (provider.dims,)
+    }
+    redo = [h for h in hashes if h not in vectors]
+    if state.state == "failed":
+        log.warning(
+            "batch job %s %s: embedding its chunks directly",
+            job_id,
+            state.reason or "failed",
+        )
+    if redo:
+        texts = store.texts_for_hashes(redo)
+        direct = [h for h in redo if h in texts]
+        if direct:
+            vecs = call_with_retries(partial(provider.embed_all, [texts[h] for h in direct]))
+            vectors.update((h, vecs[n].astype("<f4").tobytes()) for n, h in enumerate(direct))
+            rep.embedded += len(direct)
+    with store.transaction():
+        store.cache_put(key, provider.dims, vectors.items())
+        store.delete_batch_job(job_id)
+    rep.batchCollected += 1

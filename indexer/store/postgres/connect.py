@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
 
+    _Connection = psycopg.Connection[Any]
+else:
+    _Connection = object  # psycopg is imported when a connection is first made
+
 __all__ = [
     "GEN_TABLES",
     "PgTarget",
@@ -129,6 +133,62 @@ def store_errors(url: str) -> Iterator[None]:
         raise StoreError(f"PostgreSQL at {redact(url)}: {exc}") from exc
 
 
+class _LazySavepoints(_Connection):
+    """The savepoints of ``_connection_class``'s connections: each is sent just before
+    the first statement that runs inside it."""
+
+    pending: list[str]  # savepoints asked for, not sent yet (oldest first)
+    sent: list[str]  # ... and those sent, not ended yet
+
+    def lazy_savepoint(self) -> str:
+        """A savepoint that is sent before the next statement (any statement on
+        this connection: ``execute``, ``cursor``, a ``transaction`` block); end it
+        with ``end_savepoint``. One that nothing ran in costs no round trip (a
+        file read that writes nothing: two a file)."""
+        name = f"memindex_{len(self.pending) + len(self.sent)}"
+        self.pending.append(name)
+        return name
+
+    def end_savepoint(self, name: str, *, rollback: bool) -> bool:
+        """Release ``name`` (rolled back first with ``rollback``); False when it
+        was never sent (nothing ran inside it: nothing to undo)."""
+        if self.pending and self.pending[-1] == name:
+            self.pending.pop()
+            return False
+        if not self.sent or self.sent[-1] != name:  # ended out of order: a bug
+            raise RuntimeError(f"savepoint {name} is not the innermost: {self.sent}")
+        self.sent.pop()
+        if rollback:  # psycopg's own execute: sends no pending savepoint first
+            super().execute(f"ROLLBACK TO SAVEPOINT {name}", prepare=False)
+        super().execute(f"RELEASE SAVEPOINT {name}", prepare=False)
+        return True
+
+    def _send_pending(self) -> None:
+        pending, self.pending = self.pending, []
+        for i, name in enumerate(pending):
+            try:
+                super().execute(f"SAVEPOINT {name}", prepare=False)
+            except BaseException:
+                self.pending = pending[i:]  # not sent: their ends undo nothing
+                raise
+            self.sent.append(name)
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        if self.pending:
+            self._send_pending()
+        return super().execute(*args, **kwargs)
+
+    def cursor(self, *args: Any, **kwargs: Any) -> Any:
+        if self.pending:
+            self._send_pending()
+        return super().cursor(*args, **kwargs)
+
+    def transaction(self, *args: Any, **kwargs: Any) -> Any:
+        if self.pending:
+            self._send_pending()
+        return super().transaction(*args, **kwargs)
+
+
 @functools.cache
 def _connection_class() -> type:
     """psycopg's Connection, noting each connection attempt's outcome in ``_REFUSED``
@@ -139,10 +199,7 @@ def _connection_class() -> type:
 
     base = psycopg.Connection
 
-    class _Noted(base):  # type: ignore[valid-type,misc]
-        pending: list[str]  # savepoints asked for, not sent yet (oldest first)
-        sent: list[str]  # ... and those sent, not ended yet
-
+    class _Noted(_LazySavepoints, base):  # type: ignore[valid-type,misc]
         @classmethod
         def connect(cls, conninfo: str = "", **kwargs: Any) -> Any:
             try:
@@ -153,54 +210,6 @@ def _connection_class() -> type:
             _REFUSED.pop(conninfo, None)
             conn.pending, conn.sent = [], []
             return conn
-
-        def lazy_savepoint(self) -> str:
-            """A savepoint that is sent before the next statement (any statement on
-            this connection: ``execute``, ``cursor``, a ``transaction`` block); end it
-            with ``end_savepoint``. One that nothing ran in costs no round trip (a
-            file read that writes nothing: two a file)."""
-            name = f"memindex_{len(self.pending) + len(self.sent)}"
-            self.pending.append(name)
-            return name
-
-        def end_savepoint(self, name: str, *, rollback: bool) -> bool:
-            """Release ``name`` (rolled back first with ``rollback``); False when it
-            was never sent (nothing ran inside it: nothing to undo)."""
-            if self.pending and self.pending[-1] == name:
-                self.pending.pop()
-                return False
-            if not self.sent or self.sent[-1] != name:  # ended out of order: a bug
-                raise RuntimeError(f"savepoint {name} is not the innermost: {self.sent}")
-            self.sent.pop()
-            if rollback:
-                base.execute(self, f"ROLLBACK TO SAVEPOINT {name}", prepare=False)
-            base.execute(self, f"RELEASE SAVEPOINT {name}", prepare=False)
-            return True
-
-        def _send_pending(self) -> None:
-            pending, self.pending = self.pending, []
-            for i, name in enumerate(pending):
-                try:
-                    base.execute(self, f"SAVEPOINT {name}", prepare=False)
-                except BaseException:
-                    self.pending = pending[i:]  # not sent: their ends undo nothing
-                    raise
-                self.sent.append(name)
-
-        def execute(self, *args: Any, **kwargs: Any) -> Any:
-            if self.pending:
-                self._send_pending()
-            return super().execute(*args, **kwargs)
-
-        def cursor(self, *args: Any, **kwargs: Any) -> Any:
-            if self.pending:
-                self._send_pending()
-            return super().cursor(*args, **kwargs)
-
-        def transaction(self, *args: Any, **kwargs: Any) -> Any:
-            if self.pending:
-                self._send_pending()
-            return super().transaction(*args, **kwargs)
 
     return _Noted
 

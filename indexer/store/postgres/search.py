@@ -57,26 +57,12 @@ class PgSearch(PgBase):
         else:
             held = [self._phrase_rows(p, w) for p in phrases]  # (ids, weighted tf) each
             ids_db = dl_db = version = None
-        if required:
-            cand = held[0][0]
-            for ids, _ in held[1:required]:
-                cand = np.intersect1d(cand, ids, assume_unique=True)
-        else:
-            cand = np.unique(np.concatenate([ids for ids, _ in held]))
+        cand = _candidates(held, required)
         if not len(cand):
             return []
         n_rows, avgdl = self._corpus_stats(version)
         if ids_db is None:
-            sql = (
-                "SELECT coalesce(array_agg(id ORDER BY id), '{}'), "
-                "coalesce(array_agg(dl ORDER BY id), '{}') FROM chunks WHERE {k} "
-                "AND id = ANY(%s)"
-            )
-            args: list[Any] = [cand.tolist()]
-            if sources:
-                sql += " AND source = ANY(%s)"
-                args.append(list(sources))
-            ids_db, dl_db = self._q(sql, *args, binary=True).fetchone()
+            ids_db, dl_db = self._lengths(cand, sources)
         at_db = np.asarray(ids_db, dtype=np.int64)
         keep = np.isin(at_db, cand, assume_unique=True)  # the rows of the candidates
         cand = at_db[keep]
@@ -99,6 +85,19 @@ class PgSearch(PgBase):
             if r is not None:
                 out.append(dataclasses.replace(r, rank=score))
         return out
+
+    def _lengths(self, cand: npt.NDArray[np.int64], sources: Sequence[str] | None) -> Any:
+        """The ids and lengths of the rows in ``cand`` (of ``sources``), in id order."""
+        sql = (
+            "SELECT coalesce(array_agg(id ORDER BY id), '{}'), "
+            "coalesce(array_agg(dl ORDER BY id), '{}') FROM chunks WHERE {k} "
+            "AND id = ANY(%s)"
+        )
+        args: list[Any] = [cand.tolist()]
+        if sources:
+            sql += " AND source = ANY(%s)"
+            args.append(list(sources))
+        return self._q(sql, *args, binary=True).fetchone()
 
     def _words_and_lengths(
         self, words: Sequence[str], w: tuple[float, ...], sources: Sequence[str] | None
@@ -237,6 +236,19 @@ class PgSearch(PgBase):
                 yield KeywordPostings(version, seq, chunks, iter(()), by_chunk=rows)
             finally:
                 cur.close()
+
+
+def _candidates(
+    held: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]], required: int
+) -> npt.NDArray[np.int64]:
+    """The rows a search ranks (sorted ids): those holding every one of the first
+    ``required`` phrases, else those holding any."""
+    if required:
+        cand = held[0][0]
+        for ids, _ in held[1:required]:
+            cand = np.intersect1d(cand, ids, assume_unique=True)
+        return cand
+    return np.unique(np.concatenate([ids for ids, _ in held]))
 
 
 def _idf(rows: int, hits: int, fts5: bool) -> float:
