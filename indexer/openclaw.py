@@ -6,19 +6,15 @@ per-agent overrides merged field by field (``agents.list[]`` with ``id`` /
 ``memory.search``), each agent's workspace (else ``agents.defaults.workspace``, else
 ``~/.openclaw/workspace``), and ``memory.qmd.paths`` as extra paths. Transcripts come
 from ``<state dir>/agents/<id>/sessions`` when ``sources`` includes ``"sessions"``; the
-state dir is OpenClaw's: ``$OPENCLAW_STATE_DIR``, else ``$OPENCLAW_HOME/.openclaw``, else
-``~/.openclaw``.
+state dir is OpenClaw's (``$OPENCLAW_STATE_DIR``, else ``$OPENCLAW_HOME/.openclaw``,
+else ``~/.openclaw``). Each openclaw.json is its own installation: any but the default
+state dir's gets ``<state>/openclaw-<id>/`` and ``memindex-<id>.sock``
+(``config_identity``), so two OpenClaws never share a daemon or an index.
 
-Each openclaw.json is its own memindex installation: OpenClaw's default one (its
-state dir's ``openclaw.json``) keeps memindex's default index folder and socket;
-any other (a second profile, another state dir) gets ``<state>/openclaw-<id>/`` and
-``memindex-<id>.sock`` (``config_identity``), so two OpenClaws never share a daemon
-or an index, whatever their agents are called.
-
-Deliberately not taken: ``store.path`` (memindex keeps its state in its own state
-dir, never inside OpenClaw's files) and providers memindex does not have (mistral:
-auto-selection picks another). Unknown keys are ignored: this reads someone else's
-file, which has more settings than memory search.
+Not taken: ``store.path`` (memindex keeps its state in its own state dir) and
+providers memindex does not have (mistral: auto-selection picks another). Unknown
+keys, and a setting of the wrong type (a string where an object belongs), are
+ignored: this reads someone else's file, which has more than memory search.
 """
 
 from __future__ import annotations
@@ -83,6 +79,12 @@ def dig(d: Any, *keys: str) -> Any:
     return d
 
 
+def table(d: Any, *keys: str) -> dict[str, Any]:
+    """``dig`` for an object: {} where it is missing or not an object (ignored)."""
+    found = dig(d, *keys)
+    return found if isinstance(found, dict) else {}
+
+
 def _path(value: str, base: Path) -> Path:
     p = Path(os.path.expandvars(os.path.expanduser(value)))
     return p if p.is_absolute() else base / p
@@ -104,10 +106,10 @@ def _apply(cfg: Config, ms: dict[str, Any], base: Path) -> Config:
     extra = ms.get("extraPaths")
     if isinstance(extra, list):
         cfg = replace(cfg, extraPaths=cfg.extraPaths + tuple(_extras(extra, base)))
-    cfg = replace(cfg, chunking=_chunking(cfg.chunking, dig(ms, "chunking") or {}))
+    cfg = replace(cfg, chunking=_chunking(cfg.chunking, table(ms, "chunking")))
     cfg = _sync(cfg, ms)
-    q = dig(ms, "query") or {}
-    hy = _merge(dig(ms, "hybrid") or {}, dig(q, "hybrid") or {})
+    q = table(ms, "query")
+    hy = _merge(table(ms, "hybrid"), table(q, "hybrid"))
     query = _query(cfg.query, q, hy)
     hybrid = _hybrid(cfg.hybrid, hy)
     cache = cfg.cache
@@ -127,7 +129,7 @@ def _provider(prov: ProviderConfig, ms: dict[str, Any], base: Path) -> ProviderC
     fb = ms.get("fallback")
     if isinstance(fb, str) and fb in _PROVIDERS - {"auto"}:
         prov = replace(prov, fallback=fb)
-    local = dig(ms, "local") or {}
+    local = table(ms, "local")
     if isinstance(local.get("modelPath"), str):
         mp = local["modelPath"]
         mp = mp if mp.startswith("hf:") else str(_path(mp, base))
@@ -136,7 +138,7 @@ def _provider(prov: ProviderConfig, ms: dict[str, Any], base: Path) -> ProviderC
         prov = replace(
             prov, local=replace(prov.local, modelCacheDir=str(_path(local["modelCacheDir"], base)))
         )
-    remote = dig(ms, "remote") or {}
+    remote = table(ms, "remote")
     r = prov.remote
     if isinstance(remote.get("baseUrl"), str):
         r = replace(r, baseUrl=remote["baseUrl"])
@@ -165,7 +167,7 @@ def _sync(cfg: Config, ms: dict[str, Any]) -> Config:
     debounce = _num(dig(ms, "sync", "watchDebounceMs"), int, 0, 3_600_000)
     if debounce is not None:
         cfg = replace(cfg, sync=replace(cfg.sync, watchDebounceMs=debounce))
-    delta = dig(ms, "sync", "sessions") or {}
+    delta = table(ms, "sync", "sessions")
     db = _num(delta.get("deltaBytes"), int, 1, 10**10)
     dm = _num(delta.get("deltaMessages"), int, 1, 10**7)
     return replace(
@@ -179,8 +181,7 @@ def _sync(cfg: Config, ms: dict[str, Any]) -> Config:
 
 
 def _query(query: QueryConfig, q: dict[str, Any], hy: dict[str, Any]) -> QueryConfig:
-    """memorySearch.query's result count and score floor, and the hybrid settings of
-    the ranking stages after it (MMR, temporal decay)."""
+    """memorySearch.query's result count and floor, and hybrid's MMR and temporal decay."""
     mr = _num(q.get("maxResults"), int, 1, 200)
     ms_ = _num(q.get("minScore"), float, 0.0, 1.0)
     query = replace(
@@ -289,8 +290,7 @@ def config_identity(path: Path) -> str | None:
 
 
 def read_json5(path: Path) -> Any:
-    """An openclaw.json's content, or a one-line ConfigError (unreadable, not JSON5,
-    nested deeper than a parser can go)."""
+    """An openclaw.json's content, or a one-line ConfigError (unreadable, not JSON5, deep)."""
     import json5
 
     try:
@@ -318,7 +318,7 @@ def load_openclaw(path: Path, base_cfg: Config | None = None) -> tuple[Config, .
         home = (cfg0.stateDir or state_dir()) / f"openclaw-{ident}"
         sock = cfg0.server.socket or str(socket_dir(home) / f"memindex-{ident}.sock")
         cfg0 = replace(cfg0, stateDir=home, server=replace(cfg0.server, socket=sock))
-    defaults = dig(data, "agents", "defaults") or {}
+    defaults = table(data, "agents", "defaults")
     zone = defaults.get("userTimezone")
     if isinstance(zone, str) and zone.strip() and not cfg0.query.timeZone:
         try:  # OpenClaw's own zone: what "yesterday" is (a name it cannot read: the host's)
@@ -326,11 +326,11 @@ def load_openclaw(path: Path, base_cfg: Config | None = None) -> tuple[Config, .
             cfg0 = replace(cfg0, query=replace(cfg0.query, timeZone=zone.strip()))
         except ValueError:
             pass
-    ms_default = _merge(dig(data, "memory", "search") or {}, defaults.get("memorySearch") or {})
+    ms_default = _merge(table(data, "memory", "search"), table(defaults, "memorySearch"))
     qmd_paths = dig(data, "memory", "qmd", "paths")
     ws_default = defaults.get("workspace") or "~/.openclaw/workspace"
 
-    agents: list[tuple[str, dict[str, Any]]] = []
+    agents: list[tuple[str, dict[str, object]]] = []
     listed = dig(data, "agents", "list")
     if isinstance(listed, list):
         agents += [(str(a["id"]), a) for a in listed if isinstance(a, dict) and a.get("id")]
@@ -348,7 +348,7 @@ def load_openclaw(path: Path, base_cfg: Config | None = None) -> tuple[Config, .
         if aid in seen:
             continue
         seen.add(aid)
-        ms = _merge(ms_default, entry.get("memorySearch") or dig(entry, "memory", "search") or {})
+        ms = _merge(ms_default, table(entry, "memorySearch") or table(entry, "memory", "search"))
         ws = entry.get("workspace") or ws_default
         cfg = replace(
             cfg0,

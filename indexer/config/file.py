@@ -50,7 +50,7 @@ def _section(data: dict[str, Any], name: str, cls: type[Any], where: str) -> Any
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: [{name}] must be a table")
     known = {f.name: f for f in fields(cls)}
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, object] = {}
     defaults = cls()
     for key, value in raw.items():
         if key not in known:

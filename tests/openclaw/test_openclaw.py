@@ -10,6 +10,7 @@ import pytest
 from conftest import Runner, cli_json, write
 from daemon_util import rpc, wait_for
 
+from indexer.config import Config
 from indexer.config.file import load_settings
 from indexer.errors import ConfigError
 from indexer.openclaw import load_openclaw
@@ -98,6 +99,25 @@ def test_memory_only_sources_disable_sessions(tmp_path: Path) -> None:
     bad = write(tmp_path, "bad.json", "{agents: ")
     with pytest.raises(ConfigError, match="not valid JSON5"):
         load_settings(openclaw=bad)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{agents: {defaults: "x"}}',
+        "{memory: {search: 5}}",
+        '{agents: {list: [{id: "a", memorySearch: "x"}]}}',
+        '{agents: {entries: {b: {memory: {search: "s"}}}}}',
+        '{agents: {defaults: {memorySearch: {chunking: "x", query: 5, hybrid: [], '
+        'remote: "z", local: 7, sync: {sessions: 3}}}}}',
+        '{agents: {defaults: {memorySearch: {query: {hybrid: "q"}}}}}',
+    ],
+)
+def test_a_setting_of_the_wrong_type_keeps_memindexs_value(tmp_path: Path, text: str) -> None:
+    """Someone else's file: a string or a number where an object belongs is ignored
+    (the agents load with memindex's values), never a crash of every command."""
+    (cfg,) = load_openclaw(write(tmp_path, "oc.json", text))
+    assert cfg.chunking == Config().chunking and cfg.query.maxResults == Config().query.maxResults
 
 
 def test_the_users_time_zone_is_openclaws(tmp_path: Path) -> None:
