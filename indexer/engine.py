@@ -1,14 +1,10 @@
 """Where an agent's index is put together: its backend (where the index lives), the
-embedding provider by the config's policy (``provider``), and
-
-* ``AgentIndex``: a writer holding the agent's writer lock and its searches — on the
-  writer's own connection for a one-process caller (the CLI's ``index``,
-  ``memindex-qmd update``, the benches and the tests), or on a pool of read-only
-  connections with an in-memory snapshot the writer keeps caught up (the daemon,
-  one per agent: ``surfaces/agent.AgentRuntime`` adds its schedule and health);
-* ``reading``: a read-only searcher for one request (the CLI's and MCP's direct
-  path, ``memindex-qmd`` searches);
-* ``checking``: a store to check (``doctor``).
+embedding provider by the config's policy (``provider``), and ``AgentIndex`` (a
+writer and its searches: on the writer's connection for a one-process caller, the
+CLI's ``index``, ``memindex-qmd update``, the benches and tests; on a pool of
+read-only connections with an in-memory snapshot for the daemon, one per agent),
+``reading`` (a read-only searcher for one request: the CLI's and MCP's direct path)
+and ``checking`` (a store to check: ``doctor``).
 
 No surface opens a backend, loads a provider or makes a ``Searcher`` or ``Indexer``
 itself (``tests/test_layout.py``). Parameters given to ``AgentIndex.search`` as
@@ -28,13 +24,13 @@ from indexer.api import GetRequest, GetResponse, SearchRequest, SearchResponse, 
 from indexer.config import Config
 from indexer.errors import StoreError
 from indexer.search.recall_tally import RecallTally, recalls_path
-from indexer.search.searcher import Searcher
 from indexer.store import STORE_ERRORS, IndexStore
 from indexer.store.backend import backend_for
 
 if TYPE_CHECKING:
     from indexer.indexing.transfer import TransferReport
     from indexer.indexing.writer import Indexer
+    from indexer.search.searcher import Searcher
     from indexer.search.snapshot.live import LiveIndex
     from indexer.selection import SharedProviders
     from providers.auto import Selection
@@ -84,6 +80,8 @@ def reading(cfg: Config, *, embed: bool) -> Iterator[Searcher]:
     backend = backend_for(cfg)
     with backend.open(readonly=True) as store:
         found, note = provider_for_reading(cfg, store) if embed else (None, "")
+        from indexer.search.searcher import Searcher  # an index command never loads it
+
         yield Searcher(cfg, store, provider=found, provider_note=note, where=backend.where)
 
 
@@ -105,18 +103,14 @@ def index_location(cfg: Config) -> tuple[str, bool]:
 
 
 class AgentIndex:
-    """One agent's index: a ``writer`` (``Indexer``: sync, sync_memory, sync_sessions,
-    embed; it holds the agent's writer lock) and its searches (``read``, or search,
-    get, status). With ``readers=0`` a search runs on the writer's own connection
-    (``searcher``), following it to a rebuilt store; with ``readers=N`` each runs on
-    a pooled read-only connection (N kept open between requests, bounded on a
-    database) with an in-memory snapshot the writer keeps caught up, which the
-    request threads of a daemon share while its writer thread writes.
-
-    ``selection``: the provider chosen by ``provider(cfg, shared)``; this index then
-    owns it (logged unless ``quiet``: a caller that reports ``provider_state``
-    itself; released to ``shared`` or closed by ``close``). Or ``provider``: one the
-    caller owns (a test's, a bench's)."""
+    """One agent's index: a ``writer`` (``Indexer``, holding the agent's writer lock)
+    and its searches (``read``, or search, get, status): with ``readers=0`` on the
+    writer's own connection (``searcher``, made on first use), with ``readers=N`` on
+    pooled read-only connections (bounded on a database) sharing an in-memory
+    snapshot the writer keeps caught up (a daemon's request threads).
+    ``selection``: the provider ``provider(cfg, shared)`` chose, then this index's
+    (logged unless ``quiet``; released or closed by ``close``); or ``provider``: one
+    the caller owns (a test's, a bench's)."""
 
     def __init__(
         self,
@@ -151,19 +145,19 @@ class AgentIndex:
         self._pooled: queue.LifoQueue[Searcher] = queue.LifoQueue()
         # a daemon's (pooled readers) searches are the agent's: their recalls counted
         self.recalls = RecallTally(recalls_path(cfg)) if readers else None
-        self.searcher: Searcher | None = None
+        self._single = not readers  # one searcher on the writer's store, else a pool
+        self._one: Searcher | None = None  # made on first use (``searcher``)
         self._slots: threading.BoundedSemaphore | None = None
         self._idle_max = readers
         self.writer: Indexer = self._open(store, readonly, readers, note)
-        # The writer's tasks, as this index's own.
-        self.sync = self.writer.sync
+        self.sync = self.writer.sync  # the writer's tasks, as this index's own
         self.sync_memory = self.writer.sync_memory
         self.sync_sessions = self.writer.sync_sessions
         self.embed = self.writer.embed
 
     def _open(self, store: IndexStore | None, readonly: bool, readers: int, note: str) -> Indexer:
         """The agent's writer on ``store`` (else on the store its backend opens), and
-        the searcher or the readers' bounds; on a failure nothing is kept open."""
+        the readers' bounds; on a failure nothing is kept open."""
         # Imported only here: a read (``reading``) does not load the write path.
         from indexer.indexing.writer import Indexer
 
@@ -172,7 +166,7 @@ class AgentIndex:
             backend = backend_for(self.cfg, note=note)  # the writer creates and migrates it
             if store is None:
                 store = opened = backend.open(readonly=readonly)
-            writer = self.writer = Indexer(  # the searcher names its store
+            writer = self.writer = Indexer(
                 self.cfg, store, self.provider, changed=self._after_write, backend=backend
             )
             if readers:
@@ -181,8 +175,6 @@ class AgentIndex:
                 limit = backend.reader_limit()
                 self._idle_max = readers if limit is None else min(readers, limit)
                 self._slots = threading.BoundedSemaphore(limit) if limit is not None else None
-            else:
-                self.searcher = self._searcher(store)
         except BaseException:  # IndexBusy (a daemon retries): nothing kept per try
             if opened is not None:
                 with contextlib.suppress(Exception):
@@ -212,6 +204,8 @@ class AgentIndex:
         return provider_note(cfg, sel)
 
     def _searcher(self, store: IndexStore) -> Searcher:
+        from indexer.search.searcher import Searcher  # an index command never loads it
+
         return Searcher(
             self.cfg,
             store,
@@ -228,14 +222,23 @@ class AgentIndex:
         snapshot takes in what was written (on PostgreSQL, pooled readers take the
         change versions from the writer)."""
         try:
-            if self.searcher is None:  # pooled readers: they take the writer's versions
+            if not self._single:  # pooled readers: they take the writer's versions
                 self.writer.backend.writer_saw(store)
         finally:
-            if self.searcher is not None:
-                self.searcher.store = store
-                self.searcher.after_write()
+            if self._one is not None:
+                self._one.store = store
+                self._one.after_write()
             if self.live is not None:
                 self.live.update(store, full=False)
+
+    @property
+    def searcher(self) -> Searcher | None:
+        """The one searcher of a single-process index, on the writer's store (made on
+        first use: an index command never loads the read path); None with pooled
+        readers."""
+        if self._single and self._one is None:
+            self._one = self._searcher(self.writer.store)
+        return self._one
 
     @property
     def store(self) -> IndexStore:
@@ -246,8 +249,9 @@ class AgentIndex:
 
     @contextlib.contextmanager
     def reader(self) -> Iterator[Searcher]:
-        if self.searcher is not None:
-            yield self.searcher
+        one = self.searcher
+        if one is not None:
+            yield one
             return
         backend = self.writer.backend
         current = None if backend.readers_see_publish else backend.current()
@@ -279,7 +283,7 @@ class AgentIndex:
             try:
                 return answer(searcher)
             except STORE_ERRORS:
-                if self.searcher is not None or not searcher.store.broken():
+                if self._single or not searcher.store.broken():
                     raise
         self._close_idle()
         with self.reader() as searcher:  # the lost one was closed, not pooled again
@@ -349,8 +353,6 @@ class AgentIndex:
 
     def status(self) -> StatusResponse:
         return self.read(lambda s: s.status())
-
-    # -- the end --------------------------------------------------------------------
 
     def close(self) -> None:
         if self.recalls is not None:

@@ -8,40 +8,48 @@ every other surface, by way of ``reading.read_call``.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from indexer.errors import DAMAGED_HINT, MemindexError, index_damaged
-from indexer.surfaces.cli import admin as cli_admin
-from indexer.surfaces.cli import audit as cli_audit
-from indexer.surfaces.cli import model as cli_model
-from indexer.surfaces.cli import query as cli_query
-from indexer.surfaces.cli import status as cli_status
 from indexer.surfaces.cli.parts import Call, parser
 
-# Each command imports what it needs when it runs: a search, get or status answered
-# by the daemon needs neither the engine nor numpy (bench/process_bench.py), nor
-# logging (~10 ms): these commands set it up only when they read the file themselves.
+# Each command imports what it needs when it runs, its own module included: a search,
+# get or status answered by the daemon needs neither the engine nor numpy
+# (bench/process_bench.py), nor logging (~10 ms): these commands set it up only when
+# they read the file themselves; an index never imports the admin commands.
 
 __all__ = ["COMMANDS", "main"]
 
-COMMANDS: dict[str, Callable[[Call], int]] = {
-    "index": cli_query.run_index,
-    "search": cli_query.run_search,
-    "get": cli_query.run_get,
-    "status": cli_status.run_status,
-    "audit": cli_audit.run_audit,
-    "doctor": cli_status.run_doctor,
-    "serve": cli_admin.run_serve,
-    "mcp": cli_admin.run_mcp,
-    "service": cli_admin.run_service,
-    "openclaw": cli_admin.run_openclaw,
-    "migrate": cli_admin.run_migrate,
-    "model": cli_model.run_model,
-    "distill": cli_admin.run_distill,
+# command -> (module of indexer.surfaces.cli, function)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "index": ("query", "run_index"),
+    "search": ("query", "run_search"),
+    "get": ("query", "run_get"),
+    "status": ("status", "run_status"),
+    "audit": ("audit", "run_audit"),
+    "doctor": ("status", "run_doctor"),
+    "serve": ("admin", "run_serve"),
+    "mcp": ("admin", "run_mcp"),
+    "service": ("admin", "run_service"),
+    "openclaw": ("admin", "run_openclaw"),
+    "migrate": ("admin", "run_migrate"),
+    "model": ("model", "run_model"),
+    "distill": ("admin", "run_distill"),
 }
+
+
+def command(name: str) -> Callable[[Call], int]:
+    """The function that runs the command ``name``."""
+    module, function = COMMANDS[name]
+    run: Callable[[Call], int] = getattr(
+        importlib.import_module(f"indexer.surfaces.cli.{module}"), function
+    )
+    return run
+
 
 # Commands that ask the daemon when one serves the index (they log only when not).
 _DAEMON_COMMANDS = frozenset({"index", "search", "get", "status", "audit"})
@@ -55,7 +63,7 @@ def main(
     if args.command not in _DAEMON_COMMANDS:
         c.setup_logging()
     try:
-        return COMMANDS[args.command](c)
+        return command(args.command)(c)
     except MemindexError as exc:
         c.err.write(f"memindex: error: {exc.message}\n")
         return 2
