@@ -23,6 +23,7 @@ import hashlib
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -54,11 +55,12 @@ __all__ = [
 _PROVIDERS = {"auto", *ORDER, "none"}
 
 
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+def _merge(base: Mapping[str, object], over: Mapping[str, object]) -> dict[str, object]:
     """Field-by-field merge, as OpenClaw merges per-agent memorySearch overrides."""
     out = dict(base)
     for k, v in over.items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+        was = out.get(k)
+        out[k] = _merge(was, v) if isinstance(v, dict) and isinstance(was, dict) else v
     return out
 
 
@@ -81,8 +83,7 @@ def dig(d: Any, *keys: str) -> Any:
 
 def table(d: Any, *keys: str) -> dict[str, Any]:
     """``dig`` for an object: {} where it is missing or not an object (ignored)."""
-    found = dig(d, *keys)
-    return found if isinstance(found, dict) else {}
+    return found if isinstance(found := dig(d, *keys), dict) else {}
 
 
 def _path(value: str, base: Path) -> Path:

@@ -258,13 +258,13 @@ def _agents(defaults: Config, raw: Any, base: Path, where: str) -> tuple[Config,
             raise ConfigError(f"{where}: agent '{aid}' is listed twice")
         seen.add(aid)
         agent = replace(defaults, agentId=aid)
-        paths: dict[str, Any] = {}
         for key in ("workspace", "indexPath"):
-            if key in entry:
-                if not isinstance(entry[key], str):
-                    raise ConfigError(f"{where}: agents.{key} must be a string path")
-                paths[key] = _expand(entry[key], base)
-        agent = replace(agent, **paths)
+            if key in entry and not isinstance(entry[key], str):
+                raise ConfigError(f"{where}: agents.{key} must be a string path")
+        ws, at = (
+            _expand(entry[k], base) if k in entry else None for k in ("workspace", "indexPath")
+        )
+        agent = replace(agent, workspace=ws or agent.workspace, indexPath=at or agent.indexPath)
         if "sessionsDir" in entry:
             if not isinstance(entry["sessionsDir"], str):
                 raise ConfigError(f"{where}: agents.sessionsDir must be a string path")
