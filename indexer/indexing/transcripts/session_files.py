@@ -220,7 +220,11 @@ class TranscriptFiles:
         return messages_of(raw, piece.lines - len(raw), t.display, warn=warn)
 
     def tail(self, run: SyncRun, t: Transcript, cursor: SessionCursor | None) -> Tail | None:
-        return read_tail(_file(t), cursor)
+        f = _file(t)
+        got = read_tail(f, cursor)
+        if got is None:  # truncated or replaced: read again when due, not looked at before
+            run.quiet.tail_done(f, f.size)  # it changes again
+        return got
 
     def tailed(self, run: SyncRun, t: Transcript, tail: Tail) -> None:
         run.quiet.tail_done(_file(t), tail.seen)

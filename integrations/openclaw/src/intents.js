@@ -48,10 +48,14 @@ const INTENT_PARAMETERS = {
 export function registerIntents(api, { withHooks }) {
   /** @type {Promise<HostInternals | null> | null} */
   let loading = null;
+  /** @type {string | null} */
+  let said = null; // the problem last logged: a late load looked at again is not a new one
   const load = () =>
     (loading ??= openclawInternals().then((got) => {
       if (!got.modules) {
-        api.logger.warn(`memindex: standing intents are not served: ${got.problem}`);
+        const problem = `memindex: standing intents are not served: ${got.problem}`;
+        if (problem !== said) api.logger.warn(problem);
+        said = problem;
         if (got.late) loading = null; // still loading: the next turn looks again
       }
       return got.modules;
