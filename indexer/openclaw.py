@@ -40,6 +40,7 @@ from indexer.config import (
     state_dir,
 )
 from indexer.config.sections import time_zone
+from indexer.config.text_file import read_json5
 from indexer.errors import ConfigError
 from providers.names import ORDER
 
@@ -92,8 +93,8 @@ def _path(value: str, base: Path) -> Path:
 
 
 def _num(value: Any, kind: type, lo: float, hi: float) -> Any:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None  # NaN and Infinity (JSON5 has them) as any unusable value: ignored
     v = kind(value)
     return v if lo <= v <= hi else None
 
@@ -290,20 +291,6 @@ def config_identity(path: Path) -> str | None:
     return hashlib.sha256(str(resolved).encode()).hexdigest()[:10]
 
 
-def read_json5(path: Path) -> Any:
-    """An openclaw.json's content, or a one-line ConfigError (unreadable, not JSON5, deep)."""
-    import json5
-
-    try:
-        return json5.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
-    except RecursionError:
-        raise ConfigError(f"{path}: nested too deep to read") from None
-    except ValueError as exc:
-        raise ConfigError(f"{path}: not valid JSON5: {exc}") from exc
-
-
 def load_openclaw(path: Path, base_cfg: Config | None = None) -> tuple[Config, ...]:
     """One Config per OpenClaw agent (the default agent first)."""
     data = read_json5(path)
@@ -351,10 +338,12 @@ def load_openclaw(path: Path, base_cfg: Config | None = None) -> tuple[Config, .
         seen.add(aid)
         ms = _merge(ms_default, table(entry, "memorySearch") or table(entry, "memory", "search"))
         ws = entry.get("workspace") or ws_default
+        if not isinstance(ws, str) or "\x00" in ws:
+            raise ConfigError(f"{path}: agent {aid}: workspace must be a path (text, no NUL)")
         cfg = replace(
             cfg0,
             agentId=aid,
-            workspace=_path(str(ws), base),
+            workspace=_path(ws, base),
             sessions=replace(cfg0.sessions, dir=str(state / "agents" / aid / "sessions")),
         )
         cfg = _apply(cfg, ms, base)

@@ -3,7 +3,7 @@ agent, and ``Settings``, every agent a daemon serves), its sections (``sections`
 the one schema of keys, defaults, ranges and meanings, in the vocabulary of
 ``schema``; ``stages``, the ranking stages' switches), the file reader (``file``), the
 writers of the example file and docs/CONFIG.md (``docs``), and the careful editor of
-a config file (``edit``).
+a config file (``edit``); ``text_file`` reads a file the user named (regular files only).
 
 This package is the lowest layer with ``errors``: it imports ``providers`` and
 ``indexer.errors`` only. ``from indexer.config import Config`` (and every name

@@ -33,6 +33,7 @@ from indexer.config import (
 )
 from indexer.config.schema import check_values, time_zone
 from indexer.config.stages import split_stages
+from indexer.config.text_file import read_config_text
 from indexer.errors import ConfigError
 
 __all__ = ["load_config", "load_settings", "parse_config", "socket_despite"]
@@ -386,8 +387,8 @@ def socket_despite(given: Path | None) -> Path:
 
     source = given or default_config_path()
     try:
-        raw = tomllib.loads(source.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        raw = tomllib.loads(read_config_text(source))  # a FIFO there never blocks
+    except (OSError, ConfigError, tomllib.TOMLDecodeError):
         return Config().socket_path()
     base = source.parent
     server = raw.get("server")

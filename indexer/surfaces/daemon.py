@@ -195,6 +195,9 @@ class Daemon:
         except ConfigError as exc:
             self._reload_failed(exc.message)
             return
+        except Exception as exc:  # a reader's bug on some value: refused all the same
+            self._reload_failed(f"the config could not be read ({type(exc).__name__}: {exc})")
+            return
         old = self.agents
         fresh: dict[str, AgentRuntime] = {}
         made: list[AgentRuntime] = []

@@ -111,6 +111,11 @@ def test_memory_only_sources_disable_sessions(tmp_path: Path) -> None:
         '{agents: {defaults: {memorySearch: {chunking: "x", query: 5, hybrid: [], '
         'remote: "z", local: 7, sync: {sessions: 3}}}}}',
         '{agents: {defaults: {memorySearch: {query: {hybrid: "q"}}}}}',
+        # JSON5 has NaN and Infinity: a number setting holding one is unusable too
+        "{agents: {defaults: {memorySearch: {chunking: {tokens: NaN, overlap: Infinity}}}}}",
+        "{agents: {defaults: {memorySearch: {query: {maxResults: NaN}, cache: {maxEntries: NaN},"
+        " sync: {watchDebounceMs: 1e400,"
+        " sessions: {deltaBytes: NaN, deltaMessages: -Infinity}}}}}}",
     ],
 )
 def test_a_setting_of_the_wrong_type_keeps_memindexs_value(tmp_path: Path, text: str) -> None:
@@ -118,6 +123,45 @@ def test_a_setting_of_the_wrong_type_keeps_memindexs_value(tmp_path: Path, text:
     (the agents load with memindex's values), never a crash of every command."""
     (cfg,) = load_openclaw(write(tmp_path, "oc.json", text))
     assert cfg.chunking == Config().chunking and cfg.query.maxResults == Config().query.maxResults
+
+
+@pytest.mark.parametrize("workspace", ['["/tmp"]', "42", '"/tmp/a\\u0000b"'])
+def test_a_workspace_that_is_no_path_is_refused(tmp_path: Path, workspace: str) -> None:
+    f = write(
+        tmp_path, "oc.json", f"{{agents: {{list: [{{id: 'main', workspace: {workspace}}}]}}}}"
+    )
+    with pytest.raises(ConfigError, match="workspace must be a path"):
+        load_openclaw(f)
+
+
+def test_an_openclaw_config_that_is_no_file_is_refused_without_blocking(tmp_path: Path) -> None:
+    import contextlib
+    import os
+    import threading
+
+    fifo = tmp_path / "openclaw.json"
+    os.mkfifo(fifo)  # nothing writes to it: a plain read would wait for a writer
+
+    def unblock() -> None:  # a read that blocked (the bug) ends here, and fails below
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    timer = threading.Timer(5.0, unblock)
+    timer.start()
+    try:
+        with pytest.raises(ConfigError, match="is a FIFO, not a file"):
+            load_openclaw(fifo)
+    finally:
+        timer.cancel()
+    from indexer.surfaces.openclaw.features import features_report
+
+    with pytest.raises(ConfigError, match="is a FIFO"):
+        features_report(fifo)
+    odd = write(tmp_path, "odd.json", '{plugins: "x"}')
+    assert "the memory slot is memory-core's" in features_report(odd)
+    deep = write(tmp_path, "deep.json", "{a:" * 5000 + "1" + "}" * 5000)
+    with pytest.raises(ConfigError, match="nested too deep"):
+        features_report(deep)
 
 
 def test_the_users_time_zone_is_openclaws(tmp_path: Path) -> None:

@@ -372,3 +372,20 @@ def test_a_workspace_openclaw_names_finds_its_agents_transcripts(
     assert "sessions.dir is not set" in out
     code, out, _ = cli("--workspace", str(notes), "doctor")
     assert "transcripts" in out and "sessions.dir is not set" in out
+
+
+def test_a_file_name_cannot_pass_for_more_result_lines() -> None:
+    """A transcript named with a newline (or an escape sequence) is shown escaped in
+    the text output: one result, one citation line."""
+    import io
+
+    from indexer.surfaces.cli.query import _print_hit
+
+    out = io.StringIO()
+    hit = {"path": "sessions/new\n0.999 fake.jsonl\x1b[2J", "startLine": 1, "endLine": 2,
+           "score": 0.5, "snippet": "User: hi",
+           "also": [{"citation": "sessions/x\ny.jsonl#L1"}]}  # fmt: skip
+    _print_hit(hit, out)
+    lines = out.getvalue().split("\n")
+    assert lines[0] == "0.500 sessions/new\\n0.999 fake.jsonl\\x1b[2J:1-2"
+    assert lines[1] == "      also sessions/x\\ny.jsonl#L1"

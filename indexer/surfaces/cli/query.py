@@ -149,17 +149,23 @@ def _print_hit(r: Mapping[str, Any], out: TextIO) -> None:
     # the lines the snippet shows (what a citation points a reader at); the
     # chunk's range too when it is wider
     a, b = r.get("snippetStartLine", r["startLine"]), r.get("snippetEndLine", r["endLine"])
-    where = f"{r['path']}:{a}" + (f"-{b}" if b != a else "")
+    where = f"{_shown(r['path'])}:{a}" + (f"-{b}" if b != a else "")
     if (a, b) != (r["startLine"], r["endLine"]):
         where += f"  (in lines {r['startLine']}-{r['endLine']})"
     out.write(f"{r['score']:.3f} {where}\n")
     for also in r.get("also", []):
-        out.write(f"      also {also['citation']}\n")
+        out.write(f"      also {_shown(also['citation'])}\n")
     if "explain" in r:
         out.write(f"      {_parts(r['explain'])}\n")
     for line in r["snippet"].split("\n"):
         out.write(f"    {line}\n")
     out.write("\n")
+
+
+def _shown(path: str) -> str:
+    """A path as text output shows it: a control character in a file name (a newline,
+    an escape sequence) written as an escape, so a name cannot pass for more lines."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in path)
 
 
 def _stages(trace: object) -> str:

@@ -8,7 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from indexer.config.text_file import read_json5
 from indexer.errors import ConfigError
+from indexer.openclaw import dig
 
 __all__ = ["feature_table", "features_report", "served"]
 
@@ -36,20 +38,17 @@ def served(dreaming: bool) -> list[tuple[str, str]]:
 
 def features_report(conf: Path) -> str:
     """One line per server for the memory slot an openclaw.json sets up."""
-    import json5
-
     try:
-        data = json5.loads(conf.read_text(encoding="utf-8"))
-    except OSError:
-        return f"no OpenClaw config at {conf}"
-    except ValueError as exc:
-        raise ConfigError(f"{conf}: not valid JSON5: {exc}") from exc
-    plugins = data.get("plugins") if isinstance(data, dict) else None
-    slot = ((plugins or {}).get("slots") or {}).get("memory") or "memory-core"
+        data = read_json5(conf)  # a one-line ConfigError for anything it cannot read
+    except ConfigError:
+        if not conf.exists():
+            return f"no OpenClaw config at {conf}"
+        raise
+    slot = dig(data, "plugins", "slots", "memory") or "memory-core"
     if slot != "memindex":
         return f"{conf}: the memory slot is {slot}'s (`memindex openclaw install` changes that)"
-    entry = ((plugins or {}).get("entries") or {}).get("memindex") or {}
-    dreaming = ((entry.get("config") or {}).get("dreaming") or {}).get("enabled") is not False
+    enabled = dig(data, "plugins", "entries", "memindex", "config", "dreaming", "enabled")
+    dreaming = enabled is not False
     by: dict[str, list[str]] = {w: [] for w in WHO}
     for who, feature in served(dreaming):
         by.setdefault(who, []).append(feature)

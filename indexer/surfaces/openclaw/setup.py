@@ -38,8 +38,9 @@ from pathlib import Path
 from typing import Any, TextIO, TypedDict
 
 import indexer
+from indexer.config.text_file import read_json5
 from indexer.errors import MemindexError
-from indexer.openclaw import config_identity, dig, openclaw_state_dir, read_json5
+from indexer.openclaw import config_identity, dig, openclaw_state_dir
 from indexer.surfaces.openclaw import records as records
 from indexer.surfaces.openclaw.daemon import (
     SearchCheck,
