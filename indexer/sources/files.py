@@ -125,6 +125,6 @@ def lines_result(
         "totalLines": total,
         "truncated": truncated,
     }
-    if truncated:
+    if truncated and first + len(picked) <= total:  # the last line cut: nothing after it
         out["nextFrom"] = first + len(picked)
     return out

@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 from daemon_util import wait_for
 
+from indexer.api import GetRequest
 from indexer.config import Config, SessionsConfig
 from indexer.engine import AgentIndex
 from indexer.indexing.transcripts import session_sync
 from indexer.indexing.transcripts.source import Change, Listing, Piece, SyncRun, Transcript
+from indexer.sources.transcripts.line_reads import MAX_LINE_BYTES
 from indexer.sources.transcripts.messages import Messages
 from indexer.sources.transcripts.sessions import parse_message, redact
 from indexer.store import FileState, SessionCursor
@@ -499,3 +501,21 @@ def test_a_hard_link_to_an_indexed_file_keeps_what_was_indexed(
         assert "a hard link" in skipped["sessions/s.jsonl"]
         assert "a hard link" in skipped["sessions/copy.jsonl"]
         assert "what was indexed of it kept" in skipped["memory/2026-11-03.md"]
+
+
+@pytest.mark.slow  # a 4 MiB line read and parsed: over the fast lane's 2 s
+def test_a_transcript_line_too_long_to_read_is_said_so_by_get(sess: tuple[Config, Path]) -> None:
+    """A line over the reader's limit (skipped as malformed by the index) is shown as
+    such, not as an empty line with "go on with --from 2" past the file's end."""
+    cfg, d = sess
+    cfg = replace(cfg, limits=replace(cfg.limits, maxGetBytes=1024))
+    f = d / "big.jsonl"
+    append(f, msg("user", "w" * (MAX_LINE_BYTES + 4096 * 4 + 10)))
+    with AgentIndex(cfg) as idx:
+        idx.sync()
+        got = idx.get("sessions/big.jsonl")
+        assert got["text"].startswith("[a line of over") and got["totalLines"] == 1
+        assert not got["truncated"] and "nextFrom" not in got
+        req = GetRequest.parse({"path": "sessions/big.jsonl", "raw": True})
+        raw = idx.read(lambda s: s.get(req))
+        assert raw["truncated"] and "nextFrom" not in raw and raw["text"].startswith('{"type"')

@@ -77,6 +77,8 @@ def _file_transcript_lines(cfg: Config, req: GetRequest, kept: frozenset[str]) -
     size = 0
     for line in got.lines:
         shown = show(line)
+        if not shown and len(line) > MAX_LINE_BYTES:  # as the index: a line too long to read
+            shown = f"[a line of over {MAX_LINE_BYTES:,} bytes: not indexed; --raw shows its start]"
         raw = shown.encode("utf-8")
         if picked and size + len(raw) + 1 > cfg.limits.maxGetBytes:
             return lines_result(path, picked, req.start, got.total, True)
@@ -85,7 +87,9 @@ def _file_transcript_lines(cfg: Config, req: GetRequest, kept: frozenset[str]) -
             return lines_result(path, picked, req.start, got.total, True)
         picked.append(shown)
         size += len(raw) + 1
-    return lines_result(path, picked, req.start, got.total, got.truncated)
+    # a read cut inside the last line (shown as too long): nothing was left out after it
+    more = got.truncated and req.start + len(picked) <= got.total
+    return lines_result(path, picked, req.start, got.total, more)
 
 
 _DB_LINES = 5000  # events read for one memory_get at most (then: truncated, nextFrom)

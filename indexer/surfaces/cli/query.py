@@ -216,7 +216,10 @@ def run_get(c: Call) -> int:
     if first > max(total, 1):  # nothing printed: say why rather than exit quietly
         raise InvalidParams(f"--from {first} is past the end of {result['path']} ({total} lines)")
     if result.get("truncated"):
+        more = result.get("nextFrom")
         err.write(
-            f"memindex: output stopped at the size limit; go on with --from {result['nextFrom']}\n"
+            f"memindex: output stopped at the size limit; go on with --from {more}\n"
+            if more is not None
+            else "memindex: the last line is cut at the size limit (limits.maxGetBytes)\n"
         )
     return 0
