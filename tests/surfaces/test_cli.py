@@ -389,3 +389,11 @@ def test_a_file_name_cannot_pass_for_more_result_lines() -> None:
     lines = out.getvalue().split("\n")
     assert lines[0] == "0.500 sessions/new\\n0.999 fake.jsonl\\x1b[2J:1-2"
     assert lines[1] == "      also sessions/x\\ny.jsonl#L1"
+
+
+@pytest.mark.parametrize("flag", ["--workspace", "--config", "--openclaw-config"])
+def test_an_empty_path_option_is_refused_not_read_as_here(flag: str) -> None:
+    from indexer.surfaces.cli.parts import parser
+
+    with pytest.raises(SystemExit):
+        parser().parse_args([flag, "", "index"])

@@ -179,6 +179,14 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
+def _path(text: str) -> Path:
+    """A path option's value; an empty one (an unset shell variable) is refused, not
+    read as the current folder."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path (is a shell variable unset?)")
+    return Path(text)
+
+
 def _positive(text: str) -> int:
     """An option that takes a whole number from 1 up (argparse names the option)."""
     try:
@@ -211,13 +219,13 @@ def parser() -> argparse.ArgumentParser:
         "line-range citations).",
     )
     p.add_argument(
-        "--config", type=Path, help="config file (default ~/.config/memindex/config.toml)"
+        "--config", type=_path, help="config file (default ~/.config/memindex/config.toml)"
     )
-    p.add_argument("--workspace", type=Path, help="agent workspace holding MEMORY.md and memory/")
+    p.add_argument("--workspace", type=_path, help="agent workspace holding MEMORY.md and memory/")
     p.add_argument("--agent", help="agent id: names the index file <state dir>/<agent>.sqlite")
     p.add_argument(
         "--openclaw-config",
-        type=Path,
+        type=_path,
         help="take agents, workspaces and memorySearch settings from an openclaw.json",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
