@@ -93,7 +93,9 @@ def _path(value: str, base: Path) -> Path:
 
 
 def _num(value: Any, kind: type, lo: float, hi: float) -> Any:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
         return None  # NaN and Infinity (JSON5 has them) as any unusable value: ignored
     v = kind(value)
     return v if lo <= v <= hi else None

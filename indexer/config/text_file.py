@@ -1,8 +1,7 @@
-"""Reading a configuration file the user named (memindex's TOML, an openclaw.json,
-``read_json5``):
-a regular file only, opened without blocking (a FIFO or a device under the name
-never stalls a command), at most ``MAX_CONFIG_BYTES``, as UTF-8. A symlink is
-followed: the user chose the path (dotfile managers link them)."""
+"""Reading a configuration file the user named (memindex's TOML, an openclaw.json with
+``read_json5``): a regular file only, opened without blocking (a FIFO or a device
+under the name never stalls a command), at most ``MAX_CONFIG_BYTES``, as UTF-8. A
+symlink is followed: the user chose the path (dotfile managers link them)."""
 
 from __future__ import annotations
 

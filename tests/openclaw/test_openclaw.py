@@ -116,6 +116,7 @@ def test_memory_only_sources_disable_sessions(tmp_path: Path) -> None:
         "{agents: {defaults: {memorySearch: {query: {maxResults: NaN}, cache: {maxEntries: NaN},"
         " sync: {watchDebounceMs: 1e400,"
         " sessions: {deltaBytes: NaN, deltaMessages: -Infinity}}}}}}",
+        "{agents: {defaults: {memorySearch: {query: {maxResults: 1" + "0" * 400 + "}}}}}",
     ],
 )
 def test_a_setting_of_the_wrong_type_keeps_memindexs_value(tmp_path: Path, text: str) -> None:
