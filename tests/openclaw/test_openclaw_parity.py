@@ -27,6 +27,7 @@ The rows (docs/OPENCLAW.md, "What the agent keeps", names them):
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import re
 import subprocess
@@ -86,12 +87,14 @@ def _workspace(root: Path) -> Path:
         f"- Build this repository with make -j8. <!-- project: {PROJECT} -->\n"
         "- Build the other repository with cargo. <!-- project: github.com/acme/beta -->\n"
     )
-    (ws / "memory/2026-11-20.md").write_text(
-        "# 2026-11-20\n\n- The boiler service code is BOILER-42.\n"
-    )
-    (ws / "memory/2026-11-21.md").write_text(  # recalled once: not promoted
-        "# 2026-11-21\n\n- The gutter cleaner's number is GUTTER-58.\n"
-    )
+    # daily notes of the last two days: memory-core's promotion weighs a note's recall
+    # by its age (recencyHalfLifeDays), so notes of fixed dates fell below its default
+    # threshold as the days went by (on 2026-11-29 at 13:00 UTC, nine days after)
+    today = datetime.date.today()
+    for days, text in ((1, "- The boiler service code is BOILER-42."),
+                       (0, "- The gutter cleaner's number is GUTTER-58.")):  # fmt: skip
+        day = (today - datetime.timedelta(days=days)).isoformat()
+        (ws / f"memory/{day}.md").write_text(f"# {day}\n\n{text}\n")  # the second: once
     # the workspace is a clone of PROJECT: turns there have it as their active repository
     git = ["git", "-C", str(ws)]
     subprocess.run([*git, "init", "-q"], check=True)
