@@ -2,8 +2,9 @@
 
 A chunk is a run of whole lines of about ``tokens`` tokens. Where a chunk may end
 comes from the Markdown's block structure as markdown-it-py (CommonMark plus tables)
-parses it, through each block token's line map: cuts prefer the line before a
-heading, then the start of a block after a blank line, then a list item. A fenced or
+parses it (or ``markdown_blocks.scan``, alike, for simple files), through each block
+token's line map: cuts prefer the line before a heading, then the start of a block
+after a blank line, then a list item. A fenced or
 indented code block, a table, a blockquote, an HTML block and a multi-line (setext)
 heading are placed whole, at any container depth (a fence inside a list item or a
 blockquote included), and split only when one alone is larger than a chunk; a
@@ -33,19 +34,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from indexer.sources.markdown_blocks import (
     WHOLE,
+    Token,
     atx_headings,
     first_heading,
     heading_title,
     structure,
 )
 from indexer.sources.tokenizer import TokenCounter
-
-if TYPE_CHECKING:
-    from markdown_it.token import Token
 
 __all__ = ["CHUNKER_VERSION", "PARSE_MAX_LINES", "Chunk", "chunk_markdown", "split_lines"]
 

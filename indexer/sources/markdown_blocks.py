@@ -3,17 +3,19 @@
 ``map`` in the file's line indexes; the lines where list items start, from a parse
 with lists off when that is safe (``structure``); headings.
 
-markdown-it-py is imported on the first parse (a file larger than one line)."""
+A file of headings, paragraphs (list lines included) and fenced code only, the
+daily log's shape, is read by ``scan`` without markdown-it-py: the same blocks as its
+parse with lists off (tests compare the two), ten times faster. markdown-it-py is
+imported on the first file ``scan`` declines."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
-    from markdown_it.token import Token
 
 __all__ = [
     "WHOLE",
@@ -21,8 +23,41 @@ __all__ = [
     "first_heading",
     "heading_title",
     "parse_blocks",
+    "scan",
     "structure",
 ]
+
+
+class Token(Protocol):
+    """What the chunker reads of a block token: markdown-it-py's or ``scan``'s."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def map(self) -> list[int] | None: ...
+    @property
+    def level(self) -> int: ...
+    @property
+    def tag(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def markup(self) -> str: ...
+
+
+class _Block:
+    """A block token of ``scan``: the fields of markdown-it-py's the chunker reads."""
+
+    __slots__ = ("content", "level", "map", "markup", "tag", "type")
+
+    def __init__(self, type: str, a: int, b: int, level: int = 0, tag: str = "") -> None:
+        self.type = type
+        self.map: list[int] | None = [a, b]
+        self.level = level
+        self.tag = tag
+        self.content = ""
+        self.markup = ""
+
 
 # Blocks placed whole unless larger than a chunk.
 WHOLE = frozenset({"fence", "code_block", "table_open", "html_block", "blockquote_open"})
@@ -64,12 +99,100 @@ def parse_blocks(lines: Sequence[str], first: int, end: int, *, lists: bool = Tr
     body = "\n".join(lines[first:end])
     if "\r" in body:
         body = body.replace("\r", " ")
-    tokens = _parser(lists).parse(body)
+    parsed = _parser(lists).parse(body)
     if first:
-        for t in tokens:
+        for t in parsed:
             if t.map is not None:
                 t.map = [t.map[0] + first, t.map[1] + first]
+    tokens: list[Token] = list(parsed)
     return tokens
+
+
+# What ``scan`` declines: a control character but tab, a line opening a blockquote,
+# an HTML block or a reference definition, a table's pipe, a line of only - = * _
+# (a thematic break or a setext underline), a tab in a line's indentation.
+_SCAN_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_SCAN_OPENS = (">", "<", "\t")
+_RULE_CHARS = frozenset("-=*_ \t")
+
+
+def scan(lines: Sequence[str], first: int) -> list[Token] | None:
+    """Block tokens of ``lines[first:]`` as markdown-it-py parses them with lists off,
+    without it, for a file of ATX headings, paragraphs and closed fences only (at
+    most three spaces in; list lines are paragraph text here). None for anything
+    else, which is then parsed."""
+    tokens: list[Token] = []
+    in_para = -1  # first line of the open paragraph
+    n = len(lines)
+    i = first
+    refs = any("]:" in line for line in lines)
+    while i < n:
+        line = lines[i]
+        rest = line.lstrip(" ")
+        indent = len(line) - len(rest)
+        if not rest.strip(" \t"):  # blank to CommonMark: spaces and tabs only
+            if in_para >= 0:
+                _paragraph(tokens, in_para, i)
+                in_para = -1
+            i += 1
+            continue
+        if _SCAN_CONTROL.search(line):
+            return None
+        if in_para >= 0 and indent >= 4:
+            i += 1  # a paragraph's continuation, whatever it holds
+            continue
+        if indent >= 4 or rest.startswith(_SCAN_OPENS) or "|" in line:
+            return None  # indented code, a quote, HTML, a table, a tab: parse it
+        if set(rest) <= _RULE_CHARS or (refs and rest.startswith("[")):
+            return None
+        fence = _FENCE.match(line)
+        heading = None if fence else _ATX.match(line)
+        if fence is None and heading is None:
+            if in_para < 0:
+                in_para = i
+            i += 1
+            continue
+        if in_para >= 0:  # a fence or a heading ends the paragraph
+            _paragraph(tokens, in_para, i)
+            in_para = -1
+        if heading is not None:
+            block = _Block("heading_open", i, i + 1, tag=f"h{len(heading.group(1))}")
+            block.markup = heading.group(1)
+            title = _Block("inline", i, i + 1, level=1)
+            title.content = " ".join(_ATX_CLOSE.sub("", heading.group(2)).split())
+            tokens += (block, title)
+            i += 1
+            continue
+        assert fence is not None
+        mark = fence.group(1)
+        if mark[0] == "`" and "`" in line[fence.end() :]:
+            return None  # not a fence: text with a code span
+        close = _fence_end(lines, i + 1, mark)
+        if close < 0:
+            return None  # open to the end: markdown-it's last line count differs
+        block = _Block("fence", i, close + 1, tag="code")
+        block.markup = mark
+        tokens.append(block)
+        i = close + 1
+    if in_para >= 0:
+        _paragraph(tokens, in_para, n)
+    return tokens
+
+
+def _paragraph(tokens: list[Token], a: int, b: int) -> None:
+    tokens += (_Block("paragraph_open", a, b, tag="p"), _Block("inline", a, b, level=1))
+
+
+def _fence_end(lines: Sequence[str], start: int, mark: str) -> int:
+    """The line closing a fence opened with ``mark``, or -1."""
+    for j in range(start, len(lines)):
+        f = _FENCE.match(lines[j])
+        if f is None:
+            continue
+        run, after = f.group(1), lines[j][f.end() :]
+        if run[0] == mark[0] and len(run) >= len(mark) and not after.strip(" \t"):
+            return j
+    return -1
 
 
 def list_items(tokens: Sequence[Token], lines: Sequence[str]) -> set[int] | None:
@@ -134,7 +257,8 @@ def structure(
     it, is text there; this only moves a cut preference). Otherwise (or
     with ``exact``) the file is parsed again with lists on."""
     if not exact:
-        tokens = parse_blocks(lines, first, len(lines), lists=False)
+        scanned = scan(lines, first)
+        tokens = parse_blocks(lines, first, len(lines), lists=False) if scanned is None else scanned
         items = list_items(tokens, lines)
         if items is not None:
             return tokens, items
@@ -183,6 +307,14 @@ def first_heading(lines: Sequence[str], start: int) -> str:
     end = start
     while end < len(lines) and lines[end].strip():
         end += 1
+    block = lines[start:end]
+    # A reference definition is no token: the heading may be the block's next line.
+    if not any(_SCAN_CONTROL.search(line) or "]:" in line for line in block):
+        heading = _ATX.match(block[0]) if block else None
+        if heading is not None:  # a "#" line opens a heading wherever a block starts
+            return " ".join(_ATX_CLOSE.sub("", heading.group(2)).split())
+        if not any(set(line) <= _RULE_CHARS for line in block):
+            return ""  # no setext underline: the block is no heading
     tokens = parse_blocks(lines, start, end)
     if tokens and tokens[0].type == "heading_open":
         return heading_title(tokens, 0)[1]

