@@ -7,9 +7,8 @@ read-only connections with an in-memory snapshot for the daemon, one per agent),
 and ``checking`` (a store to check: ``doctor``).
 
 No surface opens a backend, loads a provider or makes a ``Searcher`` or ``Indexer``
-itself (``tests/test_layout.py``). Parameters given to ``AgentIndex.search`` as
-Python values are checked by the same ``api`` request types as the socket's.
-"""
+itself (``tests/test_layout.py``); ``AgentIndex.search`` checks its parameters with
+the socket's ``api`` request types."""
 
 from __future__ import annotations
 
@@ -23,13 +22,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from indexer.api import GetRequest, GetResponse, SearchRequest, SearchResponse, StatusResponse
 from indexer.config import Config
 from indexer.errors import StoreError
-from indexer.search.recall_tally import RecallTally, recalls_path
 from indexer.store import STORE_ERRORS, IndexStore
 from indexer.store.backend import backend_for
 
 if TYPE_CHECKING:
     from indexer.indexing.transfer import TransferReport
     from indexer.indexing.writer import Indexer
+    from indexer.search.recall_tally import RecallTally
     from indexer.search.searcher import Searcher
     from indexer.search.snapshot.live import LiveIndex
     from indexer.selection import SharedProviders
@@ -143,8 +142,11 @@ class AgentIndex:
         self.provider = provider
         self.provider_note = provider_note
         self._pooled: queue.LifoQueue[Searcher] = queue.LifoQueue()
-        # a daemon's (pooled readers) searches are the agent's: their recalls counted
-        self.recalls = RecallTally(recalls_path(cfg)) if readers else None
+        self.recalls: RecallTally | None = None  # a daemon's searches' recalls, counted
+        if readers:  # (pooled readers: the agent's searches)
+            from indexer.search.recall_tally import RecallTally, recalls_path
+
+            self.recalls = RecallTally(recalls_path(cfg))
         self._single = not readers  # one searcher on the writer's store, else a pool
         self._one: Searcher | None = None  # made on first use (``searcher``)
         self._slots: threading.BoundedSemaphore | None = None
@@ -157,8 +159,8 @@ class AgentIndex:
 
     def _open(self, store: IndexStore | None, readonly: bool, readers: int, note: str) -> Indexer:
         """The agent's writer on ``store`` (else on the store its backend opens), and
-        the readers' bounds; on a failure nothing is kept open."""
-        # Imported only here: a read (``reading``) does not load the write path.
+        the readers' bounds; on a failure nothing is kept open. (Imported only here:
+        a read, ``reading``, does not load the write path.)"""
         from indexer.indexing.writer import Indexer
 
         opened: IndexStore | None = None  # closed here if what follows fails
@@ -169,9 +171,8 @@ class AgentIndex:
             writer = self.writer = Indexer(
                 self.cfg, store, self.provider, changed=self._after_write, backend=backend
             )
-            if readers:
-                # Open read-only stores (idle or in use): bounded on a database, whose
-                # connections a burst of clients must not exhaust (a search waits).
+            if readers:  # open read-only stores (idle or in use): bounded on a database,
+                # whose connections a burst of clients must not exhaust (a search waits)
                 limit = backend.reader_limit()
                 self._idle_max = readers if limit is None else min(readers, limit)
                 self._slots = threading.BoundedSemaphore(limit) if limit is not None else None

@@ -244,6 +244,8 @@ class CuratedRequest:
 
 @dataclass(frozen=True, slots=True)
 class StatusRequest:
+    """``status``: no parameters but the agent."""
+
     PARAMS: ClassVar[tuple[Param, ...]] = (AGENT,)
 
     @classmethod
@@ -269,6 +271,8 @@ class ReindexRequest:
 
 @dataclass(frozen=True, slots=True)
 class PingRequest:
+    """``ping``: no parameters."""
+
     PARAMS: ClassVar[tuple[Param, ...]] = ()
 
     @classmethod

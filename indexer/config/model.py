@@ -78,6 +78,8 @@ class ExtraPath:
 
 @dataclass(frozen=True)
 class Config:
+    """One agent's settings, every section resolved (``load_config``)."""
+
     workspace: Path | None = setting(
         None,
         "the agent workspace holding MEMORY.md / memory.md / USER.md / memory/**/*.md; "

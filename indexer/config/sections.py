@@ -43,6 +43,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ChunkingConfig:
+    """``[chunking]``: chunk size and overlap."""
+
     tokens: int = setting(400, "target chunk size, in cl100k_base tokens", range=(16, 8192))
     overlap: int = setting(
         80, "tokens of whole lines shared by consecutive chunks (below tokens)", range=(0, 8191)
@@ -51,6 +53,8 @@ class ChunkingConfig:
 
 @dataclass(frozen=True)
 class QueryConfig:
+    """``[query]``: results, their floor and the ranking stages' settings."""
+
     maxResults: int = setting(6, "results per search", range=(1, 200))
     minScore: float = setting(
         0.35,
@@ -94,6 +98,8 @@ class QueryConfig:
 
 @dataclass(frozen=True)
 class LimitsConfig:
+    """``[limits]``: how much of a file is read, and which files."""
+
     maxFileBytes: int = setting(
         8 * MiB, "larger files are skipped (and listed in memindex status)", range=(1024, None)
     )
@@ -112,6 +118,8 @@ class LimitsConfig:
 
 @dataclass(frozen=True)
 class SessionsConfig:
+    """``[sessions]``: where transcripts are and when a delta is indexed."""
+
     enabled: bool = setting(True, "index the agent's session transcripts (source sessions)")
     dir: str = setting(
         "",
@@ -139,6 +147,8 @@ class SessionsConfig:
 
 @dataclass(frozen=True)
 class LocalProviderConfig:
+    """``[provider.local]``: the GGUF model and its threads."""
+
     model: str = setting(
         "",
         "a model by name, fetched once with `memindex model pull <name>` into modelCacheDir "
@@ -162,6 +172,8 @@ class LocalProviderConfig:
 
 @dataclass(frozen=True)
 class RemoteProviderConfig:
+    """``[provider.remote]``: a remote embedding API's endpoint and key."""
+
     baseUrl: str = setting("", '"" = the provider\'s public endpoint')
     apiKey: str = setting("", f"prefer the environment variables ({KEY_VARIABLES})")
     timeoutMs: int = setting(60_000, "one embedding request's time limit", range=(1, None))
@@ -178,6 +190,8 @@ class RemoteProviderConfig:
 
 @dataclass(frozen=True)
 class ProviderConfig:
+    """``[provider]``: which embedding provider, and its settings."""
+
     name: str = setting(
         "auto",
         "embeddings for hybrid search. auto: a configured local model, else the first of "
@@ -200,6 +214,8 @@ class ProviderConfig:
 
 @dataclass(frozen=True)
 class HybridConfig:
+    """``[hybrid]``: how keyword and vector results are fused."""
+
     enabled: bool = setting(True, "search with vectors too, when a provider has built them")
     vectorWeight: float = setting(
         0.3,
@@ -232,6 +248,8 @@ class HybridConfig:
 
 @dataclass(frozen=True)
 class RerankConfig:
+    """``[rerank]``: the optional reranker and how its scores are blended."""
+
     provider: str = setting(
         "",
         'a second opinion on the fused candidates: "" (off), voyage, http (a Jina/Cohere-style '
@@ -264,6 +282,8 @@ class RerankConfig:
 
 @dataclass(frozen=True)
 class CacheConfig:
+    """``[cache]``: the embedding cache."""
+
     maxEntries: int = setting(
         50_000, "embedding cache entries kept (the least recently used dropped)", range=(0, None)
     )
@@ -271,6 +291,8 @@ class CacheConfig:
 
 @dataclass(frozen=True)
 class SyncConfig:
+    """``[sync]``: the watcher, its debounce, polling and rescans."""
+
     watchDebounceMs: int = setting(
         1500, "quiet time after a change before the daemon re-indexes", range=(0, 3_600_000)
     )
@@ -292,6 +314,8 @@ class SyncConfig:
 
 @dataclass(frozen=True)
 class ServerConfig:
+    """``[server]``: the daemon's socket and its bounds."""
+
     socket: str = setting(
         "", "the socket; default $XDG_RUNTIME_DIR/memindex.sock, else <stateDir>/memindex.sock"
     )
@@ -316,6 +340,8 @@ class ServerConfig:
 
 @dataclass(frozen=True)
 class StoreConfig:
+    """``[store]``: SQLite file or PostgreSQL database."""
+
     url: str = setting(
         "",
         "postgresql://...: keep the index in PostgreSQL (else MEMINDEX_DATABASE_URL, else "

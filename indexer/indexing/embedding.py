@@ -36,6 +36,8 @@ _STEP_MIN, _STEP_MAX = 16, 256
 
 @dataclass
 class EmbedReport:
+    """What a pass of embedding did."""
+
     embedded: int = 0  # vectors the provider computed
     cacheHits: int = 0
     pending: int = 0  # chunks still without a vector

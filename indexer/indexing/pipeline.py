@@ -68,6 +68,8 @@ def fingerprint(cfg: Config) -> dict[str, object]:
 
 @dataclass
 class SyncReport:
+    """What a sync of the memory files did (``memindex index`` prints it)."""
+
     files: int = 0
     added: int = 0
     updated: int = 0

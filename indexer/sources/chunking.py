@@ -66,6 +66,8 @@ PARSE_MAX_LINES = 50_000
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
+    """A chunk of a file: its line span, text, heading path and hash."""
+
     start_line: int  # 1-based, inclusive
     end_line: int  # 1-based, inclusive
     text: str

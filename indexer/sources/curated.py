@@ -62,6 +62,8 @@ _NEWLINE = re.compile(r"[\r\n]")
 
 @dataclass(frozen=True, slots=True)
 class EntryMeta:
+    """A curated entry's annotations: importance, triggers, projects."""
+
     importance: int | None
     triggers: str | None  # "; "-joined phrases
     project_key: str | None  # "; "-joined keys, or INVALID_PROJECT

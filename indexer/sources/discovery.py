@@ -64,6 +64,8 @@ def shown(path: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
+    """A file discovery found: where, from which source, and its stamp."""
+
     path: str  # display path, POSIX separators
     source: str
     mtime_ns: int  # change_stamp() of the lstat taken at discovery

@@ -165,7 +165,7 @@ def _patterns() -> list[re.Pattern[str]]:
         ),
         re.compile(r"(?P<keep>\b(?i:basic|bearer|token)\s+)[A-Za-z0-9._~+/\-]{16,}=*"),
         *_command_and_url_patterns(),
-        *_MORE,
+        *_more_patterns(),
     ]
 
 
@@ -209,61 +209,65 @@ def _command_and_url_patterns() -> list[re.Pattern[str]]:
 
 _ARG = r"(?:'[^'\n]*'|\"[^\"\n]*\"|\S+)"  # a command line's argument, quoted or not
 _IS = r"\s*(?:\s(?i:is|was)\b\s*[:=]?|[:=])\s*"  # "is", "was", ":" or "="
+
+
 # The fourth outside attack's shapes (a command line's password option, a file
 # format's secret field, a secret named in another language, a PIN), each with the
 # words before it kept.
-_MORE = [
-    # SSHPASS=, db_pass=, SMTP_PASS: (not first_pass=True: a service's or a user's)
-    re.compile(
-        r"(?P<keep>(?<![A-Za-z0-9_.\-])(?:SSH|(?i:db|sql|mysql|pg|smtp|ftp|mail|redis|ldap|admin"
-        r"|root|user|vpn|wifi|app|api|sftp|imap)_?)(?i:pass)[\"']?\s*[:=]\s*)"
-        r"(?!(?i:true|false|none|null)\b)(?:'[^'\n]{3,}'|\"[^\"\n]{3,}\"|[^\s\"',;}\]]{4,})"
-    ),
-    re.compile(
-        r"(?P<keep>\b(?i:set-cookie|cookie)\s*:[^\n]*?(?<![\w.-])(?i:[\w.]*sid|[\w.]*sess(?:ion)?"
-        r"(?:_?id)?|auth[\w.]*|token|remember[\w.]*)=)[^;\s]{8,}"
-    ),
-    re.compile(r"(?P<keep>\"auth\"\s*:\s*\")[A-Za-z0-9+/=]{16,}"),
-    re.compile(
-        r"(?P<keep>(?<![\w.\-:])(?:[A-Za-z][\w\-]*\.[\w.\-]+|localhost|\*):(?:\d{2,5}|\*)"
-        r":[\w.\-*]+:[\w.\-*]+:)"
-        r"[^\s:]{3,}"
-    ),
-    re.compile(r"(?P<keep>\bWIFI:[^\n]*?(?<=[:;])P:)[^;\n]+"),
-    re.compile(
-        r"(?P<keep>\b(?i:2fa|totp|otp|mfa|authenticator|two-factor)\b[^\n]{0,60}?"
-        r"\b(?i:key|seed|secret|code)\b[^\n]{0,20}?\s)[A-Z2-7]{16,}=*(?![A-Za-z0-9])"
-    ),
-    re.compile(
-        r"(?P<keep>(?i:passwort|kennwort|mot de passe|contrase(?:ñ|n)a|senha|пароль|hasło"
-        r"|wachtwoord|lösenord|adgangskode|salasana)(?:\s+\S+){0,4}?\s*"
-        r"(?:\s(?i:ist|est|es|é|är|is|jest|er|on)\b\s*[:=]?|[:：=])\s*)"
-        r"(?=\S*[\d#*!@$%&])[^\s\"'«»“”]{4,}"
-    ),
-    re.compile(
-        r"(?P<keep>(?:密码|密碼|パスワード|비밀번호)\s*(?:是|は|为|為|:|：|는|=)\s*)[^\s，。、]{4,}"
-    ),
-    re.compile(r"(?P<keep>\baz\b[^\n|;&]*?\s(?:-p|--password)\s+)" + _ARG),
-    re.compile(r"(?P<keep>\bldap\w*\b[^\n|;&]*?\s-w\s+)" + _ARG),
-    re.compile(r"(?P<keep>\s-pass(?:in|out)?\s+pass:)\S+"),
-    re.compile(r"(?P<keep>\b7z[ar]?\b[^\n|;&]*?\s-p)(?=\S)" + _ARG),
-    re.compile(r"(?P<keep>\b(?:zip|unzip)\b[^\n|;&]*?\s-P\s+)" + _ARG),
-    re.compile(r"(?P<keep>\bsmbclient\b[^\n|;&]*?\s(?:-U|--user)\s*[^\s%]+%)\S+"),
-    re.compile(r"(?P<keep>\bredis-cli\b[^\n|;&]*?\s(?:-a|--pass)\s+)" + _ARG),
-    re.compile(r"(?P<keep>\s-(?:store|key|srcstore|deststore|srckey|destkey)pass\s+)" + _ARG),
-    re.compile(r"(?P<keep>\baws\s+configure\s+set\s+[\w.]*(?i:secret|token|key)[\w.]*\s+)\S+"),
-    re.compile(
-        r"(?P<keep>\b(?i:pin(?: code| number)?|unlock code|passcode|door code|alarm code"
-        r"|gate code|access code|lock code|safe code)" + _IS + r")\d{4,10}\b"
-    ),
-    re.compile(
-        r"(?P<keep>\b(?i:vpn|shared|pre-shared|psk|router|admin) (?i:secret|key|psk)"
-        + _IS
-        + r"(?!(?i:"
-        + _PROSE
-        + r"))[\"'“‘`]?)[^\s\"'”’`]{4,}"
-    ),
-]
+def _more_patterns() -> list[re.Pattern[str]]:
+    """Compiled when ``_patterns`` first runs."""
+    return [
+        # SSHPASS=, db_pass=, SMTP_PASS: (not first_pass=True: a service's or a user's)
+        re.compile(
+            r"(?P<keep>(?<![A-Za-z0-9_.\-])(?:SSH|(?i:db|sql|mysql|pg|smtp|ftp|mail|redis|ldap|admin"
+            r"|root|user|vpn|wifi|app|api|sftp|imap)_?)(?i:pass)[\"']?\s*[:=]\s*)"
+            r"(?!(?i:true|false|none|null)\b)(?:'[^'\n]{3,}'|\"[^\"\n]{3,}\"|[^\s\"',;}\]]{4,})"
+        ),
+        re.compile(
+            r"(?P<keep>\b(?i:set-cookie|cookie)\s*:[^\n]*?(?<![\w.-])(?i:[\w.]*sid|[\w.]*sess(?:ion)?"
+            r"(?:_?id)?|auth[\w.]*|token|remember[\w.]*)=)[^;\s]{8,}"
+        ),
+        re.compile(r"(?P<keep>\"auth\"\s*:\s*\")[A-Za-z0-9+/=]{16,}"),
+        re.compile(
+            r"(?P<keep>(?<![\w.\-:])(?:[A-Za-z][\w\-]*\.[\w.\-]+|localhost|\*):(?:\d{2,5}|\*)"
+            r":[\w.\-*]+:[\w.\-*]+:)"
+            r"[^\s:]{3,}"
+        ),
+        re.compile(r"(?P<keep>\bWIFI:[^\n]*?(?<=[:;])P:)[^;\n]+"),
+        re.compile(
+            r"(?P<keep>\b(?i:2fa|totp|otp|mfa|authenticator|two-factor)\b[^\n]{0,60}?"
+            r"\b(?i:key|seed|secret|code)\b[^\n]{0,20}?\s)[A-Z2-7]{16,}=*(?![A-Za-z0-9])"
+        ),
+        re.compile(
+            r"(?P<keep>(?i:passwort|kennwort|mot de passe|contrase(?:ñ|n)a|senha|пароль|hasło"
+            r"|wachtwoord|lösenord|adgangskode|salasana)(?:\s+\S+){0,4}?\s*"
+            r"(?:\s(?i:ist|est|es|é|är|is|jest|er|on)\b\s*[:=]?|[:：=])\s*)"
+            r"(?=\S*[\d#*!@$%&])[^\s\"'«»“”]{4,}"
+        ),
+        re.compile(
+            r"(?P<keep>(?:密码|密碼|パスワード|비밀번호)\s*(?:是|は|为|為|:|：|는|=)\s*)[^\s，。、]{4,}"
+        ),
+        re.compile(r"(?P<keep>\baz\b[^\n|;&]*?\s(?:-p|--password)\s+)" + _ARG),
+        re.compile(r"(?P<keep>\bldap\w*\b[^\n|;&]*?\s-w\s+)" + _ARG),
+        re.compile(r"(?P<keep>\s-pass(?:in|out)?\s+pass:)\S+"),
+        re.compile(r"(?P<keep>\b7z[ar]?\b[^\n|;&]*?\s-p)(?=\S)" + _ARG),
+        re.compile(r"(?P<keep>\b(?:zip|unzip)\b[^\n|;&]*?\s-P\s+)" + _ARG),
+        re.compile(r"(?P<keep>\bsmbclient\b[^\n|;&]*?\s(?:-U|--user)\s*[^\s%]+%)\S+"),
+        re.compile(r"(?P<keep>\bredis-cli\b[^\n|;&]*?\s(?:-a|--pass)\s+)" + _ARG),
+        re.compile(r"(?P<keep>\s-(?:store|key|srcstore|deststore|srckey|destkey)pass\s+)" + _ARG),
+        re.compile(r"(?P<keep>\baws\s+configure\s+set\s+[\w.]*(?i:secret|token|key)[\w.]*\s+)\S+"),
+        re.compile(
+            r"(?P<keep>\b(?i:pin(?: code| number)?|unlock code|passcode|door code|alarm code"
+            r"|gate code|access code|lock code|safe code)" + _IS + r")\d{4,10}\b"
+        ),
+        re.compile(
+            r"(?P<keep>\b(?i:vpn|shared|pre-shared|psk|router|admin) (?i:secret|key|psk)"
+            + _IS
+            + r"(?!(?i:"
+            + _PROSE
+            + r"))[\"'“‘`]?)[^\s\"'”’`]{4,}"
+        ),
+    ]
 
 
 # An AWS secret access key has no prefix: 40 characters of base64 near its key id.

@@ -111,6 +111,8 @@ class NewChunk:
 
 @dataclass(frozen=True, slots=True)
 class FileState:
+    """What a file was when indexed: its hash, change stamp and size."""
+
     hash: str
     mtime_ns: int  # compared for equality only: folded into a signed 64-bit value
     size: int
@@ -227,6 +229,8 @@ def log_date(path: str) -> date | None:
 
 @dataclass(frozen=True, slots=True)
 class SearchRow:
+    """A chunk as a search reads it from the store."""
+
     id: int
     path: str
     source: str

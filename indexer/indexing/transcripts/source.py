@@ -59,6 +59,8 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class SessionReport:
+    """What a sync of the transcripts did."""
+
     files: int = 0
     indexed: int = 0  # files that got new rows
     messages: int = 0

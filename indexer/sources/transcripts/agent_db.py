@@ -86,6 +86,8 @@ DEADLINE_S = 20.0  # one statement (or one batch's iteration) at most
 
 @dataclass(frozen=True, slots=True)
 class ColdArchive:
+    """A session's archived (cold) transcript in OpenClaw's database."""
+
     generation: str
     name: str
     sha256: str
@@ -95,6 +97,8 @@ class ColdArchive:
 
 @dataclass(frozen=True, slots=True)
 class DbSession:
+    """A session of OpenClaw's agent database, as a sync reads it."""
+
     session_id: str
     session_key: str
     generation: str  # "" before the first rewrite watermark

@@ -59,6 +59,8 @@ def read_complete_lines(
 
 @dataclass(frozen=True, slots=True)
 class LineRange:
+    """Lines read from a transcript for ``memory_get``."""
+
     lines: list[str]  # the lines asked for (or as many as fit in the byte limit)
     total: int  # lines in the whole file, numbered as split_lines() numbers them
     truncated: bool  # stopped early at the byte limit

@@ -54,6 +54,8 @@ _NOISE = re.compile(
 
 @dataclass(frozen=True, slots=True)
 class Message:
+    """One transcript message as indexed."""
+
     role: str  # "user" | "assistant"
     text: str  # whitespace-collapsed, redacted
     timestamp: str | None
@@ -183,6 +185,8 @@ def is_transcript_name(name: str, include_rotated: bool = True) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class TranscriptFile:
+    """A transcript file and the identity it was listed with."""
+
     name: str
     path: str
     dev: int
