@@ -112,8 +112,7 @@ def parse_blocks(lines: Sequence[str], first: int, end: int, *, lists: bool = Tr
 # an HTML block or a reference definition, a table's pipe, a line of only - = * _
 # (a thematic break or a setext underline), a tab in a line's indentation.
 _SCAN_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-_SCAN_OPENS = (">", "<", "\t")
-_RULE_CHARS = frozenset("-=*_ \t")
+_RULE_LINE = re.compile(r"[-=*_ \t]+")
 
 
 def scan(lines: Sequence[str], first: int) -> list[Token] | None:
@@ -121,32 +120,34 @@ def scan(lines: Sequence[str], first: int) -> list[Token] | None:
     without it, for a file of ATX headings, paragraphs and closed fences only (at
     most three spaces in; list lines are paragraph text here). None for anything
     else, which is then parsed."""
+    body = "\n".join(lines[first:])
+    if _SCAN_CONTROL.search(body):
+        return None
+    refs = "]:" in body
     tokens: list[Token] = []
     in_para = -1  # first line of the open paragraph
     n = len(lines)
     i = first
-    refs = any("]:" in line for line in lines)
     while i < n:
         line = lines[i]
         rest = line.lstrip(" ")
-        indent = len(line) - len(rest)
-        if not rest.strip(" \t"):  # blank to CommonMark: spaces and tabs only
+        c = rest[:1]
+        if not c or (c == "\t" and not rest.strip(" \t")):  # blank: spaces and tabs only
             if in_para >= 0:
                 _paragraph(tokens, in_para, i)
                 in_para = -1
             i += 1
             continue
-        if _SCAN_CONTROL.search(line):
-            return None
+        indent = len(line) - len(rest)
         if in_para >= 0 and indent >= 4:
             i += 1  # a paragraph's continuation, whatever it holds
             continue
-        if indent >= 4 or rest.startswith(_SCAN_OPENS) or "|" in line:
-            return None  # indented code, a quote, HTML, a table, a tab: parse it
-        if set(rest) <= _RULE_CHARS or (refs and rest.startswith("[")):
+        if indent >= 4 or c in "><\t" or "|" in line:
+            return None  # indented code, a quote, HTML, a tab, a table: parse it
+        if (c in "-=*_" and _RULE_LINE.fullmatch(rest)) or (c == "[" and refs):
             return None
-        fence = _FENCE.match(line)
-        heading = None if fence else _ATX.match(line)
+        fence = _FENCE.match(line) if c in "`~" else None
+        heading = _ATX.match(line) if c == "#" else None
         if fence is None and heading is None:
             if in_para < 0:
                 in_para = i
@@ -313,7 +314,7 @@ def first_heading(lines: Sequence[str], start: int) -> str:
         heading = _ATX.match(block[0]) if block else None
         if heading is not None:  # a "#" line opens a heading wherever a block starts
             return " ".join(_ATX_CLOSE.sub("", heading.group(2)).split())
-        if not any(set(line) <= _RULE_CHARS for line in block):
+        if not any(_RULE_LINE.fullmatch(line) for line in block):
             return ""  # no setext underline: the block is no heading
     tokens = parse_blocks(lines, start, end)
     if tokens and tokens[0].type == "heading_open":

@@ -61,9 +61,8 @@ def _encoding() -> Any:
         raise RuntimeError(_MISSING) from exc
     if hashlib.sha256(data).hexdigest() != _BPE_SHA256:
         raise RuntimeError(f"{_BPE_FILE} does not match its hash: {_MISSING.split(': ')[1]}")
-    decode = binascii.a2b_base64
-    rows = (line.split() for line in data.splitlines() if line)
-    ranks = {decode(token): int(rank) for token, rank in rows}
+    words = data.split()  # "<base64 token> <rank>" lines, as the hash says
+    ranks = dict(zip(map(binascii.a2b_base64, words[0::2]), map(int, words[1::2]), strict=True))
     return tiktoken.Encoding(
         name="cl100k_base", pat_str=_PATTERN, mergeable_ranks=ranks, special_tokens=_SPECIAL
     )

@@ -20,6 +20,17 @@ from indexer.store.records import (
 )
 from indexer.store.sqlite.connection import StoreBase
 
+_UPSERT_FILE = (
+    "INSERT INTO files(path, source, hash, mtime_ns, size, lines, indexed_at) "
+    "VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
+    "hash=excluded.hash, mtime_ns=excluded.mtime_ns, size=excluded.size, "
+    "lines=excluded.lines, indexed_at=excluded.indexed_at"
+)
+
+
+def _state(state: FileState) -> tuple[str, int, int]:
+    return state.hash, state.mtime_ns, state.size
+
 
 class ChunkTables(StoreBase):
     """The files and chunks tables (and chunks_fts, session_cursors, skipped)."""
@@ -69,28 +80,26 @@ class ChunkTables(StoreBase):
         self.db.executemany("DELETE FROM chunks WHERE id=?", ((i,) for i in ids))
 
     def _insert_chunks(self, path: str, source: str, chunks: Iterable[ChunkRow]) -> int:
-        """Insert chunks under new ids. Ids only grow, never reused (the ``chunkIdHigh``
-        meta remembers the highest ever given, as deleting the newest rows would let
-        SQLite hand their ids out again): a reader holding an older snapshot knows
-        every chunk above its highest id is new, and that an id it knows still names
-        the same text if it still exists (keywords.py)."""
-        chunks = list(chunks)
-        if not chunks:
+        return self._insert_rows([(path, source, c) for c in chunks])
+
+    def _insert_rows(self, rows: Sequence[tuple[str, str, ChunkRow]]) -> int:
+        """Insert chunks (each with its path and source) under new ids. Ids only grow,
+        never reused (the ``chunkIdHigh`` meta remembers the highest ever given, as
+        deleting the newest rows would let SQLite hand their ids out again): a reader
+        holding an older snapshot knows every chunk above its highest id is new, and
+        that an id it knows still names the same text if it still exists
+        (keywords.py)."""
+        if not rows:
             return 0
         self._bump_chunks()
         (top,) = self.db.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone() or (0,)
-        rowid = max(int(self.meta_get("chunkIdHigh") or 0), int(top))
-        insert = (
+        first = max(int(self.meta_get("chunkIdHigh") or 0), int(top)) + 1
+        self.db.executemany(
             "INSERT INTO chunks(id, path, source, start_line, end_line, heading, hash, text, "
-            "lines, at, origin) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        )
-        n = 0
-        for c in chunks:
-            rowid += 1
-            self.db.execute(
-                insert,
+            "lines, at, origin) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
                 (
-                    rowid,
+                    i,
                     path,
                     source,
                     c.start_line,
@@ -101,32 +110,35 @@ class ChunkTables(StoreBase):
                     c.lines,
                     c.at,
                     c.origin,
-                ),  # fmt: skip
-            )
-            self.db.execute(
-                "INSERT INTO chunks_fts(rowid, body, heading, path, source) VALUES(?, ?, ?, ?, ?)",
-                (rowid, c.fts_body, c.heading, path, source),
-            )
-            n += 1
-        if n:
-            self.meta_set("chunkIdHigh", str(rowid))
-        return n
+                )
+                for i, (path, source, c) in enumerate(rows, first)
+            ],  # fmt: skip
+        )
+        self.db.executemany(
+            "INSERT INTO chunks_fts(rowid, body, heading, path, source) VALUES(?, ?, ?, ?, ?)",
+            [
+                (i, c.fts_body, c.heading, path, source)
+                for i, (path, source, c) in enumerate(rows, first)
+            ],
+        )
+        self.meta_set("chunkIdHigh", str(first + len(rows) - 1))
+        return len(rows)
 
     def append_chunks(
         self, path: str, source: str, state: FileState, lines: int, chunks: Iterable[ChunkRow]
     ) -> int:
         """Add chunks to ``path`` (a growing transcript) and record its new state."""
-        self.db.execute(
-            "INSERT INTO files(path, source, hash, mtime_ns, size, lines, indexed_at) "
-            "VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
-            "hash=excluded.hash, mtime_ns=excluded.mtime_ns, size=excluded.size, "
-            "lines=excluded.lines, indexed_at=excluded.indexed_at",
-            (path, source, state.hash, state.mtime_ns, state.size, lines, time.time()),
-        )
+        self.db.execute(_UPSERT_FILE, (path, source, *_state(state), lines, time.time()))
         return self._insert_chunks(path, source, chunks)
 
     def append_files(self, files: Sequence[NewFile]) -> int:
-        return sum(self.append_chunks(f.path, f.source, f.state, f.lines, f.chunks) for f in files)
+        """``append_chunks`` of each of ``files``: their rows in one statement, then
+        their chunks under one id lookup and one version bump."""
+        now = time.time()
+        self.db.executemany(
+            _UPSERT_FILE, [(f.path, f.source, *_state(f.state), f.lines, now) for f in files]
+        )
+        return self._insert_rows([(f.path, f.source, c) for f in files for c in f.chunks])
 
     def rename_path(self, old: str, new: str, prepare: Callable[[str], str]) -> None:
         """Move every row of ``old`` to ``new`` (a rotated transcript keeps its rows).
