@@ -20,6 +20,7 @@ ignored: this reads someone else's file, which has more than memory search.
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import os
 import re
@@ -43,6 +44,8 @@ from indexer.config.sections import time_zone
 from indexer.config.text_file import read_json5
 from indexer.errors import ConfigError
 from providers.names import ORDER
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "config_identity",
@@ -329,15 +332,20 @@ def load_openclaw(path: Path, base_cfg: Config | None = None) -> tuple[Config, .
         agents += [(str(k), v) for k, v in entries.items() if isinstance(v, dict)]
     if not agents:
         agents = [("main", {})]
-    default_first = sorted(agents, key=lambda a: not a[1].get("default", a[0] == "main"))
-
+    ids: list[str] = []  # the ids OpenClaw uses (paths, session keys), in file order;
+    for raw_id, _ in agents:  # a second of one id is "<id>-2", as `openclaw doctor` has it
+        want = aid = normalize_agent_id(raw_id)
+        n = 2
+        while aid in ids:
+            aid, n = f"{want}-{n}", n + 1
+        if aid != want:
+            log.warning("%s: a second agent %r is indexed as %r", path, raw_id, aid)
+        ids.append(aid)
+    default_first = sorted(
+        zip(ids, agents, strict=True), key=lambda a: not a[1][1].get("default", a[1][0] == "main")
+    )
     out: list[Config] = []
-    seen: set[str] = set()
-    for raw_id, entry in default_first:
-        aid = normalize_agent_id(raw_id)  # the id OpenClaw uses (paths, session keys)
-        if aid in seen:
-            continue
-        seen.add(aid)
+    for aid, (_, entry) in default_first:
         ms = _merge(ms_default, table(entry, "memorySearch") or table(entry, "memory", "search"))
         ws = entry.get("workspace") or ws_default
         if not isinstance(ws, str) or "\x00" in ws:

@@ -126,6 +126,27 @@ def test_a_setting_of_the_wrong_type_keeps_memindexs_value(tmp_path: Path, text:
     assert cfg.chunking == Config().chunking and cfg.query.maxResults == Config().query.maxResults
 
 
+def test_two_agents_of_one_id_are_both_indexed_the_second_as_openclaw_doctor_names_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two agents whose ids normalise alike were one, the second dropped without a
+    word; `openclaw doctor` moves a second "main" to "main-2" (a third to "main-3"):
+    so does memindex, each with its own workspace and sessions folder, and says so."""
+    for name in ("a", "b", "c", "d"):
+        (tmp_path / name).mkdir()
+    f = write(
+        tmp_path,
+        "oc.json",
+        "{agents: {list: [{id: 'main', workspace: 'a'}, {id: 'Main', workspace: 'b'},"
+        " {id: 'main', workspace: 'c'}], entries: {ops: {workspace: 'd'}}}}",
+    )
+    cfgs = load_openclaw(f)
+    got = {c.agentId: c.workspace.name for c in cfgs if c.workspace is not None}
+    assert got == {"main": "a", "main-2": "b", "main-3": "c", "ops": "d"}
+    assert {Path(c.sessions.dir).parent.name for c in cfgs} == set(got)
+    assert "indexed as 'main-2'" in caplog.text and "indexed as 'main-3'" in caplog.text
+
+
 @pytest.mark.parametrize("workspace", ['["/tmp"]', "42", '"/tmp/a\\u0000b"'])
 def test_a_workspace_that_is_no_path_is_refused(tmp_path: Path, workspace: str) -> None:
     f = write(
