@@ -13,9 +13,7 @@ state dir's gets ``<state>/openclaw-<id>/`` and ``memindex-<id>.sock``
 
 Not taken: ``store.path`` (memindex keeps its state in its own state dir) and
 providers memindex does not have (mistral: auto-selection picks another). Unknown
-keys, and a setting of the wrong type (a string where an object belongs), are
-ignored: this reads someone else's file, which has more than memory search.
-"""
+keys and settings of the wrong type are ignored: this is someone else's file."""
 
 from __future__ import annotations
 
@@ -53,6 +51,7 @@ __all__ = [
     "load_openclaw",
     "openclaw_agent_of",
     "openclaw_state_dir",
+    "own_installation",
     "with_openclaws_transcripts",
 ]
 
@@ -256,8 +255,7 @@ def openclaw_agent_of(workspace: Path) -> str | None:
         want = workspace.resolve()
     except OSError:
         return None
-    state = openclaw_state_dir()
-    path = state / "openclaw.json"
+    path = openclaw_state_dir() / "openclaw.json"
     if path.is_file():
         try:
             for cfg in load_openclaw(path):
@@ -276,9 +274,7 @@ def with_openclaws_transcripts(cfg: Config) -> Config:
     it), as if ``sessions.dir`` named them. Any other folder of notes gets none."""
     if cfg.agentId is not None or cfg.sessions.dir or not cfg.sessions.enabled:
         return cfg
-    if cfg.workspace is None:
-        return cfg
-    agent = openclaw_agent_of(cfg.workspace)
+    agent = None if cfg.workspace is None else openclaw_agent_of(cfg.workspace)
     if agent is None:
         return cfg
     sessions = openclaw_state_dir() / "agents" / agent / "sessions"
@@ -291,9 +287,18 @@ def config_identity(path: Path) -> str | None:
     given = os.environ.get("OPENCLAW_CONFIG_PATH", "").strip()
     default = Path(given).expanduser() if given else openclaw_state_dir() / "openclaw.json"
     resolved = path.expanduser().resolve()
-    if resolved == default.resolve():
-        return None
-    return hashlib.sha256(str(resolved).encode()).hexdigest()[:10]
+    same = resolved == default.resolve()
+    return None if same else hashlib.sha256(str(resolved).encode()).hexdigest()[:10]
+
+
+def own_installation(path: Path, cfg: Config) -> Config:
+    """``cfg`` with the index and socket of the OpenClaw ``path`` configures (unread)."""
+    ident = config_identity(path)
+    if ident is None:
+        return cfg
+    home = (cfg.stateDir or state_dir()) / f"openclaw-{ident}"
+    sock = cfg.server.socket or str(socket_dir(home) / f"memindex-{ident}.sock")
+    return replace(cfg, stateDir=home, server=replace(cfg.server, socket=sock))
 
 
 def load_openclaw(path: Path, base_cfg: Config | None = None) -> tuple[Config, ...]:
@@ -306,11 +311,7 @@ def load_openclaw(path: Path, base_cfg: Config | None = None) -> tuple[Config, .
     cfg0 = base_cfg or Config()
     cfg0 = replace(cfg0, sessions=replace(cfg0.sessions, enabled=False))  # OpenClaw's default
     cfg0 = replace(cfg0, source=path)  # the agents come from this file
-    ident = config_identity(path)
-    if ident is not None:  # another OpenClaw than the default: its own index and daemon
-        home = (cfg0.stateDir or state_dir()) / f"openclaw-{ident}"
-        sock = cfg0.server.socket or str(socket_dir(home) / f"memindex-{ident}.sock")
-        cfg0 = replace(cfg0, stateDir=home, server=replace(cfg0.server, socket=sock))
+    cfg0 = own_installation(path, cfg0)
     defaults = table(data, "agents", "defaults")
     zone = defaults.get("userTimezone")
     if isinstance(zone, str) and zone.strip() and not cfg0.query.timeZone:

@@ -320,25 +320,15 @@ def load_settings(
     cfg = Config()
     agents: tuple[Config, ...] = ()
     file = path if path is not None else default_config_path()
-    if path is not None and not file.is_file():
-        if file.exists():  # a folder, a FIFO, a device: not read (it could block)
-            from indexer.errors import file_kind
-
-            raise ConfigError(f"config file {file} is {file_kind(file.stat().st_mode)}, not a file")
+    if path is not None and not file.exists():
         raise ConfigError(f"config file {file} does not exist")
-    if file.is_file():
+    if path is not None or file.is_file():
         import tomllib  # only with a config file: 10 ms of every CLI process otherwise
 
-        try:
-            with file.open("rb") as fh:
-                data = tomllib.load(fh)
+        try:  # a regular file only, read without blocking (a FIFO there never hangs)
+            data = tomllib.loads(read_config_text(file))
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{file}: not valid TOML: {exc}") from exc
-        except UnicodeDecodeError as exc:
-            raise ConfigError(
-                f"{file}: not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset "
-                f"{exc.start})"
-            ) from exc
         except OSError as exc:
             raise ConfigError(f"{file}: cannot read: {exc.strerror}") from exc
         cfg, agents = parse_config(data, source=file)
@@ -379,22 +369,29 @@ def load_config(
     return load_settings(path, workspace=workspace, agent=agent, openclaw=openclaw).agents[0]
 
 
-def socket_despite(given: Path | None) -> Path:
+def socket_despite(given: Path | None, openclaw: Path | None = None) -> Path:
     """The socket a config file that does not load names (``server.socket``, else
     beside its ``stateDir``, resolved as ``load_config`` does), read from its TOML as
-    far as it parses; the default socket when it names none or is not TOML at all."""
+    far as it parses; the default socket when it names none or is not TOML at all.
+    With an OpenClaw config (which need not load either): that OpenClaw's socket."""
     import tomllib  # as load_config: only when there is a file to read
 
     source = given or default_config_path()
     try:
         raw = tomllib.loads(read_config_text(source))  # a FIFO there never blocks
     except (OSError, ConfigError, tomllib.TOMLDecodeError):
-        return Config().socket_path()
+        raw = {}
     base = source.parent
-    server = raw.get("server")
+    server, state = raw.get("server"), raw.get("stateDir")
     sock = server.get("socket") if isinstance(server, dict) else None
-    if isinstance(sock, str) and sock:
-        return _expand(sock, base)
-    state = raw.get("stateDir")
-    state_dir = _expand(state, base) if isinstance(state, str) and state else None
-    return Config(stateDir=state_dir).socket_path()
+    cfg = Config(
+        stateDir=_expand(state, base) if isinstance(state, str) and state else None,
+        server=ServerConfig(
+            socket=str(_expand(sock, base)) if isinstance(sock, str) and sock else ""
+        ),
+    )
+    if openclaw is not None:
+        from indexer.openclaw import own_installation
+
+        cfg = own_installation(Path(os.path.expanduser(str(openclaw))), cfg)
+    return cfg.socket_path()

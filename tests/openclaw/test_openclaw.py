@@ -234,3 +234,35 @@ def test_serve_with_openclaw_config(tmp_path: Path) -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+def test_a_broken_openclaw_config_still_shows_and_stops_its_daemon(tmp_path: Path) -> None:
+    """An edit that breaks an openclaw.json (not OpenClaw's default one: its own
+    daemon and socket): `status` shows the daemon, which goes on with the config it
+    had, and says why the file is refused; `serve --stop` stops it. Both read the
+    default socket instead (status failed; stop needed a config that loads)."""
+    f = sample(tmp_path)
+    run = tmp_path / "rt"
+    run.mkdir(mode=0o700)
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(run)}
+    cmd = [sys.executable, "-m", "indexer.surfaces.cli", "--openclaw-config", str(f)]
+    proc = subprocess.Popen(
+        [*cmd, "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        sock = wait_for(lambda: next(run.glob("memindex-*.sock"), None), timeout=60)
+        wait_for(lambda: rpc(sock, "status", {"agent": "main"})["lastSync"] is not None, timeout=60)
+        f.write_text("{agents: [not json5")
+        r = subprocess.run([*cmd, "status"], env=env, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert "does not load" in r.stderr and "not valid JSON5" in r.stderr
+        assert "daemon:    pid" in r.stdout
+        r = subprocess.run(
+            [*cmd, "serve", "--stop"], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert r.returncode == 0 and "stopped the daemon" in r.stdout, r.stdout + r.stderr
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=30)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -21,12 +20,17 @@ def run_serve(c: Call) -> int:
     from indexer.surfaces.daemon import Daemon
 
     if c.args.stop:
+        from indexer.config.file import socket_despite
         from indexer.surfaces.cli.autostart import stop_daemon
 
-        cfg = c.config()
         if c.args.socket is not None:
-            cfg = replace(cfg, server=replace(cfg.server, socket=str(c.args.socket)))
-        return 0 if stop_daemon(cfg, c.out) else 1
+            sock = Path(c.args.socket)
+        else:  # a config that does not load: the socket it names (the daemon has its own)
+            try:
+                sock = c.config().socket_path()
+            except ConfigError:
+                sock = socket_despite(c.args.config, c.args.openclaw_config)
+        return 0 if stop_daemon(sock, c.out) else 1
     if c.args.idle_exit is not None and c.args.idle_exit <= 0:
         raise InvalidParams("--idle-exit must be a number of seconds above 0")
     daemon = Daemon(

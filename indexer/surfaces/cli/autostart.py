@@ -73,11 +73,10 @@ def start_daemon(cfg: Config, global_args: list[str], err: TextIO) -> int | None
     return proc.pid
 
 
-def stop_daemon(cfg: Config, out: TextIO, wait_s: float = 30.0) -> bool:
-    """Stop the daemon answering on ``cfg``'s socket; whether one was there."""
+def stop_daemon(sock: Path, out: TextIO, wait_s: float = 30.0) -> bool:
+    """Stop the daemon answering on ``sock``; whether one was there."""
     import signal
 
-    sock = cfg.socket_path()
     try:
         pid = int(Client(sock).status(timeout=5.0)["daemon"]["pid"])
     except (DaemonUnavailable, KeyError, TypeError, ValueError):

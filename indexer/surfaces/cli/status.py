@@ -138,7 +138,7 @@ def _status_despite(exc: ConfigError, c: Call) -> int:
     had; show its status, and why the file is refused (what its next reload would
     say too)."""
     args, out, err = c.args, c.out, c.err
-    sock = socket_despite(args.config)
+    sock = socket_despite(args.config, args.openclaw_config)
     try:
         pong = Client(sock).ping(timeout=2.0)
         agent = args.agent or next(iter(pong.get("agents") or {}), None)
