@@ -18,7 +18,6 @@ keys and settings of the wrong type are ignored: this is someone else's file."""
 from __future__ import annotations
 
 import hashlib
-import logging
 import math
 import os
 import re
@@ -42,8 +41,6 @@ from indexer.config.sections import time_zone
 from indexer.config.text_file import read_json5
 from indexer.errors import ConfigError
 from providers.names import ORDER
-
-log = logging.getLogger(__name__)
 
 __all__ = [
     "config_identity",
@@ -339,8 +336,10 @@ def load_openclaw(path: Path, base_cfg: Config | None = None) -> tuple[Config, .
         n = 2
         while aid in ids:
             aid, n = f"{want}-{n}", n + 1
-        if aid != want:
-            log.warning("%s: a second agent %r is indexed as %r", path, raw_id, aid)
+        if aid != want:  # (logging loaded only then: a command the daemon answers never)
+            import logging
+
+            logging.getLogger(__name__).warning("%s: agent %r indexed as %r", path, raw_id, aid)
         ids.append(aid)
     default_first = sorted(
         zip(ids, agents, strict=True), key=lambda a: not a[1][1].get("default", a[1][0] == "main")

@@ -144,7 +144,7 @@ def test_two_agents_of_one_id_are_both_indexed_the_second_as_openclaw_doctor_nam
     got = {c.agentId: c.workspace.name for c in cfgs if c.workspace is not None}
     assert got == {"main": "a", "main-2": "b", "main-3": "c", "ops": "d"}
     assert {Path(c.sessions.dir).parent.name for c in cfgs} == set(got)
-    assert "indexed as 'main-2'" in caplog.text and "indexed as 'main-3'" in caplog.text
+    assert "'Main' indexed as 'main-2'" in caplog.text and "as 'main-3'" in caplog.text
 
 
 @pytest.mark.parametrize("workspace", ['["/tmp"]', "42", '"/tmp/a\\u0000b"'])
