@@ -57,3 +57,37 @@ def test_a_hybrid_search_starts_a_daemon_for_the_next_ones(
     wait_for(lambda: not sock.exists(), timeout=30)
     again = run_cli("--config", str(conf), "serve", "--stop", env=env)
     assert again.returncode == 1 and "no daemon answers" in again.stdout
+
+
+def test_two_searches_at_once_start_one_daemon(tmp_path: Path, workspace: Path) -> None:
+    """Two commands that each found no daemon both started one and both said so
+    (the second daemon then gave up): the first now holds a lock its daemon keeps,
+    and the second starts none and says nothing."""
+    import io
+    import os
+
+    from indexer.config.file import load_config
+    from indexer.surfaces.cli.autostart import start_daemon, stop_daemon
+
+    sock = tmp_path / "s.sock"
+    conf = write(tmp_path, "c.toml", f'workspace = "{workspace}"\n[server]\nsocket = "{sock}"\n')
+    cfg = load_config(conf)
+    first, second = io.StringIO(), io.StringIO()
+    env = os.environ.copy()
+    try:
+        os.environ.clear()
+        os.environ.update({k: v for k, v in child_env().items() if k != "MEMINDEX_NO_DAEMON"})
+        pid = start_daemon(cfg, ["--config", str(conf)], first)
+        assert pid is not None and "started a daemon" in first.getvalue()
+        assert start_daemon(cfg, ["--config", str(conf)], second) is None  # not answering yet
+        assert second.getvalue() == ""
+        wait_for(lambda: rpc(sock, "ping")["ok"], timeout=60)
+        assert stop_daemon(sock, io.StringIO())
+        wait_for(lambda: not sock.exists(), timeout=30)
+        os.waitpid(pid, 0)  # the daemon gone (our child here), its lock with it:
+        assert start_daemon(cfg, ["--config", str(conf)], io.StringIO()) is not None
+        wait_for(lambda: rpc(sock, "ping")["ok"], timeout=60)
+        assert stop_daemon(sock, io.StringIO())
+    finally:
+        os.environ.clear()
+        os.environ.update(env)

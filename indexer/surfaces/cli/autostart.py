@@ -43,6 +43,21 @@ def _answering(sock: Path) -> bool:
         return False
 
 
+def _start_lock(sock: Path) -> int:
+    """A lock beside ``sock`` held by the daemon a command starts, for its life: two
+    searches at once start one daemon, not two (each said it had). Its descriptor,
+    or -1 when another holds it."""
+    import fcntl
+
+    fd = os.open(sock.parent / f".{sock.name}.start", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return -1
+    return fd
+
+
 def start_daemon(cfg: Config, global_args: list[str], err: TextIO) -> int | None:
     """Start ``memindex <global_args> serve --idle-exit …`` for ``cfg`` unless a daemon
     answers on its socket; its pid (None: not started)."""
@@ -52,8 +67,12 @@ def start_daemon(cfg: Config, global_args: list[str], err: TextIO) -> int | None
     if _answering(sock):
         return None
     log_file = sock.parent / "cli-daemon.log"
+    lock = -1
     try:
         sock.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        lock = _start_lock(sock)
+        if lock < 0:
+            return None  # another command started one, still starting or running
         with open(log_file, "ab") as log:
             proc = subprocess.Popen(
                 [*memindex_command(), *global_args, "serve", "--idle-exit", f"{IDLE_EXIT_S:g}"],
@@ -61,10 +80,14 @@ def start_daemon(cfg: Config, global_args: list[str], err: TextIO) -> int | None
                 stdout=log,
                 stderr=log,
                 start_new_session=True,
+                pass_fds=(lock,),  # the daemon holds the lock for its life
             )
     except OSError as exc:  # the search itself was answered: say why no daemon, go on
         err.write(f"memindex: could not start a daemon for the next searches: {exc}\n")
         return None
+    finally:
+        if lock >= 0:
+            os.close(lock)
     err.write(
         f"memindex: started a daemon (pid {proc.pid}, log {log_file}) that keeps the model "
         f"loaded for the next searches; it exits after {IDLE_EXIT_S / 60:g} minutes "
