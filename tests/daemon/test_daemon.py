@@ -589,6 +589,9 @@ def test_status_with_a_broken_config_shows_the_running_daemon(
         assert "daemon:    pid" in r.stdout and "config:    does not load" in r.stdout
         r = run_cli("status", "--json", env=env)
         assert json.loads(r.stdout)["daemon"]["configError"]
+        r = run_cli("serve", "--stop", env=env)  # and stopped by the socket it names
+        assert r.returncode == 0 and "stopped the daemon" in r.stdout, r.stdout + r.stderr
+        assert d.proc is not None and d.proc.wait(timeout=30) == 0
     finally:
         d.stop()
 
