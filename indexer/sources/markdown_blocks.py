@@ -309,8 +309,9 @@ def first_heading(lines: Sequence[str], start: int) -> str:
     while end < len(lines) and lines[end].strip():
         end += 1
     block = lines[start:end]
-    # A reference definition is no token: the heading may be the block's next line.
-    if not any(_SCAN_CONTROL.search(line) or "]:" in line for line in block):
+    # A reference definition is no token: the heading may be the block's next line;
+    # a "#" line with a pipe may head a table (tried before headings).
+    if not any(_SCAN_CONTROL.search(line) or "]:" in line or "|" in line for line in block):
         heading = _ATX.match(block[0]) if block else None
         if heading is not None:  # a "#" line opens a heading wherever a block starts
             return " ".join(_ATX_CLOSE.sub("", heading.group(2)).split())

@@ -80,6 +80,9 @@ def get_counter(*, eager: bool = False) -> TokenCounter:
         # core's own method: the wrapper's per-call cost is a third of a short line's.
         enc = _encoding()
         encode = getattr(enc, "_core_bpe", enc).encode_ordinary
-        return [len(encode(t)) if t else 0 for t in texts]
+        try:
+            return [len(encode(t)) if t else 0 for t in texts]
+        except UnicodeEncodeError:  # a lone surrogate: tiktoken's wrapper replaces it
+            return [len(enc.encode_ordinary(t)) if t else 0 for t in texts]
 
     return count

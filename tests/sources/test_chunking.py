@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from indexer.sources.chunking import chunk_markdown, split_lines
@@ -245,6 +245,7 @@ def test_tokenizer_is_cl100k_offline() -> None:
     # Known cl100k_base counts; works with no network (CI has none to the model hub).
     assert COUNT(["hello world"]) == [2]
     assert COUNT(["<|endoftext|>"]) == [7]  # special tokens are plain text here
+    assert COUNT(["a\udcffb", "x"]) == [3, 1]  # a lone surrogate: counted, not an error
 
 
 def test_our_reader_of_the_bpe_file_builds_tiktoken_offlines_encoding() -> None:
@@ -358,6 +359,8 @@ scan_line = st.one_of(
             "x\x00y",
             "carriage\rreturn",
             "<!-- comment -->",
+            "# a | b",
+            "--|--",
         ]
     ),
 )
@@ -365,6 +368,7 @@ scan_line = st.one_of(
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(doc=st.lists(scan_line, min_size=1, max_size=40), first=st.integers(0, 3))
+@example(doc=["# a | b", "--|--", "1 | x"], first=0)  # a table, not a heading (review)
 def test_scan_reads_the_blocks_of_markdown_it_with_lists_off(doc: list[str], first: int) -> None:
     """Where ``scan`` answers, it gives the parse's blocks (type, lines, depth) and
     heading titles; and ``first_heading`` its first block's title either way."""

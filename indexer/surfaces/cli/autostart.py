@@ -49,7 +49,8 @@ def _start_lock(sock: Path) -> int:
     or -1 when another holds it."""
     import fcntl
 
-    fd = os.open(sock.parent / f".{sock.name}.start", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(sock.parent / f".{sock.name}.start", flags, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
