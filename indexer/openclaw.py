@@ -250,7 +250,7 @@ def openclaw_agent_of(workspace: Path) -> str | None:
     ``openclaw.json`` that does not read: the folder is then not known as OpenClaw's)."""
     try:
         want = workspace.resolve()
-    except OSError:
+    except (OSError, RuntimeError):  # RuntimeError: a loop of links
         return None
     path = openclaw_state_dir() / "openclaw.json"
     if path.is_file():
@@ -258,7 +258,7 @@ def openclaw_agent_of(workspace: Path) -> str | None:
             for cfg in load_openclaw(path):
                 if cfg.workspace is not None and cfg.workspace.resolve() == want:
                     return cfg.agent_name
-        except (ConfigError, OSError):
+        except (ConfigError, OSError, RuntimeError):
             pass
     default = Path.home() / ".openclaw" / "workspace"
     return "main" if want == default.resolve() else None
@@ -283,9 +283,26 @@ def config_identity(path: Path) -> str | None:
     dir's ``openclaw.json``); else a short hash of the resolved path."""
     given = os.environ.get("OPENCLAW_CONFIG_PATH", "").strip()
     default = Path(given).expanduser() if given else openclaw_state_dir() / "openclaw.json"
-    resolved = path.expanduser().resolve()
-    same = resolved == default.resolve()
+    resolved = _resolved(path)
+    same = resolved == _resolved(default)
     return None if same else hashlib.sha256(str(resolved).encode()).hexdigest()[:10]
+
+
+def _resolved(path: Path) -> Path:
+    """``path`` with its links followed; a link to nothing, or a loop, as the name
+    in its resolved folder: a config replaced by a broken link (an edit gone wrong)
+    keeps the identity, and so the daemon and index, it had as a file."""
+    p = Path(os.path.abspath(path.expanduser()))
+    try:
+        got = p.resolve()
+        if got.exists() or not p.is_symlink():
+            return got
+    except (OSError, RuntimeError):  # a loop of links
+        pass
+    try:
+        return p.parent.resolve() / p.name
+    except (OSError, RuntimeError):
+        return p
 
 
 def own_installation(path: Path, cfg: Config) -> Config:
@@ -361,39 +378,3 @@ def load_openclaw(path: Path, base_cfg: Config | None = None) -> tuple[Config, .
             cfg = replace(cfg, extraPaths=cfg.extraPaths + tuple(_extras(qmd_paths, base)))
         out.append(cfg)
     return tuple(out)
-
-
-def bootstrap_caps(path: Path | None = None) -> tuple[int, int, str]:
-    """OpenClaw's caps on the bootstrap files injected at session start: (per file,
-    all files, where they come from): ``agents.defaults.bootstrapMaxChars`` and
-    ``bootstrapTotalMaxChars`` of the OpenClaw config ``path`` (an agent loaded with
-    ``--openclaw-config``), else of OpenClaw's own (``$OPENCLAW_CONFIG_PATH``, its
-    state dir's ``openclaw.json``), else its defaults (20,000 and 60,000). As
-    OpenClaw reads them: a finite number above 0, rounded down."""
-    if path is None or path.suffix not in (".json", ".json5"):
-        given = os.environ.get("OPENCLAW_CONFIG_PATH", "").strip()
-        path = Path(given).expanduser() if given else openclaw_state_dir() / "openclaw.json"
-    per, total = 20_000, 60_000
-    if not path.is_file():
-        return per, total, "OpenClaw's defaults"
-    try:
-        data = read_json5(path)
-    except (ConfigError, OSError) as exc:
-        return per, total, f"OpenClaw's defaults: {exc}"
-    defaults = dig(data, "agents", "defaults")
-    if not isinstance(defaults, dict):
-        return per, total, f"OpenClaw's defaults ({path} sets none)"
-    got = [_chars(defaults.get(k)) for k in ("bootstrapMaxChars", "bootstrapTotalMaxChars")]
-    per = got[0] or per
-    total = got[1] or max(per, total)
-    return per, total, str(path) if any(got) else f"OpenClaw's defaults ({path} sets none)"
-
-
-def _chars(value: Any) -> int | None:
-    """A cap as OpenClaw takes it: a finite number above 0, rounded down (1e3 and
-    1234.7 too); anything else is not set."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if not math.isfinite(value) or value < 1:
-        return None
-    return int(value)

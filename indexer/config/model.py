@@ -138,13 +138,13 @@ class Config:
             return self.agentId
         if self.workspace is None or self._openclaw_workspace():
             return "main"
-        ws = self.workspace.resolve()
+        ws = _resolved(self.workspace)
         digest = hashlib.sha256(str(ws).encode("utf-8")).hexdigest()[:12]
         return f"ws-{ws.name or 'root'}-{digest}"
 
     def _openclaw_workspace(self) -> bool:
         own = Path.home() / ".openclaw" / "workspace"
-        return self.workspace is not None and self.workspace.resolve() == own.resolve()
+        return self.workspace is not None and _resolved(self.workspace) == _resolved(own)
 
     def sessions_dir(self) -> Path | None:
         """The transcripts folder, or None when there is none to index.
@@ -241,9 +241,18 @@ class Config:
         if self.indexPath is not None or self.agentId or not self._openclaw_workspace():
             return None
         assert self.workspace is not None
-        ws = self.workspace.resolve()
+        ws = _resolved(self.workspace)
         digest = hashlib.sha256(str(ws).encode("utf-8")).hexdigest()[:12]
         return (self.stateDir or state_dir()) / f"ws-{ws.name or 'root'}-{digest}.sqlite"
+
+
+def _resolved(path: Path) -> Path:
+    """``path.resolve()``; a loop of links as its absolute path (it names no folder:
+    the workspace check says so, not a RuntimeError of every command)."""
+    try:
+        return path.resolve()
+    except RuntimeError:
+        return Path(os.path.abspath(path))
 
 
 def _xdg(name: str) -> Path | None:

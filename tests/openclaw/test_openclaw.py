@@ -266,3 +266,24 @@ def test_a_broken_openclaw_config_still_shows_and_stops_its_daemon(tmp_path: Pat
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=30)
+
+
+def test_an_openclaw_config_replaced_by_a_broken_link_keeps_its_daemons_socket(
+    tmp_path: Path,
+) -> None:
+    """The socket and index folder of an openclaw.json come from its path: replaced
+    by a link to nothing (or a loop of links), its identity followed the link's
+    target, so status and serve --stop looked for another daemon (and a loop was an
+    internal error)."""
+    from indexer.config.file import socket_despite
+
+    f = sample(tmp_path)
+    sock = load_openclaw(f)[0].socket_path()
+    assert socket_despite(None, f) == sock
+    f.rename(tmp_path / "kept.json")
+    f.symlink_to(tmp_path / "nowhere.json")
+    assert socket_despite(None, f) == sock
+    f.unlink()
+    f.symlink_to(tmp_path / "other.json")
+    (tmp_path / "other.json").symlink_to(f)
+    assert socket_despite(None, f) == sock

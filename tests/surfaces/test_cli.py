@@ -71,6 +71,13 @@ def test_errors_are_one_line_and_exit_2(cli: Runner, workspace: Path, tmp_path: 
     bad = write(tmp_path, "bad.toml", "chunking = { tokens = 'many' }\n")
     code, _, err = cli("--config", str(bad), "index")
     assert code == 2 and "chunking.tokens" in err
+    (tmp_path / "loop-a").symlink_to(tmp_path / "loop-b")  # a workspace that is a loop
+    (tmp_path / "loop-b").symlink_to(tmp_path / "loop-a")  # of links: an internal error
+    for command in ("status", "index", "search"):
+        code, _, err = cli(
+            "--workspace", str(tmp_path / "loop-a"), command, *["x"][: command == "search"]
+        )
+        assert code == 2 and "does not exist" in err, err
 
 
 def test_config_file_and_default_workspace(cli: Runner, workspace: Path, tmp_path: Path) -> None:

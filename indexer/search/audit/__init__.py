@@ -28,8 +28,7 @@ from indexer.api import (
     SearchResponse,
 )
 from indexer.config import Config
-from indexer.openclaw import bootstrap_caps
-from indexer.search.audit.bootstrap import Caps, bootstrap_findings, budgets
+from indexer.search.audit.bootstrap import Caps, bootstrap_caps, bootstrap_findings, budgets
 from indexer.search.audit.notes import read_notes
 from indexer.search.audit.pairs import pair_findings
 from indexer.search.audit.recall import unfindable_findings

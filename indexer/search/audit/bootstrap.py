@@ -15,10 +15,17 @@ finding, the most recalled first (the times the agent's searches returned it,
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from indexer.api import AuditFinding
+from indexer.config.text_file import read_json5
+from indexer.errors import ConfigError
+from indexer.openclaw import dig, openclaw_state_dir
 from indexer.search.audit.notes import Entry
 from indexer.search.recall_tally import line_key
 
@@ -204,3 +211,39 @@ def _hidden_entry(e: Entry, recalled: int) -> AuditFinding:
     if recalled:
         finding["recalled"] = recalled
     return finding
+
+
+def bootstrap_caps(path: Path | None = None) -> tuple[int, int, str]:
+    """OpenClaw's caps on the bootstrap files injected at session start: (per file,
+    all files, where they come from): ``agents.defaults.bootstrapMaxChars`` and
+    ``bootstrapTotalMaxChars`` of the OpenClaw config ``path`` (an agent loaded with
+    ``--openclaw-config``), else of OpenClaw's own (``$OPENCLAW_CONFIG_PATH``, its
+    state dir's ``openclaw.json``), else its defaults (20,000 and 60,000). As
+    OpenClaw reads them: a finite number above 0, rounded down."""
+    if path is None or path.suffix not in (".json", ".json5"):
+        given = os.environ.get("OPENCLAW_CONFIG_PATH", "").strip()
+        path = Path(given).expanduser() if given else openclaw_state_dir() / "openclaw.json"
+    per, total = 20_000, 60_000
+    if not path.is_file():
+        return per, total, "OpenClaw's defaults"
+    try:
+        data = read_json5(path)
+    except (ConfigError, OSError) as exc:
+        return per, total, f"OpenClaw's defaults: {exc}"
+    defaults = dig(data, "agents", "defaults")
+    if not isinstance(defaults, dict):
+        return per, total, f"OpenClaw's defaults ({path} sets none)"
+    got = [_chars(defaults.get(k)) for k in ("bootstrapMaxChars", "bootstrapTotalMaxChars")]
+    per = got[0] or per
+    total = got[1] or max(per, total)
+    return per, total, str(path) if any(got) else f"OpenClaw's defaults ({path} sets none)"
+
+
+def _chars(value: Any) -> int | None:
+    """A cap as OpenClaw takes it: a finite number above 0, rounded down (1e3 and
+    1234.7 too); anything else is not set."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or value < 1:
+        return None
+    return int(value)
