@@ -50,9 +50,10 @@ __all__ = ["CHUNKER_VERSION", "PARSE_MAX_LINES", "Chunk", "chunk_markdown", "spl
 # 2: cut points from markdown-it-py's block tokens; 3: curated files by entry, long
 # transcript messages cut into pieces; 4: a curated heading with entries under it is
 # in their heading path, not a chunk; 5: transcript chunks dated by their newest
-# message; 6: a transcript chunk holds one day's messages (a change rebuilds
-# indexes: pipeline.fingerprint)
-CHUNKER_VERSION = 6
+# message; 6: a transcript chunk holds one day's messages; 7: a curated file's
+# fenced code starts no entry or section (a change rebuilds indexes:
+# pipeline.fingerprint; unchanged chunks keep their vectors from the cache)
+CHUNKER_VERSION = 7
 
 # Preference for cutting *before* a line, by what starts there.
 _SCORE_HEADING = {1: 100, 2: 90, 3: 80, 4: 70, 5: 70, 6: 70}

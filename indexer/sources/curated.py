@@ -5,10 +5,10 @@ writers put on them (OpenClaw 2026.9, ``docs/concepts/memory-architecture.md``):
     - Use the release helper. <!-- project: github.com/openclaw/openclaw -->
 
 * An **entry** starts at a line beginning ``- `` at column 0, a **section** at a
-  heading; everything else (continuations, nested bullets, paragraphs, blank lines)
-  belongs to the entry or section before it. A curated file is chunked entry by
-  entry (a long one split further), so a hit is the entry and its ranking signals
-  are the entry's.
+  heading, outside fenced code; everything else (continuations, nested bullets,
+  paragraphs, blank lines) belongs to the entry or section before it. A curated
+  file is chunked entry by entry (a long one split further), so a hit is the entry
+  and its ranking signals are the entry's.
 * ``trigger`` (phrases split on ``,`` or ``;``) and ``importance`` (an integer 1-10,
   the highest if several) count only on a curated root file and only on a line that
   ends with ``-->``; ``project`` keys (split on ``;``, the host lower-cased) count in
@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from indexer.sources.chunking import Chunk, chunk_markdown, split_lines
+from indexer.sources.markdown_blocks import fenced
 from indexer.sources.tokenizer import TokenCounter
 
 __all__ = [
@@ -186,9 +187,14 @@ def meta_of(path: str, text: str) -> EntryMeta:
 
 def entry_spans(lines: list[str]) -> list[tuple[int, int]]:
     """The (first, last) 0-based line spans of a curated file's entries and
-    sections, in order; a span of only blank lines is left out."""
+    sections, in order; a span of only blank lines is left out. A line inside a
+    fenced code block starts nothing: a "## comment" in a script is no section
+    (memory-core splits there too, but has no heading path to lose to it)."""
+    code = fenced(lines)
     starts = [
-        i for i, line in enumerate(lines) if i == 0 or line.startswith("- ") or HEADING.match(line)
+        i
+        for i, line in enumerate(lines)
+        if i == 0 or (not code[i] and (line.startswith("- ") or HEADING.match(line)))
     ]
     spans = []
     for n, first in enumerate(starts):

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = [
     "WHOLE",
     "atx_headings",
+    "fenced",
     "first_heading",
     "heading_title",
     "parse_blocks",
@@ -276,6 +277,22 @@ def heading_title(tokens: Sequence[Token], i: int) -> tuple[int, str]:
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+|$)(.*)$")
 _ATX_CLOSE = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+
+
+def fenced(lines: Sequence[str]) -> list[bool]:
+    """Whether each line is inside a fenced code block opened at most three spaces in
+    (its fences included), by the rules ``atx_headings`` reads fences with."""
+    out = [False] * len(lines)
+    fence = ""
+    for i, line in enumerate(lines):
+        f = _FENCE.match(line)
+        if fence:
+            out[i] = True
+            if f and f.group(1)[0] == fence[0] and len(f.group(1)) >= len(fence):
+                fence = "" if not line[f.end() :].strip() else fence
+        elif f and not (f.group(1)[0] == "`" and "`" in line[f.end() :]):
+            fence, out[i] = f.group(1), True
+    return out
 
 
 def atx_headings(lines: Sequence[str], first: int) -> list[tuple[int, int, str]]:

@@ -211,3 +211,29 @@ def test_a_later_note_announcing_a_change_is_found_below_the_shown_results(
         assert got.index("memory/2026-11-03.md") < got.index("MEMORY.md")
         entry = next(r for r in res["results"] if r["path"] == "MEMORY.md")
         assert entry["explain"]["supersededBy"] == "memory/2026-11-03.md#L1-L4"
+
+
+def test_fenced_code_in_a_curated_file_starts_no_entry_or_section() -> None:
+    """A "## comment" or "- item" line inside a fenced block of MEMORY.md began a
+    section or an entry: the fence was cut in two, its "heading" line was in no chunk
+    and became the heading path of every later entry (an outside attack found it)."""
+    from indexer.sources.curated import curated_chunks
+    from indexer.sources.tokenizer import get_counter
+
+    text = (
+        "# Memory\n\n## Tools\n\n- Deploy script:\n  ```bash\n  # rollback step\n"
+        "  ./deploy.sh --rollback\n  ```\n- **Backups**: nightly\n\n```\n"
+        "## not a heading platypus\n- not an entry numbat\n```\n\n## Preferences\n\n"
+        "- tea, not coffee\n"
+    )
+    chunks = curated_chunks(text, get_counter(), tokens=400, overlap=80)
+    spans = {(c.start_line, c.end_line): c.heading for c in chunks}
+    assert spans == {
+        (5, 9): "Memory > Tools",
+        (10, 15): "Memory > Tools",  # the entry with its fence, whole
+        (19, 19): "Memory > Preferences",
+    }
+    lines = text.split("\n")
+    covered = {n for c in chunks for n in range(c.start_line, c.end_line + 1)}
+    uncovered = [n for n, line in enumerate(lines, 1) if line.strip() and n not in covered]
+    assert uncovered == [1, 3, 17]  # the real headings: in their sections' heading paths
