@@ -17,7 +17,21 @@ if TYPE_CHECKING:
     from indexer.search.candidates import Candidate
     from providers.base import EmbeddingProvider
 
-__all__ = ["envelope", "explain_parts", "explained_trace", "render_results", "to_result"]
+__all__ = [
+    "envelope",
+    "explain_parts",
+    "explained_trace",
+    "render_results",
+    "shown_score",
+    "to_result",
+]
+
+
+def shown_score(score: float) -> float:
+    """The score a result shows: 0..1, as the protocol says. A boost can take a
+    ranking score past 1 (rules and dateBoost multiply: 0.93 x 1.5); such a result
+    shows 1 (explain has the score it was ranked by), and the list keeps its order."""
+    return min(score, 1.0)
 
 
 def explain_parts(c: Candidate) -> dict[str, object]:
@@ -40,7 +54,9 @@ def explain_parts(c: Candidate) -> dict[str, object]:
             parts.update(part)
         else:
             parts[stage] = part
-    parts["score"] = round(c.score, 4)
+    parts["score"] = round(shown_score(c.score), 4)
+    if c.score > 1.0:
+        parts["rankScore"] = round(c.score, 4)  # what the list is ordered by
     return parts
 
 
@@ -53,7 +69,7 @@ def to_result(c: Candidate, view: View, span: Span | None, explain: bool) -> Sea
         "path": row.path,
         "startLine": start,
         "endLine": end,
-        "score": round(c.score, 4),
+        "score": round(shown_score(c.score), 4),
         "snippet": view.snippet,
         "source": row.source,
         "citation": citation(row.path, start, end),

@@ -76,6 +76,23 @@ def test_keyword_explain_parts(chat: Config) -> None:
         assert "relevance" not in plain
 
 
+def test_a_boosted_result_shows_a_score_of_at_most_1(tmp_path: Path) -> None:
+    """The protocol says a score is 0..1; a rule line asked about (x1.5) showed 1.26
+    (9 of holdout_d's 50 questions had a top score above 1). It shows 1 now, explain
+    keeps the score it was ranked by, and the order is the ranking's."""
+    ws = tmp_path / "ws"
+    write(ws, "USER.md", "# About me\n\n- Always give stock weights in kg, never in pounds.\n")
+    write(ws, "memory/2026-11-20.md", "# 2026-11-20\n\n- Weighed the hoggets: 38 kg average.\n")
+    with AgentIndex(Config(workspace=ws, indexPath=tmp_path / "i.sqlite")) as idx:
+        idx.sync()
+        q = "should you give me stock weights in pounds or kg?"
+        res = idx.search(q, mode="keyword", explain=True)["results"]
+        assert res[0]["path"] == "USER.md"
+        assert res[0]["score"] == 1.0 and res[0]["explain"]["rankScore"] > 1.0
+        assert res[0]["explain"]["rules"] == 1.5 and res[0]["explain"]["score"] == 1.0
+        assert all(0.0 <= r["score"] <= 1.0 for r in res)
+
+
 @pytest.fixture
 def fake() -> Iterator[FakeOpenAI]:
     f = FakeOpenAI(dims=32).start()
