@@ -8,6 +8,7 @@ nothing."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -197,7 +198,7 @@ SECRETS: list[tuple[str, str, str]] = [
     ("recovery codes", "recovery codes: 8h3k-2m9q 4x7t-9w2e", "4x7t-9w2e"),
     ("api key hex", "api key 9f86d081884c7d659a2feaa0c55ad015", "9f86d081884c7d659a2f"),
     ("card number", "card 4111 1111 1111 1111 exp 12/29", "4111 1111 1111 1111"),
-    ("card cvv", "cvv 739 on the back", "739"),
+    ("card cvv", "cvv 7391 on the back", "7391"),  # 4 digits: 3 bytes recur by chance
     # the third outside attack (memory audit)
     ("password is now", "password is now Plaid-Marmot-77", "Plaid-Marmot-77"),
     ("changed to", "passphrase changed to purple-monkey-dishwasher", "purple-monkey"),
@@ -385,7 +386,7 @@ def test_no_secret_leaves_through_any_output_path(served: tuple[DaemonProc, Path
     for i, (name, _, secret) in enumerate(SECRETS):
         for pathname, read in paths.items():
             out = index_text if pathname == "index file" else read(i)
-            if secret in out:
+            if _holds(out, secret):
                 leaks[pathname].append(name)
     # the CLI reading the index itself, and MCP: the whole transcript at once
     cli_get = run_cli("--config", str(d.config), "get", "sessions/s.jsonl")
@@ -401,9 +402,19 @@ def test_no_secret_leaves_through_any_output_path(served: tuple[DaemonProc, Path
             ("MCP memory_get", mcp),
         ):
             assert f"{MARK}{i} " in out, (pathname, out[:300])
-            if secret in out:
+            if _holds(out, secret):
                 leaks.setdefault(pathname, []).append(name)
     assert all(not v for v in leaks.values()), leaks
+
+
+def _holds(out: str, secret: str) -> bool:
+    """Whether ``out`` holds ``secret``; a secret of digits only where no digit is next
+    to it. A CVV of 3 digits was "found" in the index file in one CI run in many (as
+    part of a timestamp the file holds as text, or 3 bytes of binary data that read
+    "739"); its FTS token or chunk text would show it whole, as now the 4 digits."""
+    if not secret.isdigit():
+        return secret in out
+    return re.search(rf"(?<![0-9]){secret}(?![0-9])", out) is not None
 
 
 def _mcp_get(config: Path) -> str:
