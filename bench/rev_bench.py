@@ -13,7 +13,6 @@ use this checkout's virtualenv (its dependencies).
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import subprocess
@@ -25,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import REPO  # noqa: E402
 from index_bench import make_daily_logs, real_sentences  # noqa: E402
+from process_bench import env_for as process_env  # noqa: E402
 
 INDEX = (
     "import sys, indexer; print(indexer.__file__, file=sys.stderr); "
@@ -34,17 +34,8 @@ INDEX = (
 
 
 def env_for(home: Path, tree: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "MEMINDEX_"))}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # a user's install has its .pyc files
-    env.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_STATE_HOME=str(home / ".state"),
-        XDG_CACHE_HOME=str(home / ".cache"),
-        MEMINDEX_NO_DAEMON="1",
-        PYTHONPATH=str(tree),
-    )
-    return env
+    """process_bench's environment (its own HOME and XDG dirs), with ``tree``'s code."""
+    return {**process_env(home), "MEMINDEX_NO_DAEMON": "1", "PYTHONPATH": str(tree)}
 
 
 def timed(config: Path, env: dict[str, str], tree: Path) -> float:
