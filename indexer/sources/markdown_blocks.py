@@ -281,7 +281,7 @@ _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
 def fenced(lines: Sequence[str]) -> list[bool]:
     """Whether each line is inside a fenced code block opened at most three spaces in
-    (its fences included), by the rules ``atx_headings`` reads fences with."""
+    (its fences included)."""
     out = [False] * len(lines)
     fence = ""
     for i, line in enumerate(lines):
@@ -297,22 +297,12 @@ def fenced(lines: Sequence[str]) -> list[bool]:
 
 def atx_headings(lines: Sequence[str], first: int) -> list[tuple[int, int, str]]:
     """(line, level, title) of every ``#`` heading in ``lines[first:]`` outside a
-    fenced block, without a parser: for files too long to parse. Setext headings and
-    containers are not read."""
+    fenced block (``fenced``), without a parser: for files too long to parse.
+    Setext headings and containers are not read."""
     out: list[tuple[int, int, str]] = []
-    fence = ""
+    code = fenced(lines[first:])
     for i in range(first, len(lines)):
-        line = lines[i]
-        f = _FENCE.match(line)
-        if fence:
-            closes = f and f.group(1)[0] == fence[0] and len(f.group(1)) >= len(fence)
-            if closes and f and not line[f.end() :].strip():
-                fence = ""
-            continue
-        if f and not (f.group(1)[0] == "`" and "`" in line[f.end() :]):
-            fence = f.group(1)
-            continue
-        m = _ATX.match(line)
+        m = None if code[i - first] else _ATX.match(lines[i])
         if m:
             title = _ATX_CLOSE.sub("", m.group(2))
             out.append((i, len(m.group(1)), " ".join(title.split())))
